@@ -1,0 +1,108 @@
+"""Imports TensorFlow the way harness needs it: Keras 2 and no noise.
+
+Every harness module that needs TensorFlow writes::
+
+    from harness._tf import tf
+
+so that the first import of TensorFlow in the process happens here, with
+
+* ``TF_USE_LEGACY_KERAS=1`` in the environment, without which
+  ``tf.compat.v1.layers`` (and tf.keras as Keras 2) do not exist on TF >= 2.16;
+* TensorFlow's import-time C++ log block and deprecation spam hidden unless
+  the user asks for them (``HARNESS_VERBOSITY=debug`` or ``--verbosity``).
+
+If TensorFlow was imported before harness without the variable, the legacy
+layers are unavailable for the life of the process; `ensure_legacy_keras`
+raises `LegacyKerasError` saying so and how to fix it.
+"""
+
+import logging
+import os
+import sys
+import tempfile
+import warnings
+
+from harness import errors
+
+__all__ = ["tf", "ensure_legacy_keras", "quiet_tensorflow", "VERBOSITY_ENV"]
+
+VERBOSITY_ENV = "HARNESS_VERBOSITY"
+_LEGACY_KERAS_ENV = "TF_USE_LEGACY_KERAS"
+
+
+def _verbose_requested(environ):
+  return environ.get(VERBOSITY_ENV, "").lower() in ("debug", "verbose", "tf")
+
+
+def _import_tensorflow_quietly(environ):
+  """Imports tensorflow with fd 2 sent to a file; replays it on failure."""
+  if "tensorflow" in sys.modules or _verbose_requested(environ):
+    import tensorflow  # pylint: disable=g-import-not-at-top
+    return tensorflow
+  environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+  try:
+    saved_fd = os.dup(2)
+  except OSError:  # No usable fd 2 (some embedded interpreters).
+    import tensorflow  # pylint: disable=g-import-not-at-top
+    return tensorflow
+  with tempfile.TemporaryFile() as sink:
+    sys.stderr.flush()
+    os.dup2(sink.fileno(), 2)
+    try:
+      import tensorflow  # pylint: disable=g-import-not-at-top
+    except BaseException:
+      os.dup2(saved_fd, 2)
+      sink.seek(0)
+      sys.stderr.write(sink.read().decode("utf-8", "replace"))
+      raise
+    finally:
+      os.dup2(saved_fd, 2)
+      os.close(saved_fd)
+  return tensorflow
+
+
+def quiet_tensorflow(verbose=False):
+  """Silences TensorFlow's Python-side warnings and deprecation logging.
+
+  Args:
+    verbose: if True, restores TensorFlow's own INFO logging instead.
+  """
+  tf_logger = logging.getLogger("tensorflow")
+  if verbose:
+    tf_logger.setLevel(logging.INFO)
+    return
+  tf_logger.setLevel(logging.ERROR)
+  for module in ("tensorflow", "tf_keras", "keras", "tensorflow_datasets"):
+    warnings.filterwarnings("ignore", category=UserWarning, module=module)
+    warnings.filterwarnings("ignore", category=DeprecationWarning, module=module)
+    warnings.filterwarnings("ignore", category=FutureWarning, module=module)
+
+
+def ensure_legacy_keras(tf_module):
+  """Raises `LegacyKerasError` unless `tf.compat.v1.layers` is usable."""
+  try:
+    tf_module.compat.v1.layers.Dense  # pylint: disable=pointless-statement
+  except (AttributeError, ImportError) as e:
+    raise errors.LegacyKerasError(
+        "TensorFlow was imported before harness without "
+        f"{_LEGACY_KERAS_ENV}=1 (it is {os.environ.get(_LEGACY_KERAS_ENV)!r}), "
+        "so tf.compat.v1.layers and Keras 2 are unavailable in this process "
+        f"({e}). Fix: import harness (or harness.compat) before tensorflow, "
+        f"or export {_LEGACY_KERAS_ENV}=1 before starting Python, or run the "
+        "script with `python -m harness.run script.py`.") from e
+
+
+def _bootstrap():
+  environ = os.environ
+  # Keras 2 is what tf.estimator code was written against. TensorFlow reads
+  # the variable when tf.keras / tf.compat.v1.layers are first touched, so
+  # setting it still helps when tensorflow itself was imported earlier;
+  # ensure_legacy_keras below catches the case where Keras 3 already loaded.
+  environ[_LEGACY_KERAS_ENV] = "1"
+  tf_module = _import_tensorflow_quietly(environ)
+  quiet_tensorflow(verbose=_verbose_requested(environ))
+  ensure_legacy_keras(tf_module)
+  return tf_module
+
+
+tf = _bootstrap()

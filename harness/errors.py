@@ -1,0 +1,70 @@
+"""The one error hierarchy of harness.
+
+Every error a user can cause derives from `HarnessError`, so a caller (or the
+`harness.main` binary) can tell "you asked for something wrong" apart from a
+bug. Messages name the offending value, the rule it breaks, where the value
+came from and how to fix it, e.g.::
+
+    TF_CONFIG task {"type": "worker", "index": 2} is not in the cluster:
+    cluster["worker"] has 2 addresses (valid index 0..1).
+
+This module imports nothing from TensorFlow.
+"""
+
+__all__ = [
+    "HarnessError",
+    "ConfigError",
+    "ClusterConfigError",
+    "FlagError",
+    "ModelFnError",
+    "InputFnError",
+    "CheckpointError",
+    "RemoteClusterError",
+    "PeerLostError",
+    "LegacyKerasError",
+    "NotSupportedError",
+]
+
+
+class HarnessError(Exception):
+  """Base class of every error harness raises on purpose."""
+
+
+class ConfigError(HarnessError, ValueError):
+  """A configuration value breaks a rule (RunConfig, specs, flags)."""
+
+
+class ClusterConfigError(ConfigError):
+  """TF_CONFIG or a remote cluster description is invalid."""
+
+
+class FlagError(ConfigError):
+  """A command-line flag of a harness binary is invalid."""
+
+
+class ModelFnError(HarnessError, ValueError):
+  """A `model_fn` has a bad signature or returned a bad `EstimatorSpec`."""
+
+
+class InputFnError(HarnessError, ValueError):
+  """An `input_fn` has a bad signature or returned a bad structure."""
+
+
+class CheckpointError(HarnessError, RuntimeError):
+  """A checkpoint cannot be read, or does not match the model."""
+
+
+class RemoteClusterError(HarnessError, ConnectionError):
+  """Servers of a remote cluster cannot be reached in the allowed time."""
+
+
+class PeerLostError(HarnessError, RuntimeError):
+  """A task of the training cluster stopped answering."""
+
+
+class LegacyKerasError(HarnessError, ImportError):
+  """TensorFlow was imported without `TF_USE_LEGACY_KERAS=1`."""
+
+
+class NotSupportedError(HarnessError, NotImplementedError):
+  """A tf.estimator feature harness does not implement (yet)."""

@@ -1,0 +1,42 @@
+"""Packaging for harness: the Estimator-style training harness for TF 2.16+."""
+
+import pathlib
+
+import setuptools
+
+_HERE = pathlib.Path(__file__).parent
+
+setuptools.setup(
+    name="harness",
+    version="0.1.0",
+    description=(
+        "tf.estimator-compatible training harness (model_fn / input_fn / "
+        "train_and_evaluate) for current TensorFlow."
+    ),
+    long_description=(_HERE / "README.md").read_text(encoding="utf-8")
+    if (_HERE / "README.md").exists() else "",
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=setuptools.find_packages(
+        include=["harness", "harness.*", "model_fns", "model_fns.*",
+                 "input_fns", "input_fns.*"]),
+    install_requires=[
+        # Tested on 2.21; the range is the one the graph-mode core was probed on.
+        "tensorflow>=2.16,<2.22",
+        # TF1 layers and Keras 2 (tf.compat.v1.layers needs TF_USE_LEGACY_KERAS=1).
+        "tf-keras>=2.16,<2.22",
+        "absl-py>=1.0",
+        "tensorflow-datasets>=4.9",
+        "numpy",
+    ],
+    extras_require={
+        "test": ["pytest>=7", "kubernetes-validate>=1.28", "pyyaml"],
+    },
+    entry_points={
+        "console_scripts": [
+            "harness-main=harness.main:run",
+            "harness-server=harness.server:run",
+            "harness-launch=harness.launch:run",
+        ],
+    },
+)
