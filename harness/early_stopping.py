@@ -1,0 +1,473 @@
+"""Early stopping: hooks that end training when an eval metric stops improving.
+
+As tf.estimator.experimental's early-stopping functions (2.15)::
+
+    hook = early_stopping.stop_if_no_decrease_hook(
+        estimator, "loss", max_steps_without_decrease=1000,
+        run_every_secs=None, run_every_steps=100)
+    train_spec = harness.TrainSpec(train_input_fn, hooks=[hook])
+
+The chief evaluates the predicate (which reads the eval event files). When
+several worker processes train, it tells the others through a variable
+(`signal_early_stopping/STOP`); a collective multi-worker strategy sums that
+variable across workers instead. An in-process MirroredStrategy needs no
+signalling (2.15 wrongly took the multi-worker path for any strategy).
+When the chief stops early it also writes `<model_dir>/training_stopped`
+(`write_training_stopped_marker`), which an evaluator process polls
+(`read_training_stopped_marker`) to know that no more checkpoints will come.
+"""
+
+import collections
+import contextlib
+import json
+import operator
+import os
+
+from absl import logging
+
+from harness import errors
+from harness import hooks as hooks_lib
+from harness._tf import tf
+
+__all__ = [
+    "make_early_stopping_hook",
+    "stop_if_higher_hook",
+    "stop_if_lower_hook",
+    "stop_if_no_increase_hook",
+    "stop_if_no_decrease_hook",
+    "read_eval_metrics",
+    "write_training_stopped_marker",
+    "read_training_stopped_marker",
+    "TRAINING_STOPPED_MARKER",
+]
+
+TRAINING_STOPPED_MARKER = "training_stopped"
+_EVENT_FILE_GLOB_PATTERN = "events.out.tfevents.*"
+_COLLECTIVE_STRATEGY_PREFIXES = (
+    "CollectiveAllReduceStrategy", "MultiWorkerMirroredStrategy")
+
+
+class _ArgumentTypeError(errors.ConfigError, TypeError):
+  """An argument has the wrong type (a TypeError, as in tf.estimator)."""
+
+
+def _check_estimator(estimator):
+  from harness import estimator as estimator_lib  # pylint: disable=g-import-not-at-top
+  if not isinstance(estimator, estimator_lib.Estimator):
+    raise _ArgumentTypeError(
+        "`estimator` must have type `tf.estimator.Estimator`. Got: "
+        f"{type(estimator)}. Fix: pass a harness.Estimator.")
+
+
+def _is_collective(strategy):
+  return strategy is not None and type(strategy).__name__.startswith(
+      _COLLECTIVE_STRATEGY_PREFIXES)
+
+
+def make_early_stopping_hook(estimator, should_stop_fn, run_every_secs=60,
+                             run_every_steps=None):
+  """Returns a hook that stops training when `should_stop_fn()` returns True.
+
+  Args:
+    estimator: a `harness.Estimator`.
+    should_stop_fn: callable of no arguments returning a bool; called by the
+      chief (by every worker under a collective strategy).
+    run_every_secs: call `should_stop_fn` at most every this many seconds.
+    run_every_steps: or every this many global steps. Exactly one of the two
+      must be set; a collective multi-worker strategy needs `run_every_steps`
+      (all workers must check at the same step).
+
+  Returns:
+    A `SessionRunHook`.
+
+  Raises:
+    TypeError (`ConfigError`): `estimator` is not an Estimator, or
+      `should_stop_fn` is not callable.
+    ConfigError: both or neither of `run_every_secs` and `run_every_steps`
+      are set, or `run_every_secs` is set under a collective strategy.
+  """
+  _check_estimator(estimator)
+  if run_every_secs is not None and run_every_steps is not None:
+    raise errors.ConfigError(
+        "Only one of `run_every_secs` and `run_every_steps` must be set "
+        f"(given run_every_secs={run_every_secs}, run_every_steps="
+        f"{run_every_steps}). Fix: pass run_every_secs=None to count steps.")
+  if run_every_secs is None and run_every_steps is None:
+    raise errors.ConfigError(
+        "One of `run_every_secs` and `run_every_steps` must be set.")
+  if not callable(should_stop_fn):
+    raise _ArgumentTypeError(
+        f"`should_stop_fn` must be callable, given: {should_stop_fn!r}.")
+  config = estimator.config
+  strategy = getattr(config, "train_distribute", None)
+  if _is_collective(strategy):
+    if run_every_secs:
+      raise errors.ConfigError(
+          "run_every_secs should not be set when using "
+          "MultiWorkerMirroredStrategy: every worker must check at the same "
+          "step. Fix: pass run_every_secs=None, run_every_steps=N.")
+    return _CollectiveEarlyStoppingHook(
+        should_stop_fn, run_every_steps, strategy=strategy,
+        model_dir=estimator.model_dir, is_chief=config.is_chief)
+  signal = config.num_worker_replicas > 1
+  if config.is_chief:
+    return _StopOnPredicateHook(
+        should_stop_fn, run_every_secs, run_every_steps,
+        model_dir=estimator.model_dir, signal_workers=signal,
+        num_ps_replicas=config.num_ps_replicas)
+  return _CheckForStoppingHook(num_ps_replicas=config.num_ps_replicas)
+
+
+def stop_if_higher_hook(estimator, metric_name, threshold, eval_dir=None,
+                        min_steps=0, run_every_secs=60, run_every_steps=None):
+  """Stops training once `metric_name` is higher than `threshold`.
+
+  Args:
+    estimator: a `harness.Estimator`.
+    metric_name: the eval metric to track, e.g. "accuracy".
+    threshold: the value to exceed.
+    eval_dir: where the eval events are; default `estimator.eval_dir()`.
+    min_steps: never stop below this global step.
+    run_every_secs: see `make_early_stopping_hook`.
+    run_every_steps: see `make_early_stopping_hook`.
+
+  Returns:
+    A `SessionRunHook`.
+  """
+  return _threshold_hook(estimator, metric_name, threshold, operator.gt,
+                         "greater than", eval_dir, min_steps, run_every_secs,
+                         run_every_steps)
+
+
+def stop_if_lower_hook(estimator, metric_name, threshold, eval_dir=None,
+                       min_steps=0, run_every_secs=60, run_every_steps=None):
+  """Stops training once `metric_name` is lower than `threshold`.
+
+  Arguments as `stop_if_higher_hook`.
+  """
+  return _threshold_hook(estimator, metric_name, threshold, operator.lt,
+                         "less than", eval_dir, min_steps, run_every_secs,
+                         run_every_steps)
+
+
+def stop_if_no_increase_hook(estimator, metric_name,
+                             max_steps_without_increase, eval_dir=None,
+                             min_steps=0, run_every_secs=60,
+                             run_every_steps=None):
+  """Stops training when `metric_name` has not increased for N steps.
+
+  Args:
+    estimator: a `harness.Estimator`.
+    metric_name: the eval metric to track.
+    max_steps_without_increase: global steps allowed without a new best.
+    eval_dir: where the eval events are; default `estimator.eval_dir()`.
+    min_steps: evaluations below this global step are ignored.
+    run_every_secs: see `make_early_stopping_hook`.
+    run_every_steps: see `make_early_stopping_hook`.
+
+  Returns:
+    A `SessionRunHook`.
+  """
+  return _no_improvement_hook(estimator, metric_name,
+                              max_steps_without_increase, operator.gt,
+                              "increase", eval_dir, min_steps, run_every_secs,
+                              run_every_steps)
+
+
+def stop_if_no_decrease_hook(estimator, metric_name,
+                             max_steps_without_decrease, eval_dir=None,
+                             min_steps=0, run_every_secs=60,
+                             run_every_steps=None):
+  """Stops training when `metric_name` has not decreased for N steps.
+
+  Arguments as `stop_if_no_increase_hook`.
+  """
+  return _no_improvement_hook(estimator, metric_name,
+                              max_steps_without_decrease, operator.lt,
+                              "decrease", eval_dir, min_steps, run_every_secs,
+                              run_every_steps)
+
+
+def _default_eval_dir(estimator, eval_dir):
+  if eval_dir is not None:
+    return eval_dir
+  if hasattr(estimator, "eval_dir"):
+    return estimator.eval_dir()
+  return os.path.join(estimator.model_dir, "eval")
+
+
+def _metric(metrics, metric_name, step, eval_dir):
+  if metric_name not in metrics:
+    raise errors.ConfigError(
+        f"Early stopping metric {metric_name!r} is not in the eval results "
+        f"of step {step} in {eval_dir} (they have: {sorted(metrics)}). Fix: "
+        "pass one of those names, or add the metric to eval_metric_ops.")
+  return metrics[metric_name]
+
+
+def _threshold_hook(estimator, metric_name, threshold, is_better, wording,
+                    eval_dir, min_steps, run_every_secs, run_every_steps):
+  eval_dir = _default_eval_dir(estimator, eval_dir)
+
+  def should_stop():
+    for step, metrics in read_eval_metrics(eval_dir).items():
+      if step < min_steps:
+        continue
+      value = _metric(metrics, metric_name, step, eval_dir)
+      if is_better(value, threshold):
+        logging.info(
+            'At step %s, metric "%s" has value %s which is %s the configured '
+            "threshold (%s) for early stopping.", step, metric_name, value,
+            wording, threshold)
+        return True
+    return False
+
+  return make_early_stopping_hook(estimator, should_stop, run_every_secs,
+                                  run_every_steps)
+
+
+def _no_improvement_hook(estimator, metric_name, max_steps, is_better,
+                         wording, eval_dir, min_steps, run_every_secs,
+                         run_every_steps):
+  eval_dir = _default_eval_dir(estimator, eval_dir)
+
+  def should_stop():
+    best_value, best_step = None, None
+    for step, metrics in read_eval_metrics(eval_dir).items():
+      if step < min_steps:
+        continue
+      value = _metric(metrics, metric_name, step, eval_dir)
+      if best_value is None or is_better(value, best_value):
+        best_value, best_step = value, step
+      if step - best_step >= max_steps:
+        logging.info(
+            'No %s in metric "%s" for %s steps, which is greater than or '
+            "equal to max steps (%s) configured for early stopping.", wording,
+            metric_name, step - best_step, max_steps)
+        return True
+    return False
+
+  return make_early_stopping_hook(estimator, should_stop, run_every_secs,
+                                  run_every_steps)
+
+
+def _scalar_values(summary):
+  """Yields (tag, float) for each scalar in a Summary proto."""
+  for value in summary.value:
+    if value.HasField("simple_value"):
+      yield value.tag, value.simple_value
+    elif value.HasField("tensor"):
+      # TF2-style scalar summaries store a rank-0 tensor.
+      try:
+        array = tf.make_ndarray(value.tensor)
+      except (TypeError, ValueError):
+        continue
+      if array.size == 1 and array.dtype.kind in "fiu":
+        yield value.tag, float(array.reshape(()))
+
+
+def read_eval_metrics(eval_dir):
+  """Reads the eval metrics in `eval_dir`'s event files.
+
+  Args:
+    eval_dir: directory holding `events.out.tfevents.*` files.
+
+  Returns:
+    An OrderedDict from global step to {metric name: float}, ascending by
+    step; empty if the directory does not exist. A corrupt file tail is
+    skipped with a warning.
+  """
+  by_step = collections.defaultdict(dict)
+  if tf.io.gfile.exists(eval_dir):
+    pattern = os.path.join(eval_dir, _EVENT_FILE_GLOB_PATTERN)
+    for event_file in sorted(tf.io.gfile.glob(pattern)):
+      try:
+        for event in tf.compat.v1.train.summary_iterator(event_file):
+          if event.HasField("summary"):
+            metrics = dict(_scalar_values(event.summary))
+            if metrics:
+              by_step[event.step].update(metrics)
+      except tf.errors.DataLossError as e:
+        logging.warning(
+            "Skipping the rest of the corrupt event file %s: %s", event_file, e)
+  return collections.OrderedDict(sorted(by_step.items()))
+
+
+def write_training_stopped_marker(model_dir, reason, global_step):
+  """Writes `<model_dir>/training_stopped` (JSON), atomically.
+
+  Args:
+    model_dir: the model directory (local or any tf.io.gfile filesystem).
+    reason: why training stopped, e.g. "early_stopping".
+    global_step: the global step training stopped at.
+
+  Returns:
+    The marker's path.
+  """
+  path = os.path.join(model_dir, TRAINING_STOPPED_MARKER)
+  tf.io.gfile.makedirs(model_dir)
+  tmp_path = path + ".tmp"
+  with tf.io.gfile.GFile(tmp_path, "w") as f:
+    f.write(json.dumps({"reason": reason, "global_step": int(global_step)}))
+  tf.io.gfile.rename(tmp_path, path, overwrite=True)
+  return path
+
+
+def read_training_stopped_marker(model_dir):
+  """Reads `<model_dir>/training_stopped`.
+
+  Returns:
+    None if there is no marker, else a dict with "reason" and "global_step"
+    (an unreadable marker gives {"reason": "unknown", "global_step": None}
+    and a warning: it still means training stopped).
+  """
+  path = os.path.join(model_dir, TRAINING_STOPPED_MARKER)
+  if not tf.io.gfile.exists(path):
+    return None
+  try:
+    with tf.io.gfile.GFile(path, "r") as f:
+      marker = json.loads(f.read())
+    if not isinstance(marker, dict):
+      raise ValueError(f"not a JSON object: {marker!r}")
+  except (ValueError, tf.errors.OpError) as e:
+    logging.warning("Unreadable training-stopped marker %s: %s", path, e)
+    return {"reason": "unknown", "global_step": None}
+  return marker
+
+
+def _get_or_create_stop_var(num_ps_replicas=0):
+  """The bool variable by which the chief tells other workers to stop."""
+  device = None
+  if num_ps_replicas > 0 and not tf.distribute.has_strategy():
+    # Between-graph replication: the variable must be shared, so on a PS.
+    device = "/job:ps/task:0"
+  with tf.compat.v1.device(device), tf.compat.v1.variable_scope(
+      "signal_early_stopping", values=[], reuse=tf.compat.v1.AUTO_REUSE):
+    return tf.compat.v1.get_variable(
+        name="STOP", shape=[], dtype=tf.bool,
+        initializer=tf.compat.v1.initializers.constant(False),
+        collections=[tf.compat.v1.GraphKeys.GLOBAL_VARIABLES],
+        trainable=False)
+
+
+class _StopOnPredicateHook(hooks_lib.SessionRunHook):
+  """Chief: requests stop when `should_stop_fn` says so, and tells the others."""
+
+  def __init__(self, should_stop_fn, run_every_secs=60, run_every_steps=None,
+               *, model_dir=None, signal_workers=False, num_ps_replicas=0):
+    if not callable(should_stop_fn):
+      raise _ArgumentTypeError("`should_stop_fn` must be callable.")
+    self._should_stop_fn = should_stop_fn
+    self._timer = hooks_lib.SecondOrStepTimer(
+        every_secs=run_every_secs, every_steps=run_every_steps)
+    self._model_dir = model_dir
+    self._signal_workers = signal_workers
+    self._num_ps_replicas = num_ps_replicas
+    self._global_step_tensor = None
+    self._stop_op = None
+
+  def begin(self):
+    self._global_step_tensor = tf.compat.v1.train.get_global_step()
+    if self._signal_workers:
+      stop_var = _get_or_create_stop_var(self._num_ps_replicas)
+      self._stop_op = tf.compat.v1.assign(stop_var, True)
+
+  def before_run(self, run_context):
+    del run_context
+    return hooks_lib.SessionRunArgs(self._global_step_tensor)
+
+  def after_run(self, run_context, run_values):
+    global_step = run_values.results
+    if not self._timer.should_trigger_for_step(global_step):
+      return
+    self._timer.update_last_triggered_step(global_step)
+    if self._should_stop_fn():
+      logging.info("Requesting early stopping at global step %d", global_step)
+      if self._stop_op is not None:
+        run_context.session.run(self._stop_op)
+      if self._model_dir:
+        write_training_stopped_marker(
+            self._model_dir, "early_stopping", global_step)
+      run_context.request_stop()
+
+
+class _CheckForStoppingHook(hooks_lib.SessionRunHook):
+  """Non-chief: requests stop once the chief has set the stop variable."""
+
+  def __init__(self, num_ps_replicas=0):
+    self._num_ps_replicas = num_ps_replicas
+    self._stop_var = None
+
+  def begin(self):
+    self._stop_var = _get_or_create_stop_var(self._num_ps_replicas)
+
+  def before_run(self, run_context):
+    del run_context
+    return hooks_lib.SessionRunArgs(self._stop_var)
+
+  def after_run(self, run_context, run_values):
+    if run_values.results:
+      logging.info("Early stopping requested, suspending run.")
+      run_context.request_stop()
+
+
+class _CollectiveEarlyStoppingHook(hooks_lib.SessionRunHook):
+  """Every worker votes at the same step; a SUM all-reduce tallies the votes.
+
+  All workers run `stop_op` at the same global steps (hence steps, not
+  seconds), so the collective inside it cannot hang; each adds 1 (stop) or
+  0, and all see the sum in the next step's fetch and stop together.
+  """
+
+  def __init__(self, should_stop_fn, run_every_steps, *, strategy, model_dir,
+               is_chief):
+    self._should_stop_fn = should_stop_fn
+    self._timer = hooks_lib.SecondOrStepTimer(
+        every_secs=None, every_steps=run_every_steps)
+    self._strategy = strategy
+    self._model_dir = model_dir
+    self._is_chief = is_chief
+    self._global_step_tensor = None
+    self._stop_var = None
+    self._stop_op = None
+    self._vote = None
+
+  def begin(self):
+    self._global_step_tensor = tf.compat.v1.train.get_global_step()
+    scope = (self._strategy.scope() if not tf.distribute.has_strategy()
+             else contextlib.nullcontext())
+    with scope, tf.compat.v1.variable_scope(
+        "signal_early_stopping", values=[], reuse=tf.compat.v1.AUTO_REUSE):
+      self._stop_var = tf.compat.v1.get_variable(
+          name="STOP", shape=[], dtype=tf.int32,
+          initializer=tf.compat.v1.initializers.constant(0),
+          collections=[tf.compat.v1.GraphKeys.GLOBAL_VARIABLES],
+          synchronization=tf.VariableSynchronization.ON_WRITE,
+          aggregation=tf.VariableAggregation.SUM, trainable=False)
+      self._vote = tf.compat.v1.placeholder_with_default(
+          0, shape=(), name="stop_vote")
+      self._stop_op = self._strategy.extended.call_for_each_replica(
+          lambda var, vote: var.assign_add(vote),
+          args=(self._stop_var, self._vote))
+
+  def before_run(self, run_context):
+    del run_context
+    return hooks_lib.SessionRunArgs(
+        {"global_step": self._global_step_tensor, "stop": self._stop_var})
+
+  def after_run(self, run_context, run_values):
+    global_step = run_values.results["global_step"]
+    if run_values.results["stop"] > 0:
+      logging.info("Early stopping requested, suspending run.")
+      if self._is_chief and self._model_dir:
+        write_training_stopped_marker(
+            self._model_dir, "early_stopping", global_step)
+      run_context.request_stop()
+      return
+    if not self._timer.should_trigger_for_step(global_step):
+      return
+    self._timer.update_last_triggered_step(global_step)
+    vote = 1 if self._should_stop_fn() else 0
+    if vote:
+      logging.info("Requesting early stopping at global step %d", global_step)
+    run_context.session.run(self._stop_op, feed_dict={self._vote: vote})

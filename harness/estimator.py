@@ -1,0 +1,437 @@
+"""`Estimator`: tf.estimator 2.15's facade over model_fn / input_fn.
+
+Usage::
+
+    est = harness.Estimator(model_fn, model_dir="/tmp/m", params={"lr": .1})
+    est.train(train_input_fn, max_steps=1000)
+    metrics = est.evaluate(eval_input_fn, steps=10)
+    for pred in est.predict(predict_input_fn):
+      ...
+    est.export_saved_model("/tmp/m/export", serving_input_receiver_fn)
+
+Each call builds a fresh graph for its mode, calls `model_fn` there and runs
+it in a session that restores the latest checkpoint of `model_dir`. The
+checkpoints are name-based (tf.compat.v1 Saver), so a model_dir written by
+tf.estimator 2.15 resumes here and the other way round.
+"""
+
+import copy
+import os
+import tempfile
+
+import numpy as np
+from absl import logging
+
+from harness import errors
+from harness import evaluation
+from harness import input_pipeline
+from harness import run_config as run_config_lib
+from harness import spec as spec_lib
+from harness import train_loop
+from harness import warm_start as warm_start_lib
+from harness._tf import tf
+
+__all__ = ["Estimator"]
+
+ModeKeys = spec_lib.ModeKeys
+
+
+def _check_positive(value, name):
+  if value is not None and value <= 0:
+    raise errors.ConfigError(
+        f"Must specify {name} > 0, given: {value}. Fix: pass a positive "
+        f"number of steps, or None.")
+
+
+class Estimator:
+  """Trains, evaluates, predicts with and exports a `model_fn`.
+
+  Args:
+    model_fn: `fn(features, labels, mode, params, config)` returning an
+      `EstimatorSpec`; it may declare any subset of those arguments
+      (`features` is required).
+    model_dir: where checkpoints and summaries go. None: `config.model_dir`,
+      else a new temporary directory (logged).
+    config: a `RunConfig`, or None for the defaults.
+    params: dict passed to `model_fn` and `input_fn` (deep-copied).
+    warm_start_from: checkpoint path, model_dir, SavedModel dir or
+      `WarmStartSettings` to initialise variables from before training.
+  """
+
+  def __init__(self, model_fn, model_dir=None, config=None, params=None,
+               warm_start_from=None):
+    if config is None:
+      config = run_config_lib.RunConfig()
+      logging.info("Using default config.")
+    elif not isinstance(config, run_config_lib.RunConfig):
+      raise errors.ConfigError(
+          f"config must be an instance of RunConfig, but provided {config!r}.")
+    model_dir, config = run_config_lib.resolve_model_dir(model_dir, config)
+    if model_dir is None:
+      model_dir = tempfile.mkdtemp(prefix="harness_model_")
+      logging.warning("Using temporary folder as model directory: %s",
+                      model_dir)
+      config = config.replace(model_dir=model_dir)
+    self._config = config
+    self._model_dir = model_dir
+    self._session_config = (config.session_config if
+                            config.session_config is not None else
+                            train_loop.default_session_config())
+    if model_fn is None:
+      raise errors.ConfigError("model_fn must be provided to Estimator.")
+    spec_lib.verify_model_fn_args(model_fn, params)
+    if params is None and "params" in spec_lib.fn_args(model_fn):
+      logging.warning(
+          "Estimator's model_fn (%s) includes params argument, but params "
+          "are not passed to Estimator.", model_fn)
+    self._model_fn = model_fn
+    self._params = copy.deepcopy(params or {})
+    self._warm_start_settings = (
+        warm_start_lib.get_default_warm_start_settings(warm_start_from)
+        if warm_start_from is not None else None)
+    self._device_fn = config.device_fn or _replica_device_setter(config)
+
+  # --- properties ----------------------------------------------------------
+
+  @property
+  def model_dir(self):
+    return self._model_dir
+
+  @property
+  def config(self):
+    return copy.deepcopy(self._config) if _deepcopyable(self._config) else (
+        self._config)
+
+  @property
+  def params(self):
+    return copy.deepcopy(self._params)
+
+  @property
+  def model_fn(self):
+    """The model_fn bound to this Estimator's params and config."""
+    def public_model_fn(features, labels, mode, config):
+      return self._call_model_fn(features, labels, mode, config)
+    return public_model_fn
+
+  # --- checkpoints ---------------------------------------------------------
+
+  def latest_checkpoint(self):
+    """Path of the newest checkpoint in model_dir, or None."""
+    return tf.train.latest_checkpoint(self._model_dir)
+
+  def get_variable_names(self):
+    """Names of the variables in the latest checkpoint."""
+    return [name for name, _ in tf.train.list_variables(
+        self._require_checkpoint())]
+
+  def get_variable_value(self, name):
+    """The value of variable `name` in the latest checkpoint (numpy)."""
+    return tf.train.load_variable(self._require_checkpoint(), name)
+
+  def _require_checkpoint(self):
+    path = self.latest_checkpoint()
+    if not path:
+      raise errors.CheckpointError(
+          f"Estimator is not trained yet: no checkpoint in model_dir "
+          f"{self._model_dir!r}. Fix: call train() first, or point model_dir "
+          "at a directory that holds checkpoints.")
+    return path
+
+  def eval_dir(self, name=None):
+    """Where evaluate(name=...) writes its summaries."""
+    return os.path.join(self._model_dir,
+                        "eval" if not name else "eval_" + name)
+
+  # --- model_fn ------------------------------------------------------------
+
+  def _call_model_fn(self, features, labels, mode, config):
+    logging.debug("Calling model_fn in mode %s.", mode)
+    with tf.compat.v1.device(self._device_fn) if (
+        self._device_fn is not None and mode == ModeKeys.TRAIN) else (
+            _nullcontext()):
+      return spec_lib.call_model_fn(self._model_fn, features, labels, mode,
+                                    self.params, config)
+
+  # --- train ---------------------------------------------------------------
+
+  def train(self, input_fn, hooks=None, steps=None, max_steps=None,
+            saving_listeners=None):
+    """Trains for `steps` more steps or up to global step `max_steps`.
+
+    Stops earlier when input_fn's data ends (OutOfRange) or a hook asks.
+
+    Returns:
+      self, for chaining.
+    """
+    if steps is not None and max_steps is not None:
+      raise errors.ConfigError(
+          "Can not provide both steps and max_steps. Fix: pass steps (train "
+          "this many more steps) or max_steps (train up to this global step).")
+    _check_positive(steps, "steps")
+    _check_positive(max_steps, "max_steps")
+    if max_steps is not None:
+      start = self._checkpoint_step()
+      if start is not None and max_steps <= start:
+        logging.info("Skipping training since max_steps has already saved "
+                     "(global step %d >= max_steps %d).", start, max_steps)
+        return self
+    hooks = list(hooks or [])
+    if steps is not None or max_steps is not None:
+      hooks.append(tf.compat.v1.train.StopAtStepHook(steps, max_steps))
+    self._train(input_fn, hooks, saving_listeners, max_steps)
+    return self
+
+  def _checkpoint_step(self):
+    path = self.latest_checkpoint()
+    if not path:
+      return None
+    return int(tf.train.load_variable(path, "global_step"))
+
+  def _train(self, input_fn, hooks, saving_listeners, max_steps):
+    strategy = self._config.train_distribute
+    with tf.Graph().as_default():
+      if strategy is not None:
+        spec, input_hooks, global_step = train_loop.build_distributed(
+            strategy, self._call_model_fn, input_fn, self._params,
+            self._config)
+      else:
+        spec, input_hooks, global_step = train_loop.build_local(
+            self._call_model_fn, input_fn, self._params, self._config)
+      if self._warm_start_settings is not None:
+        logging.info("Warm-starting from %s",
+                     self._warm_start_settings.ckpt_to_initialize_from)
+        warm_start_lib.warm_start(self._warm_start_settings)
+      return train_loop.run(
+          spec, model_dir=self._model_dir, config=self._config, hooks=hooks,
+          input_hooks=input_hooks, global_step_tensor=global_step,
+          saving_listeners=saving_listeners,
+          session_config=self._session_config,
+          task_label=_task_label(self._config), max_steps=max_steps)
+
+  # --- evaluate ------------------------------------------------------------
+
+  def evaluate(self, input_fn, steps=None, hooks=None, checkpoint_path=None,
+               name=None):
+    """Evaluates the model on `steps` batches (None: until input ends).
+
+    Returns:
+      dict of metric name -> value, with `loss` and `global_step`.
+    """
+    _check_positive(steps, "steps")
+    checkpoint_path = self._checkpoint_for("evaluate", checkpoint_path)
+    with tf.Graph().as_default():
+      tf.compat.v1.random.set_random_seed(self._config.tf_random_seed)
+      global_step = train_loop.create_global_step(
+          tf.compat.v1.get_default_graph())
+      features, labels, input_hooks = input_pipeline.features_and_labels(
+          input_fn, ModeKeys.EVAL, self._params, self._config)
+      spec = self._call_model_fn(features, labels, ModeKeys.EVAL,
+                                 self._config)
+      final_ops, eval_op = evaluation.eval_dict_from_spec(spec, global_step)
+      all_hooks = (input_hooks + _checked_hooks(hooks) +
+                   list(spec.evaluation_hooks))
+      results = evaluation.evaluate_once(
+          checkpoint_path=checkpoint_path,
+          master=self._config.evaluation_master, scaffold=spec.scaffold,
+          eval_op=eval_op, final_ops=final_ops, hooks=all_hooks,
+          session_config=self._session_config, steps=steps)
+    step = results[evaluation.GLOBAL_STEP_KEY]
+    output_dir = self.eval_dir(name)
+    evaluation.write_dict_to_summary(output_dir, results, step)
+    if checkpoint_path:
+      evaluation.write_checkpoint_path_to_summary(
+          output_dir, checkpoint_path, step)
+    logging.info("eval | %s | step %d | %s", _task_label(self._config), step,
+                 " | ".join(f"{k}={_fmt(v)}" for k, v in sorted(
+                     results.items()) if k != evaluation.GLOBAL_STEP_KEY))
+    return results
+
+  def _checkpoint_for(self, what, checkpoint_path):
+    if checkpoint_path:
+      return checkpoint_path
+    path = self.latest_checkpoint()
+    if path:
+      return path
+    logging.info("Could not find trained model in model_dir: %s, running "
+                 "initialization to %s.", self._model_dir, what)
+    return None
+
+  # --- predict -------------------------------------------------------------
+
+  def predict(self, input_fn, predict_keys=None, hooks=None,
+              checkpoint_path=None, yield_single_examples=True):
+    """Yields predictions for every element input_fn produces."""
+    checkpoint_path = self._checkpoint_for("predict", checkpoint_path)
+    with tf.Graph().as_default():
+      tf.compat.v1.random.set_random_seed(self._config.tf_random_seed)
+      train_loop.create_global_step(tf.compat.v1.get_default_graph())
+      result = spec_lib.call_input_fn(input_fn, ModeKeys.PREDICT,
+                                      self._params, self._config)
+      features, _, input_hooks = input_pipeline.parse_input_fn_result(result)
+      spec = self._call_model_fn(features, None, ModeKeys.PREDICT,
+                                 self._config)
+      predictions = _extract_keys(spec.predictions, predict_keys)
+      all_hooks = (input_hooks + _checked_hooks(hooks) +
+                   list(spec.prediction_hooks))
+      creator = tf.compat.v1.train.ChiefSessionCreator(
+          checkpoint_filename_with_path=checkpoint_path,
+          master=self._config.master, scaffold=spec.scaffold,
+          config=self._session_config)
+      with tf.compat.v1.train.MonitoredSession(
+          session_creator=creator, hooks=all_hooks) as session:
+        while not session.should_stop():
+          values = session.run(predictions)
+          if not yield_single_examples:
+            yield values
+          elif not isinstance(values, dict):
+            for value in values:
+              yield value
+          else:
+            for i in range(_batch_length(values)):
+              yield {key: value[i] for key, value in values.items()}
+
+  # --- export --------------------------------------------------------------
+
+  def export_saved_model(self, export_dir_base, serving_input_receiver_fn,
+                         assets_extra=None, as_text=False,
+                         checkpoint_path=None,
+                         experimental_mode=ModeKeys.PREDICT):
+    """Writes a SavedModel for one mode; returns its directory (bytes)."""
+    if not serving_input_receiver_fn:
+      raise errors.ConfigError(
+          "An input_receiver_fn must be defined. Fix: pass e.g. "
+          "harness.export.build_raw_serving_input_receiver_fn(...).")
+    return self._export_all_saved_models(
+        export_dir_base, {experimental_mode: serving_input_receiver_fn},
+        assets_extra=assets_extra, as_text=as_text,
+        checkpoint_path=checkpoint_path)
+
+  def export_savedmodel(self, export_dir_base, serving_input_receiver_fn,
+                        assets_extra=None, as_text=False,
+                        checkpoint_path=None, strip_default_attrs=False):
+    """Deprecated alias of `export_saved_model` (tf.estimator 1.x name)."""
+    del strip_default_attrs  # Always stripped, as in tf.estimator 2.x.
+    return self.export_saved_model(
+        export_dir_base, serving_input_receiver_fn, assets_extra=assets_extra,
+        as_text=as_text, checkpoint_path=checkpoint_path)
+
+  def experimental_export_all_saved_models(self, export_dir_base,
+                                           input_receiver_fn_map,
+                                           assets_extra=None, as_text=False,
+                                           checkpoint_path=None):
+    """Writes one SavedModel with a MetaGraph per mode in the map."""
+    return self._export_all_saved_models(
+        export_dir_base, input_receiver_fn_map, assets_extra=assets_extra,
+        as_text=as_text, checkpoint_path=checkpoint_path)
+
+  def _export_all_saved_models(self, export_dir_base, input_receiver_fn_map,
+                               assets_extra, as_text, checkpoint_path):
+    from harness.export import writer  # pylint: disable=g-import-not-at-top
+    if not checkpoint_path:
+      checkpoint_path = self.latest_checkpoint()
+    if not checkpoint_path and self._warm_start_settings is not None:
+      checkpoint_path = self._warm_start_settings.ckpt_to_initialize_from
+      if tf.io.gfile.isdir(checkpoint_path):
+        checkpoint_path = tf.train.latest_checkpoint(checkpoint_path)
+    if not checkpoint_path:
+      raise errors.CheckpointError(
+          f"Couldn't find trained model at {self._model_dir}. Fix: train "
+          "first, or pass checkpoint_path.")
+
+    def build_spec(features, labels, mode):
+      return self._call_model_fn(features, labels, mode, self._config)
+
+    return writer.export_all_saved_models(
+        export_dir_base, input_receiver_fn_map, build_spec, checkpoint_path,
+        assets_extra=assets_extra, as_text=as_text,
+        random_seed=self._config.tf_random_seed)
+
+
+# --- helpers ---------------------------------------------------------------
+
+
+class _nullcontext:  # pylint: disable=invalid-name
+  def __enter__(self):
+    return self
+
+  def __exit__(self, *exc):
+    return False
+
+
+def _deepcopyable(config):
+  # A collective strategy's health-check thread holds locks that cannot be
+  # deep-copied (FACTS.md item 3); hand out the object itself then.
+  return config.train_distribute is None and config.eval_distribute is None
+
+
+def _checked_hooks(hooks):
+  hooks = list(hooks or [])
+  for hook in hooks:
+    if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
+      raise errors.ConfigError(
+          f"All hooks must be SessionRunHook instances, given: {hook!r}.")
+  return hooks
+
+
+def _task_label(config):
+  if config.task_type and config.cluster_spec.as_dict():
+    return f"{config.task_type}/{config.task_id}"
+  return "local"
+
+
+def _fmt(value):
+  if isinstance(value, (float, np.floating)):
+    return f"{float(value):.4g}"
+  return str(value)
+
+
+def _replica_device_setter(config):
+  if config.num_ps_replicas <= 0 or config.train_distribute is not None:
+    return None
+  return tf.compat.v1.train.replica_device_setter(
+      ps_tasks=config.num_ps_replicas,
+      worker_device=f"/job:{config.task_type}/task:{config.task_id}",
+      merge_devices=True,
+      ps_ops=["Variable", "VariableV2", "AutoReloadVariable",
+              "MutableHashTable", "MutableHashTableV2",
+              "MutableHashTableOfTensors", "MutableHashTableOfTensorsV2",
+              "MutableDenseHashTable", "MutableDenseHashTableV2",
+              "VarHandleOp", "BoostedTreesEnsembleResourceHandleOp",
+              "BoostedTreesQuantileStreamResourceHandleOp"],
+      cluster=config.cluster_spec)
+
+
+def _extract_keys(predictions, predict_keys):
+  if not predict_keys:
+    return predictions
+  if not isinstance(predictions, dict):
+    raise errors.ConfigError(
+        "predict_keys argument is not valid in case of non-dict "
+        "predictions.")
+  if isinstance(predict_keys, str):
+    predict_keys = [predict_keys]
+  selected = {k: v for k, v in predictions.items() if k in predict_keys}
+  if not selected:
+    raise errors.ConfigError(
+        f"Expected to run at least one output from {sorted(predictions)}, "
+        f"provided {list(predict_keys)}.")
+  return selected
+
+
+def _batch_length(values):
+  length = None
+  for key, value in values.items():
+    value_len = np.shape(value)[0] if np.ndim(value) else None
+    if value_len is None:
+      raise errors.ConfigError(
+          "In order to use yield_single_examples=True, all predictions "
+          f"should have a batch dimension; {key!r} has shape "
+          f"{np.shape(value)}. Fix: predict with "
+          "yield_single_examples=False.")
+    if length is None:
+      length = value_len
+    elif length != value_len:
+      raise errors.ConfigError(
+          f"Batch length of predictions should be same. {key!r} has "
+          "different batch length than others.")
+  return length or 0

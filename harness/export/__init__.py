@@ -1,0 +1,49 @@
+"""The `tf.estimator.export` namespace: export outputs and input receivers.
+
+    from harness import export
+
+    def serving_input_receiver_fn():
+      ...
+      return export.ServingInputReceiver(features, receiver_tensors)
+
+    export_outputs = {"serving_default": export.PredictOutput(predictions)}
+
+Importing this package is cheap: it does not import the Estimator. The
+SavedModel writer lives in `harness.export.writer`.
+"""
+
+from harness.export.outputs import ClassificationOutput
+from harness.export.outputs import EvalOutput
+from harness.export.outputs import ExportOutput
+from harness.export.outputs import PredictOutput
+from harness.export.outputs import RegressionOutput
+from harness.export.outputs import TrainOutput
+from harness.export.receivers import build_parsing_serving_input_receiver_fn
+from harness.export.receivers import build_raw_serving_input_receiver_fn
+from harness.export.receivers import build_raw_supervised_input_receiver_fn
+from harness.export.receivers import ServingInputReceiver
+from harness.export.receivers import SupervisedInputReceiver
+from harness.export.receivers import TensorServingInputReceiver
+from harness.export.receivers import UnsupervisedInputReceiver
+
+__all__ = [
+    # Export outputs.
+    "ClassificationOutput",
+    "EvalOutput",
+    "ExportOutput",
+    "PredictOutput",
+    "RegressionOutput",
+    # Serving input receivers.
+    "ServingInputReceiver",
+    "TensorServingInputReceiver",
+    "build_parsing_serving_input_receiver_fn",
+    "build_raw_serving_input_receiver_fn",
+]
+
+# tf.estimator.experimental names, importable from here too.
+_EXPERIMENTAL = (
+    TrainOutput,
+    SupervisedInputReceiver,
+    UnsupervisedInputReceiver,
+    build_raw_supervised_input_receiver_fn,
+)

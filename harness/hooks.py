@@ -1,0 +1,429 @@
+"""Session hooks: tf.estimator's hook names, its experimental hooks, and ours.
+
+The names tf.estimator exported at top level (`tf.estimator.SessionRunHook`,
+`tf.estimator.StopAtStepHook`, ...) are TensorFlow's own
+`tf.compat.v1.train` classes, re-exported unchanged so that `isinstance`
+checks agree everywhere::
+
+    from harness import hooks
+    stop = hooks.StopAtStepHook(last_step=1000)
+    progress = hooks.ProgressLoggerHook(
+        loss_tensor=loss, global_step_tensor=global_step, every_n_steps=100,
+        task_label="chief/0", max_steps=1000, examples_per_step=32)
+
+`ProgressLoggerHook` is harness's own: one grep-able progress line every N
+steps, fetching tensors only on the steps it logs. The experimental hooks of
+tf.estimator 2.15 (`InMemoryEvaluatorHook`,
+`make_stop_at_checkpoint_step_hook`) live here too.
+"""
+
+import datetime
+import os
+import time
+
+from absl import logging
+
+from harness import errors
+from harness import evaluation
+from harness import input_pipeline
+from harness import spec as spec_lib
+from harness._tf import tf
+
+__all__ = [
+    # tf.estimator's top-level hook names (TensorFlow's classes).
+    "SessionRunHook",
+    "SessionRunArgs",
+    "SessionRunContext",
+    "SessionRunValues",
+    "CheckpointSaverHook",
+    "CheckpointSaverListener",
+    "StepCounterHook",
+    "LoggingTensorHook",
+    "StopAtStepHook",
+    "NanTensorHook",
+    "NanLossDuringTrainingError",
+    "SummarySaverHook",
+    "GlobalStepWaiterHook",
+    "FinalOpsHook",
+    "FeedFnHook",
+    "ProfilerHook",
+    "SecondOrStepTimer",
+    # tf.estimator.experimental.
+    "InMemoryEvaluatorHook",
+    "make_stop_at_checkpoint_step_hook",
+    # harness's own.
+    "ProgressLoggerHook",
+]
+
+_train = tf.compat.v1.train
+
+# All of these still exist on TF 2.21 (checked by tests/test_hooks.py).
+SessionRunHook = _train.SessionRunHook
+SessionRunArgs = _train.SessionRunArgs
+SessionRunContext = _train.SessionRunContext
+SessionRunValues = _train.SessionRunValues
+CheckpointSaverHook = _train.CheckpointSaverHook
+CheckpointSaverListener = _train.CheckpointSaverListener
+StepCounterHook = _train.StepCounterHook
+LoggingTensorHook = _train.LoggingTensorHook
+StopAtStepHook = _train.StopAtStepHook
+NanTensorHook = _train.NanTensorHook
+NanLossDuringTrainingError = _train.NanLossDuringTrainingError
+SummarySaverHook = _train.SummarySaverHook
+GlobalStepWaiterHook = _train.GlobalStepWaiterHook
+FinalOpsHook = _train.FinalOpsHook
+FeedFnHook = _train.FeedFnHook
+ProfilerHook = _train.ProfilerHook
+SecondOrStepTimer = _train.SecondOrStepTimer
+
+
+def _format_eta(secs):
+  return str(datetime.timedelta(seconds=int(round(max(secs, 0)))))
+
+
+class ProgressLoggerHook(SessionRunHook):
+  """Logs one progress line every `every_n_steps` global steps and at the end.
+
+  The line has the shape (parts whose inputs are unknown are left out)::
+
+    train | chief/0 | step 1200/10000 | 350.2 steps/s | 11206 examples/s | loss=0.312 | eta 0:00:25
+
+  Tensors are fetched only on the steps that are logged: on every other step
+  `before_run` returns None, so the hook adds no fetch to the training step.
+  On a logged step it fetches the loss with the step and then reads the
+  global step in a small separate `session.run` (fetched together, the
+  global step may be read before or after its increment).
+  The hook predicts the global step from the `session.run` calls since it
+  last read it, times the steps per call (measured after the first call of
+  each session, so loops that advance the global step by K per run are
+  handled); if other workers move the global step too, lines come at least
+  every `every_n_steps` local runs.
+  """
+
+  def __init__(self, *, loss_tensor, global_step_tensor, every_n_steps,
+               task_label="local", max_steps=None, examples_per_step=None,
+               clock=time.monotonic):
+    """Creates the hook.
+
+    Args:
+      loss_tensor: scalar loss Tensor, or None to leave `loss=` out.
+      global_step_tensor: the global step Tensor or Variable.
+      every_n_steps: int > 0, global steps between two lines.
+      task_label: the task identity shown in each line, e.g. "chief/0".
+      max_steps: int or None, the last step (adds `/max` and `eta`).
+      examples_per_step: int or None, global batch size (adds examples/s).
+      clock: callable returning seconds (monotonic); injectable for tests.
+
+    Raises:
+      ConfigError: `every_n_steps` is not a positive int.
+    """
+    if not isinstance(every_n_steps, int) or every_n_steps <= 0:
+      raise errors.ConfigError(
+          f"ProgressLoggerHook `every_n_steps` must be a positive int, given: "
+          f"{every_n_steps!r}. Fix: pass e.g. every_n_steps=100.")
+    # What to fetch.
+    self._loss_tensor = loss_tensor
+    self._global_step_tensor = global_step_tensor
+    # What to show.
+    self._every_n_steps = every_n_steps
+    self._task_label = task_label
+    self._max_steps = max_steps
+    self._examples_per_step = examples_per_step
+    self._clock = clock
+    # Where the next line is due, and how to predict the global step.
+    self._next_log_step = every_n_steps
+    self._base_step = 0  # Global step last read.
+    self._runs_since_base = 0  # session.run calls since then.
+    self._steps_per_run = 1.0
+    self._calibrated = False
+    self._fetching = False
+    # The rate window: from the last line (or session start) to now.
+    self._window_step = 0
+    self._window_time = None
+
+  def after_create_session(self, session, coord):
+    del coord
+    step = int(session.run(self._global_step_tensor))
+    self._rebase(step)
+    self._window_step, self._window_time = step, self._clock()
+    self._calibrated = False
+    self._next_log_step = (step // self._every_n_steps + 1) * self._every_n_steps
+    if self._max_steps is not None:
+      self._next_log_step = min(self._next_log_step, self._max_steps)
+
+  def _rebase(self, step):
+    if self._runs_since_base > 0 and step > self._base_step:
+      self._steps_per_run = (step - self._base_step) / self._runs_since_base
+    self._base_step, self._runs_since_base = step, 0
+
+  def before_run(self, run_context):
+    del run_context
+    predicted = self._base_step + (
+        self._runs_since_base + 1) * self._steps_per_run
+    self._fetching = predicted >= self._next_log_step
+    if not self._fetching or self._loss_tensor is None:
+      return None
+    return SessionRunArgs(self._loss_tensor)
+
+  def after_run(self, run_context, run_values):
+    self._runs_since_base += 1
+    if not (self._fetching or not self._calibrated):
+      return
+    # Read after the step: fetched with train_op, the global step may be
+    # read before or after its increment.
+    step = int(run_context.session.run(self._global_step_tensor))
+    self._rebase(step)
+    self._calibrated = True  # Steps per run are known after one run.
+    if not self._fetching and step < self._next_log_step:
+      return
+    self._log(step, run_values.results if self._fetching else None)
+    while self._next_log_step <= step:
+      self._next_log_step += self._every_n_steps
+    if self._max_steps is not None and step < self._max_steps:
+      self._next_log_step = min(self._next_log_step, self._max_steps)
+
+  def end(self, session):
+    step = int(session.run(self._global_step_tensor))
+    if step != self._window_step:
+      # The loss of the last step was not fetched; reading it now would pull
+      # another batch from the input pipeline.
+      self._log(step, None)
+
+  def _log(self, step, loss):
+    """Logs one line and moves the rate window to (`step`, now)."""
+    now = self._clock()
+    elapsed = now - self._window_time
+    steps_done = step - self._window_step
+    parts = ["train", self._task_label]
+    if self._max_steps is not None:
+      parts.append(f"step {step}/{self._max_steps}")
+    else:
+      parts.append(f"step {step}")
+    rate = steps_done / elapsed if elapsed > 0 and steps_done > 0 else None
+    if rate is not None:
+      parts.append(f"{rate:.1f} steps/s")
+      if self._examples_per_step:
+        parts.append(f"{rate * self._examples_per_step:.0f} examples/s")
+    if loss is not None:
+      parts.append(f"loss={float(loss):.4g}")
+    if rate is not None and self._max_steps is not None:
+      parts.append(f"eta {_format_eta((self._max_steps - step) / rate)}")
+    logging.info("%s", " | ".join(parts))
+    self._window_step, self._window_time = step, now
+
+
+class InMemoryEvaluatorHook(SessionRunHook):
+  """Evaluates the model being trained, in memory, every N training runs.
+
+  As tf.estimator.experimental.InMemoryEvaluatorHook (2.15): the eval graph
+  is built once in `begin`; at session creation, every `every_n_iter`
+  `session.run` calls and at the end, the current variable values are copied
+  from the training session into it (no checkpoint), the eval input is run
+  to its end (or `steps` batches), and the metrics are written as events to
+  `<model_dir>/eval` (or `eval_<name>`), where TensorBoard and the
+  early-stopping hooks read them::
+
+    evaluator = hooks.InMemoryEvaluatorHook(estimator, eval_input_fn)
+    estimator.train(train_input_fn, hooks=[evaluator])
+
+  Limits, as 2.15: single machine only, global variables only (no other
+  saveables), no custom `Scaffold.saver` / `init_fn`; harness also refuses
+  distribution strategies (NotSupportedError).
+  """
+
+  def __init__(self, estimator, input_fn, steps=None, hooks=None, name=None,
+               every_n_iter=100):
+    """Creates the hook; see the class docstring.
+
+    Raises:
+      ConfigError: `every_n_iter` is not positive, or the config describes
+        more than one machine.
+      NotSupportedError: the estimator's config sets a distribution strategy.
+    """
+    if every_n_iter is None or every_n_iter <= 0:
+      raise errors.ConfigError(
+          f"invalid every_n_iter={every_n_iter}. Fix: pass a positive int.")
+    config = estimator.config
+    if config.num_ps_replicas > 0 or config.num_worker_replicas > 1:
+      raise errors.ConfigError(
+          "InMemoryEvaluator supports only single machine (aka Local) "
+          f"setting; this config has num_ps_replicas={config.num_ps_replicas}"
+          f", num_worker_replicas={config.num_worker_replicas}. Fix: run a "
+          "separate evaluator task (train_and_evaluate) instead.")
+    if (getattr(config, "train_distribute", None) is not None or
+        getattr(config, "eval_distribute", None) is not None):
+      raise errors.NotSupportedError(
+          "InMemoryEvaluatorHook does not support a distribution strategy "
+          "(RunConfig train_distribute / eval_distribute is set). Fix: use "
+          "train_and_evaluate with an evaluator task, or drop the hook.")
+    hooks = list(hooks or [])
+    for hook in hooks:
+      if not isinstance(hook, SessionRunHook):
+        raise errors.ConfigError(
+            f"Hooks must be a SessionRunHook, given: {hook!r}.")
+    if steps is not None and steps <= 0:
+      raise errors.ConfigError(f"Must specify steps > 0, given: {steps}.")
+    self._estimator = estimator
+    self._input_fn = input_fn
+    self._steps = steps
+    self._hooks = hooks
+    self._every_n_iter = every_n_iter
+    self._eval_dir = os.path.join(
+        estimator.model_dir, "eval" if not name else "eval_" + name)
+    self._timer = SecondOrStepTimer(every_steps=every_n_iter)
+    self._graph = None
+    self._iter_count = 0
+
+  def begin(self):
+    """Builds the eval graph, its metrics and the variable-copy ops."""
+    # Imported here: train_loop imports this module.
+    from harness import train_loop  # pylint: disable=g-import-not-at-top
+    self._timer.reset()
+    self._iter_count = 0
+    train_vars = {v.name: v for v in tf.compat.v1.global_variables()}
+    self._graph = tf.Graph()
+    with self._graph.as_default():
+      global_step = train_loop.create_global_step(self._graph)
+      features, labels, input_hooks = input_pipeline.features_and_labels(
+          self._input_fn, spec_lib.ModeKeys.EVAL, self._estimator.params,
+          self._estimator.config)
+      spec = self._estimator.model_fn(
+          features, labels, spec_lib.ModeKeys.EVAL, self._estimator.config)
+      self._eval_dict, self._update_op = evaluation.eval_dict_from_spec(
+          spec, global_step)
+      if spec.scaffold.saver is not None:
+        raise errors.NotSupportedError(
+            "InMemoryEvaluator does not support custom saver")
+      if spec.scaffold.init_fn is not None:
+        raise errors.NotSupportedError(
+            "InMemoryEvaluator does not support custom init_fn")
+      if tf.compat.v1.get_collection(
+          tf.compat.v1.GraphKeys.SAVEABLE_OBJECTS):
+        raise errors.NotSupportedError(
+            "InMemoryEvaluator does not support saveables other than global "
+            "variables.")
+      eval_vars = tf.compat.v1.global_variables()
+      shared = [v for v in eval_vars if v.name in train_vars]
+      self._train_vars = {v.name: train_vars[v.name] for v in shared}
+      self._placeholders = {
+          v.name: tf.compat.v1.placeholder(v.dtype.base_dtype, v.shape)
+          for v in shared}
+      init_op = tf.group(
+          [v.assign(self._placeholders[v.name]) for v in shared] +
+          [tf.compat.v1.variables_initializer(
+              [v for v in eval_vars if v.name not in train_vars])])
+      keras_metric_vars = [
+          var for metric in spec.eval_metric_ops.values()
+          if isinstance(metric, tf.keras.metrics.Metric)
+          for var in metric.variables]
+      local_init_op = tf.group(
+          tf.compat.v1.train.Scaffold.default_local_init_op(),
+          tf.compat.v1.variables_initializer(keras_metric_vars))
+      self._scaffold = tf.compat.v1.train.Scaffold(
+          init_op=init_op, local_init_op=local_init_op,
+          copy_from_scaffold=spec.scaffold)
+      self._scaffold.finalize()
+      self._all_hooks = (input_hooks + list(self._hooks) +
+                         list(spec.evaluation_hooks))
+
+  def after_create_session(self, session, coord):
+    """Evaluates once before training starts."""
+    del coord
+    self._evaluate(session)
+
+  def after_run(self, run_context, run_values):
+    """Evaluates every `every_n_iter` training runs."""
+    del run_values
+    self._iter_count += 1
+    if self._timer.should_trigger_for_step(self._iter_count):
+      self._evaluate(run_context.session)
+
+  def end(self, session):
+    """Evaluates the final model."""
+    self._evaluate(session)
+
+  def _evaluate(self, train_session):
+    values = train_session.run(self._train_vars)
+    feed = {self._placeholders[name]: value for name, value in values.items()}
+    scaffold = tf.compat.v1.train.Scaffold(
+        init_feed_dict=feed, copy_from_scaffold=self._scaffold)
+    final_ops = FinalOpsHook(self._eval_dict)
+    runs = 0
+    with self._graph.as_default():
+      with tf.compat.v1.train.MonitoredSession(
+          session_creator=tf.compat.v1.train.ChiefSessionCreator(
+              scaffold=scaffold),
+          hooks=self._all_hooks + [final_ops]) as session:
+        while not session.should_stop():
+          if self._steps is not None and runs >= self._steps:
+            break
+          session.run(self._update_op)
+          runs += 1
+    results = final_ops.final_ops_values
+    step = int(results[evaluation.GLOBAL_STEP_KEY])
+    evaluation.write_dict_to_summary(self._eval_dir, results, step)
+    logging.info("eval | in-memory | step %d | %s", step, " | ".join(
+        f"{k}={v}" for k, v in sorted(results.items())
+        if k != evaluation.GLOBAL_STEP_KEY))
+    self._timer.update_last_triggered_step(self._iter_count)
+    return results
+
+
+def _checkpoint_global_step(model_dir):
+  """Global step of the latest checkpoint in `model_dir`, 0 if none."""
+  path = tf.train.latest_checkpoint(model_dir)
+  if path is None:
+    return 0
+  return int(tf.train.load_variable(path, "global_step"))
+
+
+class _StopAtCheckpointStepHook(SessionRunHook):
+  """Stops a non-chief once a checkpoint at or past `last_step` exists."""
+
+  def __init__(self, model_dir, last_step, wait_after_file_check_secs=30,
+               sleep=time.sleep):
+    if last_step is None:
+      raise errors.ConfigError("last_step must be specified.")
+    if model_dir is None:
+      raise errors.ConfigError("model_dir must be specified.")
+    self._model_dir = model_dir
+    self._last_step = last_step
+    self._wait_after_file_check_secs = wait_after_file_check_secs
+    self._sleep = sleep
+    self._global_step_tensor = None
+
+  def begin(self):
+    self._global_step_tensor = tf.compat.v1.train.get_global_step()
+    if self._global_step_tensor is None:
+      raise RuntimeError(
+          "Global step should be created to use StopAtCheckpointStepHook.")
+
+  def before_run(self, run_context):
+    del run_context
+    return SessionRunArgs(self._global_step_tensor)
+
+  def after_run(self, run_context, run_values):
+    if run_values.results + 1 < self._last_step:
+      return
+    # Stop only once the chief's last checkpoint is on disk, so that this
+    # worker cannot finish before the model it helped train is saved.
+    if _checkpoint_global_step(self._model_dir) >= self._last_step:
+      run_context.request_stop()
+    else:
+      self._sleep(self._wait_after_file_check_secs)
+
+
+def make_stop_at_checkpoint_step_hook(estimator, last_step,
+                                      wait_after_file_check_secs=30):
+  """Returns a hook stopping at `last_step`: by step on the chief, by checkpoint elsewhere.
+
+  As tf.estimator.experimental.make_stop_at_checkpoint_step_hook: the chief
+  gets a `StopAtStepHook(last_step=last_step)`; other workers stop once the
+  latest checkpoint in `estimator.model_dir` is at or past `last_step`,
+  sleeping `wait_after_file_check_secs` between checks.
+  """
+  if estimator.config.is_chief:
+    return StopAtStepHook(last_step=last_step)
+  return _StopAtCheckpointStepHook(
+      model_dir=estimator.model_dir, last_step=last_step,
+      wait_after_file_check_secs=wait_after_file_check_secs)

@@ -1,0 +1,430 @@
+"""Runs a whole training cluster on this machine, one subprocess a task.
+
+    python -m harness.launch --workers=2 --ps=1 --evaluator -- \\
+        python -m harness.main --model_dir=/tmp/m ...
+
+Every task runs the command after `--` with its own `TF_CONFIG` (the cluster
+on free ports of `--host`, and its task), `HARNESS_TASK=<job>/<index>` and
+`PYTHONUNBUFFERED=1`; the rest of the environment is inherited. Each task is
+the leader of its own process group. Output lines are prefixed by the task,
+`[worker/1] ...`, and the launcher's own lines start with `launch | `.
+
+The run ends with 0 once every chief/worker/evaluator task has exited 0 (ps
+tasks, which never exit by themselves, are then stopped); with the exit status
+of the first task that failed (a signal N counts as 128+N) once its restarts
+are used up; with 124 after `--timeout_secs`; with 128+N on signal N. In each
+case every task still running gets SIGTERM, then SIGKILL after
+`--grace_secs`. The same from Python::
+
+    code = launch.launch(["python", "train.py"], workers=2, ps=1)
+
+This module imports nothing from TensorFlow, so that it starts fast.
+"""
+
+import functools
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+import types
+
+from absl import app
+from absl import flags
+
+from harness import errors
+from harness import ports
+
+__all__ = ["launch", "build_tf_configs", "task_names", "TIMEOUT_EXIT_CODE"]
+
+TIMEOUT_EXIT_CODE = 124
+_POLL_SECS = 0.05
+_READER_JOIN_SECS = 5.0
+_REAP_SECS = 10.0
+
+
+def _check_count(name, value, minimum=0):
+  if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    raise errors.ConfigError(
+        f"`{name}` must be an integer >= {minimum}, got {value!r}.")
+
+
+def task_names(*, workers, chief=False, ps=0, evaluator=False):
+  """Lists the tasks of a cluster, chief first, then workers, ps, evaluator.
+
+  Args:
+    workers: number of "worker" tasks.
+    chief: whether there is a "chief" task.
+    ps: number of "ps" tasks.
+    evaluator: whether there is an "evaluator" task.
+
+  Returns:
+    Task names such as ["chief/0", "worker/0", "ps/0", "evaluator/0"].
+
+  Raises:
+    ConfigError: if a count is negative, or there is neither chief nor worker.
+  """
+  _check_count("workers", workers)
+  _check_count("ps", ps)
+  if not chief and workers == 0:
+    raise errors.ConfigError(
+        "A cluster needs a chief or at least one worker, got workers=0 and "
+        "chief=False. Use --workers=1 or more, or --chief.")
+  names = ["chief/0"] if chief else []
+  names += [f"worker/{i}" for i in range(workers)]
+  names += [f"ps/{i}" for i in range(ps)]
+  if evaluator:
+    names.append("evaluator/0")
+  return names
+
+
+def build_tf_configs(*, workers, chief=False, ps=0, evaluator=False,
+                     host="127.0.0.1", ports_by_task=None):
+  """Returns the `TF_CONFIG` of every task of a cluster on `host`.
+
+  Args:
+    workers, chief, ps, evaluator: the tasks, as in `task_names`.
+    host: the address every task listens on.
+    ports_by_task: optional {task name: port}; tasks not in it get a port
+      picked by binding port 0 on `host`. The evaluator has no port: it is not
+      part of the cluster.
+
+  Returns:
+    {task name: TF_CONFIG dict}, e.g. "worker/1" -> {"cluster": {"worker":
+    [...]}, "task": {"type": "worker", "index": 1}}, in `task_names` order.
+
+  Raises:
+    ConfigError: if the tasks are invalid or no port can be bound on `host`.
+  """
+  names = task_names(workers=workers, chief=chief, ps=ps, evaluator=evaluator)
+  members = [n for n in names if not n.startswith("evaluator/")]
+  given = dict(ports_by_task or {})
+  unknown = sorted(set(given) - set(members))
+  if unknown:
+    raise errors.ConfigError(
+        f"`ports_by_task` names tasks {unknown} that have no address in the "
+        f"cluster {members}.")
+  missing = [n for n in members if n not in given]
+  for name, port in zip(missing, ports.pick_free_ports(len(missing), host)):
+    given[name] = port
+  cluster = {}
+  for name in members:
+    job = name.split("/")[0]
+    cluster.setdefault(job, []).append(ports.address(host, given[name]))
+  configs = {}
+  for name in names:
+    job, index = name.split("/")
+    configs[name] = {
+        "cluster": {job_: list(addrs) for job_, addrs in cluster.items()},
+        "task": {"type": job, "index": int(index)},
+    }
+  return configs
+
+
+def _exit_status(returncode):
+  """A shell's exit status for a `Popen.returncode` (signal N -> 128 + N)."""
+  return 128 - returncode if returncode < 0 else returncode
+
+
+class _Output:
+  """Writes whole lines to one text stream from many threads."""
+
+  def __init__(self, stream):
+    self._stream = stream
+    self._lock = threading.Lock()
+
+  def line(self, text):
+    with self._lock:
+      self._stream.write(text + "\n")
+      self._stream.flush()
+
+  def pump(self, prefix, pipe):
+    """Copies `pipe` (bytes) line by line to the stream until EOF."""
+    with pipe:
+      for raw in iter(pipe.readline, b""):
+        text = raw.decode("utf-8", "replace")
+        if text.endswith("\n"):
+          text = text[:-1]
+        self.line(prefix + text)
+
+
+class _Task:
+  """One task of the cluster: its environment, current process and restarts."""
+
+  def __init__(self, name, command, env, output):
+    self.name = name
+    self.job = name.split("/")[0]
+    self.restarts = 0
+    self.finished = False
+    self.returncode = None
+    self._command = command
+    self._env = env
+    self._output = output
+    self._proc = None
+    self._readers = []
+
+  def start(self):
+    """Starts (or restarts) the task's process in a new process group."""
+    self.returncode = None
+    self._proc = subprocess.Popen(
+        self._command, env=self._env, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        start_new_session=True)
+    prefix = f"[{self.name}] "
+    self._readers = [
+        threading.Thread(target=self._output.pump, args=(prefix, pipe),
+                         name=f"launch-{self.name}", daemon=True)
+        for pipe in (self._proc.stdout, self._proc.stderr)]
+    for reader in self._readers:
+      reader.start()
+
+  @property
+  def running(self):
+    return self._proc is not None and self.returncode is None
+
+  def poll(self):
+    """Returns the exit code once the process ended (reaping it), else None.
+
+    The exit is seen without reaping first (`WNOWAIT`), so that the task's
+    process group, which cannot be reused while its leader is a zombie, can
+    be cleared of processes the task left behind before the leader is reaped.
+    """
+    if not self.running:
+      return self.returncode
+    try:
+      info = os.waitid(os.P_PID, self._proc.pid,
+                       os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:  # Reaped elsewhere; Popen knows the code.
+      info = True
+    if info is None:
+      return None
+    self.signal(signal.SIGKILL)
+    self.returncode = self._proc.wait(timeout=_REAP_SECS)
+    for reader in self._readers:
+      reader.join(timeout=_READER_JOIN_SECS)
+    return self.returncode
+
+  def signal(self, signum):
+    """Sends `signum` to the task's process group while its leader is unreaped."""
+    if not self.running:
+      return
+    try:
+      os.killpg(self._proc.pid, signum)
+    except (ProcessLookupError, PermissionError):
+      pass
+
+
+def _stop_all(tasks, grace_secs):
+  """SIGTERM to every running task's group, SIGKILL after `grace_secs`."""
+  live = [t for t in tasks if t.running]
+  for task in live:
+    task.signal(signal.SIGTERM)
+  deadline = time.monotonic() + grace_secs
+  while live and time.monotonic() < deadline:
+    time.sleep(_POLL_SECS)
+    live = [t for t in live if t.poll() is None]
+  for task in live:
+    task.signal(signal.SIGKILL)
+  for task in live:
+    task.poll()
+    if task.running:  # Still not seen: wait for the SIGKILL to land.
+      deadline = time.monotonic() + _REAP_SECS
+      while task.poll() is None and time.monotonic() < deadline:
+        time.sleep(_POLL_SECS)
+
+
+def _task_env(base, name, tf_config):
+  env = dict(os.environ if base is None else base)
+  env["TF_CONFIG"] = json.dumps(tf_config)
+  env["HARNESS_TASK"] = name
+  env["PYTHONUNBUFFERED"] = "1"
+  return env
+
+
+def launch(command, *, workers, chief=False, ps=0, evaluator=False,
+           max_restarts=0, host="127.0.0.1", timeout_secs=0, env=None,
+           output=None, grace_secs=10.0, stop_event=None):
+  """Runs `command` once per task of a local cluster; returns the exit status.
+
+  Args:
+    command: the program and its arguments (a list, or a string split by
+      shell rules), run once per task.
+    workers, chief, ps, evaluator: the tasks, as in `task_names`.
+    max_restarts: how many times in total each task is restarted (same
+      TF_CONFIG, same port) after exiting non-zero or by a signal.
+    host: the address every task listens on.
+    timeout_secs: if > 0, the whole run is stopped after this many seconds
+      and 124 is returned.
+    env: the base environment of the tasks (default: this process's).
+    output: text stream for the prefixed output (default: `sys.stdout` at
+      call time).
+    grace_secs: seconds between SIGTERM and SIGKILL when stopping tasks.
+    stop_event: optional `threading.Event`; once set, every task is stopped
+      and 130 is returned, as after Ctrl-C.
+
+  Returns:
+    0 if every non-ps task exited 0; else the exit status of the first task
+    that failed (128 + N for signal N), 124 on timeout, 130 when stopped.
+
+  Raises:
+    ConfigError: if an argument is invalid (before any process starts).
+  """
+  if isinstance(command, str):
+    command = shlex.split(command)
+  command = list(command)
+  if not command:
+    raise errors.ConfigError(
+        "`command` is empty: give the program to run for every task, e.g. "
+        "`python -m harness.launch --workers=2 -- python train.py`.")
+  _check_count("max_restarts", max_restarts)
+  for name, value in (("timeout_secs", timeout_secs),
+                      ("grace_secs", grace_secs)):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+        value < 0):
+      raise errors.ConfigError(
+          f"`{name}` must be a number of seconds >= 0, got {value!r}.")
+  configs = build_tf_configs(workers=workers, chief=chief, ps=ps,
+                             evaluator=evaluator, host=host)
+  out = _Output(sys.stdout if output is None else output)
+  tasks = [_Task(name, command, _task_env(env, name, config), out)
+           for name, config in configs.items()]
+  try:
+    return _supervise(tasks, out, max_restarts=max_restarts,
+                      timeout_secs=timeout_secs, stop_event=stop_event,
+                      grace_secs=grace_secs)
+  finally:  # Also on KeyboardInterrupt or any error of the launcher itself.
+    _stop_all(tasks, grace_secs)
+
+
+def _supervise(tasks, out, *, max_restarts, timeout_secs, stop_event,
+               grace_secs):
+  """Starts `tasks` and watches them until the run ends; returns its status."""
+  start = time.monotonic()
+  cluster = ", ".join(t.name for t in tasks)
+  out.line(f"launch | starting {len(tasks)} tasks: {cluster}")
+  for task in tasks:
+    task.start()
+
+  def stop(reason, status, final=True):
+    running = [t for t in tasks if t.running]
+    out.line(f"launch | {reason} | stopping {len(running)} running tasks")
+    _stop_all(tasks, grace_secs)
+    if final:  # A stop request's caller decides the final status itself.
+      out.line(f"launch | exit {status}")
+    return status
+
+  while True:
+    for task in tasks:
+      if task.finished:
+        continue
+      code = task.poll()
+      if code is None:
+        continue
+      if code == 0:
+        task.finished = True
+        out.line(f"launch | {task.name} exited with 0")
+        continue
+      if task.restarts < max_restarts:
+        task.restarts += 1
+        out.line(f"launch | {task.name} exited with {code} | restart "
+                 f"{task.restarts}/{max_restarts}")
+        task.start()
+        continue
+      task.finished = True
+      used = f" after {task.restarts} restarts" if max_restarts else ""
+      return stop(f"{task.name} failed: exited with {code}{used}",
+                  _exit_status(code))
+    if all(t.finished for t in tasks if t.job != "ps"):
+      if any(t.running for t in tasks):
+        return stop("all chief/worker/evaluator tasks exited with 0", 0)
+      out.line("launch | exit 0")
+      return 0
+    if stop_event is not None and stop_event.is_set():
+      return stop("stop requested", 130, final=False)
+    if timeout_secs and time.monotonic() - start >= timeout_secs:
+      return stop(f"timeout after {timeout_secs:g} s", TIMEOUT_EXIT_CODE)
+    time.sleep(_POLL_SECS)
+
+
+# ---------------------------------------------------------------- binary --
+
+
+def _define_flags():
+  """Defines the binary's flags and returns their holders.
+
+  Called only when the module runs as a binary, so that importing it as a
+  library adds no flags that could clash with other modules' flags.
+  """
+  return types.SimpleNamespace(
+      workers=flags.DEFINE_integer("workers", 1, "Number of worker tasks.",
+                                   lower_bound=0),
+      chief=flags.DEFINE_bool("chief", False, "Whether to add a chief task."),
+      ps=flags.DEFINE_integer("ps", 0, "Number of parameter server tasks.",
+                              lower_bound=0),
+      evaluator=flags.DEFINE_bool(
+          "evaluator", False, "Whether to add an evaluator task (not in the "
+          "cluster; its TF_CONFIG task is evaluator/0)."),
+      max_restarts=flags.DEFINE_integer(
+          "max_restarts", 0, "Restarts per task after a non-zero exit or a "
+          "signal.", lower_bound=0),
+      host=flags.DEFINE_string("host", "127.0.0.1",
+                               "Address every task listens on."),
+      timeout_secs=flags.DEFINE_float(
+          "timeout_secs", 0, "If > 0, stop everything after this many "
+          "seconds and exit 124.", lower_bound=0),
+      grace_secs=flags.DEFINE_float(
+          "grace_secs", 10, "Seconds between SIGTERM and SIGKILL when "
+          "stopping tasks.", lower_bound=0))
+
+
+_USAGE = ("usage: python -m harness.launch --workers=N [--chief] [--ps=P] "
+          "[--evaluator] [--max_restarts=R] [--timeout_secs=S] -- COMMAND...")
+
+
+def _usage_error(message):
+  sys.stderr.write(f"launch: error: {message}\n{_USAGE}\n")
+  sys.stderr.flush()
+  sys.exit(2)
+
+
+def _parse_flags(argv):
+  """Parses flags; a bad flag is one message and exit status 2."""
+  try:
+    return flags.FLAGS(argv)
+  except flags.Error as e:
+    _usage_error(str(e))
+
+
+def _main(flag, argv):
+  command = argv[1:]
+  if not command:
+    _usage_error("no command: put the command every task runs after `--`.")
+  stop_event = threading.Event()
+  received = []
+
+  def on_signal(signum, unused_frame):  # Only flags: the loop does the work.
+    received.append(signum)
+    stop_event.set()
+
+  signal.signal(signal.SIGTERM, on_signal)
+  signal.signal(signal.SIGINT, on_signal)
+  try:
+    status = launch(
+        command, workers=flag.workers.value, chief=flag.chief.value,
+        ps=flag.ps.value, evaluator=flag.evaluator.value,
+        max_restarts=flag.max_restarts.value, host=flag.host.value,
+        timeout_secs=flag.timeout_secs.value,
+        grace_secs=flag.grace_secs.value, stop_event=stop_event)
+  except errors.ConfigError as e:
+    _usage_error(str(e))
+  if received and status == 130:
+    status = 128 + received[0]
+  sys.exit(status)
+
+
+if __name__ == "__main__":
+  app.run(functools.partial(_main, _define_flags()),
+          flags_parser=_parse_flags)

@@ -1,0 +1,58 @@
+"""Small files in `model_dir` that tell other tasks how training stands.
+
+The chief writes `training_stopped` (JSON) when its training loop ends for
+any reason (max_steps, early stopping, input exhausted, error, preemption)
+and removes it when training starts again. The evaluator reads it to know
+that no further checkpoint will come. Writes are atomic (temp + rename), so a
+reader never sees half a file. No TensorFlow: plain files (local or shared
+storage mounted as a file system).
+"""
+
+import json
+import os
+import tempfile
+
+__all__ = ["MARKER_NAME", "write_training_stopped", "read_training_stopped",
+           "clear_training_stopped"]
+
+MARKER_NAME = "training_stopped"
+
+
+def _path(model_dir):
+  return os.path.join(os.fsdecode(model_dir), MARKER_NAME)
+
+
+def write_training_stopped(model_dir, reason, global_step):
+  """Atomically records that training ended, why, and at which step."""
+  os.makedirs(os.fsdecode(model_dir), exist_ok=True)
+  payload = json.dumps({"reason": str(reason),
+                        "global_step": None if global_step is None
+                                       else int(global_step)})
+  fd, tmp = tempfile.mkstemp(dir=os.fsdecode(model_dir), prefix=".stopped-")
+  try:
+    with os.fdopen(fd, "w") as f:
+      f.write(payload)
+    os.replace(tmp, _path(model_dir))
+  except BaseException:
+    if os.path.exists(tmp):
+      os.remove(tmp)
+    raise
+
+
+def read_training_stopped(model_dir):
+  """The marker's dict, or None when training has not ended (or never ran)."""
+  try:
+    with open(_path(model_dir)) as f:
+      return json.load(f)
+  except (FileNotFoundError, NotADirectoryError):
+    return None
+  except (OSError, ValueError):
+    return {"reason": "unreadable marker", "global_step": None}
+
+
+def clear_training_stopped(model_dir):
+  """Removes the marker (training is starting or resuming)."""
+  try:
+    os.remove(_path(model_dir))
+  except FileNotFoundError:
+    pass

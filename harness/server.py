@@ -1,0 +1,300 @@
+"""A standard TensorFlow server for one task of a cluster.
+
+From TF_CONFIG (the default)::
+
+    TF_CONFIG='{"cluster": {"worker": ["h1:2222", "h2:2222"]},
+                "task": {"type": "worker", "index": 1}}' \\
+        python -m harness.server --num_cpu_devices=2
+
+or from flags::
+
+    python -m harness.server --cluster_spec="worker=h1:2222,h2:2222;ps=h3:2222" \\
+        --job_name=worker --task_index=1
+
+The server runs no model code: clients (a `Session("grpc://h2:2222")`, a
+standalone-client strategy, a parameter-server trainer) place ops on it. It is
+configured so that collective-strategy clients work (the collective group
+leader is set, as TensorFlow's `run_standard_tensorflow_server` did) and logs
+one line, `server | worker/1 | listening on h2:2222 | 2 CPU devices`, then
+serves until SIGTERM or SIGINT, on which it exits 0. A bad flag or TF_CONFIG
+is one message on stderr and exit status 2.
+
+Library use, e.g. for parameter servers or in-process workers::
+
+    server = server.start_server({"worker": [...], "ps": [...]}, "ps", 0)
+"""
+
+import functools
+import os
+import signal
+import sys
+import time
+import types
+
+from absl import app
+from absl import flags
+from absl import logging
+
+from harness import cluster as cluster_lib
+from harness import errors
+
+__all__ = [
+    "start_server",
+    "server_config",
+    "collective_group_leader",
+]
+
+_STOP_POLL_SECS = 0.1
+_EVALUATOR = "evaluator"
+
+
+def _cluster_dict(cluster):
+  """{job: [address, ...]} from a mapping, a ClusterInfo or a ClusterSpec."""
+  if hasattr(cluster, "as_dict"):  # tf.train.ClusterSpec
+    cluster = cluster.as_dict()
+  elif hasattr(cluster, "cluster") and hasattr(cluster, "task_type"):
+    cluster = cluster.cluster  # harness.cluster.ClusterInfo
+  try:
+    return {str(job): list(addresses) for job, addresses in cluster.items()}
+  except (AttributeError, TypeError) as e:
+    raise errors.ClusterConfigError(
+        f"`cluster` must map job names to address lists, e.g. "
+        f'{{"worker": ["host:2222"]}}, got {cluster!r}.') from e
+
+
+def collective_group_leader(cluster):
+  """The task that leads collective ops: chief 0 if any, else worker 0.
+
+  Args:
+    cluster: {job: [address, ...]}.
+
+  Returns:
+    A device name such as "/job:worker/replica:0/task:0", or None when the
+    cluster has neither a chief nor a worker job.
+  """
+  jobs = _cluster_dict(cluster)
+  for job in ("chief", "worker"):
+    if jobs.get(job):
+      return f"/job:{job}/replica:0/task:0"
+  return None
+
+
+def server_config(cluster, job_name, *, num_cpu_devices, num_gpus):
+  """The `ConfigProto` a standard server of `cluster` runs with.
+
+  `tf.distribute.Server` ignores logical device configuration, so the
+  number of CPU devices is set through `device_count`. The collective group
+  leader is set so that collective-strategy clients do not hang in their
+  variable initialisers.
+
+  Args:
+    cluster: {job: [address, ...]} (or a ClusterInfo / tf.train.ClusterSpec).
+    job_name: the job of the task the config is for; "ps" tasks get no GPU.
+    num_cpu_devices: CPU devices of the task, >= 1.
+    num_gpus: GPUs the task may use, >= 0 (0: none is visible).
+
+  Returns:
+    A `tf.compat.v1.ConfigProto`.
+
+  Raises:
+    ConfigError: if a device count is out of range.
+  """
+  if isinstance(num_cpu_devices, bool) or not isinstance(
+      num_cpu_devices, int) or num_cpu_devices < 1:
+    raise errors.ConfigError(
+        f"`num_cpu_devices` must be an integer >= 1, got {num_cpu_devices!r}.")
+  if isinstance(num_gpus, bool) or not isinstance(num_gpus, int) or (
+      num_gpus < 0):
+    raise errors.ConfigError(
+        f"`num_gpus` must be an integer >= 0, got {num_gpus!r}.")
+  # Imported here so that flag and TF_CONFIG errors are reported at once,
+  # before TensorFlow's multi-second import.
+  from harness._tf import tf  # pylint: disable=g-import-not-at-top
+  gpus = 0 if job_name == "ps" else num_gpus
+  config = tf.compat.v1.ConfigProto(
+      device_count={"CPU": num_cpu_devices, "GPU": gpus})
+  leader = collective_group_leader(cluster)
+  if leader:
+    config.experimental.collective_group_leader = leader
+  return config
+
+
+def _check_task(jobs, job_name, task_index):
+  if job_name == _EVALUATOR:
+    raise errors.ClusterConfigError(
+        f"Task {job_name}/{task_index!r} is an evaluator: it is not part of "
+        "the training cluster and runs no standard server. Run the "
+        "evaluator's training program instead (e.g. `python -m harness.main` "
+        "with this TF_CONFIG).")
+  if job_name not in jobs:
+    raise errors.ClusterConfigError(
+        f"Job {job_name!r} is not in the cluster: its jobs are "
+        f"{sorted(jobs)}. Use one of those job names.")
+  count = len(jobs[job_name])
+  if isinstance(task_index, bool) or not isinstance(task_index, int) or not (
+      0 <= task_index < count):
+    raise errors.ClusterConfigError(
+        f"Task {job_name}/{task_index!r} is not in the cluster: "
+        f'cluster["{job_name}"] has {count} addresses (valid index '
+        f"0..{count - 1}).")
+
+
+def start_server(cluster, job_name, task_index, *, num_cpu_devices=1,
+                 num_gpus=0, protocol="grpc"):
+  """Starts a standard server for task `job_name`/`task_index` of `cluster`.
+
+  Args:
+    cluster: {job: [address, ...]} (or a ClusterInfo / tf.train.ClusterSpec).
+    job_name: the task's job, e.g. "worker" or "ps".
+    task_index: the task's index in its job.
+    num_cpu_devices: CPU devices the task offers, >= 1.
+    num_gpus: GPUs the task may use, >= 0 (ignored for "ps").
+    protocol: the RPC layer, "grpc" unless TF_CONFIG says otherwise.
+
+  Returns:
+    The started `tf.distribute.Server`; it serves until the process exits.
+
+  Raises:
+    ClusterConfigError: if the task is not in the cluster, or its address
+      cannot be listened on.
+    ConfigError: if a device count is out of range.
+  """
+  # Like TensorFlow's standard server, leave an evaluator listed in the
+  # cluster out of it: it takes no part in training.
+  jobs = {job: addresses for job, addresses in _cluster_dict(cluster).items()
+          if job != _EVALUATOR}
+  _check_task(jobs, job_name, task_index)
+  config = server_config(jobs, job_name, num_cpu_devices=num_cpu_devices,
+                         num_gpus=num_gpus)
+  from harness._tf import tf  # pylint: disable=g-import-not-at-top
+  address = jobs[job_name][task_index]
+  try:
+    return tf.distribute.Server(
+        tf.train.ClusterSpec(jobs), job_name=job_name, task_index=task_index,
+        protocol=protocol or "grpc", config=config, start=True)
+  except (tf.errors.OpError, ValueError) as e:
+    raise errors.ClusterConfigError(
+        f"Cannot start the {protocol} server of {job_name}/{task_index} on "
+        f"{address!r}: {e}. TensorFlow listens on this port on all "
+        "interfaces: check that no other process uses the port, or give the "
+        "task a free one.") from e
+
+
+# ---------------------------------------------------------------- binary --
+
+
+def _define_flags():
+  """Defines the binary's flags and returns their holders.
+
+  Called only when the module runs as a binary, so that importing it as a
+  library adds no flags that could clash with other modules' flags.
+  """
+  return types.SimpleNamespace(
+      cluster_spec=flags.DEFINE_string(
+          "cluster_spec", None, "The cluster, 'worker=h:p,h:p;ps=h:p' or "
+          "JSON; default: TF_CONFIG's."),
+      job_name=flags.DEFINE_string(
+          "job_name", None, "This task's job (with --cluster_spec)."),
+      task_index=flags.DEFINE_integer(
+          "task_index", 0, "This task's index in its job (with "
+          "--cluster_spec).", lower_bound=0),
+      num_cpu_devices=flags.DEFINE_integer(
+          "num_cpu_devices", 1, "CPU devices this task offers.",
+          lower_bound=1),
+      num_gpus_per_worker=flags.DEFINE_integer(
+          "num_gpus_per_worker", 0, "GPUs this task may use (0: none "
+          "visible).", lower_bound=0))
+
+
+def _cluster_info(flag, environ):
+  """The ClusterInfo from --cluster_spec/--job_name/--task_index or TF_CONFIG."""
+  if flag.cluster_spec.value is None:
+    if flag.job_name.present or flag.task_index.present:
+      raise errors.FlagError(
+          "flags --job_name/--task_index need --cluster_spec; without it the "
+          "task comes from TF_CONFIG.")
+    info = cluster_lib.from_environ(environ)
+    if info is None or not info.has_cluster or info.task_type is None:
+      raise errors.ClusterConfigError(
+          "No cluster task given: TF_CONFIG is "
+          f"{environ.get('TF_CONFIG')!r}, which names no cluster and task, "
+          "and --cluster_spec is not given. Set TF_CONFIG to "
+          '{"cluster": {...}, "task": {"type": ..., "index": ...}}, or pass '
+          "--cluster_spec, --job_name and --task_index.")
+    return info
+  if not flag.job_name.value:
+    raise errors.FlagError(
+        "flag --job_name is required with --cluster_spec, e.g. "
+        "--job_name=worker.")
+  tf_config = {
+      "cluster": cluster_lib.parse_remote_cluster(
+          flag.cluster_spec.value, source="flag --cluster_spec"),
+      "task": {"type": flag.job_name.value, "index": flag.task_index.value},
+  }
+  return cluster_lib.parse_tf_config(
+      tf_config, source="flags --cluster_spec/--job_name/--task_index")
+
+
+def _usage_error(message):
+  sys.stderr.write(f"server: error: {message}\n")
+  sys.stderr.flush()
+  sys.exit(2)
+
+
+def _parse_flags(argv):
+  """Parses flags; a bad flag is one message and exit status 2."""
+  try:
+    return flags.FLAGS(argv)
+  except flags.Error as e:
+    _usage_error(str(e))
+
+
+def _wait_for_stop_signal():
+  """Blocks until SIGTERM or SIGINT; returns the signal's number.
+
+  The server's own `join()` blocks in C++ where Python signal handlers never
+  run; a short sleep loop lets the handler end the wait within 0.1 s.
+  """
+  received = []
+
+  def on_signal(signum, unused_frame):
+    received.append(signum)
+
+  signal.signal(signal.SIGTERM, on_signal)
+  signal.signal(signal.SIGINT, on_signal)
+  while not received:
+    time.sleep(_STOP_POLL_SECS)
+  return received[0]
+
+
+def _main(flag, argv):
+  if len(argv) > 1:
+    _usage_error(f"unexpected arguments {argv[1:]}; this binary takes only "
+                 "flags.")
+  try:
+    info = _cluster_info(flag, os.environ)
+    server = start_server(
+        info.cluster, info.task_type, info.task_id,
+        num_cpu_devices=flag.num_cpu_devices.value,
+        num_gpus=flag.num_gpus_per_worker.value, protocol=info.rpc_layer)
+  except errors.ConfigError as e:
+    _usage_error(str(e))
+  task = f"{info.task_type}/{info.task_id}"
+  address = info.task_address
+  logging.info("server | %s | listening on %s | %d CPU devices", task,
+               address, flag.num_cpu_devices.value)
+  signum = _wait_for_stop_signal()
+  logging.info("server | %s | stopping on %s", task,
+               signal.Signals(signum).name)
+  del server  # Serves until the process exits; gRPC has no clean stop.
+  logging.flush()
+  sys.stdout.flush()
+  sys.stderr.flush()
+  # TensorFlow's gRPC server threads cannot be stopped cleanly and may keep
+  # interpreter shutdown waiting; leave without running finalizers.
+  os._exit(0)  # pylint: disable=protected-access
+
+
+if __name__ == "__main__":
+  app.run(functools.partial(_main, _define_flags()),
+          flags_parser=_parse_flags)

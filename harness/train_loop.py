@@ -1,0 +1,230 @@
+"""The training graph and loop behind `Estimator.train`.
+
+`build_local` / `build_distributed` create the global step, the inputs and
+the TRAIN `EstimatorSpec` in the current default graph (the latter under a
+distribution strategy, one model_fn call per replica). `run` then drives a
+`MonitoredTrainingSession` with tf.estimator's hooks: NaN loss check,
+progress logging, checkpoint saving on the chief (with listeners), summaries
+and the global_step/sec counter.
+"""
+
+from absl import logging
+
+from harness import errors
+from harness import hooks as hooks_lib
+from harness import input_pipeline
+from harness import spec as spec_lib
+from harness._tf import tf
+
+__all__ = [
+    "default_session_config",
+    "create_global_step",
+    "build_local",
+    "build_distributed",
+    "run",
+]
+
+ModeKeys = spec_lib.ModeKeys
+
+
+def default_session_config():
+  """The ConfigProto tf.estimator used when RunConfig gave none."""
+  rewrite = tf.compat.v1.GraphOptions(
+      rewrite_options=_rewriter_config(meta_optimizer_iterations=1))
+  return tf.compat.v1.ConfigProto(
+      allow_soft_placement=True, graph_options=rewrite)
+
+
+def _rewriter_config(**kwargs):
+  # RewriterConfig lives only in the protobuf module; reach it via the field.
+  proto = tf.compat.v1.GraphOptions().rewrite_options
+  proto = type(proto)(**kwargs)
+  return proto
+
+
+def create_global_step(graph):
+  """Creates the int64 scalar global step; errors if model_fn made its own."""
+  step = tf.compat.v1.train.get_global_step(graph)
+  if step is not None:
+    raise errors.ModelFnError(
+        '"global_step" already exists in the graph before model_fn was '
+        "called. Fix: read it with tf.compat.v1.train.get_global_step() "
+        "instead of creating it.")
+  step = tf.compat.v1.train.create_global_step(graph)
+  if step.dtype.base_dtype != tf.int64 or step.shape.ndims != 0:
+    raise errors.ModelFnError(
+        f"global_step must be an int64 scalar, it is {step!r}.")
+  return step
+
+
+def build_local(call_model_fn, input_fn, params, config):
+  """Builds a single-device TRAIN graph in the default graph.
+
+  Returns:
+    (spec, input_hooks, global_step_tensor)
+  """
+  graph = tf.compat.v1.get_default_graph()
+  tf.compat.v1.random.set_random_seed(config.tf_random_seed)
+  global_step = create_global_step(graph)
+  features, labels, input_hooks = input_pipeline.features_and_labels(
+      input_fn, ModeKeys.TRAIN, params, config)
+  spec = call_model_fn(features, labels, ModeKeys.TRAIN, config)
+  return spec, input_hooks, global_step
+
+
+def _loss_reduce_op():
+  graph = tf.compat.v1.get_default_graph()
+  if getattr(graph, "_is_loss_scaled_by_optimizer", False):
+    return tf.compat.v1.distribute.get_loss_reduction()
+  return tf.distribute.ReduceOp.SUM
+
+
+def build_distributed(strategy, call_model_fn, input_fn, params, config):
+  """Builds a replicated TRAIN graph under `strategy` in the default graph.
+
+  Each replica calls model_fn on its own per-replica batch. v1 optimizers
+  scale each replica's loss by 1/num_replicas and sum the gradients, so
+  N replicas at batch B train like one device at batch N*B; the reported
+  loss is the mean over replicas when the optimizer scaled it, else the sum
+  (tf.estimator's rule).
+
+  Returns:
+    (spec, input_hooks, global_step_tensor)
+  """
+  graph = tf.compat.v1.get_default_graph()
+  scale = getattr(strategy, "_scale_loss_for_estimator_enabled", None)
+  with strategy.scope():
+    ctx = scale() if scale is not None else _null_context()
+    with ctx:
+      tf.compat.v1.random.set_random_seed(config.tf_random_seed)
+      iterator, input_hooks = input_pipeline.distributed_iterator(
+          strategy, input_fn, ModeKeys.TRAIN, params, config)
+      global_step = create_global_step(graph)
+      features, labels = input_pipeline.parse_features_and_labels(
+          iterator.get_next())
+      grouped = strategy.extended.call_for_each_replica(
+          call_model_fn, args=(features, labels, ModeKeys.TRAIN, config))
+      loss = strategy.reduce(_loss_reduce_op(), grouped.loss, axis=None)
+      first = lambda hooks: [
+          strategy.experimental_local_results(h)[0] for h in hooks]
+      scaffold = _distributed_scaffold(grouped.scaffold, strategy)
+      spec = spec_lib.EstimatorSpec(
+          mode=ModeKeys.TRAIN, loss=loss,
+          train_op=strategy.group(grouped.train_op),
+          training_hooks=first(grouped.training_hooks),
+          training_chief_hooks=first(grouped.training_chief_hooks),
+          scaffold=scaffold)
+  return spec, input_hooks, global_step
+
+
+class _null_context:  # pylint: disable=invalid-name
+  def __enter__(self):
+    return self
+
+  def __exit__(self, *exc):
+    return False
+
+
+def _distributed_scaffold(scaffold, strategy):
+  """Collapses a per-replica Scaffold into one (first replica's parts)."""
+  local = strategy.experimental_local_results(scaffold)[0]
+  if local.init_fn is None:
+    return local
+  init_fn = local.init_fn
+  return tf.compat.v1.train.Scaffold(
+      init_op=local.init_op, init_feed_dict=local.init_feed_dict,
+      init_fn=lambda scaffold_, session: init_fn(scaffold_, session),
+      ready_op=local.ready_op, ready_for_local_init_op=(
+          local.ready_for_local_init_op),
+      local_init_op=local.local_init_op, summary_op=local.summary_op,
+      saver=local.saver, copy_from_scaffold=None)
+
+
+def _check_hooks(hooks, what):
+  hooks = list(hooks or [])
+  for hook in hooks:
+    if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
+      raise errors.ConfigError(
+          f"{what} must be SessionRunHook instances, given: {hook!r}.")
+  return hooks
+
+
+def _ensure_saver(scaffold, config):
+  if scaffold.saver is not None or tf.compat.v1.get_collection(
+      tf.compat.v1.GraphKeys.SAVERS):
+    return
+  tf.compat.v1.add_to_collection(
+      tf.compat.v1.GraphKeys.SAVERS,
+      tf.compat.v1.train.Saver(
+          sharded=True, max_to_keep=config.keep_checkpoint_max,
+          keep_checkpoint_every_n_hours=config.keep_checkpoint_every_n_hours,
+          defer_build=True, save_relative_paths=True))
+
+
+def run(spec, *, model_dir, config, hooks, input_hooks, global_step_tensor,
+        saving_listeners, session_config, task_label="local", max_steps=None,
+        examples_per_step=None):
+  """Runs the training loop until a hook stops it; returns the last loss."""
+  hooks = _check_hooks(hooks, "hooks")
+  saving_listeners = list(saving_listeners or [])
+  for listener in saving_listeners:
+    if not isinstance(listener, tf.compat.v1.train.CheckpointSaverListener):
+      raise errors.ConfigError(
+          "saving_listeners must be CheckpointSaverListener instances, "
+          f"given: {listener!r}.")
+  if not any(s.op.name == "loss" for s in tf.compat.v1.get_collection(
+      tf.compat.v1.GraphKeys.SUMMARIES)):
+    tf.compat.v1.summary.scalar("loss", spec.loss)
+  tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.LOSSES, spec.loss)
+
+  worker_hooks = list(input_hooks) + hooks
+  worker_hooks.append(tf.compat.v1.train.NanTensorHook(spec.loss))
+  if config.log_step_count_steps is not None:
+    worker_hooks.append(hooks_lib.ProgressLoggerHook(
+        loss_tensor=spec.loss, global_step_tensor=global_step_tensor,
+        every_n_steps=config.log_step_count_steps, task_label=task_label,
+        max_steps=max_steps, examples_per_step=examples_per_step))
+  worker_hooks.extend(spec.training_hooks)
+
+  scaffold = spec.scaffold
+  _ensure_saver(scaffold, config)
+  chief_hooks = []
+  all_hooks = worker_hooks + list(spec.training_chief_hooks)
+  if config.save_checkpoints_secs or config.save_checkpoints_steps:
+    if not any(isinstance(h, tf.compat.v1.train.CheckpointSaverHook)
+               for h in all_hooks):
+      chief_hooks.append(tf.compat.v1.train.CheckpointSaverHook(
+          model_dir, save_secs=config.save_checkpoints_secs,
+          save_steps=config.save_checkpoints_steps, scaffold=scaffold,
+          save_graph_def=config.checkpoint_save_graph_def,
+          listeners=saving_listeners))
+    elif saving_listeners:
+      saver_hook = next(h for h in all_hooks if isinstance(
+          h, tf.compat.v1.train.CheckpointSaverHook))
+      saver_hook._listeners.extend(saving_listeners)  # pylint: disable=protected-access
+  elif saving_listeners:
+    raise errors.ConfigError(
+        "There should be a CheckpointSaverHook to use saving_listeners. "
+        "Please set one of the RunConfig.save_checkpoints_steps or "
+        "RunConfig.save_checkpoints_secs.")
+
+  loss = None
+  steps_done = 0
+  with tf.compat.v1.train.MonitoredTrainingSession(
+      master=config.master, is_chief=config.is_chief,
+      checkpoint_dir=model_dir, scaffold=scaffold, hooks=worker_hooks,
+      chief_only_hooks=chief_hooks + list(spec.training_chief_hooks),
+      save_checkpoint_secs=0, save_summaries_steps=config.save_summary_steps,
+      config=session_config,
+      max_wait_secs=config.session_creation_timeout_secs,
+      log_step_count_steps=config.log_step_count_steps,
+      save_graph_def=config.checkpoint_save_graph_def) as session:
+    fetches = [spec.train_op, spec.loss]
+    while not session.should_stop():
+      _, loss = session.run(fetches)
+      steps_done += 1
+  if not steps_done:
+    logging.warning(
+        "train | %s | training made no steps: the input is empty or the "
+        "model is already at max_steps.", task_label)
+  return loss
