@@ -11,59 +11,58 @@ Legacy code that says `tf.estimator.X` runs unchanged after
 `import harness.compat` (or under `python -m harness.run script.py`).
 """
 
-# Importing harness._tf first sets TF_USE_LEGACY_KERAS=1 and quiets
-# TensorFlow before anything else touches it.
-from harness import _tf  # pylint: disable=unused-import
+import os as _os
 
-from harness import errors
-from harness import export
-from harness import experimental
-from harness import inputs
-# The core.
-from harness.estimator import Estimator
-from harness.run_config import DistributeConfig
-from harness.run_config import RunConfig
-from harness.spec import EstimatorSpec
-from harness.spec import ModeKeys
-from harness.training import EvalSpec
-from harness.training import TrainSpec
-from harness.training import train_and_evaluate
-# Exporters.
-from harness.exporter import BestExporter
-from harness.exporter import Exporter
-from harness.exporter import FinalExporter
-from harness.exporter import LatestExporter
-# Warm start, metrics, parsing specs.
-from harness.extension import add_metrics
-from harness.parsing import classifier_parse_example_spec
-from harness.parsing import regressor_parse_example_spec
-from harness.warm_start import VocabInfo
-from harness.warm_start import WarmStartSettings
-# Hooks, as tf.estimator exported them.
-from harness.hooks import CheckpointSaverHook
-from harness.hooks import CheckpointSaverListener
-from harness.hooks import FeedFnHook
-from harness.hooks import FinalOpsHook
-from harness.hooks import GlobalStepWaiterHook
-from harness.hooks import LoggingTensorHook
-from harness.hooks import NanLossDuringTrainingError
-from harness.hooks import NanTensorHook
-from harness.hooks import ProfilerHook
-from harness.hooks import SecondOrStepTimer
-from harness.hooks import SessionRunArgs
-from harness.hooks import SessionRunContext
-from harness.hooks import SessionRunHook
-from harness.hooks import SessionRunValues
-from harness.hooks import StepCounterHook
-from harness.hooks import StopAtStepHook
-from harness.hooks import SummarySaverHook
-# Early stopping (also in harness.experimental, as in tf.estimator).
-from harness.early_stopping import make_early_stopping_hook
-from harness.early_stopping import read_eval_metrics
-from harness.early_stopping import stop_if_higher_hook
-from harness.early_stopping import stop_if_lower_hook
-from harness.early_stopping import stop_if_no_decrease_hook
-from harness.early_stopping import stop_if_no_increase_hook
+# tf.compat.v1.layers and Keras 2 need this before TensorFlow's first
+# import. Set here (cheap) so that `import harness; import tensorflow` works;
+# the names below load lazily, so `python -m harness.launch` and the
+# TF_CONFIG parser start without importing TensorFlow at all.
+_os.environ["TF_USE_LEGACY_KERAS"] = "1"
+
+# Public name -> module that defines it (loaded on first access).
+_EXPORTS = {
+    "Estimator": "harness.estimator",
+    "DistributeConfig": "harness.run_config",
+    "RunConfig": "harness.run_config",
+    "EstimatorSpec": "harness.spec",
+    "ModeKeys": "harness.spec",
+    "EvalSpec": "harness.training",
+    "TrainSpec": "harness.training",
+    "train_and_evaluate": "harness.training",
+    "BestExporter": "harness.exporter",
+    "Exporter": "harness.exporter",
+    "FinalExporter": "harness.exporter",
+    "LatestExporter": "harness.exporter",
+    "add_metrics": "harness.extension",
+    "classifier_parse_example_spec": "harness.parsing",
+    "regressor_parse_example_spec": "harness.parsing",
+    "VocabInfo": "harness.warm_start",
+    "WarmStartSettings": "harness.warm_start",
+    "CheckpointSaverHook": "harness.hooks",
+    "CheckpointSaverListener": "harness.hooks",
+    "FeedFnHook": "harness.hooks",
+    "FinalOpsHook": "harness.hooks",
+    "GlobalStepWaiterHook": "harness.hooks",
+    "LoggingTensorHook": "harness.hooks",
+    "NanLossDuringTrainingError": "harness.hooks",
+    "NanTensorHook": "harness.hooks",
+    "ProfilerHook": "harness.hooks",
+    "SecondOrStepTimer": "harness.hooks",
+    "SessionRunArgs": "harness.hooks",
+    "SessionRunContext": "harness.hooks",
+    "SessionRunHook": "harness.hooks",
+    "SessionRunValues": "harness.hooks",
+    "StepCounterHook": "harness.hooks",
+    "StopAtStepHook": "harness.hooks",
+    "SummarySaverHook": "harness.hooks",
+    "make_early_stopping_hook": "harness.early_stopping",
+    "read_eval_metrics": "harness.early_stopping",
+    "stop_if_higher_hook": "harness.early_stopping",
+    "stop_if_lower_hook": "harness.early_stopping",
+    "stop_if_no_decrease_hook": "harness.early_stopping",
+    "stop_if_no_increase_hook": "harness.early_stopping",
+}
+_SUBMODULES = frozenset(["errors", "export", "experimental", "inputs"])
 
 __version__ = "0.1.0"
 
@@ -134,6 +133,13 @@ _CANNED = frozenset([
 
 
 def __getattr__(name):
+  import importlib  # pylint: disable=g-import-not-at-top
+  if name in _SUBMODULES:
+    return importlib.import_module(f"harness.{name}")
+  if name in _EXPORTS:
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
   if name in _CANNED:
     raise errors.NotSupportedError(
         f"tf.estimator.{name} (a canned estimator or head) is not provided "
@@ -141,3 +147,7 @@ def __getattr__(name):
         "model_fn, and checkpoints written by the canned estimator restore "
         "by variable name), or keep that job on tf.estimator 2.15.")
   raise AttributeError(f"module 'harness' has no attribute {name!r}")
+
+
+def __dir__():
+  return sorted(set(globals()) | set(__all__))

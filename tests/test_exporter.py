@@ -13,7 +13,9 @@ from harness import exporter as exporter_lib
 from harness._tf import tf
 from harness.export import writer
 from harness.spec import ModeKeys
-import test_export as lib  # Tiny model, checkpoint and receivers.
+# Tiny model, checkpoint and receivers (its import also marks absl flags
+# parsed, which create_tempdir needs under pytest).
+import test_export as lib
 
 
 class _Estimator:

@@ -224,7 +224,7 @@ class LaunchTest(parameterized.TestCase):
         time.sleep(600)
         """, workers=2, grace_secs=1)
     self.assertEqual(status, 5, "\n".join(lines))
-    self.assertBetween(secs, 1.5, 10)
+    self.assertBetween(secs, 1.0, 10)  # The whole grace period passed.
     self.assertTrue(_gone(_runs(self.dir, "worker/0")[0]["pid"]))
 
   def test_stop_event(self):

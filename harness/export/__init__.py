@@ -9,7 +9,9 @@
     export_outputs = {"serving_default": export.PredictOutput(predictions)}
 
 Importing this package is cheap: it does not import the Estimator. The
-SavedModel writer lives in `harness.export.writer`.
+SavedModel writer lives in `harness.export.writer`. The experimental names
+(`SupervisedInputReceiver`, `UnsupervisedInputReceiver`, `TrainOutput`,
+`build_raw_supervised_input_receiver_fn`) are importable from here too.
 """
 
 from harness.export.outputs import ClassificationOutput
@@ -17,14 +19,14 @@ from harness.export.outputs import EvalOutput
 from harness.export.outputs import ExportOutput
 from harness.export.outputs import PredictOutput
 from harness.export.outputs import RegressionOutput
-from harness.export.outputs import TrainOutput
+from harness.export.outputs import TrainOutput  # pylint: disable=unused-import
 from harness.export.receivers import build_parsing_serving_input_receiver_fn
 from harness.export.receivers import build_raw_serving_input_receiver_fn
-from harness.export.receivers import build_raw_supervised_input_receiver_fn
+from harness.export.receivers import build_raw_supervised_input_receiver_fn  # pylint: disable=unused-import
 from harness.export.receivers import ServingInputReceiver
-from harness.export.receivers import SupervisedInputReceiver
+from harness.export.receivers import SupervisedInputReceiver  # pylint: disable=unused-import
 from harness.export.receivers import TensorServingInputReceiver
-from harness.export.receivers import UnsupervisedInputReceiver
+from harness.export.receivers import UnsupervisedInputReceiver  # pylint: disable=unused-import
 
 __all__ = [
     # Export outputs.
@@ -39,11 +41,3 @@ __all__ = [
     "build_parsing_serving_input_receiver_fn",
     "build_raw_serving_input_receiver_fn",
 ]
-
-# tf.estimator.experimental names, importable from here too.
-_EXPERIMENTAL = (
-    TrainOutput,
-    SupervisedInputReceiver,
-    UnsupervisedInputReceiver,
-    build_raw_supervised_input_receiver_fn,
-)

@@ -264,7 +264,7 @@ class _SupervisedOutput(ExportOutput):
       metrics = {self.METRICS_NAME: metrics}
     outputs = {}
     for key, metric in metrics.items():
-      if isinstance(metric, tuple):
+      if isinstance(metric, (tuple, list)):
         value, update_op = metric
       else:  # A tf_keras Metric object.
         value = metric.result()

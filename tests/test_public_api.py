@@ -1,0 +1,92 @@
+"""Pins the public API: a change to harness.__all__ shows in this diff."""
+
+import ast
+import pathlib
+
+from absl.testing import absltest
+
+import harness
+
+EXPECTED_ALL = [
+    "errors", "export", "experimental", "inputs",
+    "Estimator", "EstimatorSpec", "ModeKeys", "RunConfig", "DistributeConfig",
+    "TrainSpec", "EvalSpec", "train_and_evaluate",
+    "Exporter", "LatestExporter", "BestExporter", "FinalExporter",
+    "WarmStartSettings", "VocabInfo", "add_metrics",
+    "classifier_parse_example_spec", "regressor_parse_example_spec",
+    "SessionRunHook", "SessionRunArgs", "SessionRunContext",
+    "SessionRunValues", "CheckpointSaverHook", "CheckpointSaverListener",
+    "StepCounterHook", "LoggingTensorHook", "StopAtStepHook", "NanTensorHook",
+    "NanLossDuringTrainingError", "SummarySaverHook", "GlobalStepWaiterHook",
+    "FinalOpsHook", "FeedFnHook", "ProfilerHook", "SecondOrStepTimer",
+    "make_early_stopping_hook", "stop_if_higher_hook", "stop_if_lower_hook",
+    "stop_if_no_increase_hook", "stop_if_no_decrease_hook",
+    "read_eval_metrics",
+]
+
+HARNESS_DIR = pathlib.Path(harness.__file__).parent
+# Edges may import the core; the core never imports edges or examples.
+EDGE_MODULES = {"main", "flags", "launch", "k8s", "server", "run", "compat",
+                "registry"}
+CORE_MUST_NOT_IMPORT = ("model_fns", "input_fns") + tuple(
+    f"harness.{m}" for m in EDGE_MODULES)
+NO_TF_MODULES = {"cluster.py", "errors.py", "run_state.py", "launch.py",
+                 "ports.py"}
+
+
+def _imports(path):
+  tree = ast.parse(path.read_text())
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Import):
+      for alias in node.names:
+        yield alias.name
+    elif isinstance(node, ast.ImportFrom) and node.module:
+      yield node.module
+      for alias in node.names:
+        yield f"{node.module}.{alias.name}"
+
+
+class PublicApiTest(absltest.TestCase):
+
+  def test_all_is_pinned(self):
+    self.assertEqual(harness.__all__, EXPECTED_ALL)
+
+  def test_every_public_name_resolves(self):
+    for name in harness.__all__:
+      self.assertIsNotNone(getattr(harness, name), name)
+
+  def test_canned_estimators_say_not_supported(self):
+    with self.assertRaisesRegex(harness.errors.NotSupportedError,
+                                "DNNClassifier.*model_fn"):
+      harness.DNNClassifier  # pylint: disable=pointless-statement
+
+  def test_core_does_not_import_edges_or_examples(self):
+    for path in HARNESS_DIR.rglob("*.py"):
+      if path.stem in EDGE_MODULES or path.name == "__init__.py":
+        continue
+      for name in _imports(path):
+        self.assertFalse(
+            any(name == m or name.startswith(m + ".")
+                for m in CORE_MUST_NOT_IMPORT),
+            f"{path.relative_to(HARNESS_DIR)} imports edge/example {name}")
+
+  def test_config_modules_do_not_import_tensorflow(self):
+    for filename in NO_TF_MODULES:
+      path = HARNESS_DIR / filename
+      if not path.exists():
+        continue
+      for name in _imports(path):
+        self.assertFalse(name.startswith(("tensorflow", "harness._tf")),
+                         f"{filename} imports {name}")
+
+  def test_private_tensorflow_imports_live_in_one_module(self):
+    offenders = set()
+    for path in HARNESS_DIR.rglob("*.py"):
+      for name in _imports(path):
+        if name.startswith("tensorflow.python"):
+          offenders.add(path.name)
+    self.assertLessEqual(offenders, {"_tf_private.py"})
+
+
+if __name__ == "__main__":
+  absltest.main()

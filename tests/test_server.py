@@ -1,0 +1,235 @@
+"""Tests of harness.server: the config, the library and the real binary."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from absl import flags
+from absl.testing import absltest
+from absl.testing import parameterized
+import pytest
+
+from harness import errors
+from harness import ports
+from harness import server
+from harness._tf import tf
+
+# absltest's create_tempdir reads --test_tmpdir; pytest does not parse flags.
+if not flags.FLAGS.is_parsed():
+  flags.FLAGS.mark_as_parsed()
+
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_START_SECS = 90  # TensorFlow's import is slow on a busy 2-core machine.
+_STOP_SECS = 10
+
+
+def _env(tf_config=None):
+  env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
+  env["PYTHONPATH"] = _REPO
+  if tf_config is not None:
+    env["TF_CONFIG"] = json.dumps(tf_config)
+  return env
+
+
+class _ServerProcess:
+  """A `python -m harness.server` child whose output is collected."""
+
+  def __init__(self, args, tf_config=None):
+    self.args = args
+    self.lines = []
+    self._proc = subprocess.Popen(
+        [sys.executable, "-m", "harness.server", *args], env=_env(tf_config),
+        cwd=_REPO, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+    self._reader = threading.Thread(target=self._read, daemon=True)
+    self._reader.start()
+
+  def _read(self):
+    for line in self._proc.stdout:
+      self.lines.append(line.rstrip("\n"))
+
+  def describe(self):
+    tail = "\n".join(self.lines[-20:])
+    return (f"command: harness.server {' '.join(self.args)}\n"
+            f"exit code: {self._proc.poll()}\nlog tail:\n{tail}")
+
+  def wait_for(self, text, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+      if any(text in line for line in self.lines):
+        return True
+      if self._proc.poll() is not None:
+        self._reader.join(timeout=5)
+        return any(text in line for line in self.lines)
+      time.sleep(0.05)
+    return False
+
+  def stop(self, signum, timeout):
+    """Sends `signum`; returns (exit code or None if still running, secs)."""
+    start = time.monotonic()
+    self._proc.send_signal(signum)
+    try:
+      code = self._proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+      code = None
+    self._reader.join(timeout=5)
+    return code, time.monotonic() - start
+
+  def kill(self):
+    if self._proc.poll() is None:
+      self._proc.kill()
+      self._proc.wait(timeout=_STOP_SECS)
+
+
+class ServerConfigTest(parameterized.TestCase):
+
+  def test_devices_and_collective_leader(self):
+    config = server.server_config(
+        {"worker": ["h:1", "h:2"], "ps": ["h:3"]}, "worker",
+        num_cpu_devices=3, num_gpus=0)
+    self.assertEqual(config.device_count["CPU"], 3)
+    self.assertEqual(config.device_count["GPU"], 0)
+    self.assertEqual(config.experimental.collective_group_leader,
+                     "/job:worker/replica:0/task:0")
+
+  def test_chief_leads_and_ps_gets_no_gpu(self):
+    the_cluster = {"chief": ["h:0"], "worker": ["h:1"], "ps": ["h:3"]}
+    ps_config = server.server_config(the_cluster, "ps", num_cpu_devices=1,
+                                     num_gpus=2)
+    self.assertEqual(ps_config.device_count["GPU"], 0)
+    self.assertEqual(ps_config.experimental.collective_group_leader,
+                     "/job:chief/replica:0/task:0")
+    worker_config = server.server_config(the_cluster, "worker",
+                                         num_cpu_devices=1, num_gpus=2)
+    self.assertEqual(worker_config.device_count["GPU"], 2)
+    self.assertIsNone(server.collective_group_leader({"ps": ["h:3"]}))
+
+  @parameterized.named_parameters(
+      ("no_cpu", dict(num_cpu_devices=0, num_gpus=0), "`num_cpu_devices`"),
+      ("negative_gpus", dict(num_cpu_devices=1, num_gpus=-1), "`num_gpus`"))
+  def test_bad_device_counts(self, kwargs, message):
+    with self.assertRaisesRegex(errors.ConfigError, message):
+      server.server_config({"worker": ["h:1"]}, "worker", **kwargs)
+
+  @parameterized.named_parameters(
+      ("unknown_job", "ps", 0, r"Job 'ps' is not in the cluster"),
+      ("index_too_big", "worker", 2, r"has 2 addresses \(valid index 0..1\)"),
+      ("evaluator", "evaluator", 0, "runs no standard server"))
+  def test_start_server_rejects_tasks_not_in_cluster(self, job, index,
+                                                     message):
+    the_cluster = {"worker": ["127.0.0.1:1", "127.0.0.1:2"],
+                   "evaluator": ["127.0.0.1:3"]}
+    with self.assertRaisesRegex(errors.ClusterConfigError, message):
+      server.start_server(the_cluster, job, index)
+
+  def test_start_server_offers_cpu_devices(self):
+    address = ports.address("127.0.0.1", ports.pick_free_port())
+    started = server.start_server({"worker": [address]}, "worker", 0,
+                                  num_cpu_devices=2)
+    with tf.Graph().as_default():
+      with tf.device("/job:worker/task:0/device:CPU:1"):
+        total = tf.constant(20) + 22
+      with tf.compat.v1.Session(started.target) as session:
+        names = [d.name for d in session.list_devices()]
+        self.assertEqual(session.run(total), 42)
+    self.assertIn("/job:worker/replica:0/task:0/device:CPU:1", names)
+    self.assertNotIn("/job:worker/replica:0/task:0/device:CPU:2", names)
+
+
+class ServerFlagsTest(parameterized.TestCase):
+
+  @parameterized.named_parameters(
+      ("no_cluster", [], None, "No cluster task given"),
+      ("bad_cpu", ["--num_cpu_devices=0"], None,
+       "flag --num_cpu_devices=0"),
+      ("bad_spec", ["--cluster_spec=worker=nohost", "--job_name=worker"], None,
+       "flag --cluster_spec"),
+      ("no_job_name", ["--cluster_spec=worker=127.0.0.1:2222"], None,
+       "--job_name is required"),
+      ("index_out_of_range", ["--cluster_spec=worker=127.0.0.1:2222",
+                              "--job_name=worker", "--task_index=1"], None,
+       "valid index 0..0"),
+      ("evaluator", [], {"cluster": {"worker": ["127.0.0.1:2222"]},
+                         "task": {"type": "evaluator", "index": 0}},
+       "runs no standard server"),
+      ("tf_config_not_json", [], "{oops", "not valid JSON"),
+      ("positional", ["extra"], None, "unexpected arguments"))
+  def test_bad_input_exits_2_with_one_message(self, args, tf_config, message):
+    env = _env(tf_config if isinstance(tf_config, dict) else None)
+    if isinstance(tf_config, str):
+      env["TF_CONFIG"] = tf_config
+    result = subprocess.run(
+        [sys.executable, "-m", "harness.server", *args], env=env, cwd=_REPO,
+        capture_output=True, text=True, timeout=_START_SECS, check=False)
+    self.assertEqual(result.returncode, 2, result.stderr)
+    self.assertIn(message, result.stderr)
+    self.assertNotIn("Traceback", result.stderr)
+
+
+@pytest.mark.slow
+class ServerClusterTest(absltest.TestCase):
+  """Two workers (one from flags, one from TF_CONFIG) and a ps, as binaries."""
+
+  def test_clients_use_the_cluster_and_signals_stop_it(self):
+    addresses = [ports.address("127.0.0.1", p)
+                 for p in ports.pick_free_ports(3)]
+    the_cluster = {"worker": addresses[:2], "ps": addresses[2:]}
+    spec = f"worker={addresses[0]},{addresses[1]};ps={addresses[2]}"
+    servers = {
+        "worker/0": _ServerProcess([
+            f"--cluster_spec={spec}", "--job_name=worker", "--task_index=0",
+            "--num_cpu_devices=2"]),
+        "worker/1": _ServerProcess(["--num_cpu_devices=2"], tf_config={
+            "cluster": the_cluster, "task": {"type": "worker", "index": 1}}),
+        "ps/0": _ServerProcess([], tf_config={
+            "cluster": the_cluster, "task": {"type": "ps", "index": 0}}),
+    }
+    for proc in servers.values():
+      self.addCleanup(proc.kill)
+    expected = {
+        "worker/0": f"server | worker/0 | listening on {addresses[0]} | "
+                    "2 CPU devices",
+        "worker/1": f"server | worker/1 | listening on {addresses[1]} | "
+                    "2 CPU devices",
+        "ps/0": f"server | ps/0 | listening on {addresses[2]} | 1 CPU devices",
+    }
+    for task, line in expected.items():
+      self.assertTrue(servers[task].wait_for(line, _START_SECS),
+                      servers[task].describe())
+
+    with tf.Graph().as_default():
+      with tf.device("/job:ps/task:0"):
+        shared = tf.compat.v1.get_variable(
+            "shared", initializer=tf.constant(1.0), use_resource=True)
+      with tf.device("/job:worker/task:1/device:CPU:1"):
+        doubled = tf.compat.v1.assign(shared, shared * 2.0)
+        where = tf.raw_ops.Identity(input=doubled)
+      with tf.compat.v1.Session(f"grpc://{addresses[0]}") as session:
+        names = [d.name for d in session.list_devices()]
+        session.run(shared.initializer)
+        self.assertEqual(session.run(where), 2.0)
+      # A second client, through the other worker, sees the same variable.
+      with tf.compat.v1.Session(f"grpc://{addresses[1]}") as session:
+        self.assertEqual(session.run(doubled), 4.0)
+    self.assertIn("/job:worker/replica:0/task:1/device:CPU:1", names)
+    self.assertIn("/job:ps/replica:0/task:0/device:CPU:0", names)
+    self.assertNotIn("/job:ps/replica:0/task:0/device:CPU:1", names)
+
+    stops = {"worker/0": signal.SIGTERM, "worker/1": signal.SIGINT,
+             "ps/0": signal.SIGTERM}
+    for task, signum in stops.items():
+      code, secs = servers[task].stop(signum, _STOP_SECS)
+      self.assertEqual(code, 0, servers[task].describe())
+      self.assertLess(secs, 5, servers[task].describe())
+      self.assertTrue(
+          servers[task].wait_for(
+              f"server | {task} | stopping on {signum.name}", 1),
+          servers[task].describe())
+
+
+if __name__ == "__main__":
+  absltest.main()
