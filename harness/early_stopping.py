@@ -382,6 +382,8 @@ class _StopOnPredicateHook(hooks_lib.SessionRunHook):
       return
     self._timer.update_last_triggered_step(global_step)
     if self._should_stop_fn():
+      # Fetched with train_op, the step may predate its increment: re-read.
+      global_step = int(run_context.session.run(self._global_step_tensor))
       logging.info("Requesting early stopping at global step %d", global_step)
       if self._stop_op is not None:
         run_context.session.run(self._stop_op)
@@ -461,7 +463,8 @@ class _CollectiveEarlyStoppingHook(hooks_lib.SessionRunHook):
       logging.info("Early stopping requested, suspending run.")
       if self._is_chief and self._model_dir:
         write_training_stopped_marker(
-            self._model_dir, "early_stopping", global_step)
+            self._model_dir, "early_stopping",
+            run_context.session.run(self._global_step_tensor))
       run_context.request_stop()
       return
     if not self._timer.should_trigger_for_step(global_step):

@@ -76,7 +76,7 @@ class Estimator:
     self._model_dir = model_dir
     self._session_config = (config.session_config if
                             config.session_config is not None else
-                            train_loop.default_session_config())
+                            run_config_lib.get_default_session_config())
     if model_fn is None:
       raise errors.ConfigError("model_fn must be provided to Estimator.")
     spec_lib.verify_model_fn_args(model_fn, params)
@@ -163,6 +163,21 @@ class Estimator:
     Returns:
       self, for chaining.
     """
+    if _is_cluster_trainer(self._config):
+      # A chief/worker task of a TF_CONFIG cluster: join it (as tf.estimator
+      # 2.15 did through its distribute coordinator).
+      from harness import roles  # pylint: disable=g-import-not-at-top
+      roles.train_in_cluster(self, input_fn, hooks=hooks, steps=steps,
+                             max_steps=max_steps,
+                             saving_listeners=saving_listeners)
+      return self
+    self._train_with_context(input_fn, hooks, steps, max_steps,
+                             saving_listeners, self._local_train_context())
+    return self
+
+  def _train_with_context(self, input_fn, hooks, steps, max_steps,
+                          saving_listeners, context, strategy=None):
+    """train()'s checks and stop rule, run as `context` says; returns loss."""
     if steps is not None and max_steps is not None:
       raise errors.ConfigError(
           "Can not provide both steps and max_steps. Fix: pass steps (train "
@@ -174,12 +189,19 @@ class Estimator:
       if start is not None and max_steps <= start:
         logging.info("Skipping training since max_steps has already saved "
                      "(global step %d >= max_steps %d).", start, max_steps)
-        return self
-    hooks = list(hooks or [])
+        return None
+    hooks = _checked_hooks(hooks)
     if steps is not None or max_steps is not None:
       hooks.append(tf.compat.v1.train.StopAtStepHook(steps, max_steps))
-    self._train(input_fn, hooks, saving_listeners, max_steps)
-    return self
+    return self._train(input_fn, hooks, saving_listeners, max_steps, context,
+                       strategy)
+
+  def _local_train_context(self):
+    config = self._config
+    return train_loop.TrainContext(
+        master=config.master, is_chief=config.is_chief,
+        should_init=config.is_chief, session_config=self._session_config,
+        task_label=_task_label(config))
 
   def _checkpoint_step(self):
     path = self.latest_checkpoint()
@@ -187,8 +209,10 @@ class Estimator:
       return None
     return int(tf.train.load_variable(path, "global_step"))
 
-  def _train(self, input_fn, hooks, saving_listeners, max_steps):
-    strategy = self._config.train_distribute
+  def _train(self, input_fn, hooks, saving_listeners, max_steps, context,
+             strategy=None):
+    """Builds the TRAIN graph and runs it as `context` says."""
+    strategy = strategy or self._config.train_distribute
     with tf.Graph().as_default():
       if strategy is not None:
         spec, input_hooks, global_step = train_loop.build_distributed(
@@ -204,9 +228,8 @@ class Estimator:
       return train_loop.run(
           spec, model_dir=self._model_dir, config=self._config, hooks=hooks,
           input_hooks=input_hooks, global_step_tensor=global_step,
-          saving_listeners=saving_listeners,
-          session_config=self._session_config,
-          task_label=_task_label(self._config), max_steps=max_steps)
+          saving_listeners=saving_listeners, context=context,
+          max_steps=max_steps)
 
   # --- evaluate ------------------------------------------------------------
 
@@ -344,7 +367,8 @@ class Estimator:
     return writer.export_all_saved_models(
         export_dir_base, input_receiver_fn_map, build_spec, checkpoint_path,
         assets_extra=assets_extra, as_text=as_text,
-        random_seed=self._config.tf_random_seed)
+        random_seed=self._config.tf_random_seed,
+        session_config=self._session_config)
 
 
 # --- helpers ---------------------------------------------------------------
@@ -371,6 +395,12 @@ def _checked_hooks(hooks):
       raise errors.ConfigError(
           f"All hooks must be SessionRunHook instances, given: {hook!r}.")
   return hooks
+
+
+def _is_cluster_trainer(config):
+  return (config.remote_cluster is None and
+          bool(config.cluster_spec.as_dict()) and
+          config.task_type in ("chief", "worker", "master"))
 
 
 def _task_label(config):

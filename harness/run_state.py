@@ -11,9 +11,10 @@ storage mounted as a file system).
 import json
 import os
 import tempfile
+import time
 
 __all__ = ["MARKER_NAME", "write_training_stopped", "read_training_stopped",
-           "clear_training_stopped"]
+           "training_stopped_since", "clear_training_stopped"]
 
 MARKER_NAME = "training_stopped"
 
@@ -27,7 +28,8 @@ def write_training_stopped(model_dir, reason, global_step):
   os.makedirs(os.fsdecode(model_dir), exist_ok=True)
   payload = json.dumps({"reason": str(reason),
                         "global_step": None if global_step is None
-                                       else int(global_step)})
+                                       else int(global_step),
+                        "written_at": time.time()})
   fd, tmp = tempfile.mkstemp(dir=os.fsdecode(model_dir), prefix=".stopped-")
   try:
     with os.fdopen(fd, "w") as f:
@@ -48,6 +50,14 @@ def read_training_stopped(model_dir):
     return None
   except (OSError, ValueError):
     return {"reason": "unreadable marker", "global_step": None}
+
+
+def training_stopped_since(model_dir, since):
+  """The marker's dict if it was written at or after `since` (time.time())."""
+  marker = read_training_stopped(model_dir)
+  if marker is None or marker.get("written_at", 0) < since:
+    return None
+  return marker
 
 
 def clear_training_stopped(model_dir):

@@ -8,6 +8,8 @@ progress logging, checkpoint saving on the chief (with listeners), summaries
 and the global_step/sec counter.
 """
 
+import dataclasses
+
 from absl import logging
 
 from harness import errors
@@ -17,7 +19,7 @@ from harness import spec as spec_lib
 from harness._tf import tf
 
 __all__ = [
-    "default_session_config",
+    "TrainContext",
     "create_global_step",
     "build_local",
     "build_distributed",
@@ -27,19 +29,54 @@ __all__ = [
 ModeKeys = spec_lib.ModeKeys
 
 
-def default_session_config():
-  """The ConfigProto tf.estimator used when RunConfig gave none."""
-  rewrite = tf.compat.v1.GraphOptions(
-      rewrite_options=_rewriter_config(meta_optimizer_iterations=1))
-  return tf.compat.v1.ConfigProto(
-      allow_soft_placement=True, graph_options=rewrite)
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TrainContext:
+  """Where and as whom this process trains.
+
+  Attributes:
+    master: session target ("" in-process, "grpc://..." for a server).
+    is_chief: writes checkpoints and summaries.
+    should_init: initialises (or restores) variables itself. True on the
+      chief, and on every worker of a collective strategy (each holds its
+      own copy); False on ps-style workers, which wait for the chief.
+    session_config: ConfigProto for the session.
+    task_label: "local", "chief/0", "worker/1", ... for log lines.
+    recovery_wait_secs: poll interval of a worker waiting for the chief.
+  """
+  master: str
+  is_chief: bool
+  should_init: bool
+  session_config: object
+  task_label: str = "local"
+  recovery_wait_secs: float = 1.0
 
 
-def _rewriter_config(**kwargs):
-  # RewriterConfig lives only in the protobuf module; reach it via the field.
-  proto = tf.compat.v1.GraphOptions().rewrite_options
-  proto = type(proto)(**kwargs)
-  return proto
+class _WaitForChiefSessionCreator(tf.compat.v1.train.SessionCreator):
+  """A worker's session: waits (polling every few s) for the chief's init.
+
+  MonitoredTrainingSession's worker creator polls every 30 s with no way
+  to change it; a new worker would sit idle up to 30 s for nothing.
+  """
+
+  def __init__(self, scaffold, master, config, max_wait_secs,
+               recovery_wait_secs):
+    self._scaffold = scaffold
+    self._master = master
+    self._config = config
+    self._max_wait_secs = max_wait_secs
+    self._recovery_wait_secs = recovery_wait_secs
+
+  def create_session(self):
+    self._scaffold.finalize()
+    manager = tf.compat.v1.train.SessionManager(
+        local_init_op=self._scaffold.local_init_op,
+        local_init_feed_dict=self._scaffold.local_init_feed_dict,
+        ready_op=self._scaffold.ready_op,
+        ready_for_local_init_op=self._scaffold.ready_for_local_init_op,
+        graph=tf.compat.v1.get_default_graph(),
+        recovery_wait_secs=self._recovery_wait_secs)
+    return manager.wait_for_session(
+        self._master, config=self._config, max_wait_secs=self._max_wait_secs)
 
 
 def create_global_step(graph):
@@ -161,8 +198,21 @@ def _ensure_saver(scaffold, config):
           defer_build=True, save_relative_paths=True))
 
 
-def run(spec, *, model_dir, config, hooks, input_hooks, global_step_tensor,
-        saving_listeners, session_config, task_label="local", max_steps=None,
+def _chief_summary_hooks(model_dir, config, scaffold):
+  """The summary and steps/s hooks MonitoredTrainingSession adds on chiefs."""
+  hooks = []
+  if config.log_step_count_steps and config.log_step_count_steps > 0:
+    hooks.append(tf.compat.v1.train.StepCounterHook(
+        output_dir=model_dir, every_n_steps=config.log_step_count_steps))
+  if config.save_summary_steps and config.save_summary_steps > 0:
+    hooks.append(tf.compat.v1.train.SummarySaverHook(
+        scaffold=scaffold, save_steps=config.save_summary_steps,
+        output_dir=model_dir))
+  return hooks
+
+
+def run(spec, *, model_dir, config, context, hooks, input_hooks,
+        global_step_tensor, saving_listeners, max_steps=None,
         examples_per_step=None):
   """Runs the training loop until a hook stops it; returns the last loss."""
   hooks = _check_hooks(hooks, "hooks")
@@ -182,7 +232,7 @@ def run(spec, *, model_dir, config, hooks, input_hooks, global_step_tensor,
   if config.log_step_count_steps is not None:
     worker_hooks.append(hooks_lib.ProgressLoggerHook(
         loss_tensor=spec.loss, global_step_tensor=global_step_tensor,
-        every_n_steps=config.log_step_count_steps, task_label=task_label,
+        every_n_steps=config.log_step_count_steps, task_label=context.task_label,
         max_steps=max_steps, examples_per_step=examples_per_step))
   worker_hooks.extend(spec.training_hooks)
 
@@ -208,17 +258,22 @@ def run(spec, *, model_dir, config, hooks, input_hooks, global_step_tensor,
         "Please set one of the RunConfig.save_checkpoints_steps or "
         "RunConfig.save_checkpoints_secs.")
 
+  if context.is_chief:
+    worker_hooks.extend(_chief_summary_hooks(model_dir, config, scaffold))
+    worker_hooks.extend(chief_hooks + list(spec.training_chief_hooks))
+  if context.should_init:
+    creator = tf.compat.v1.train.ChiefSessionCreator(
+        scaffold=scaffold, master=context.master,
+        config=context.session_config, checkpoint_dir=model_dir)
+  else:
+    creator = _WaitForChiefSessionCreator(
+        scaffold, context.master, context.session_config,
+        config.session_creation_timeout_secs, context.recovery_wait_secs)
   loss = None
   steps_done = 0
-  with tf.compat.v1.train.MonitoredTrainingSession(
-      master=config.master, is_chief=config.is_chief,
-      checkpoint_dir=model_dir, scaffold=scaffold, hooks=worker_hooks,
-      chief_only_hooks=chief_hooks + list(spec.training_chief_hooks),
-      save_checkpoint_secs=0, save_summaries_steps=config.save_summary_steps,
-      config=session_config,
-      max_wait_secs=config.session_creation_timeout_secs,
-      log_step_count_steps=config.log_step_count_steps,
-      save_graph_def=config.checkpoint_save_graph_def) as session:
+  with tf.compat.v1.train.MonitoredSession(
+      session_creator=creator, hooks=worker_hooks,
+      stop_grace_period_secs=120) as session:
     fetches = [spec.train_op, spec.loss]
     while not session.should_stop():
       _, loss = session.run(fetches)
@@ -226,5 +281,5 @@ def run(spec, *, model_dir, config, hooks, input_hooks, global_step_tensor,
   if not steps_done:
     logging.warning(
         "train | %s | training made no steps: the input is empty or the "
-        "model is already at max_steps.", task_label)
+        "model is already at max_steps.", context.task_label)
   return loss

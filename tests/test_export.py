@@ -12,7 +12,6 @@ import subprocess
 import sys
 import textwrap
 
-from absl import flags
 from absl.testing import absltest
 import numpy as np
 import pytest
@@ -24,10 +23,6 @@ from harness.export import outputs as outputs_lib
 from harness.export import writer
 from harness.spec import EstimatorSpec
 from harness.spec import ModeKeys
-
-# absltest's create_tempdir reads --test_tmpdir; pytest does not parse flags.
-if not flags.FLAGS.is_parsed():
-  flags.FLAGS.mark_as_parsed()
 
 FEATURE_SPEC = {"x": tf.io.FixedLenFeature([2], tf.float32)}
 

@@ -13,9 +13,7 @@ from harness import exporter as exporter_lib
 from harness._tf import tf
 from harness.export import writer
 from harness.spec import ModeKeys
-# Tiny model, checkpoint and receivers (its import also marks absl flags
-# parsed, which create_tempdir needs under pytest).
-import test_export as lib
+from tests import test_export as lib  # Tiny model, checkpoint, receivers.
 
 
 class _Estimator:

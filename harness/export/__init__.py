@@ -14,19 +14,23 @@ SavedModel writer lives in `harness.export.writer`. The experimental names
 `build_raw_supervised_input_receiver_fn`) are importable from here too.
 """
 
+# Experimental names (TrainOutput, SupervisedInputReceiver, ...) are imported
+# for `from harness.export import X`, not listed in __all__.
+# pylint: disable=unused-import
 from harness.export.outputs import ClassificationOutput
 from harness.export.outputs import EvalOutput
 from harness.export.outputs import ExportOutput
 from harness.export.outputs import PredictOutput
 from harness.export.outputs import RegressionOutput
-from harness.export.outputs import TrainOutput  # pylint: disable=unused-import
+from harness.export.outputs import TrainOutput
 from harness.export.receivers import build_parsing_serving_input_receiver_fn
 from harness.export.receivers import build_raw_serving_input_receiver_fn
-from harness.export.receivers import build_raw_supervised_input_receiver_fn  # pylint: disable=unused-import
+from harness.export.receivers import build_raw_supervised_input_receiver_fn
 from harness.export.receivers import ServingInputReceiver
-from harness.export.receivers import SupervisedInputReceiver  # pylint: disable=unused-import
+from harness.export.receivers import SupervisedInputReceiver
 from harness.export.receivers import TensorServingInputReceiver
-from harness.export.receivers import UnsupervisedInputReceiver  # pylint: disable=unused-import
+from harness.export.receivers import UnsupervisedInputReceiver
+# pylint: enable=unused-import
 
 __all__ = [
     # Export outputs.
