@@ -39,7 +39,9 @@ def _import_tensorflow_quietly(environ):
   if "tensorflow" in sys.modules or _verbose_requested(environ):
     import tensorflow  # pylint: disable=g-import-not-at-top
     return tensorflow
-  environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+  # 3 hides the C++ ERROR lines too ("failed call to cuInit" on every
+  # CPU-only process); real failures still surface as Python exceptions.
+  environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
   try:
     saved_fd = os.dup(2)
   except OSError:  # No usable fd 2 (some embedded interpreters).
@@ -72,6 +74,12 @@ def quiet_tensorflow(verbose=False):
     tf_logger.setLevel(logging.INFO)
     return
   tf_logger.setLevel(logging.ERROR)
+  # Deprecation notices of tf.compat.v1 layers & co. are attributed to the
+  # caller's file, so a module filter misses them: match the text.
+  warnings.filterwarnings("ignore", message=r".*is deprecated and will be "
+                          r"removed")
+  warnings.filterwarnings("ignore", message=r".*deprecated.*",
+                          category=DeprecationWarning)
   for module in ("tensorflow", "tf_keras", "keras", "tensorflow_datasets"):
     warnings.filterwarnings("ignore", category=UserWarning, module=module)
     warnings.filterwarnings("ignore", category=DeprecationWarning, module=module)
@@ -92,6 +100,15 @@ def ensure_legacy_keras(tf_module):
         "script with `python -m harness.run script.py`.") from e
 
 
+def _show_progress_lines():
+  """harness logs progress with absl at INFO; show it unless set otherwise."""
+  from absl import flags as absl_flags  # pylint: disable=g-import-not-at-top
+  from absl import logging as absl_logging  # pylint: disable=g-import-not-at-top
+  flag = absl_flags.FLAGS["verbosity"] if "verbosity" in absl_flags.FLAGS else None
+  if flag is None or not flag.present:
+    absl_logging.set_verbosity(absl_logging.INFO)
+
+
 def _bootstrap():
   environ = os.environ
   # Keras 2 is what tf.estimator code was written against. TensorFlow reads
@@ -101,6 +118,7 @@ def _bootstrap():
   environ[_LEGACY_KERAS_ENV] = "1"
   tf_module = _import_tensorflow_quietly(environ)
   quiet_tensorflow(verbose=_verbose_requested(environ))
+  _show_progress_lines()
   ensure_legacy_keras(tf_module)
   return tf_module
 

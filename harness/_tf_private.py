@@ -24,6 +24,7 @@ __all__ = [
     "set_ps_gpus_per_worker",
     "started_in_process_server",
     "localize_tf_config_resolver",
+    "reinitialize_collective_local",
 ]
 
 # Task types whose TF_CONFIG the patched resolver hides from strategies.
@@ -157,3 +158,21 @@ def localize_tf_config_resolver(task_types):
 
   cluster_spec.__doc__ = original.__doc__
   resolver_class.cluster_spec = cluster_spec
+
+
+def reinitialize_collective_local(strategy, devices):
+  """Re-initialises a v1 collective strategy for one machine on `devices`.
+
+  Why private: the public constructor takes no device list (TensorFlow's
+  own `_from_local_devices` classmethod calls this same method), and a
+  local collective strategy otherwise gets one CPU or all GPUs. Call it
+  inside a graph: in eager mode it configures the context's collective ops.
+
+  Args:
+    strategy: a `tf.compat.v1.distribute.experimental.MultiWorkerMirrored
+      Strategy` with no cluster.
+    devices: local device names, e.g. ["/device:CPU:0", "/device:CPU:1"].
+  """
+  extended = strategy.extended
+  extended._initialize_local(  # pylint: disable=protected-access
+      extended._cluster_resolver, devices=devices)  # pylint: disable=protected-access

@@ -351,7 +351,7 @@ def _get_or_create_stop_var(num_ps_replicas=0):
 
 
 class _StopOnPredicateHook(hooks_lib.SessionRunHook):
-  """Chief: requests stop when `should_stop_fn` says so, and tells the others."""
+  """Chief: stops when `should_stop_fn` says so, and tells the others."""
 
   def __init__(self, should_stop_fn, run_every_secs=60, run_every_steps=None,
                *, model_dir=None, signal_workers=False, num_ps_replicas=0):

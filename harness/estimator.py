@@ -16,6 +16,7 @@ tf.estimator 2.15 resumes here and the other way round.
 """
 
 import copy
+import dataclasses
 import os
 import tempfile
 
@@ -146,11 +147,8 @@ class Estimator:
 
   def _call_model_fn(self, features, labels, mode, config):
     logging.debug("Calling model_fn in mode %s.", mode)
-    with tf.compat.v1.device(self._device_fn) if (
-        self._device_fn is not None and mode == ModeKeys.TRAIN) else (
-            _nullcontext()):
-      return spec_lib.call_model_fn(self._model_fn, features, labels, mode,
-                                    self.params, config)
+    return spec_lib.call_model_fn(self._model_fn, features, labels, mode,
+                                  self.params, config)
 
   # --- train ---------------------------------------------------------------
 
@@ -171,8 +169,18 @@ class Estimator:
                              max_steps=max_steps,
                              saving_listeners=saving_listeners)
       return self
+    strategy = self._config.train_distribute
+    context = self._local_train_context()
+    if strategy is not None:
+      from harness import strategies  # pylint: disable=g-import-not-at-top
+      strategy = strategies.to_graph_strategy(strategy)
+      # E.g. device_count CPU=N for N CPU replicas of a MirroredStrategy.
+      context = dataclasses.replace(
+          context, session_config=strategies.configure_for_task(
+              strategy, cluster=None, task_type=None, task_id=0,
+              session_config=self._session_config))
     self._train_with_context(input_fn, hooks, steps, max_steps,
-                             saving_listeners, self._local_train_context())
+                             saving_listeners, context, strategy=strategy)
     return self
 
   def _train_with_context(self, input_fn, hooks, steps, max_steps,
@@ -192,7 +200,7 @@ class Estimator:
         return None
     hooks = _checked_hooks(hooks)
     if steps is not None or max_steps is not None:
-      hooks.append(tf.compat.v1.train.StopAtStepHook(steps, max_steps))
+      hooks.append(train_loop.StopAtStepHook(steps, max_steps))
     return self._train(input_fn, hooks, saving_listeners, max_steps, context,
                        strategy)
 
@@ -213,7 +221,9 @@ class Estimator:
              strategy=None):
     """Builds the TRAIN graph and runs it as `context` says."""
     strategy = strategy or self._config.train_distribute
-    with tf.Graph().as_default():
+    # The device function (ps placement) covers the whole training graph,
+    # global step included, as in tf.estimator.
+    with tf.Graph().as_default() as graph, graph.device(self._device_fn):
       if strategy is not None:
         spec, input_hooks, global_step = train_loop.build_distributed(
             strategy, self._call_model_fn, input_fn, self._params,
@@ -372,14 +382,6 @@ class Estimator:
 
 
 # --- helpers ---------------------------------------------------------------
-
-
-class _nullcontext:  # pylint: disable=invalid-name
-  def __enter__(self):
-    return self
-
-  def __exit__(self, *exc):
-    return False
 
 
 def _deepcopyable(config):

@@ -39,6 +39,12 @@ def _metric_value_and_update(name, value, strategy):
           "metric.update_state(...) once in model_fn, before returning it.")
     result = value.result()
     update = updates[0] if strategy is None else tf.group(*updates)
+    # Keras metric variables are in no collection: make the session's
+    # local init op (re)initialise them before each evaluation.
+    for variable in value.variables:
+      if variable not in tf.compat.v1.local_variables():
+        tf.compat.v1.add_to_collection(
+            tf.compat.v1.GraphKeys.LOCAL_VARIABLES, variable)
     return result, update
   return value[0], value[1]
 

@@ -16,7 +16,8 @@ from harness import spec as spec_lib
 
 __all__ = ["add_metrics"]
 
-_VALID_METRIC_FN_ARGS = frozenset(["features", "labels", "predictions", "config"])
+_VALID_METRIC_FN_ARGS = frozenset(
+    ["features", "labels", "predictions", "config"])
 
 
 def _verify_metric_fn_args(metric_fn):

@@ -147,7 +147,8 @@ class ProgressLoggerHook(SessionRunHook):
     self._rebase(step)
     self._window_step, self._window_time = step, self._clock()
     self._calibrated = False
-    self._next_log_step = (step // self._every_n_steps + 1) * self._every_n_steps
+    every_n = self._every_n_steps
+    self._next_log_step = (step // every_n + 1) * every_n
     if self._max_steps is not None:
       self._next_log_step = min(self._next_log_step, self._max_steps)
 
@@ -415,7 +416,7 @@ class _StopAtCheckpointStepHook(SessionRunHook):
 
 def make_stop_at_checkpoint_step_hook(estimator, last_step,
                                       wait_after_file_check_secs=30):
-  """Returns a hook stopping at `last_step`: by step on the chief, by checkpoint elsewhere.
+  """Returns a hook that stops training at `last_step`.
 
   As tf.estimator.experimental.make_stop_at_checkpoint_step_hook: the chief
   gets a `StopAtStepHook(last_step=last_step)`; other workers stop once the

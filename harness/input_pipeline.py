@@ -56,8 +56,14 @@ def _check_structure(value, what):
           "tf.data.Dataset.")
 
 
-def parse_features_and_labels(result):
-  """Splits an iterator element or returned value into (features, labels)."""
+def parse_features_and_labels(result, check=True):
+  """Splits an iterator element or returned value into (features, labels).
+
+  Args:
+    result: what input_fn or an iterator returned.
+    check: validate that features/labels are tensors (off for the
+      per-replica values of a distributed iterator).
+  """
   if isinstance(result, (list, tuple)) and not _is_namedtuple(result):
     if len(result) != 2:
       raise errors.InputFnError(
@@ -67,8 +73,9 @@ def parse_features_and_labels(result):
     features, labels = result
   else:
     features, labels = result, None
-  _check_structure(features, "features")
-  _check_structure(labels, "labels")
+  if check:
+    _check_structure(features, "features")
+    _check_structure(labels, "labels")
   return features, labels
 
 

@@ -181,8 +181,9 @@ def pandas_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None,
   except ImportError as e:
     raise errors.NotSupportedError(
         "pandas_input_fn should not be called without pandas installed "
-        f"({e}). Fix: `pip install pandas`, or convert the DataFrame with "
-        "numpy_input_fn({name: df[name].to_numpy() for name in df}, ...).") from e
+        f"({e}). Fix: `pip install pandas`, or convert the DataFrame "
+        "with numpy_input_fn({name: df[name].to_numpy() for name in df}, "
+        "...).") from e
   _check_common_args(shuffle, batch_size, num_epochs)
   if not isinstance(target_column, str):
     raise _ArgumentTypeError("target_column must be a string type")

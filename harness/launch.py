@@ -169,10 +169,16 @@ class _Task:
   def start(self):
     """Starts (or restarts) the task's process in a new process group."""
     self.returncode = None
-    self._proc = subprocess.Popen(
-        self._command, env=self._env, stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        start_new_session=True)
+    try:
+      self._proc = subprocess.Popen(
+          self._command, env=self._env, stdin=subprocess.DEVNULL,
+          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+          start_new_session=True)
+    except OSError as e:
+      self._proc = None
+      raise errors.ConfigError(
+          f"Cannot start task {self.name} with command {self._command}: {e}. "
+          "Give a program on PATH (or its path) after `--`.") from e
     prefix = f"[{self.name}] "
     self._readers = [
         threading.Thread(target=self._output.pump, args=(prefix, pipe),
@@ -270,7 +276,8 @@ def launch(command, *, workers, chief=False, ps=0, evaluator=False,
     that failed (128 + N for signal N), 124 on timeout, 130 when stopped.
 
   Raises:
-    ConfigError: if an argument is invalid (before any process starts).
+    ConfigError: if an argument is invalid (before any process starts), or
+      the command cannot be started (the tasks already started are stopped).
   """
   if isinstance(command, str):
     command = shlex.split(command)

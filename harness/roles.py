@@ -13,7 +13,6 @@
 The evaluator's loop is `harness.evaluator.run_continuous`.
 """
 
-import copy
 import time
 
 from absl import logging
@@ -30,7 +29,9 @@ __all__ = ["run_chief", "run_master", "run_worker", "run_ps",
 
 _MULTI_WORKER_KINDS = ("collective", "parameter_server")
 _IN_GRAPH_KINDS = ("mirrored", "central_storage", "one_device", "default")
-_PS_POLL_SECS = 2.0
+_PS_POLL_SECS = 1.0
+_PS_EXIT_GRACE_SECS = 60.0
+_SERVERS = []
 
 
 def _label(config):
@@ -52,26 +53,34 @@ def _start_delay(config, kind):
   return min(max_delay, (config.task_id + 1) * 5)
 
 
-def _prepare_task(config, strategy, kind):
-  """Configures the strategy for this task and starts its server.
+def _prepare_task(config, strategy):
+  """Configures the strategy for this task and finds or starts its server.
 
   Returns:
-    (server, session_config, strategy)
+    (session target, session_config, graph strategy)
   """
+  from harness import strategies  # pylint: disable=g-import-not-at-top
   cluster = _training_cluster(config)
-  session_config = copy.deepcopy(
-      config.session_config or run_config_lib.get_default_session_config())
-  num_cpu = 1
-  if kind in _MULTI_WORKER_KINDS:
-    from harness import strategies  # pylint: disable=g-import-not-at-top
-    strategy = strategies.to_graph_strategy(strategy)
+  # A collective strategy built eagerly under TF_CONFIG already serves this
+  # task's port: use that server instead of failing to start a second.
+  target = strategies.in_process_server_target(
+      strategy, cluster=cluster, task_type=config.task_type,
+      task_id=config.task_id)
+  graph_strategy = strategies.to_graph_strategy(strategy)
+  if config.task_type == "ps":
+    session_config = None
+  else:
     session_config = strategies.configure_for_task(
-        strategy, cluster=cluster, task_type=config.task_type,
-        task_id=config.task_id, session_config=session_config)
-    num_cpu = strategies.cpu_devices_per_worker(strategy)
-  server_config = copy.deepcopy(session_config)
-  server_config.device_count["CPU"] = max(
-      num_cpu, server_config.device_count.get("CPU", 1))
+        graph_strategy, cluster=cluster, task_type=config.task_type,
+        task_id=config.task_id, session_config=config.session_config)
+  if target:
+    logging.info("server | %s | using the strategy's server %s",
+                 _label(config), target)
+    return target, session_config, graph_strategy
+  server_config = strategies.server_config_for(
+      session_config, cluster=cluster, task_type=config.task_type,
+      num_devices_per_worker=strategies.cpu_devices_per_worker(
+          graph_strategy))
   address = cluster[config.task_type][config.task_id]
   try:
     server = tf.distribute.Server(
@@ -83,8 +92,9 @@ def _prepare_task(config, strategy, kind):
         f"Cannot start the server of {_label(config)} on {address!r}: {e}. "
         "Fix: free the port, or give this task another address in "
         "TF_CONFIG.") from e
+  _SERVERS.append(server)  # Keep it alive for the life of the process.
   logging.info("server | %s | listening on %s", _label(config), address)
-  return server, session_config, strategy
+  return server.target, session_config, graph_strategy
 
 
 def train_in_cluster(estimator, input_fn, *, hooks=None, steps=None,
@@ -109,9 +119,9 @@ def train_in_cluster(estimator, input_fn, *, hooks=None, steps=None,
     logging.info("train | %s | waiting %d s before starting", _label(config),
                  delay)
     time.sleep(delay)
-  server, session_config, strategy = _prepare_task(config, strategy, kind)
+  target, session_config, strategy = _prepare_task(config, strategy)
   context = train_loop.TrainContext(
-      master=server.target, is_chief=config.is_chief,
+      master=target, is_chief=config.is_chief,
       should_init=config.is_chief or kind == "collective",
       session_config=session_config, task_label=_label(config))
   if config.is_chief:
@@ -130,6 +140,7 @@ def train_in_cluster(estimator, input_fn, *, hooks=None, steps=None,
     reason = f"failed: {type(e).__name__}: {e}"[:500]
     raise
   finally:
+    run_state.write_task_done(estimator.model_dir, _label(config))
     if config.is_chief:
       step = estimator._checkpoint_step()  # pylint: disable=protected-access
       run_state.write_training_stopped(estimator.model_dir, reason, step)
@@ -163,19 +174,41 @@ def run_master(estimator, train_spec, eval_spec):
 
 
 def run_ps(estimator, train_spec, eval_spec, *, poll_secs=_PS_POLL_SECS,
-           clock=time.time, sleep=time.sleep):
-  """A parameter server: serves until the chief marks training as ended."""
+           grace_secs=_PS_EXIT_GRACE_SECS, clock=time.time, sleep=time.sleep):
+  """A parameter server: serves until every trainer has finished.
+
+  It exits once the chief marked training as ended and every chief/worker
+  task recorded that it left its loop, or `grace_secs` after the chief's
+  mark if some worker never does (it died): a worker that still needs the
+  variables is never cut off while it is alive and finishing.
+  """
   del train_spec, eval_spec
   config = estimator.config
   started = clock()
-  server, _, _ = _prepare_task(config, None, None)
-  del server  # Serves from its own threads while this one waits.
-  logging.info("ps | %s | serving; exits when the chief marks training as "
-               "ended in %s", _label(config), estimator.model_dir)
+  _prepare_task(config, None)  # Serves from its own threads from now on.
+  trainers = [f"{job}/{i}" for job, addresses in _training_cluster(
+      config).items() if job in ("chief", "worker", "master")
+              for i in range(len(addresses))]
+  logging.info("ps | %s | serving until %s finish (model_dir %s)",
+               _label(config), ", ".join(trainers), estimator.model_dir)
+  marked_at = None
   while True:
     marker = run_state.training_stopped_since(estimator.model_dir, started)
     if marker is not None:
-      logging.info("ps | %s | training ended (%s); exiting", _label(config),
-                   marker.get("reason"))
-      return None, []
+      marked_at = marked_at or clock()
+      done = run_state.tasks_done_since(estimator.model_dir, trainers,
+                                        started)
+      if done == set(trainers) or clock() - marked_at > grace_secs:
+        missing = sorted(set(trainers) - done)
+        logging.info("ps | %s | training ended (%s)%s; exiting",
+                     _label(config), marker.get("reason"),
+                     f"; no word from {missing}" if missing else "")
+        if marker.get("reason") != "finished":
+          # Exit non-zero so that a supervisor (harness.launch, a k8s Job)
+          # brings the ps back for the chief's next attempt.
+          raise errors.PeerLostError(
+              f"ps | {_label(config)} | the chief ended training without "
+              f"finishing ({marker.get('reason')}); this ps exits so that "
+              "it is restarted with the job.")
+        return None, []
     sleep(poll_secs)

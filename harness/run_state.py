@@ -14,7 +14,8 @@ import tempfile
 import time
 
 __all__ = ["MARKER_NAME", "write_training_stopped", "read_training_stopped",
-           "training_stopped_since", "clear_training_stopped"]
+           "training_stopped_since", "clear_training_stopped",
+           "write_task_done", "tasks_done_since"]
 
 MARKER_NAME = "training_stopped"
 
@@ -25,16 +26,20 @@ def _path(model_dir):
 
 def write_training_stopped(model_dir, reason, global_step):
   """Atomically records that training ended, why, and at which step."""
-  os.makedirs(os.fsdecode(model_dir), exist_ok=True)
   payload = json.dumps({"reason": str(reason),
                         "global_step": None if global_step is None
                                        else int(global_step),
                         "written_at": time.time()})
-  fd, tmp = tempfile.mkstemp(dir=os.fsdecode(model_dir), prefix=".stopped-")
+  _write_atomic(model_dir, _path(model_dir), payload)
+
+
+def _write_atomic(model_dir, path, payload):
+  os.makedirs(os.fsdecode(model_dir), exist_ok=True)
+  fd, tmp = tempfile.mkstemp(dir=os.fsdecode(model_dir), prefix=".state-")
   try:
     with os.fdopen(fd, "w") as f:
       f.write(payload)
-    os.replace(tmp, _path(model_dir))
+    os.replace(tmp, path)
   except BaseException:
     if os.path.exists(tmp):
       os.remove(tmp)
@@ -58,6 +63,30 @@ def training_stopped_since(model_dir, since):
   if marker is None or marker.get("written_at", 0) < since:
     return None
   return marker
+
+
+def _done_path(model_dir, task_label):
+  return os.path.join(os.fsdecode(model_dir),
+                      "task_done-" + task_label.replace("/", "-"))
+
+
+def write_task_done(model_dir, task_label):
+  """Records that trainer `task_label` ("worker/1") left its training loop."""
+  _write_atomic(model_dir, _done_path(model_dir, task_label),
+                json.dumps({"written_at": time.time()}))
+
+
+def tasks_done_since(model_dir, task_labels, since):
+  """The subset of `task_labels` whose done-record is newer than `since`."""
+  done = set()
+  for label in task_labels:
+    try:
+      with open(_done_path(model_dir, label)) as f:
+        if json.load(f).get("written_at", 0) >= since:
+          done.add(label)
+    except (OSError, ValueError):
+      continue
+  return done
 
 
 def clear_training_stopped(model_dir):

@@ -20,6 +20,7 @@ from harness._tf import tf
 
 __all__ = [
     "TrainContext",
+    "StopAtStepHook",
     "create_global_step",
     "build_local",
     "build_distributed",
@@ -77,6 +78,20 @@ class _WaitForChiefSessionCreator(tf.compat.v1.train.SessionCreator):
         recovery_wait_secs=self._recovery_wait_secs)
     return manager.wait_for_session(
         self._master, config=self._config, max_wait_secs=self._max_wait_secs)
+
+
+class StopAtStepHook(tf.compat.v1.train.StopAtStepHook):
+  """StopAtStepHook that runs no step when the session starts at last_step.
+
+  TF's hook only checks after a step, so a task that joins when the global
+  step is already at `last_step` would run (and count) one extra step.
+  """
+
+  def after_create_session(self, session, coord):
+    super().after_create_session(session, coord)
+    step = session.run(self._global_step_tensor)
+    if self._last_step is not None and step >= self._last_step:
+      coord.request_stop()
 
 
 def create_global_step(graph):
@@ -138,7 +153,7 @@ def build_distributed(strategy, call_model_fn, input_fn, params, config):
           strategy, input_fn, ModeKeys.TRAIN, params, config)
       global_step = create_global_step(graph)
       features, labels = input_pipeline.parse_features_and_labels(
-          iterator.get_next())
+          iterator.get_next(), check=False)
       grouped = strategy.extended.call_for_each_replica(
           call_model_fn, args=(features, labels, ModeKeys.TRAIN, config))
       loss = strategy.reduce(_loss_reduce_op(), grouped.loss, axis=None)

@@ -32,7 +32,7 @@ Use::
         ModeKeys.TRAIN, data_dir="../shared/data/mnist", batch_size=64)
     estimator.train(train_input_fn, max_steps=1000)
 
-This module imports no TensorFlow; the harness core never imports this
+This module itself imports no TensorFlow; the harness core never imports this
 package (`harness.registry` resolves it by name).
 """
 

@@ -21,6 +21,7 @@ The harness core never imports this package; `harness.registry` finds it by
 name.
 """
 
+from harness import errors
 from harness._tf import tf
 from harness.export import ClassificationOutput
 from harness.export import PredictOutput
@@ -53,7 +54,6 @@ def make_optimizer(params, defaults):
   Raises:
     ModelFnError: unknown optimizer name or non-positive learning rate.
   """
-  from harness import errors  # pylint: disable=g-import-not-at-top
   params = params or {}
   name = str(params.get("optimizer", defaults.get("optimizer", "sgd"))).lower()
   learning_rate = float(params.get("learning_rate", defaults["learning_rate"]))

@@ -1,4 +1,4 @@
-"""Tests of harness.hooks: re-exports, ProgressLoggerHook, experimental hooks."""
+"""Tests of harness.hooks: re-exports, progress lines, experimental hooks."""
 
 import json
 import os
@@ -117,15 +117,21 @@ class ProgressLoggerHookTest(absltest.TestCase):
 
 def _model_fn(features, labels, mode):
   from harness import spec  # pylint: disable=g-import-not-at-top
-  weight = tf.compat.v1.get_variable("w", [1, 1], initializer=tf.zeros_initializer())
+  weight = tf.compat.v1.get_variable(
+      "w", [1, 1], initializer=tf.zeros_initializer())
   predictions = tf.matmul(features["x"], weight)
   loss = tf.reduce_mean(tf.square(predictions - labels))
   train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
       loss, global_step=tf.compat.v1.train.get_global_step())
+  metrics = {}
+  if mode == spec.ModeKeys.EVAL:
+    keras_mean = tf.keras.metrics.Mean()  # Its variables are in no collection.
+    keras_mean.update_state(predictions)
+    metrics = {"mae": tf.compat.v1.metrics.mean_absolute_error(
+        labels, predictions), "mean_pred": keras_mean}
   return spec.EstimatorSpec(
       mode, predictions=predictions, loss=loss, train_op=train_op,
-      eval_metric_ops={"mae": tf.compat.v1.metrics.mean_absolute_error(
-          labels, predictions)})
+      eval_metric_ops=metrics)
 
 
 def _input_fn():
@@ -148,6 +154,8 @@ class InMemoryEvaluatorHookTest(absltest.TestCase):
     self.assertAlmostEqual(metrics[0]["loss"], 30.0)  # w = 0: mean of (2x)^2.
     self.assertLess(metrics[8]["loss"], metrics[4]["loss"])
     self.assertIn("mae", metrics[8])
+    self.assertEqual(metrics[0]["mean_pred"], 0.0)
+    self.assertGreater(metrics[8]["mean_pred"], 0.0)
 
   def test_rejects_bad_every_n_iter(self):
     from harness import estimator as estimator_lib  # pylint: disable=g-import-not-at-top

@@ -286,6 +286,8 @@ class LaunchCliTest(parameterized.TestCase):
       ("bad_int", ["--workers=two", "--", "true"], "flag --workers=two"),
       ("no_command", ["--workers=1"], "no command"),
       ("no_tasks", ["--workers=0", "--", "true"], "chief or at least one"),
+      ("no_such_program", ["--", "/nonexistent/program"],
+       "Cannot start task worker/0"),
       ("negative", ["--max_restarts=-1", "--", "true"], "--max_restarts"))
   def test_bad_flags_exit_2(self, args, message):
     result = _run_cli(args)

@@ -219,6 +219,21 @@ class ServerClusterTest(absltest.TestCase):
     self.assertIn("/job:ps/replica:0/task:0/device:CPU:0", names)
     self.assertNotIn("/job:ps/replica:0/task:0/device:CPU:1", names)
 
+    # Collective ops between the workers: without the collective group
+    # leader in the servers' config these wait until the deadline.
+    with tf.Graph().as_default():
+      reduced = []
+      for index in range(2):
+        with tf.device(f"/job:worker/task:{index}/device:CPU:0"):
+          reduced.append(tf.raw_ops.CollectiveReduce(
+              input=tf.constant([float(index + 1)]), group_size=2,
+              group_key=1, instance_key=1, merge_op="Add", final_op="Id",
+              subdiv_offsets=[0]))
+      with tf.compat.v1.Session(f"grpc://{addresses[0]}") as session:
+        values = session.run(reduced, options=tf.compat.v1.RunOptions(
+            timeout_in_ms=30000))
+    self.assertEqual([v.tolist() for v in values], [[3.0], [3.0]])
+
     stops = {"worker/0": signal.SIGTERM, "worker/1": signal.SIGINT,
              "ps/0": signal.SIGTERM}
     for task, signum in stops.items():

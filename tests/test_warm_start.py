@@ -34,6 +34,12 @@ def _write_checkpoint(model_dir):
       pass
 
 
+def _minus_ones(shape, dtype=tf.float32, partition_info=None):
+  # Called with a symbolic shape, which tf.constant_initializer rejects.
+  del partition_info
+  return tf.fill(shape, tf.constant(-1.0, dtype))
+
+
 def _write_vocab(directory, name, tokens):
   path = os.path.join(directory, name)
   with open(path, "w") as f:
@@ -67,7 +73,7 @@ class WarmStartTest(absltest.TestCase):
         new_vocab=_write_vocab(vocab_dir, "new.txt", _NEW_VOCAB),
         new_vocab_size=3, num_oov_buckets=0,
         old_vocab=_write_vocab(vocab_dir, "old.txt", _OLD_VOCAB),
-        backup_initializer=tf.compat.v1.constant_initializer(-1.0))
+        backup_initializer=_minus_ones)
     settings = warm_start.WarmStartSettings(
         self.model_dir,
         var_name_to_vocab_info={"embedding": vocab_info},
@@ -121,7 +127,8 @@ class DefaultSettingsTest(absltest.TestCase):
                   settings)
 
   def test_bad_values(self):
-    with self.assertRaisesRegex(errors.ConfigError, "instead got <class 'int'>"):
+    with self.assertRaisesRegex(errors.ConfigError,
+                                "instead got <class 'int'>"):
       warm_start.get_default_warm_start_settings(42)
     with self.assertRaisesRegex(errors.ConfigError, "MUST be set"):
       warm_start.WarmStartSettings("")

@@ -1,0 +1,111 @@
+"""`python -m harness.main`: train, evaluate, predict or export a model_fn.
+
+    python -m harness.main --model_fn=linear --input_fn=constant \\
+        --max_steps=100 --model_dir=/tmp/linear --exporters=latest
+
+Under a cluster, each task runs the same command with its own TF_CONFIG
+(`python -m harness.launch --workers=2 -- python -m harness.main ...`).
+This module only wires: `harness.flags.parse` -> `harness.job.run_job`.
+Exit status: 0 done, 1 a problem the user can fix (one message on stderr,
+no traceback unless --verbosity=debug), 2 bad flags.
+"""
+
+import logging as std_logging
+import os
+import sys
+import traceback
+import warnings
+
+from absl import app
+from absl import flags as absl_flags
+from absl import logging
+
+from harness import errors
+from harness import flags
+from harness import job
+
+__all__ = ["main", "run"]
+
+_ABSL_LEVELS = {"quiet": logging.WARNING, "info": logging.INFO,
+                "debug": logging.DEBUG}
+_HELP_ARGS = ("-h", "--help", "--helpfull", "-?", "--helpshort")
+
+
+def _requested_verbosity(argv):
+  """--verbosity's value before parsing: TF's noise is set at import."""
+  for i, arg in enumerate(argv):
+    if arg.startswith("--verbosity="):
+      return arg.partition("=")[2]
+    if arg == "--verbosity" and i + 1 < len(argv):
+      return argv[i + 1]
+  return None
+
+
+def _set_verbosity(verbosity):
+  os.environ["HARNESS_VERBOSITY"] = verbosity
+  logging.set_verbosity(_ABSL_LEVELS.get(verbosity, logging.INFO))
+  if verbosity != "debug":  # Raised by tf_keras with the user's frame.
+    warnings.filterwarnings(
+        "ignore", message=r"`tf\.layers\.\w+` is deprecated",
+        category=UserWarning)
+  if verbosity == "debug" and "tensorflow" in sys.modules:
+    std_logging.getLogger("tensorflow").setLevel(std_logging.INFO)
+
+
+def _fail(error, code, debug):
+  if debug:
+    traceback.print_exc()
+  message = str(error)
+  if code == 1:
+    message = f"{type(error).__name__}: {message}"
+  print(f"harness.main: {message}", file=sys.stderr, flush=True)
+  return code
+
+
+def main(argv, *, environ=None):
+  """Parses `argv`, runs the job; returns the exit status.
+
+  Args:
+    argv: the command line, program name first.
+    environ: mapping for TF_CONFIG etc. (default `os.environ`).
+
+  Returns:
+    0, 1 (HarnessError) or 2 (FlagError).
+  """
+  environ = os.environ if environ is None else environ
+  if any(arg in _HELP_ARGS for arg in argv[1:]):
+    print(flags.help_text())
+    return 0
+  debug = _requested_verbosity(argv[1:]) == "debug"
+  _set_verbosity(_requested_verbosity(argv[1:]) or "info")
+  try:
+    job_config = flags.parse(argv, environ=environ)
+  except errors.FlagError as e:
+    return _fail(e, 2, debug)
+  except errors.HarnessError as e:
+    return _fail(e, 1, debug)
+  _set_verbosity(job_config.verbosity)
+  debug = job_config.verbosity == "debug"
+  try:
+    job.run_job(job_config, environ=environ)
+  except errors.FlagError as e:
+    return _fail(e, 2, debug)
+  except errors.HarnessError as e:
+    return _fail(e, 1, debug)
+  return 0
+
+
+def _parse_absl_defaults(argv):
+  # absl's own flags (logging's among them) keep their defaults; ours are
+  # parsed by harness.flags, which reports every problem at once.
+  absl_flags.FLAGS([argv[0]])
+  return argv
+
+
+def run():
+  """Console-script entry point (`harness-main`)."""
+  app.run(main, flags_parser=_parse_absl_defaults)
+
+
+if __name__ == "__main__":
+  run()

@@ -1,0 +1,119 @@
+"""Runs an unmodified tf.estimator script on harness: `python -m harness.run`.
+
+    python -m harness.run train.py --model_dir=/tmp/m      # a script
+    python -m harness.run -m my_pkg.train --steps=100     # a module
+
+As `coverage run` does, the program runs as if started by `python` itself:
+`sys.argv` is `[script, *args]`, `__name__` is `"__main__"`, `sys.path[0]` is
+the script's directory (the current directory for `-m`), and its exit status
+(`sys.exit(n)`, or 1 for an uncaught exception) becomes ours. Before
+anything else, `harness.compat` is imported, so `tf.estimator`,
+`tf.compat.v1.estimator` and the `tensorflow_estimator` modules resolve to
+harness and TensorFlow loads with Keras 2.
+
+Usage errors (no program, an unknown option, a missing script) print a
+message and exit with status 2.
+"""
+
+# First, so that TensorFlow is imported with TF_USE_LEGACY_KERAS=1 and the
+# aliases exist before any line of the program runs.
+import harness.compat  # pylint: disable=unused-import,g-bad-import-order
+
+import importlib.util
+import os
+import runpy
+import sys
+
+__all__ = ["main", "USAGE"]
+
+USAGE = """\
+usage: python -m harness.run [--] SCRIPT.py [ARG ...]
+       python -m harness.run -m MODULE [ARG ...]
+
+Runs a legacy tf.estimator program unchanged, with tf.estimator and the
+tensorflow_estimator modules aliased to harness."""
+
+_EXIT_USAGE = 2
+
+
+def _usage_error(message):
+  sys.stderr.write(f"harness.run: error: {message}\n{USAGE}\n")
+  return _EXIT_USAGE
+
+
+def _run_script(script, args):
+  if not os.path.exists(script):
+    return _usage_error(
+        f"can't open file {os.path.abspath(script)!r}: no such file. Fix: "
+        "pass the path of the legacy script (relative to the current "
+        "directory), or `-m package.module` to run a module.")
+  sys.argv = [script, *args]
+  script_dir = os.path.dirname(os.path.abspath(script))
+  if sys.path:
+    sys.path[0] = script_dir
+  else:
+    sys.path.insert(0, script_dir)
+  runpy.run_path(script, run_name="__main__")
+  return 0
+
+
+def _run_module(module, args):
+  # As `python -m`: sys.path[0] is the current directory, argv[0] becomes the
+  # module's file (run_module sets it).
+  cwd = os.getcwd()
+  if sys.path:
+    sys.path[0] = cwd
+  else:
+    sys.path.insert(0, cwd)
+  try:
+    found = importlib.util.find_spec(module)
+  except ImportError as e:  # A missing parent package.
+    found, why = None, str(e)
+  else:
+    why = f"No module named {module!r}"
+  if found is None:
+    return _usage_error(
+        f"{why}. Fix: run from the directory that contains the package, or "
+        "pass a script path instead of `-m`.")
+  sys.argv = [module, *args]
+  runpy.run_module(module, run_name="__main__", alter_sys=True)
+  return 0
+
+
+def main(argv):
+  """Runs the program `argv` names; returns the exit status for usage errors.
+
+  Args:
+    argv: the command line after `python -m harness.run`: `[script, *args]`,
+      `["--", script, *args]`, or `["-m", module, *args]`.
+
+  Returns:
+    0 when the program returns normally; 2 for a usage error. A program that
+    calls `sys.exit(n)` or raises propagates that (SystemExit / exception).
+  """
+  if not argv:
+    return _usage_error("no program given.")
+  first, rest = argv[0], list(argv[1:])
+  if first in ("-h", "--help"):
+    sys.stdout.write(USAGE + "\n")
+    return 0
+  if first == "-m":
+    if not rest or rest[0].startswith("-"):
+      return _usage_error(
+          "-m needs a module name, e.g. `python -m harness.run -m "
+          "my_pkg.train --steps=10`.")
+    return _run_module(rest[0], rest[1:])
+  if first == "--":
+    if not rest:
+      return _usage_error("no program given after `--`.")
+    return _run_script(rest[0], rest[1:])
+  if first.startswith("-"):
+    return _usage_error(
+        f"unknown option {first!r}: harness.run takes only `-m MODULE` or a "
+        "script path; options after the program are passed to it. Fix: put "
+        "the program's own flags after its name (or after `--`).")
+  return _run_script(first, rest)
+
+
+if __name__ == "__main__":
+  sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,91 @@
+"""A tf.estimator-style job for cluster tests: run once per TF_CONFIG task.
+
+    python -m tests.programs.cluster_job --model_dir=D --strategy=ps|collective|none
+        [--max_steps=N] [--devices=K] [--result=path.json]
+
+Written as a legacy user would (model_fn, input_fn, RunConfig,
+train_and_evaluate). Each task writes what it saw to
+<model_dir>/result-<task>.json: its task, final global step, variables.
+"""
+
+import argparse
+import json
+import os
+
+import numpy as np
+
+import harness
+from harness._tf import tf
+
+
+def model_fn(features, labels, mode, params):
+  pred = tf.compat.v1.layers.dense(features["x"], 1, name="dense")
+  if mode == harness.ModeKeys.PREDICT:
+    return harness.EstimatorSpec(mode, predictions={"y": pred})
+  loss = tf.compat.v1.losses.mean_squared_error(labels, pred)
+  train_op = tf.compat.v1.train.GradientDescentOptimizer(0.05).minimize(
+      loss, global_step=tf.compat.v1.train.get_global_step())
+  return harness.EstimatorSpec(
+      mode, loss=loss, train_op=train_op,
+      eval_metric_ops={"mae": tf.compat.v1.metrics.mean_absolute_error(
+          labels, pred)})
+
+
+def input_fn(input_context=None):
+  rng = np.random.RandomState(0)
+  x = rng.randn(256, 4).astype(np.float32)
+  y = (x @ np.array([[1.], [-2.], [0.5], [3.]], np.float32)).astype(np.float32)
+  ds = tf.data.Dataset.from_tensor_slices(({"x": x}, y))
+  if input_context is not None:
+    ds = ds.shard(input_context.num_input_pipelines,
+                  input_context.input_pipeline_id)
+  return ds.repeat().batch(16)
+
+
+def serving_input_fn():
+  x = tf.compat.v1.placeholder(tf.float32, [None, 4], name="x")
+  return harness.export.ServingInputReceiver({"x": x}, {"x": x})
+
+
+def make_strategy(name, devices):
+  if name == "collective":
+    if devices > 1:
+      from harness import strategies  # pylint: disable=g-import-not-at-top
+      return strategies.make_strategy(
+          "collective", num_devices_per_worker=devices, device_type="CPU")
+    return tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy()
+  if name == "ps":
+    return tf.compat.v1.distribute.experimental.ParameterServerStrategy()
+  return None
+
+
+def main():
+  parser = argparse.ArgumentParser()
+  parser.add_argument("--model_dir", required=True)
+  parser.add_argument("--strategy", default="none")
+  parser.add_argument("--max_steps", type=int, default=60)
+  parser.add_argument("--devices", type=int, default=1)
+  args = parser.parse_args()
+  strategy = make_strategy(args.strategy, args.devices)
+  config = harness.RunConfig(
+      model_dir=args.model_dir, save_checkpoints_steps=20,
+      train_distribute=strategy, tf_random_seed=7, log_step_count_steps=10)
+  est = harness.Estimator(model_fn, config=config)
+  metrics, exports = harness.train_and_evaluate(
+      est, harness.TrainSpec(input_fn, max_steps=args.max_steps),
+      harness.EvalSpec(input_fn, steps=4, start_delay_secs=0, throttle_secs=1,
+                       exporters=[harness.FinalExporter("final",
+                                                        serving_input_fn)]))
+  task = os.environ.get("HARNESS_TASK", "local").replace("/", "-")
+  result = {"task": task, "metrics": None, "exports": []}
+  if metrics is not None:
+    result["metrics"] = {k: float(v) for k, v in metrics.items()}
+    result["exports"] = [os.fsdecode(e) for e in exports if e]
+  if config.task_type in ("chief", "worker", "master"):
+    result["kernel"] = None
+  with open(os.path.join(args.model_dir, f"result-{task}.json"), "w") as f:
+    json.dump(result, f)
+
+
+if __name__ == "__main__":
+  main()

@@ -1,0 +1,175 @@
+"""Tests of `python -m harness.main` and `harness.job.run_job`."""
+
+import io
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+from absl.testing import absltest
+import pytest
+
+from harness import flags
+from harness import job as job_lib
+
+_REPO = pathlib.Path(__file__).resolve().parent.parent
+_TIMEOUT_SECS = 240
+_LINEAR = ["--model_fn=linear", "--input_fn=constant"]
+
+
+def _run_main(args, env_extra=None, timeout=_TIMEOUT_SECS):
+  """Runs the binary; returns the CompletedProcess (bounded by a timeout)."""
+  env = dict(os.environ)
+  env.pop("TF_CONFIG", None)
+  env.update(env_extra or {})
+  command = [sys.executable, "-m", "harness.main"] + list(args)
+  process = subprocess.run(command, cwd=_REPO, env=env, capture_output=True,
+                           text=True, timeout=timeout, check=False)
+  process.description = (
+      f"command: {command}\nexit: {process.returncode}\n"
+      f"stdout tail:\n{process.stdout[-3000:]}\n"
+      f"stderr tail:\n{process.stderr[-3000:]}")
+  return process
+
+
+class MainBinaryTest(absltest.TestCase):
+
+  def test_help_lists_flags_and_exits_0(self):
+    process = _run_main(["--help"])
+    self.assertEqual(process.returncode, 0, process.description)
+    self.assertIn("--model_fn", process.stdout)
+    self.assertIn("--[no]cpu_stand_in", process.stdout)
+
+  def test_bad_flags_exit_2_with_one_message(self):
+    process = _run_main(_LINEAR + ["--max_steps=-1", "--strategy=warp"])
+    self.assertEqual(process.returncode, 2, process.description)
+    self.assertIn("harness.main: 2 problem(s) with the flags", process.stderr)
+    self.assertIn("flag --max_steps=-1:", process.stderr)
+    self.assertIn("flag --strategy=warp:", process.stderr)
+    self.assertNotIn("Traceback", process.stderr)
+    self.assertEqual(process.stdout, "")
+
+  @pytest.mark.slow  # Two runs of the binary.
+  def test_user_error_exits_1_traceback_only_in_debug(self):
+    module_dir = self.create_tempdir()
+    module_dir.create_file("returns_none_model.py", textwrap.dedent("""\
+        def model_fn(features, labels, mode, params):
+          return None
+        """))
+    args = ["--model_fn=returns_none_model:model_fn", "--input_fn=constant",
+            "--max_steps=2", f"--model_dir={self.create_tempdir().full_path}"]
+    env = {"PYTHONPATH": module_dir.full_path}
+    process = _run_main(args + ["--verbosity=quiet"], env)
+    self.assertEqual(process.returncode, 1, process.description)
+    self.assertIn("harness.main: ModelFnError: model_fn should return an "
+                  "EstimatorSpec", process.stderr)
+    self.assertNotIn("Traceback", process.stderr)
+    process = _run_main(args + ["--verbosity=debug"], env)
+    self.assertEqual(process.returncode, 1, process.description)
+    self.assertIn("Traceback", process.stderr)
+
+  def test_dry_run_prints_config_and_role(self):
+    model_dir = os.path.join(self.create_tempdir().full_path, "never_made")
+    tf_config = json.dumps({
+        "cluster": {"worker": ["127.0.0.1:2222", "127.0.0.1:2223"]},
+        "task": {"type": "worker", "index": 1}})
+    process = _run_main(
+        _LINEAR + ["--dry_run", "--strategy=MultiWorkerMirrored",
+                   "--batch_size=8", f"--model_dir={model_dir}"],
+        {"TF_CONFIG": tf_config})
+    self.assertEqual(process.returncode, 0, process.description)
+    self.assertIn("harness.main | worker/1 | train_and_evaluate",
+                  process.stdout)
+    self.assertIn("worker/1 of cluster {worker: 2} (TF_CONFIG)",
+                  process.stdout)
+    self.assertIn("collective, 2 replica(s) in sync", process.stdout)
+    self.assertIn("global 8, per replica 4", process.stdout)
+    self.assertIn("dry run | worker/1 |", process.stdout)
+    self.assertFalse(os.path.exists(model_dir))
+
+  @pytest.mark.slow
+  def test_short_real_run(self):
+    model_dir = self.create_tempdir().full_path
+    process = _run_main(_LINEAR + [
+        "--max_steps=20", "--eval_steps=2", f"--model_dir={model_dir}",
+        "--exporters=latest", "--throttle_secs=0"])
+    self.assertEqual(process.returncode, 0, process.description)
+    self.assertTrue(os.path.exists(
+        os.path.join(model_dir, "model.ckpt-20.index")), process.description)
+    self.assertNotEmpty(os.listdir(os.path.join(model_dir, "eval")))
+    exports = os.listdir(os.path.join(model_dir, "export", "latest"))
+    self.assertLen(exports, 1)
+    self.assertTrue(os.path.exists(os.path.join(
+        model_dir, "export", "latest", exports[0], "saved_model.pb")))
+    out = process.stdout
+    self.assertEqual(out.count("harness.main | local |"), 1, out)
+    self.assertIn("eval results | local | global_step 20", out)
+    self.assertRegex(out, r"\n  loss +\d")
+    self.assertIn(f"latest checkpoint:  {model_dir}/model.ckpt-20", out)
+    self.assertIn(f"export:             {model_dir}/export/latest/", out)
+    self.assertIn(f"tensorboard --logdir {model_dir}", out)
+    self.assertIn("train | local | step 20/20", process.stderr)
+
+
+class RunJobTest(absltest.TestCase):
+
+  def _job(self, *args):
+    return flags.parse(["harness.main"] + _LINEAR + list(args), environ={})
+
+  def test_dry_run_returns_without_running(self):
+    out = io.StringIO()
+    result = job_lib.run_job(self._job("--dry_run", "--max_steps=7"),
+                             environ={}, out=out)
+    self.assertTrue(result.dry_run)
+    self.assertEqual(result.task, "local")
+    self.assertIn("max_steps", out.getvalue())
+    self.assertIn("local (no TF_CONFIG cluster); nothing was run.",
+                  out.getvalue())
+
+  def test_train_and_evaluate_then_predict_and_export(self):
+    model_dir = self.create_tempdir().full_path
+    common = [f"--model_dir={model_dir}", "--params=num_examples=5",
+              "--verbosity=quiet"]
+    out = io.StringIO()
+    result = job_lib.run_job(
+        self._job("--max_steps=20", "--eval_steps=2", "--exporters=latest",
+                  "--throttle_secs=0", "--save_checkpoints_steps=10",
+                  *common), environ={}, out=out)
+    self.assertEqual(result.latest_checkpoint,
+                     os.path.join(model_dir, "model.ckpt-20"))
+    self.assertEqual(result.metrics["global_step"], 20)
+    self.assertIn("loss", result.metrics)
+    self.assertLen(result.export_paths, 1)
+    self.assertTrue(os.path.exists(
+        os.path.join(result.export_paths[0], "saved_model.pb")))
+    self.assertNotIn("harness.main |", out.getvalue())  # quiet: no banner.
+    self.assertIn("eval results | local | global_step 20", out.getvalue())
+
+    result = job_lib.run_job(self._job("--mode=predict", *common),
+                             environ={}, out=io.StringIO())
+    with open(result.predictions_path, encoding="utf-8") as f:
+      rows = [json.loads(line) for line in f]
+    self.assertLen(rows, 5)  # One pass over num_examples=5.
+    self.assertLen(rows[0]["predictions"], 1)
+
+    result = job_lib.run_job(self._job("--mode=export", *common),
+                             environ={}, out=io.StringIO())
+    self.assertStartsWith(result.export_paths[0],
+                          os.path.join(model_dir, "export", "saved_model"))
+    self.assertTrue(os.path.exists(
+        os.path.join(result.export_paths[0], "saved_model.pb")))
+
+  def test_metrics_table_is_aligned(self):
+    table = job_lib.format_metrics(
+        {"global_step": 5, "loss": 0.25, "accuracy_top_5": 1.0}, "chief/0")
+    self.assertEqual(table.splitlines(), [
+        "eval results | chief/0 | global_step 5",
+        "  metric          value",
+        "  accuracy_top_5  1",
+        "  loss            0.25"])
+
+
+if __name__ == "__main__":
+  absltest.main()
