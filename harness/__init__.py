@@ -141,6 +141,7 @@ def __getattr__(name):
     globals()[name] = value
     return value
   if name in _CANNED:
+    from harness import errors  # pylint: disable=g-import-not-at-top
     raise errors.NotSupportedError(
         f"tf.estimator.{name} (a canned estimator or head) is not provided "
         "by harness. Fix: express the model as a model_fn (harness runs any "

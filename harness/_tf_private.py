@@ -176,3 +176,23 @@ def reinitialize_collective_local(strategy, devices):
   extended = strategy.extended
   extended._initialize_local(  # pylint: disable=protected-access
       extended._cluster_resolver, devices=devices)  # pylint: disable=protected-access
+
+
+def seed_keras_initializers(seed):
+  """Makes tf_keras initializers (glorot & co.) follow `tf_random_seed`.
+
+  tf.compat.v1.layers use tf_keras initializers, which in TF 2.21 draw their
+  op seed from Python's unseeded `random` unless tf_keras's thread-local
+  `_SEED_GENERATOR` holds a generator (what keras.utils.set_random_seed
+  sets). tf.estimator 2.15 runs were repeatable under `tf_random_seed`;
+  seeding that generator per graph restores it without touching the
+  process-wide `random`/numpy state. Checked on tf_keras 2.21.0.
+  """
+  import random  # pylint: disable=g-import-not-at-top
+  try:
+    from tf_keras.src import backend as keras_backend  # pylint: disable=g-import-not-at-top
+  except ImportError:  # A tf_keras layout change: stay unseeded, as before.
+    return
+  generator = getattr(keras_backend, "_SEED_GENERATOR", None)
+  if generator is not None:
+    generator.generator = None if seed is None else random.Random(seed)

@@ -32,7 +32,7 @@ from harness import train_loop
 from harness import warm_start as warm_start_lib
 from harness._tf import tf
 
-__all__ = ["Estimator"]
+__all__ = ["Estimator", "check_supported_config"]
 
 ModeKeys = spec_lib.ModeKeys
 
@@ -161,6 +161,7 @@ class Estimator:
     Returns:
       self, for chaining.
     """
+    check_supported_config(self._config)
     if _is_cluster_trainer(self._config):
       # A chief/worker task of a TF_CONFIG cluster: join it (as tf.estimator
       # 2.15 did through its distribute coordinator).
@@ -253,7 +254,7 @@ class Estimator:
     _check_positive(steps, "steps")
     checkpoint_path = self._checkpoint_for("evaluate", checkpoint_path)
     with tf.Graph().as_default():
-      tf.compat.v1.random.set_random_seed(self._config.tf_random_seed)
+      train_loop.set_graph_seed(self._config.tf_random_seed)
       global_step = train_loop.create_global_step(
           tf.compat.v1.get_default_graph())
       features, labels, input_hooks = input_pipeline.features_and_labels(
@@ -296,7 +297,7 @@ class Estimator:
     """Yields predictions for every element input_fn produces."""
     checkpoint_path = self._checkpoint_for("predict", checkpoint_path)
     with tf.Graph().as_default():
-      tf.compat.v1.random.set_random_seed(self._config.tf_random_seed)
+      train_loop.set_graph_seed(self._config.tf_random_seed)
       train_loop.create_global_step(tf.compat.v1.get_default_graph())
       result = spec_lib.call_input_fn(input_fn, ModeKeys.PREDICT,
                                       self._params, self._config)
@@ -399,6 +400,21 @@ def _checked_hooks(hooks):
   return hooks
 
 
+def check_supported_config(config):
+  """Fails loudly for RunConfig features harness accepts but lacks yet."""
+  if config.remote_cluster is not None:
+    raise errors.NotSupportedError(
+        "Standalone-client mode (DistributeConfig(remote_cluster=...), "
+        "--remote_cluster) is not implemented in this version of harness. "
+        "Fix: run the training program on the cluster with TF_CONFIG "
+        "(python -m harness.launch locally, or the k8s templates).")
+  if config.steps_per_loop != 1:
+    raise errors.NotSupportedError(
+        f"RunConfig(steps_per_loop={config.steps_per_loop}) is not "
+        "implemented in this version of harness: training runs one step "
+        "per session.run. Fix: use steps_per_loop=1.")
+
+
 def _is_cluster_trainer(config):
   return (config.remote_cluster is None and
           bool(config.cluster_spec.as_dict()) and
@@ -406,7 +422,8 @@ def _is_cluster_trainer(config):
 
 
 def _task_label(config):
-  if config.task_type and config.cluster_spec.as_dict():
+  if config.task_type and (config.cluster_spec.as_dict() or
+                           config.task_type == "evaluator"):
     return f"{config.task_type}/{config.task_id}"
   return "local"
 

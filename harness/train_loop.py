@@ -94,6 +94,13 @@ class StopAtStepHook(tf.compat.v1.train.StopAtStepHook):
       coord.request_stop()
 
 
+def set_graph_seed(seed):
+  """tf_random_seed for the default graph, tf_keras initializers included."""
+  from harness import _tf_private  # pylint: disable=g-import-not-at-top
+  tf.compat.v1.random.set_random_seed(seed)
+  _tf_private.seed_keras_initializers(seed)
+
+
 def create_global_step(graph):
   """Creates the int64 scalar global step; errors if model_fn made its own."""
   step = tf.compat.v1.train.get_global_step(graph)
@@ -116,7 +123,7 @@ def build_local(call_model_fn, input_fn, params, config):
     (spec, input_hooks, global_step_tensor)
   """
   graph = tf.compat.v1.get_default_graph()
-  tf.compat.v1.random.set_random_seed(config.tf_random_seed)
+  set_graph_seed(config.tf_random_seed)
   global_step = create_global_step(graph)
   features, labels, input_hooks = input_pipeline.features_and_labels(
       input_fn, ModeKeys.TRAIN, params, config)
@@ -138,7 +145,8 @@ def build_distributed(strategy, call_model_fn, input_fn, params, config):
   scale each replica's loss by 1/num_replicas and sum the gradients, so
   N replicas at batch B train like one device at batch N*B; the reported
   loss is the mean over replicas when the optimizer scaled it, else the sum
-  (tf.estimator's rule).
+  (tf.estimator's rule). Under a multi-worker strategy the reported loss is
+  over this worker's replicas only (see `_local_reported_loss`).
 
   Returns:
     (spec, input_hooks, global_step_tensor)
@@ -148,7 +156,7 @@ def build_distributed(strategy, call_model_fn, input_fn, params, config):
   with strategy.scope():
     ctx = scale() if scale is not None else _null_context()
     with ctx:
-      tf.compat.v1.random.set_random_seed(config.tf_random_seed)
+      set_graph_seed(config.tf_random_seed)
       iterator, input_hooks = input_pipeline.distributed_iterator(
           strategy, input_fn, ModeKeys.TRAIN, params, config)
       global_step = create_global_step(graph)
@@ -156,7 +164,7 @@ def build_distributed(strategy, call_model_fn, input_fn, params, config):
           iterator.get_next(), check=False)
       grouped = strategy.extended.call_for_each_replica(
           call_model_fn, args=(features, labels, ModeKeys.TRAIN, config))
-      loss = strategy.reduce(_loss_reduce_op(), grouped.loss, axis=None)
+      loss = _local_reported_loss(strategy, grouped.loss)
       first = lambda hooks: [
           strategy.experimental_local_results(h)[0] for h in hooks]
       scaffold = _distributed_scaffold(grouped.scaffold, strategy)
@@ -167,6 +175,21 @@ def build_distributed(strategy, call_model_fn, input_fn, params, config):
           training_chief_hooks=first(grouped.training_chief_hooks),
           scaffold=scaffold)
   return spec, input_hooks, global_step
+
+
+def _local_reported_loss(strategy, per_replica_loss):
+  """The loss to log and summarise: reduced over THIS worker's replicas.
+
+  `strategy.reduce` would all-reduce across workers under a collective
+  strategy; a fetch of that on the chief alone (summaries, logging) would
+  wait forever for the other workers. Reducing locally needs no peer.
+  Under an in-process strategy it equals tf.estimator's reported loss.
+  """
+  values = strategy.experimental_local_results(per_replica_loss)
+  total = tf.add_n([tf.cast(v, tf.float32) for v in values])
+  if _loss_reduce_op() == tf.distribute.ReduceOp.MEAN:
+    return total / float(len(values))
+  return total
 
 
 class _null_context:  # pylint: disable=invalid-name

@@ -143,6 +143,8 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
     raise errors.ConfigError(
         f"`eval_spec` must have type `EvalSpec`. Got: {type(eval_spec)}")
   config = estimator.config
+  from harness.estimator import check_supported_config  # pylint: disable=g-import-not-at-top
+  check_supported_config(config)
   task_type = config.task_type
   if not config.cluster_spec.as_dict() and task_type != "evaluator":
     logging.info("train_and_evaluate | local | training and evaluating in "

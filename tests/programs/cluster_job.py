@@ -65,11 +65,17 @@ def main():
   parser.add_argument("--strategy", default="none")
   parser.add_argument("--max_steps", type=int, default=60)
   parser.add_argument("--devices", type=int, default=1)
+  parser.add_argument("--summary_steps", type=int, default=100)
+  parser.add_argument("--log_steps", type=int, default=10)
+  parser.add_argument("--ckpt_steps", type=int, default=20)
   args = parser.parse_args()
   strategy = make_strategy(args.strategy, args.devices)
   config = harness.RunConfig(
-      model_dir=args.model_dir, save_checkpoints_steps=20,
-      train_distribute=strategy, tf_random_seed=7, log_step_count_steps=10)
+      model_dir=args.model_dir, save_checkpoints_steps=args.ckpt_steps or None,
+      save_checkpoints_secs=None,
+      train_distribute=strategy, tf_random_seed=7,
+      save_summary_steps=args.summary_steps,
+      log_step_count_steps=args.log_steps or None)
   est = harness.Estimator(model_fn, config=config)
   metrics, exports = harness.train_and_evaluate(
       est, harness.TrainSpec(input_fn, max_steps=args.max_steps),
