@@ -28,6 +28,9 @@ __all__ = [
 ]
 
 ModeKeys = spec_lib.ModeKeys
+# tensorflow.python.training.training_util.GLOBAL_STEP_READ_KEY: the graph
+# collection that caches the global step read tensor hooks use.
+_GLOBAL_STEP_READ_KEY = "global_step_read_op_cache"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -160,6 +163,7 @@ def build_distributed(strategy, call_model_fn, input_fn, params, config):
       iterator, input_hooks = input_pipeline.distributed_iterator(
           strategy, input_fn, ModeKeys.TRAIN, params, config)
       global_step = create_global_step(graph)
+      _register_global_step_read(strategy, global_step)
       features, labels = input_pipeline.parse_features_and_labels(
           iterator.get_next(), check=False)
       grouped = strategy.extended.call_for_each_replica(
@@ -175,6 +179,23 @@ def build_distributed(strategy, call_model_fn, input_fn, params, config):
           training_chief_hooks=first(grouped.training_chief_hooks),
           scaffold=scaffold)
   return spec, input_hooks, global_step
+
+
+def _register_global_step_read(strategy, global_step):
+  """Makes the hooks' global step read a plain read of the variable.
+
+  Hooks (StopAtStep, CheckpointSaver, SummarySaver, StepCounter) read the
+  step through TF's cached "global step read" tensor. Built by TF, it falls
+  back to the variable's initial value, and under a collective strategy that
+  initial value is a broadcast from the first worker: every run that reads
+  the step then runs a collective. The chief's own hooks read the step in
+  extra runs its peers do not make, so the workers' collectives go out of
+  step and the next gradient all-reduce hangs (or aborts with "Delete called
+  on non-empty BufRendezvous"). A plain read involves no peer; tf.estimator
+  registered the same one.
+  """
+  tf.compat.v1.add_to_collection(
+      _GLOBAL_STEP_READ_KEY, strategy.extended.read_var(global_step))
 
 
 def _local_reported_loss(strategy, per_replica_loss):

@@ -1,0 +1,251 @@
+"""Renders benchmark results as Markdown for bench/RESULTS.md (no TF import).
+
+`write_section` replaces only the text between the generated-section
+markers, so hand-written parts of RESULTS.md (the MNIST acceptance run)
+survive a re-run of `python -m bench.run`.
+"""
+
+import datetime
+import importlib.metadata
+import os
+import platform
+import statistics
+
+__all__ = ["uptime", "machine", "render", "write_section", "BEGIN", "END"]
+
+BEGIN = "<!-- bench.run: generated section begins -->"
+END = "<!-- bench.run: generated section ends -->"
+_BARE_TARGET = 0.95
+_KERAS_TARGET = 1.0
+
+
+def uptime():
+  """`uptime`-style load averages, e.g. 'load average: 0.52, 0.61, 1.02'."""
+  one, five, fifteen = os.getloadavg()
+  return f"load average: {one:.2f}, {five:.2f}, {fifteen:.2f}"
+
+
+def _cpu_model():
+  try:
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+      for line in f:
+        if line.startswith("model name"):
+          return line.split(":", 1)[1].strip()
+  except OSError:
+    pass
+  return platform.processor() or "unknown"
+
+
+def _mem_total_gib():
+  try:
+    with open("/proc/meminfo", encoding="utf-8") as f:
+      for line in f:
+        if line.startswith("MemTotal:"):
+          return int(line.split()[1]) / 1024 / 1024
+  except OSError:
+    pass
+  return float("nan")
+
+
+def _version(package):
+  try:
+    return importlib.metadata.version(package)
+  except importlib.metadata.PackageNotFoundError:
+    return "not installed"
+
+
+def machine():
+  """One Markdown list describing this machine and the library versions."""
+  tf_name = next((p for p in ("tensorflow", "tensorflow-cpu")
+                  if _version(p) != "not installed"), "tensorflow")
+  return "\n".join([
+      f"- CPU: {_cpu_model()}, nproc = {os.cpu_count()}",
+      f"- memory: {_mem_total_gib():.1f} GiB",
+      f"- Python {platform.python_version()}, {tf_name} {_version(tf_name)}, "
+      f"keras {_version('keras')}, tf_keras {_version('tf-keras')}",
+  ])
+
+
+def _fmt(value, spec):
+  return "n/a" if value is None else format(value, spec)
+
+
+def _ratio(a, b):
+  if a is None or b is None or not b:
+    return None
+  return a / b
+
+
+def _find(summaries, case, label):
+  for config, summary in summaries.items():
+    if config.case == case and config.label == label:
+      return summary
+  return None
+
+
+def _table(configs, summaries):
+  lines = [
+      "| case | runner | examples/s (median; min-max) | ms/step | "
+      "harness/this | first step (s) | peak RSS (MiB) | load1 before runs |",
+      "|---|---|---|---|---|---|---|---|"]
+  for config in configs:
+    s = summaries[config]
+    harness = _find(summaries, config.case, "harness")
+    ratio = _ratio(harness and harness["examples_per_sec"],
+                   s["examples_per_sec"])
+    rng = s["examples_per_sec_range"]
+    throughput = (f"{s['examples_per_sec']:.0f} ({rng[0]:.0f}-{rng[1]:.0f})"
+                  if rng else "error: " + "; ".join(
+                      e.splitlines()[0][:160] for e in s["errors"][:1]))
+    loads = ", ".join(f"{x:.2f}" for x in s["load1"])
+    lines.append(
+        f"| {config.case} | {config.label} | {throughput} | "
+        f"{_fmt(s['step_ms'], '.2f')} | {_fmt(ratio, '.2f')} | "
+        f"{_fmt(s['first_step_secs'], '.1f')} | "
+        f"{_fmt(s['peak_rss_mib'], '.0f')} | {loads} |")
+  return "\n".join(lines)
+
+
+def _paired_ratios(runs, configs, case, label):
+  """harness/`label` examples/s within each round (same load), in order."""
+  by_label = {c.label: runs[c] for c in configs if c.case == case}
+  ratios = []
+  for mine, theirs in zip(by_label.get("harness", []),
+                          by_label.get(label, [])):
+    if "error" not in mine and "error" not in theirs:
+      ratios.append(mine["examples_per_sec"] / theirs["examples_per_sec"])
+  return ratios
+
+
+def _targets(configs, summaries, runs):
+  lines = ["| case | target | median of per-round ratios (each round) | "
+           "ratio of medians | status |", "|---|---|---|---|---|"]
+  for case in dict.fromkeys(c.case for c in configs):
+    harness = _find(summaries, case, "harness")
+    for label, target, name in (
+        ("bare", _BARE_TARGET, "harness >= 0.95x bare session.run loop"),
+        ("keras3", _KERAS_TARGET, "harness >= 1.0x Keras 3 fit"),
+        ("tf_keras", _KERAS_TARGET, "harness >= 1.0x tf_keras fit")):
+      other = _find(summaries, case, label)
+      if other is None:
+        continue
+      of_medians = _ratio(harness and harness["examples_per_sec"],
+                          other["examples_per_sec"])
+      paired = _paired_ratios(runs, configs, case, label)
+      ratio = statistics.median(paired) if paired else None
+      status = ("unknown" if ratio is None else
+                "met" if ratio >= target else "NOT met")
+      each = ", ".join(f"{r:.2f}" for r in paired)
+      lines.append(f"| {case} | {name} (steps_per_loop=1) | "
+                   f"{_fmt(ratio, '.2f')}x ({each}) | "
+                   f"{_fmt(of_medians, '.2f')}x | {status} |")
+  return "\n".join(lines)
+
+
+def _steps_per_loop_note(configs, summaries):
+  for config in configs:
+    if config.steps_per_loop == 1:
+      continue
+    s = summaries[config]
+    base = _find(summaries, config.case, "harness")
+    if s["errors"] and not s["n"]:
+      return (f"`RunConfig(steps_per_loop={config.steps_per_loop})` did not "
+              f"train: `{s['errors'][0].splitlines()[0]}` So steps_per_loop "
+              "is accepted by RunConfig but not implemented in the training "
+              "loop; every figure above is one step per `session.run`.")
+    ratio = _ratio(s["examples_per_sec"], base and base["examples_per_sec"])
+    verdict = ("no measurable change (within 5%)"
+               if ratio is not None and abs(ratio - 1) < 0.05 else
+               "a measurable change")
+    return (f"`steps_per_loop={config.steps_per_loop}` ran at "
+            f"{_fmt(ratio, '.2f')}x `steps_per_loop=1` on {config.case}: "
+            f"{verdict}.")
+  return "steps_per_loop was not measured in this run."
+
+
+def _raw(configs, runs):
+  lines = ["| case | runner | round | examples/s | first step (s) | "
+           "RSS (MiB) | load1 | error |", "|---|---|---|---|---|---|---|---|"]
+  for config in configs:
+    for i, r in enumerate(runs[config], 1):
+      error = r.get("error", "").splitlines()[0][:100] if "error" in r else ""
+      lines.append(
+          f"| {config.case} | {config.label} | {i} | "
+          f"{_fmt(r.get('examples_per_sec'), '.0f')} | "
+          f"{_fmt(r.get('first_step_secs'), '.1f')} | "
+          f"{_fmt(r.get('peak_rss_mib'), '.0f')} | {r['load1']:.2f} | "
+          f"{error} |")
+  return "\n".join(lines)
+
+
+def render(*, configs, summaries, runs, command, rounds, elapsed_secs,
+           uptime_before, uptime_after):
+  """The generated section of RESULTS.md, markers included."""
+  now = datetime.datetime.now(datetime.timezone.utc)
+  steps = "; ".join(dict.fromkeys(
+      f"{c.case}: {c.warmup_steps} warm-up + {c.timed_steps} timed steps"
+      for c in configs))
+  return "\n".join([
+      BEGIN,
+      "## Throughput benchmark",
+      "",
+      f"Run {now:%Y-%m-%d %H:%M} UTC, `{command}` (from the project root, "
+      f"with `.venv/bin/python`), {rounds} interleaved rounds, "
+      f"{elapsed_secs:.0f} s in all.",
+      "",
+      machine(),
+      f"- `uptime` before: {uptime_before}; after: {uptime_after}",
+      "",
+      "Other engineers' multi-process tests share these 2 cores, so the "
+      "figures are noisy: compare the load1 column, and trust ratios from "
+      "the same round more than absolute numbers.",
+      "",
+      f"Steps per process: {steps}. Data: 8192 random MNIST-shaped examples "
+      "(fixed seed) in memory, `from_tensor_slices(...).repeat().batch(B)`; "
+      "Adam(1e-3). harness runs: `RunConfig(model_dir=<temp>, "
+      "log_step_count_steps=100, save_summary_steps=100)` and otherwise "
+      "defaults, i.e. save_checkpoints_secs=600 (a checkpoint right after "
+      "session creation, counted in 'first step', and one at the end, not "
+      "timed). 'first step' is seconds from the parent starting the process "
+      "to the end of the first training step (imports, graph or tracing, "
+      "session, initial checkpoint). 'harness/this' is harness's median "
+      "examples/s over this row's.",
+      "",
+      _table(configs, summaries),
+      "",
+      "### Targets (issue \"Performance\")",
+      "",
+      "Status uses the median of the per-round ratios (harness and the "
+      "other runner ran back to back, under similar load).",
+      "",
+      _targets(configs, summaries, runs),
+      "",
+      "### steps_per_loop",
+      "",
+      _steps_per_loop_note(configs, summaries),
+      "",
+      "<details><summary>Every run</summary>",
+      "",
+      _raw(configs, runs),
+      "",
+      "</details>",
+      END,
+  ])
+
+
+def write_section(path, text):
+  """Writes `text` into `path`, replacing an earlier generated section."""
+  old = ""
+  if os.path.exists(path):
+    with open(path, encoding="utf-8") as f:
+      old = f.read()
+  if BEGIN in old and END in old:
+    head, rest = old.split(BEGIN, 1)
+    tail = rest.split(END, 1)[1]
+    new = head + text + tail
+  elif old:
+    new = old.rstrip("\n") + "\n\n" + text + "\n"
+  else:
+    new = "# Benchmark results\n\n" + text + "\n"
+  with open(path, "w", encoding="utf-8") as f:
+    f.write(new)

@@ -1,0 +1,118 @@
+"""Whole clusters of tests/programs/cluster_job.py run by harness.launch.
+
+Each test starts real processes (one per TF_CONFIG task) through
+`harness.launch.launch`, bounded by its timeout, and checks what the tasks
+left in model_dir: checkpoints, eval events, exports, result files.
+"""
+
+import glob
+import io
+import json
+import os
+import re
+import sys
+
+from absl import flags
+from absl.testing import absltest
+import pytest
+
+from harness import launch
+from harness._tf import tf
+
+# absltest's create_tempdir reads --test_tmpdir; pytest does not parse flags.
+if not flags.FLAGS.is_parsed():
+  flags.FLAGS.mark_as_parsed()
+
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_TIMEOUT_SECS = 80
+_MAX_STEPS = 60
+
+
+def _run_cluster(model_dir, strategy, *, extra=(), **tasks):
+  """Launches the cluster; returns (exit status, all output)."""
+  out = io.StringIO()
+  env = dict(os.environ, PYTHONPATH=_REPO)
+  code = launch.launch(
+      [sys.executable, "-m", "tests.programs.cluster_job",
+       f"--model_dir={model_dir}", f"--strategy={strategy}",
+       f"--max_steps={_MAX_STEPS}", *extra],
+      timeout_secs=_TIMEOUT_SECS, grace_secs=5, env=env, output=out, **tasks)
+  return code, out.getvalue()
+
+
+def _steps_logged(output, task):
+  return [int(s) for s in re.findall(
+      rf"train \| {re.escape(task)} \| step (\d+)/", output)]
+
+
+def _eval_steps(model_dir):
+  steps = set()
+  for path in glob.glob(os.path.join(model_dir, "eval", "events.out.*")):
+    for event in tf.compat.v1.train.summary_iterator(path):
+      if any(v.tag == "loss" for v in event.summary.value):
+        steps.add(event.step)
+  return steps
+
+
+@pytest.mark.slow
+class DistributedTest(absltest.TestCase):
+
+  def test_collective_two_workers_two_devices_with_evaluator(self):
+    model_dir = self.create_tempdir().full_path
+    code, output = _run_cluster(
+        model_dir, "collective", extra=["--devices=2"], workers=2,
+        evaluator=True)
+    self.assertEqual(code, 0, output[-4000:])
+    latest = tf.train.latest_checkpoint(model_dir)
+    self.assertEqual(int(tf.train.load_variable(latest, "global_step")),
+                     _MAX_STEPS)
+    # Both workers trained in lock step to the end (sync all-reduce).
+    for task in ("worker/0", "worker/1"):
+      self.assertIn(_MAX_STEPS, _steps_logged(output, task), output[-4000:])
+    # Only the chief (worker/0) wrote checkpoints and training events.
+    self.assertEqual(
+        glob.glob(os.path.join(model_dir, "checkpoint*")),
+        [os.path.join(model_dir, "checkpoint")])
+    self.assertLen(glob.glob(os.path.join(model_dir, "events.out.*")), 1)
+    ckpt_steps = sorted(int(p.rsplit("-", 1)[1].split(".")[0]) for p in
+                        glob.glob(os.path.join(model_dir, "model.ckpt-*.index")))
+    self.assertEqual(ckpt_steps, [0, 20, 40, 60])
+    # The evaluator evaluated several checkpoints, the last one included,
+    # and exported the final model.
+    steps = _eval_steps(model_dir)
+    self.assertIn(_MAX_STEPS, steps)
+    self.assertGreaterEqual(len(steps), 2, steps)
+    with open(os.path.join(model_dir, "result-evaluator-0.json")) as f:
+      result = json.load(f)
+    self.assertEqual(result["metrics"]["global_step"], _MAX_STEPS)
+    self.assertLen(result["exports"], 1)
+    self.assertTrue(os.path.exists(
+        os.path.join(result["exports"][0], "saved_model.pb")))
+
+  def _check_ps_cluster(self, strategy):
+    model_dir = self.create_tempdir().full_path
+    code, output = _run_cluster(model_dir, strategy, chief=True, workers=1,
+                                ps=1, evaluator=True)
+    self.assertEqual(code, 0, output[-4000:])
+    latest = tf.train.latest_checkpoint(model_dir)
+    # Asynchronous steps: the other trainer's step in flight when one reaches
+    # max_steps still counts, as in tf.estimator (at most one per trainer).
+    step = int(tf.train.load_variable(latest, "global_step"))
+    self.assertBetween(step, _MAX_STEPS, _MAX_STEPS + 1)
+    # Asynchronous trainers share the global step: both made steps.
+    for task in ("chief/0", "worker/0"):
+      self.assertTrue(
+          os.path.exists(os.path.join(
+              model_dir, "task_done-" + task.replace("/", "-"))), task)
+      self.assertNotEmpty(_steps_logged(output, task), output[-4000:])
+    self.assertIn(step, _eval_steps(model_dir))
+
+  def test_chief_worker_ps_evaluator_without_strategy(self):
+    self._check_ps_cluster("none")
+
+  def test_chief_worker_ps_evaluator_with_ps_strategy(self):
+    self._check_ps_cluster("ps")
+
+
+if __name__ == "__main__":
+  absltest.main()
