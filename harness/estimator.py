@@ -199,7 +199,7 @@ class Estimator:
         logging.info("Skipping training since max_steps has already saved "
                      "(global step %d >= max_steps %d).", start, max_steps)
         return None
-    hooks = _checked_hooks(hooks)
+    hooks = spec_lib.check_hooks(hooks, "hooks")
     if steps is not None or max_steps is not None:
       hooks.append(train_loop.StopAtStepHook(steps, max_steps))
     return self._train(input_fn, hooks, saving_listeners, max_steps, context,
@@ -262,7 +262,7 @@ class Estimator:
       spec = self._call_model_fn(features, labels, ModeKeys.EVAL,
                                  self._config)
       final_ops, eval_op = evaluation.eval_dict_from_spec(spec, global_step)
-      all_hooks = (input_hooks + _checked_hooks(hooks) +
+      all_hooks = (input_hooks + spec_lib.check_hooks(hooks, "hooks") +
                    list(spec.evaluation_hooks))
       results = evaluation.evaluate_once(
           checkpoint_path=checkpoint_path,
@@ -305,7 +305,7 @@ class Estimator:
       spec = self._call_model_fn(features, None, ModeKeys.PREDICT,
                                  self._config)
       predictions = _extract_keys(spec.predictions, predict_keys)
-      all_hooks = (input_hooks + _checked_hooks(hooks) +
+      all_hooks = (input_hooks + spec_lib.check_hooks(hooks, "hooks") +
                    list(spec.prediction_hooks))
       creator = tf.compat.v1.train.ChiefSessionCreator(
           checkpoint_filename_with_path=checkpoint_path,
@@ -389,15 +389,6 @@ def _deepcopyable(config):
   # A collective strategy's health-check thread holds locks that cannot be
   # deep-copied (FACTS.md item 3); hand out the object itself then.
   return config.train_distribute is None and config.eval_distribute is None
-
-
-def _checked_hooks(hooks):
-  hooks = list(hooks or [])
-  for hook in hooks:
-    if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
-      raise errors.ConfigError(
-          f"All hooks must be SessionRunHook instances, given: {hook!r}.")
-  return hooks
 
 
 def check_supported_config(config):

@@ -25,6 +25,7 @@ __all__ = [
     "verify_model_fn_args",
     "call_model_fn",
     "call_input_fn",
+    "check_hooks",
     "VALID_MODEL_FN_ARGS",
 ]
 
@@ -138,14 +139,25 @@ def _keras_metric_class():
     return None
 
 
-def _validate_hooks(hooks, name):
-  hooks = tuple(hooks or ())
+def check_hooks(hooks, where, error_cls=errors.ConfigError):
+  """Returns `hooks` as a list after checking each is a SessionRunHook.
+
+  Args:
+    hooks: an iterable of hooks, or None.
+    where: what held them, for the message ("TrainSpec.hooks", ...).
+    error_cls: the HarnessError class to raise.
+  """
+  hooks = list(hooks or ())
   for hook in hooks:
     if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
-      raise errors.ModelFnError(
+      raise error_cls(
           f"All hooks must be SessionRunHook instances, given: {hook!r} in "
-          f"EstimatorSpec.{name}.")
+          f"{where}. Fix: pass tf.compat.v1.train.SessionRunHook objects.")
   return hooks
+
+
+def _validate_hooks(hooks, name):
+  return tuple(check_hooks(hooks, f"EstimatorSpec.{name}", errors.ModelFnError))
 
 
 def _default_export_outputs(export_outputs, predictions):

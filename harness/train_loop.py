@@ -236,15 +236,6 @@ def _distributed_scaffold(scaffold, strategy):
       saver=local.saver, copy_from_scaffold=None)
 
 
-def _check_hooks(hooks, what):
-  hooks = list(hooks or [])
-  for hook in hooks:
-    if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
-      raise errors.ConfigError(
-          f"{what} must be SessionRunHook instances, given: {hook!r}.")
-  return hooks
-
-
 def _ensure_saver(scaffold, config):
   if scaffold.saver is not None or tf.compat.v1.get_collection(
       tf.compat.v1.GraphKeys.SAVERS):
@@ -274,7 +265,7 @@ def run(spec, *, model_dir, config, context, hooks, input_hooks,
         global_step_tensor, saving_listeners, max_steps=None,
         examples_per_step=None):
   """Runs the training loop until a hook stops it; returns the last loss."""
-  hooks = _check_hooks(hooks, "hooks")
+  hooks = spec_lib.check_hooks(hooks, "hooks")
   saving_listeners = list(saving_listeners or [])
   for listener in saving_listeners:
     if not isinstance(listener, tf.compat.v1.train.CheckpointSaverListener):

@@ -20,6 +20,7 @@ from absl import logging
 from harness import errors
 from harness import evaluator as evaluator_lib
 from harness import run_state
+from harness import spec as spec_lib
 from harness._tf import tf
 
 __all__ = ["TrainSpec", "EvalSpec", "train_and_evaluate"]
@@ -30,16 +31,6 @@ def _check_callable(input_fn, spec_name):
     raise errors.ConfigError(
         f"`input_fn` of {spec_name} must be callable, given: {input_fn!r}. "
         "Fix: pass the function itself (not its result).")
-
-
-def _check_hooks(hooks, what):
-  hooks = tuple(hooks or ())
-  for hook in hooks:
-    if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
-      raise errors.ConfigError(
-          f"All hooks must be SessionRunHook instances, given: {hook!r} in "
-          f"{what}.")
-  return hooks
 
 
 class TrainSpec(collections.namedtuple(
@@ -56,7 +47,7 @@ class TrainSpec(collections.namedtuple(
           f"Must specify max_steps > 0, given: {max_steps} (TrainSpec). "
           "Fix: a positive global step to stop at, or None to run until "
           "input_fn's data ends.")
-    hooks = _check_hooks(hooks, "TrainSpec.hooks")
+    hooks = tuple(spec_lib.check_hooks(hooks, "TrainSpec.hooks"))
     saving_listeners = tuple(saving_listeners or ())
     for listener in saving_listeners:
       if not isinstance(listener, tf.compat.v1.train.CheckpointSaverListener):
@@ -84,7 +75,7 @@ class EvalSpec(collections.namedtuple("EvalSpec", [
     if name is not None and not isinstance(name, str):
       raise errors.ConfigError(
           f"`name` must be string, given: {name!r} (EvalSpec).")
-    hooks = _check_hooks(hooks, "EvalSpec.hooks")
+    hooks = tuple(spec_lib.check_hooks(hooks, "EvalSpec.hooks"))
     exporters = _validate_exporters(exporters)
     if start_delay_secs < 0:
       raise errors.ConfigError(
