@@ -53,8 +53,8 @@ class Config:
 
 # (model, batch) -> (warm-up steps, timed steps), default and --quick.
 _STEPS = {
-    ("mlp", 32): ((200, 2000), (100, 1000)),
-    ("mlp", 256): ((30, 300), (20, 200)),
+    ("mlp", 32): ((100, 1500), (100, 1000)),
+    ("mlp", 256): ((20, 200), (20, 200)),
     ("cnn", 256): ((5, 30), (3, 15)),
 }
 _RUNNERS = ("harness", "bare", "keras3", "tf_keras")
