@@ -144,6 +144,7 @@ def summarize(runs):
 
 
 def main(argv=None):
+  """Runs every configuration, prints progress, writes `--out`; returns 0."""
   parser = argparse.ArgumentParser(prog="python -m bench.run",
                                    description=__doc__.split("\n")[0])
   parser.add_argument("--quick", action="store_true",

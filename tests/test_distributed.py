@@ -91,7 +91,8 @@ class DistributedTest(absltest.TestCase):
 
   def _check_ps_cluster(self, strategy):
     model_dir = self.create_tempdir().full_path
-    code, output = _run_cluster(model_dir, strategy, chief=True, workers=1,
+    code, output = _run_cluster(model_dir, strategy, extra=["--sync_start"],
+                                chief=True, workers=1,
                                 ps=1, evaluator=True)
     self.assertEqual(code, 0, output[-4000:])
     latest = tf.train.latest_checkpoint(model_dir)

@@ -11,6 +11,7 @@ train_and_evaluate). Each task writes what it saw to
 import argparse
 import json
 import os
+import time
 
 import numpy as np
 
@@ -47,6 +48,30 @@ def serving_input_fn():
   return harness.export.ServingInputReceiver({"x": x}, {"x": x})
 
 
+class _SyncStartHook(tf.compat.v1.train.SessionRunHook):
+  """Test aid: the chief starts stepping only once every worker is up.
+
+  Async ps training has no start barrier (as in tf.estimator), so on a
+  loaded 2-core machine the chief could finish before a slow worker's first
+  step; tests that check "both trainers stepped" use this to be
+  deterministic. Bounded: after `timeout_secs` the chief goes on anyway.
+  """
+
+  def __init__(self, model_dir, is_chief, timeout_secs=60):
+    self._flag = os.path.join(model_dir, "worker-ready")
+    self._is_chief = is_chief
+    self._timeout_secs = timeout_secs
+
+  def after_create_session(self, session, coord):
+    del session, coord
+    if not self._is_chief:
+      open(self._flag, "w").close()
+      return
+    deadline = time.monotonic() + self._timeout_secs
+    while not os.path.exists(self._flag) and time.monotonic() < deadline:
+      time.sleep(0.1)
+
+
 def make_strategy(name, devices):
   if name == "collective":
     if devices > 1:
@@ -68,6 +93,7 @@ def main():
   parser.add_argument("--summary_steps", type=int, default=100)
   parser.add_argument("--log_steps", type=int, default=10)
   parser.add_argument("--ckpt_steps", type=int, default=20)
+  parser.add_argument("--sync_start", action="store_true")
   args = parser.parse_args()
   strategy = make_strategy(args.strategy, args.devices)
   config = harness.RunConfig(
@@ -78,7 +104,9 @@ def main():
       log_step_count_steps=args.log_steps or None)
   est = harness.Estimator(model_fn, config=config)
   metrics, exports = harness.train_and_evaluate(
-      est, harness.TrainSpec(input_fn, max_steps=args.max_steps),
+      est, harness.TrainSpec(input_fn, max_steps=args.max_steps, hooks=(
+          [_SyncStartHook(args.model_dir, config.is_chief)]
+          if args.sync_start else [])),
       harness.EvalSpec(input_fn, steps=4, start_delay_secs=0, throttle_secs=1,
                        exporters=[harness.FinalExporter("final",
                                                         serving_input_fn)]))
