@@ -30,18 +30,19 @@ import sys
 import tempfile
 import time
 
-__all__ = ["MODELS", "RUNNERS", "NUM_EXAMPLES", "LEARNING_RATE", "main"]
+__all__ = ["MODELS", "RUNNERS", "NUM_EXAMPLES", "LEARNING_RATE", "SEED",
+           "Clock", "data", "v1_train_op", "main"]
 
 NUM_EXAMPLES = 8192
 LEARNING_RATE = 1e-3
 MODELS = ("mlp", "cnn")
-_SEED = 1234
+SEED = 1234
 
 
-def _data(model):
+def data(model):
   """Fixed-seed MNIST-shaped arrays: (images float32, labels int64)."""
   import numpy as np  # pylint: disable=g-import-not-at-top
-  rng = np.random.default_rng(_SEED)
+  rng = np.random.default_rng(SEED)
   shape = (NUM_EXAMPLES, 784) if model == "mlp" else (NUM_EXAMPLES, 28, 28, 1)
   images = rng.random(shape, dtype=np.float32)
   labels = rng.integers(0, 10, size=NUM_EXAMPLES).astype(np.int64)
@@ -62,7 +63,7 @@ def _v1_logits(tf, model, images):
   return layers.dense(net, 10, name="logits")
 
 
-def _v1_train_op(tf, model, images, labels):
+def v1_train_op(tf, model, images, labels):
   logits = _v1_logits(tf, model, images)
   loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
   train_op = tf.compat.v1.train.AdamOptimizer(LEARNING_RATE).minimize(
@@ -70,10 +71,22 @@ def _v1_train_op(tf, model, images, labels):
   return loss, train_op
 
 
-class _Clock:
-  """Marks the first step, the end of the warm-up and the last timed step."""
+class Clock:
+  """Marks the first step, the end of the warm-up and the last timed step.
 
-  def __init__(self, t0, warmup_steps, timed_steps):
+  With `steps_per_loop=K` one `session.run` trains K steps, so the clock
+  is told K steps at a time; the warm-up and timed step counts must then be
+  multiples of K (else the timed window would start or end mid-run).
+  """
+
+  def __init__(self, t0, warmup_steps, timed_steps, steps_per_loop=1):
+    for name, value in (("warmup_steps", warmup_steps),
+                        ("timed_steps", timed_steps)):
+      assert value % steps_per_loop == 0, (
+          f"--{name}={value} is not a multiple of --steps_per_loop="
+          f"{steps_per_loop}: one session.run trains {steps_per_loop} steps, "
+          f"so the timed window must start and end on a run boundary. Fix: "
+          f"use a multiple of {steps_per_loop}.")
     self.t0 = t0
     self.warmup_steps = warmup_steps
     self.total_steps = warmup_steps + timed_steps
@@ -82,34 +95,39 @@ class _Clock:
     self.timed_start = None
     self.timed_end = None
 
-  def step_done(self):
+  def step_done(self, count=1):
+    """Records that `count` more steps (one run) have just ended."""
     now = time.time()
-    self.steps += 1
-    if self.steps == 1:
+    before = self.steps
+    self.steps += count
+    if before == 0:
       self.first_step_end = now
-    if self.steps == self.warmup_steps:
+    if before < self.warmup_steps <= self.steps:
       self.timed_start = now
-    if self.steps == self.total_steps:
+    if before < self.total_steps <= self.steps:
       self.timed_end = now
 
 
 def _run_harness(args, clock):
   from harness._tf import tf  # pylint: disable=g-import-not-at-top
   import harness  # pylint: disable=g-import-not-at-top
-  images, labels = _data(args.model)
+  images, labels = data(args.model)
 
   def input_fn():
     return tf.data.Dataset.from_tensor_slices(
         ({"x": images}, labels)).repeat().batch(args.batch_size)
 
   def model_fn(features, labels, mode):
-    loss, train_op = _v1_train_op(tf, args.model, features["x"], labels)
+    loss, train_op = v1_train_op(tf, args.model, features["x"], labels)
     return harness.EstimatorSpec(mode=mode, loss=loss, train_op=train_op)
 
   class ClockHook(tf.compat.v1.train.SessionRunHook):
 
     def after_run(self, run_context, run_values):
-      clock.step_done()
+      # One session.run is steps_per_loop steps (the loop ends early only
+      # at max_steps or a step-based checkpoint; there are neither here
+      # before the last timed step).
+      clock.step_done(args.steps_per_loop)
 
   model_dir = tempfile.mkdtemp(prefix="bench_harness_")
   # Defaults except log/summary cadence spelled out (both are 2.15's
@@ -122,6 +140,13 @@ def _run_harness(args, clock):
   try:
     estimator.train(input_fn, hooks=[ClockHook()],
                     max_steps=clock.total_steps)
+    # Each run counted steps_per_loop steps: true only if no run ended early.
+    final_step = int(estimator.get_variable_value("global_step"))
+    if final_step != clock.steps:
+      raise RuntimeError(
+          f"the clock counted {clock.steps} steps but training ended at "
+          f"global step {final_step}: some session.run made fewer than "
+          f"steps_per_loop={args.steps_per_loop} steps.")
   finally:
     # ~200 MB a run: the in-memory data is a graph constant, written into
     # graph.pbtxt, the events file and each .meta.
@@ -130,13 +155,13 @@ def _run_harness(args, clock):
 
 def _run_bare(args, clock):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  images, labels = _data(args.model)
+  images, labels = data(args.model)
   with tf.Graph().as_default():
-    tf.compat.v1.random.set_random_seed(_SEED)
+    tf.compat.v1.random.set_random_seed(SEED)
     dataset = tf.data.Dataset.from_tensor_slices(
         (images, labels)).repeat().batch(args.batch_size)
     x, y = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
-    _, train_op = _v1_train_op(tf, args.model, x, y)
+    _, train_op = v1_train_op(tf, args.model, x, y)
     # The session options harness uses (get_default_session_config), so the
     # ratio measures the loop, not grappler settings.
     graph_options = tf.compat.v1.GraphOptions()
@@ -165,8 +190,8 @@ def _keras_model(keras, model):
 
 def _run_keras(args, clock, keras):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  images, labels = _data(args.model)
-  keras.utils.set_random_seed(_SEED)
+  images, labels = data(args.model)
+  keras.utils.set_random_seed(SEED)
   dataset = tf.data.Dataset.from_tensor_slices(
       (images, labels)).repeat().batch(args.batch_size)
   model = _keras_model(keras, args.model)
@@ -222,7 +247,11 @@ def main(argv):
   """Runs one configuration; prints its result as one JSON line."""
   args = _parse(argv)
   t0 = args.t0 if args.t0 is not None else time.time()
-  clock = _Clock(t0, max(args.warmup_steps, 1), args.timed_steps)
+  if args.steps_per_loop != 1 and args.runner != "harness":
+    raise SystemExit(f"--steps_per_loop={args.steps_per_loop} applies to "
+                     "--runner=harness only.")
+  clock = Clock(t0, max(args.warmup_steps, args.steps_per_loop),
+                 args.timed_steps, args.steps_per_loop)
   result = {"runner": args.runner, "model": args.model,
             "batch_size": args.batch_size,
             "steps_per_loop": args.steps_per_loop}

@@ -1,7 +1,7 @@
 """Runs the training-throughput benchmark and writes bench/RESULTS.md.
 
-    python -m bench.run                 # default, ~10 minutes on 2 cores
-    python -m bench.run --quick         # MLP b32 only, < 3 minutes
+    python -m bench.run                 # default, ~12 minutes on 2 cores
+    python -m bench.run --quick         # MLP b32 only, ~3 minutes
     python -m bench.run --out /tmp/r.md --rounds 5
 
 Each configuration runs in its own process (`python -m bench.configs`, with
@@ -51,29 +51,39 @@ class Config:
     return f"{self.runner}{suffix}"
 
 
-# (model, batch) -> (warm-up steps, timed steps), default and --quick.
+# (model, batch) -> (warm-up steps, timed steps), default and --quick. Both
+# counts are multiples of every steps_per_loop run at that case (bench.configs
+# asserts it: the timed window starts and ends on a session.run boundary).
 _STEPS = {
     ("mlp", 32): ((100, 1500), (100, 1000)),
-    ("mlp", 256): ((20, 200), (20, 200)),
-    ("cnn", 256): ((5, 30), (3, 15)),
+    ("mlp", 256): ((100, 300), (100, 300)),
+    ("cnn", 256): ((10, 30), (10, 20)),
 }
 _RUNNERS = ("harness", "bare", "keras3", "tf_keras")
+# (model, batch) -> the harness steps_per_loop values > 1 run there.
+_STEPS_PER_LOOP = {("mlp", 32): (10, 100), ("mlp", 256): (100,),
+                   ("cnn", 256): (10,)}
+_QUICK_STEPS_PER_LOOP = {("mlp", 32): (100,)}
 
 
 def configs_for(quick):
   """The configurations of a default or a --quick run, in run order."""
   cases = [("mlp", 32)] if quick else list(_STEPS)
   runners = ("harness", "bare", "keras3") if quick else _RUNNERS
+  loops = _QUICK_STEPS_PER_LOOP if quick else _STEPS_PER_LOOP
   configs = []
   for model, batch in cases:
     warmup, timed = _STEPS[(model, batch)][1 if quick else 0]
     for runner in runners:
       configs.append(Config(runner=runner, model=model, batch_size=batch,
                             warmup_steps=warmup, timed_steps=timed))
-    if (model, batch) == ("mlp", 32):
+    for steps_per_loop in loops.get((model, batch), ()):
+      assert warmup % steps_per_loop == 0 and timed % steps_per_loop == 0, (
+          f"{model} b{batch}: {warmup}+{timed} steps are not multiples of "
+          f"steps_per_loop={steps_per_loop}; fix _STEPS.")
       configs.append(Config(runner="harness", model=model, batch_size=batch,
                             warmup_steps=warmup, timed_steps=timed,
-                            steps_per_loop=10))
+                            steps_per_loop=steps_per_loop))
   return configs
 
 
@@ -148,7 +158,8 @@ def main(argv=None):
   parser = argparse.ArgumentParser(prog="python -m bench.run",
                                    description=__doc__.split("\n")[0])
   parser.add_argument("--quick", action="store_true",
-                      help="MLP b32 only; harness, bare, keras3 (and spl=10).")
+                      help="MLP b32 only: harness, bare, keras3 and "
+                      "harness spl=100.")
   parser.add_argument("--rounds", type=int, default=3,
                       help="interleaved rounds; figures are medians (>= 3).")
   parser.add_argument("--out", default=os.path.join(_ROOT, "bench",

@@ -25,6 +25,10 @@ __all__ = [
     "started_in_process_server",
     "localize_tf_config_resolver",
     "reinitialize_collective_local",
+    "seed_keras_initializers",
+    "set_hook_steps_per_run",
+    "checkpoint_hook_next_step",
+    "variable_fetch_tensor",
 ]
 
 # Task types whose TF_CONFIG the patched resolver hides from strategies.
@@ -196,3 +200,40 @@ def seed_keras_initializers(seed):
   generator = getattr(keras_backend, "_SEED_GENERATOR", None)
   if generator is not None:
     generator.generator = None if seed is None else random.Random(seed)
+
+
+def set_hook_steps_per_run(hook, steps_per_run):
+  """Tells a CheckpointSaverHook / StepCounterHook the steps one run makes.
+
+  Why private: `_set_steps_per_run` is how TF's own multi-step loops
+  (TPUEstimator, Keras v1) told these hooks; no public setter exists. Left
+  unset, CheckpointSaverHook assumes 1,000,000 and re-reads the global step
+  in an extra `session.run` after every step.
+  """
+  hook._set_steps_per_run(steps_per_run)  # pylint: disable=protected-access
+
+
+def checkpoint_hook_next_step(hook):
+  """The global step a step-based CheckpointSaverHook saves at next, or None.
+
+  Why private: the hook keeps its schedule in a private SecondOrStepTimer;
+  a loop of K steps per run must end there to save at the same steps as
+  one step per run does.
+  """
+  timer = hook._timer  # pylint: disable=protected-access
+  every = getattr(timer, "_every_steps", None)
+  last = timer.last_triggered_step()
+  if not every or last is None:
+    return None
+  return last + every
+
+
+def variable_fetch_tensor(variable):
+  """The tensor a `session.run(variable)` fetch evaluates.
+
+  Why private: `_as_graph_element` is the protocol Session uses to turn a
+  fetched variable into a tensor; the training loop orders that read before
+  its first step.
+  """
+  element = getattr(variable, "_as_graph_element", None)
+  return element() if callable(element) else tf.convert_to_tensor(variable)

@@ -19,7 +19,6 @@ When the chief stops early it also writes `<model_dir>/training_stopped`
 
 import collections
 import contextlib
-import json
 import operator
 import os
 
@@ -27,6 +26,7 @@ from absl import logging
 
 from harness import errors
 from harness import hooks as hooks_lib
+from harness import run_state
 from harness._tf import tf
 
 __all__ = [
@@ -41,7 +41,7 @@ __all__ = [
     "TRAINING_STOPPED_MARKER",
 ]
 
-TRAINING_STOPPED_MARKER = "training_stopped"
+TRAINING_STOPPED_MARKER = run_state.MARKER_NAME
 _EVENT_FILE_GLOB_PATTERN = "events.out.tfevents.*"
 _COLLECTIVE_STRATEGY_PREFIXES = (
     "CollectiveAllReduceStrategy", "MultiWorkerMirroredStrategy")
@@ -294,23 +294,18 @@ def read_eval_metrics(eval_dir):
 
 
 def write_training_stopped_marker(model_dir, reason, global_step):
-  """Writes `<model_dir>/training_stopped` (JSON), atomically.
+  """Writes `<model_dir>/training_stopped` atomically (`harness.run_state`).
 
   Args:
-    model_dir: the model directory (local or any tf.io.gfile filesystem).
+    model_dir: the model directory.
     reason: why training stopped, e.g. "early_stopping".
     global_step: the global step training stopped at.
 
   Returns:
     The marker's path.
   """
-  path = os.path.join(model_dir, TRAINING_STOPPED_MARKER)
-  tf.io.gfile.makedirs(model_dir)
-  tmp_path = path + ".tmp"
-  with tf.io.gfile.GFile(tmp_path, "w") as f:
-    f.write(json.dumps({"reason": reason, "global_step": int(global_step)}))
-  tf.io.gfile.rename(tmp_path, path, overwrite=True)
-  return path
+  run_state.write_training_stopped(model_dir, reason, global_step)
+  return os.path.join(model_dir, TRAINING_STOPPED_MARKER)
 
 
 def read_training_stopped_marker(model_dir):
@@ -318,21 +313,10 @@ def read_training_stopped_marker(model_dir):
 
   Returns:
     None if there is no marker, else a dict with "reason" and "global_step"
-    (an unreadable marker gives {"reason": "unknown", "global_step": None}
-    and a warning: it still means training stopped).
+    (an unreadable marker still means training stopped: its reason is
+    "unreadable marker").
   """
-  path = os.path.join(model_dir, TRAINING_STOPPED_MARKER)
-  if not tf.io.gfile.exists(path):
-    return None
-  try:
-    with tf.io.gfile.GFile(path, "r") as f:
-      marker = json.loads(f.read())
-    if not isinstance(marker, dict):
-      raise ValueError(f"not a JSON object: {marker!r}")
-  except (ValueError, tf.errors.OpError) as e:
-    logging.warning("Unreadable training-stopped marker %s: %s", path, e)
-    return {"reason": "unknown", "global_step": None}
-  return marker
+  return run_state.read_training_stopped(model_dir)
 
 
 def _get_or_create_stop_var(num_ps_replicas=0):

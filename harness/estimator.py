@@ -162,6 +162,13 @@ class Estimator:
       self, for chaining.
     """
     check_supported_config(self._config)
+    if self._config.remote_cluster is not None:
+      # Standalone client: drive the remote cluster's servers from here.
+      from harness import remote  # pylint: disable=g-import-not-at-top
+      remote.train_remote(self, input_fn, hooks=hooks, steps=steps,
+                          max_steps=max_steps,
+                          saving_listeners=saving_listeners)
+      return self
     if _is_cluster_trainer(self._config):
       # A chief/worker task of a TF_CONFIG cluster: join it (as tf.estimator
       # 2.15 did through its distribute coordinator).
@@ -226,20 +233,19 @@ class Estimator:
     # global step included, as in tf.estimator.
     with tf.Graph().as_default() as graph, graph.device(self._device_fn):
       if strategy is not None:
-        spec, input_hooks, global_step = train_loop.build_distributed(
+        train_graph = train_loop.build_distributed(
             strategy, self._call_model_fn, input_fn, self._params,
             self._config)
       else:
-        spec, input_hooks, global_step = train_loop.build_local(
+        train_graph = train_loop.build_local(
             self._call_model_fn, input_fn, self._params, self._config)
       if self._warm_start_settings is not None:
         logging.info("Warm-starting from %s",
                      self._warm_start_settings.ckpt_to_initialize_from)
         warm_start_lib.warm_start(self._warm_start_settings)
       return train_loop.run(
-          spec, model_dir=self._model_dir, config=self._config, hooks=hooks,
-          input_hooks=input_hooks, global_step_tensor=global_step,
-          saving_listeners=saving_listeners, context=context,
+          train_graph, model_dir=self._model_dir, config=self._config,
+          hooks=hooks, saving_listeners=saving_listeners, context=context,
           max_steps=max_steps)
 
   # --- evaluate ------------------------------------------------------------
@@ -393,17 +399,14 @@ def _deepcopyable(config):
 
 def check_supported_config(config):
   """Fails loudly for RunConfig features harness accepts but lacks yet."""
-  if config.remote_cluster is not None:
+  if config.remote_cluster is not None and run_config_lib.strategy_kind(
+      config.train_distribute) not in ("collective", "parameter_server"):
     raise errors.NotSupportedError(
-        "Standalone-client mode (DistributeConfig(remote_cluster=...), "
-        "--remote_cluster) is not implemented in this version of harness. "
-        "Fix: run the training program on the cluster with TF_CONFIG "
-        "(python -m harness.launch locally, or the k8s templates).")
-  if config.steps_per_loop != 1:
-    raise errors.NotSupportedError(
-        f"RunConfig(steps_per_loop={config.steps_per_loop}) is not "
-        "implemented in this version of harness: training runs one step "
-        "per session.run. Fix: use steps_per_loop=1.")
+        "Standalone-client mode (DistributeConfig(remote_cluster=...)) "
+        "drives a cluster through a multi-worker strategy, but "
+        f"train_distribute is {type(config.train_distribute).__name__}. Fix: "
+        "use tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy"
+        " (collective) or ParameterServerStrategy (with a \"ps\" job).")
 
 
 def _is_cluster_trainer(config):

@@ -15,8 +15,10 @@ import time
 
 from absl import logging
 
+from harness import checkpoints
 from harness import errors
 from harness import evaluation
+from harness import preemption
 from harness import run_state
 from harness._tf import tf
 
@@ -37,7 +39,9 @@ class CheckpointEvaluator:
 
   def evaluate_and_export(self):
     """Returns (metrics or None, export_results list)."""
-    path = self._estimator.latest_checkpoint()
+    # The newest checkpoint that reads back (a corrupt newest one is skipped
+    # with a warning naming its file).
+    path = checkpoints.latest_usable_checkpoint(self._estimator.model_dir)
     if not path:
       logging.info("eval | no checkpoint yet in %s; waiting for training.",
                    self._estimator.model_dir)
@@ -45,10 +49,19 @@ class CheckpointEvaluator:
     if path == self._previous_checkpoint:
       logging.debug("eval | no new checkpoint since %s", path)
       return None, []
-    metrics = self._estimator.evaluate(
-        input_fn=self._eval_spec.input_fn, steps=self._eval_spec.steps,
-        name=self._eval_spec.name, checkpoint_path=path,
-        hooks=self._eval_spec.hooks)
+    try:
+      metrics = self._estimator.evaluate(
+          input_fn=self._eval_spec.input_fn, steps=self._eval_spec.steps,
+          name=self._eval_spec.name, checkpoint_path=path,
+          hooks=self._eval_spec.hooks)
+    except (ValueError, tf.errors.NotFoundError):
+      if tf.io.gfile.exists(path + ".index"):
+        raise
+      # The Saver deleted it (keep_checkpoint_max) while training raced
+      # ahead; the next poll takes the newest one.
+      logging.info("eval | %s was deleted before it was evaluated; taking "
+                   "the newest checkpoint instead", path)
+      return None, []
     if evaluation.GLOBAL_STEP_KEY not in metrics:
       raise errors.ModelFnError(
           "Estimator.evaluate result should have `global_step`; given "
@@ -149,11 +162,16 @@ def run_continuous(estimator, train_spec, eval_spec, *, idle_timeout_secs=None,
                    step, train_spec.max_steps)
       break
     stopped = run_state.read_training_stopped(estimator.model_dir)
+    if stopped is not None and preemption.resumable_reason(
+        stopped.get("reason")):
+      _check_resumed(estimator.model_dir, stopped)
+      stopped = None  # Preempted or failed: a restarted chief resumes.
     if stopped is not None and metrics is None:
       # Training ended and no checkpoint is newer than the last evaluated.
       if not evaluator.final_export_done and evaluator.last_metrics:
         last_exports = evaluator.export(
-            evaluator.last_metrics, estimator.latest_checkpoint(), True)
+            evaluator.last_metrics,
+            checkpoints.latest_usable_checkpoint(estimator.model_dir), True)
       logging.info("eval | done: training ended (%s) at step %s",
                    stopped.get("reason"), stopped.get("global_step"))
       break
@@ -167,3 +185,16 @@ def run_continuous(estimator, train_spec, eval_spec, *, idle_timeout_secs=None,
     wait = eval_spec.throttle_secs - (clock() - started)
     sleep(max(wait, 1.0 if metrics is None else 0.0))
   return evaluator.last_metrics, last_exports
+
+
+def _check_resumed(model_dir, stopped, wall_clock=time.time):
+  """Raises once a preempted/failed chief has not come back in time."""
+  waited = wall_clock() - float(stopped.get("written_at") or wall_clock())
+  limit = preemption.restart_wait_secs()
+  if waited > limit:
+    raise errors.PeerLostError(
+        f"eval | training stopped ({stopped.get('reason')}) at step "
+        f"{stopped.get('global_step')} {waited:.0f} s ago and has not "
+        f"resumed in {model_dir}; the evaluator waited "
+        f"{preemption.RESTART_WAIT_ENV}={limit:g} s. Fix: restart the "
+        "training tasks, or raise the variable.")

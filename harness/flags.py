@@ -371,7 +371,9 @@ def _scan(args):
     try:
       flag.parser.parse(value)
     except (ValueError, TypeError) as e:
-      problems.append(f"flag --{name}={value}: {e}")
+      hint = (f" Fix: give a whole number, e.g. --{name}=100." if
+              flag.flag_type() == "int" else "")
+      problems.append(f"flag --{name}={value}: {e}{hint}")
       continue
     clean.append(f"--{name}={value}")
   return problems, clean, positional

@@ -5,9 +5,17 @@
 
 Under a cluster, each task runs the same command with its own TF_CONFIG
 (`python -m harness.launch --workers=2 -- python -m harness.main ...`).
-This module only wires: `harness.flags.parse` -> `harness.job.run_job`.
+This module wires `harness.flags.parse` -> `harness.diagnose.preflight` ->
+`harness.job.run_job`, and turns what goes wrong into one message and an
+exit status (`harness.diagnose.explain` says what a failure means).
 Exit status: 0 done, 1 a problem the user can fix (one message on stderr,
-no traceback unless --verbosity=debug), 2 bad flags.
+no traceback unless --verbosity=debug), 2 bad flags or TF_CONFIG. Before the
+job runs, the binary checks that `--model_dir` can be written and that
+`--mode=evaluate|predict` finds a checkpoint; after, an exception raised in
+the user's own model_fn/input_fn code, a TensorFlow error while running the
+graph, or a checkpoint that does not fit the model is also one line and exit
+status 1 (docs/ERRORS.md lists the cases). Anything else is a harness bug and
+keeps its traceback.
 """
 
 import logging as std_logging
@@ -20,6 +28,7 @@ from absl import app
 from absl import flags as absl_flags
 from absl import logging
 
+from harness import diagnose
 from harness import errors
 from harness import flags
 from harness import job
@@ -52,12 +61,12 @@ def _set_verbosity(verbosity):
     std_logging.getLogger("tensorflow").setLevel(std_logging.INFO)
 
 
-def _fail(error, code, debug):
+def _fail(error, code, debug, label=None):
   if debug:
     traceback.print_exc()
   message = str(error)
   if code == 1:
-    message = f"{type(error).__name__}: {message}"
+    message = f"{label or type(error).__name__}: {message}"
   print(f"harness.main: {message}", file=sys.stderr, flush=True)
   return code
 
@@ -87,11 +96,18 @@ def main(argv, *, environ=None):
   _set_verbosity(job_config.verbosity)
   debug = job_config.verbosity == "debug"
   try:
+    diagnose.preflight(job_config, environ)
     job.run_job(job_config, environ=environ)
   except errors.FlagError as e:
     return _fail(e, 2, debug)
   except errors.HarnessError as e:
     return _fail(e, 1, debug)
+  except Exception as e:  # pylint: disable=broad-except
+    label, message = diagnose.explain(
+        e, diagnose.model_dir_of(job_config, environ))
+    if message is None:
+      raise  # A harness bug: its traceback is what helps.
+    return _fail(message, 1, debug, label)
   return 0
 
 

@@ -19,6 +19,7 @@ from absl import logging
 
 from harness import errors
 from harness import evaluator as evaluator_lib
+from harness import preemption
 from harness import run_config as run_config_lib
 from harness import run_state
 from harness import train_loop
@@ -60,6 +61,7 @@ def _prepare_task(config, strategy):
     (session target, session_config, graph strategy)
   """
   from harness import strategies  # pylint: disable=g-import-not-at-top
+  preemption.fail_fast_rpcs()  # Before the first RPC: no hang on dead peers.
   cluster = _training_cluster(config)
   # A collective strategy built eagerly under TF_CONFIG already serves this
   # task's port: use that server instead of failing to start a second.
@@ -136,6 +138,9 @@ def train_in_cluster(estimator, input_fn, *, hooks=None, steps=None,
   except KeyboardInterrupt:
     reason = "interrupted"
     raise
+  except preemption.TrainingPreemptedError:
+    reason = preemption.PREEMPTED_REASON  # The evaluator waits for a resume.
+    raise
   except BaseException as e:
     reason = f"failed: {type(e).__name__}: {e}"[:500]
     raise
@@ -180,7 +185,9 @@ def run_ps(estimator, train_spec, eval_spec, *, poll_secs=_PS_POLL_SECS,
   It exits once the chief marked training as ended and every chief/worker
   task recorded that it left its loop, or `grace_secs` after the chief's
   mark if some worker never does (it died): a worker that still needs the
-  variables is never cut off while it is alive and finishing.
+  variables is never cut off while it is alive and finishing. A chief that
+  was preempted or failed is waited for (its restart restores its last
+  checkpoint into this ps) for up to HARNESS_RESTART_WAIT_SECS.
   """
   del train_spec, eval_spec
   config = estimator.config
@@ -194,6 +201,13 @@ def run_ps(estimator, train_spec, eval_spec, *, poll_secs=_PS_POLL_SECS,
   marked_at = None
   while True:
     marker = run_state.training_stopped_since(estimator.model_dir, started)
+    if marker is not None and preemption.resumable_reason(
+        marker.get("reason")) and (
+            clock() - marker.get("written_at", 0) < (
+                preemption.restart_wait_secs())):
+      # Preempted or failed: keep the variables served; the restarted chief
+      # restores its checkpoint into them.
+      marker = None
     if marker is not None:
       marked_at = marked_at or clock()
       done = run_state.tasks_done_since(estimator.model_dir, trainers,

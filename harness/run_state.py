@@ -15,7 +15,9 @@ import time
 
 __all__ = ["MARKER_NAME", "write_training_stopped", "read_training_stopped",
            "training_stopped_since", "clear_training_stopped",
-           "write_task_done", "tasks_done_since"]
+           "write_task_done", "tasks_done_since", "write_loop_ended",
+           "loops_ended_since", "write_task_started", "write_task_opened",
+           "task_records"]
 
 MARKER_NAME = "training_stopped"
 
@@ -87,6 +89,79 @@ def tasks_done_since(model_dir, task_labels, since):
     except (OSError, ValueError):
       continue
   return done
+
+
+def _loop_ended_path(model_dir, task_label):
+  return os.path.join(os.fsdecode(model_dir),
+                      "loop_ended-" + task_label.replace("/", "-"))
+
+
+def write_loop_ended(model_dir, task_label):
+  """Records that trainer `task_label` left its step loop cleanly.
+
+  Written when the loop ended without an error (input exhausted, last
+  step reached), unlike `write_task_done`: a collective peer that sees this
+  task vanish then ends its own loop instead of reporting a lost peer.
+  """
+  _write_atomic(model_dir, _loop_ended_path(model_dir, task_label),
+                json.dumps({"written_at": time.time()}))
+
+
+def loops_ended_since(model_dir, task_labels, since):
+  """The subset of `task_labels` whose clean loop end is newer than `since`."""
+  ended = set()
+  for label in task_labels:
+    try:
+      with open(_loop_ended_path(model_dir, label)) as f:
+        if json.load(f).get("written_at", 0) >= since:
+          ended.add(label)
+    except (OSError, ValueError):
+      continue
+  return ended
+
+
+def _started_path(model_dir, task_label):
+  return os.path.join(os.fsdecode(model_dir),
+                      "task_started-" + task_label.replace("/", "-"))
+
+
+def _read_record(path):
+  try:
+    with open(path) as f:
+      record = json.load(f)
+    return record if isinstance(record, dict) else None
+  except (OSError, ValueError):
+    return None
+
+
+def write_task_started(model_dir, task_label):
+  """Records that trainer `task_label` (re)starts training now.
+
+  Returns:
+    Its previous record ({"written_at": ..., "opened_at": ...}) or None.
+  """
+  path = _started_path(model_dir, task_label)
+  previous = _read_record(path)
+  _write_atomic(model_dir, path, json.dumps({"written_at": time.time()}))
+  return previous
+
+
+def write_task_opened(model_dir, task_label):
+  """Adds to the task's start record that its training session exists."""
+  path = _started_path(model_dir, task_label)
+  record = _read_record(path) or {"written_at": time.time()}
+  record["opened_at"] = time.time()
+  _write_atomic(model_dir, path, json.dumps(record))
+
+
+def task_records(model_dir, task_labels):
+  """{label: its start record} for the labels that have one."""
+  records = {}
+  for label in task_labels:
+    record = _read_record(_started_path(model_dir, label))
+    if record is not None:
+      records[label] = record
+  return records
 
 
 def clear_training_stopped(model_dir):

@@ -78,11 +78,21 @@ def _is_tensor_like(value):
       tf.is_tensor(value))
 
 
+def _enclosing_graphs(graph):
+  """`graph` and, inside a loop body's function graph, the graphs around it."""
+  graphs = []
+  while graph is not None:
+    graphs.append(graph)
+    graph = getattr(graph, "outer_graph", None)
+  return graphs
+
+
 def _check_in_graph(value, name, graph):
   items = value.values() if isinstance(value, dict) else [value]
+  graphs = _enclosing_graphs(graph)
   for item in items:
     item_graph = getattr(item, "graph", None)
-    if item_graph is not None and item_graph is not graph:
+    if item_graph is not None and not any(item_graph is g for g in graphs):
       raise errors.ModelFnError(
           f"{name} with {item!r} must be from the default graph. Possible "
           "causes: the model_fn built it in another tf.Graph, or kept a "

@@ -12,14 +12,18 @@ import dataclasses
 
 from absl import logging
 
+from harness import checkpoints
 from harness import errors
 from harness import hooks as hooks_lib
 from harness import input_pipeline
+from harness import preemption
 from harness import spec as spec_lib
+from harness import step_loop
 from harness._tf import tf
 
 __all__ = [
     "TrainContext",
+    "TrainGraph",
     "StopAtStepHook",
     "create_global_step",
     "build_local",
@@ -90,11 +94,25 @@ class StopAtStepHook(tf.compat.v1.train.StopAtStepHook):
   step is already at `last_step` would run (and count) one extra step.
   """
 
+  steps_per_run = 1  # Set by train_loop.run under steps_per_loop.
+
+  @property
+  def last_step(self):
+    """The step to stop at (known once the session exists)."""
+    return self._last_step
+
   def after_create_session(self, session, coord):
     super().after_create_session(session, coord)
     step = session.run(self._global_step_tensor)
     if self._last_step is not None and step >= self._last_step:
       coord.request_stop()
+
+  def after_run(self, run_context, run_values):
+    # TF's hook checks for the last step once `read + 1` reaches it; a run
+    # of the training loop advances up to `steps_per_run`.
+    super().after_run(run_context, tf.compat.v1.train.SessionRunValues(
+        results=run_values.results + self.steps_per_run - 1,
+        options=run_values.options, run_metadata=run_values.run_metadata))
 
 
 def set_graph_seed(seed):
@@ -119,19 +137,58 @@ def create_global_step(graph):
   return step
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TrainGraph:
+  """What `build_local` / `build_distributed` made.
+
+  Attributes:
+    spec: the TRAIN EstimatorSpec (under steps_per_loop > 1, `train_op` is
+      the loop and `loss` its last step's loss).
+    input_hooks: hooks that initialise the input iterator.
+    global_step: the global step variable.
+    steps_per_loop: training steps one `session.run` makes.
+    stop_at: the loop's stop-step placeholder (None without a loop).
+  """
+  spec: object
+  input_hooks: list
+  global_step: object
+  steps_per_loop: int = 1
+  stop_at: object = None
+
+
 def build_local(call_model_fn, input_fn, params, config):
   """Builds a single-device TRAIN graph in the default graph.
 
   Returns:
-    (spec, input_hooks, global_step_tensor)
+    A TrainGraph.
   """
   graph = tf.compat.v1.get_default_graph()
   set_graph_seed(config.tf_random_seed)
   global_step = create_global_step(graph)
-  features, labels, input_hooks = input_pipeline.features_and_labels(
-      input_fn, ModeKeys.TRAIN, params, config)
-  spec = call_model_fn(features, labels, ModeKeys.TRAIN, config)
-  return spec, input_hooks, global_step
+  result = spec_lib.call_input_fn(input_fn, ModeKeys.TRAIN, params, config)
+  steps_per_loop = step_loop.check_input(
+      isinstance(result, tf.data.Dataset), config.steps_per_loop)
+  if steps_per_loop == 1:
+    features, labels, input_hooks = input_pipeline.parse_input_fn_result(
+        result)
+    spec = call_model_fn(features, labels, ModeKeys.TRAIN, config)
+    return TrainGraph(spec=spec, input_hooks=input_hooks,
+                      global_step=global_step)
+  iterator = tf.compat.v1.data.make_initializable_iterator(result)
+  _register_global_step_read(global_step.read_value)
+
+  def step_fn():
+    features, labels = input_pipeline.parse_features_and_labels(
+        iterator.get_next())
+    return call_model_fn(features, labels, ModeKeys.TRAIN, config)
+
+  looped = step_loop.build(
+      step_fn, steps_per_loop=steps_per_loop, step_read=global_step.read_value,
+      global_step=global_step)
+  return TrainGraph(
+      spec=looped.spec, global_step=global_step, steps_per_loop=steps_per_loop,
+      input_hooks=[input_pipeline.DatasetInitializerHook(iterator)],
+      stop_at=looped.stop_at)
 
 
 def _loss_reduce_op():
@@ -152,7 +209,7 @@ def build_distributed(strategy, call_model_fn, input_fn, params, config):
   over this worker's replicas only (see `_local_reported_loss`).
 
   Returns:
-    (spec, input_hooks, global_step_tensor)
+    A TrainGraph.
   """
   graph = tf.compat.v1.get_default_graph()
   scale = getattr(strategy, "_scale_loss_for_estimator_enabled", None)
@@ -163,25 +220,38 @@ def build_distributed(strategy, call_model_fn, input_fn, params, config):
       iterator, input_hooks = input_pipeline.distributed_iterator(
           strategy, input_fn, ModeKeys.TRAIN, params, config)
       global_step = create_global_step(graph)
-      _register_global_step_read(strategy, global_step)
-      features, labels = input_pipeline.parse_features_and_labels(
-          iterator.get_next(), check=False)
-      grouped = strategy.extended.call_for_each_replica(
-          call_model_fn, args=(features, labels, ModeKeys.TRAIN, config))
-      loss = _local_reported_loss(strategy, grouped.loss)
-      first = lambda hooks: [
-          strategy.experimental_local_results(h)[0] for h in hooks]
-      scaffold = _distributed_scaffold(grouped.scaffold, strategy)
-      spec = spec_lib.EstimatorSpec(
-          mode=ModeKeys.TRAIN, loss=loss,
-          train_op=strategy.group(grouped.train_op),
-          training_hooks=first(grouped.training_hooks),
-          training_chief_hooks=first(grouped.training_chief_hooks),
-          scaffold=scaffold)
-  return spec, input_hooks, global_step
+      read_step = lambda: strategy.extended.read_var(global_step)
+      _register_global_step_read(read_step)
+
+      def step_fn():
+        features, labels = input_pipeline.parse_features_and_labels(
+            iterator.get_next(), check=False)
+        grouped = strategy.extended.call_for_each_replica(
+            call_model_fn, args=(features, labels, ModeKeys.TRAIN, config))
+        loss = _local_reported_loss(strategy, grouped.loss)
+        first = lambda hooks: [
+            strategy.experimental_local_results(h)[0] for h in hooks]
+        scaffold = _distributed_scaffold(grouped.scaffold, strategy)
+        return spec_lib.EstimatorSpec(
+            mode=ModeKeys.TRAIN, loss=loss,
+            train_op=strategy.group(grouped.train_op),
+            training_hooks=first(grouped.training_hooks),
+            training_chief_hooks=first(grouped.training_chief_hooks),
+            scaffold=scaffold)
+
+      if config.steps_per_loop == 1:
+        return TrainGraph(spec=step_fn(), input_hooks=input_hooks,
+                          global_step=global_step)
+      looped = step_loop.build(
+          step_fn, steps_per_loop=config.steps_per_loop, step_read=read_step,
+          global_step=global_step)
+  return TrainGraph(spec=looped.spec, input_hooks=input_hooks,
+                    global_step=global_step,
+                    steps_per_loop=config.steps_per_loop,
+                    stop_at=looped.stop_at)
 
 
-def _register_global_step_read(strategy, global_step):
+def _register_global_step_read(read_step):
   """Makes the hooks' global step read a plain read of the variable.
 
   Hooks (StopAtStep, CheckpointSaver, SummarySaver, StepCounter) read the
@@ -194,8 +264,7 @@ def _register_global_step_read(strategy, global_step):
   on non-empty BufRendezvous"). A plain read involves no peer; tf.estimator
   registered the same one.
   """
-  tf.compat.v1.add_to_collection(
-      _GLOBAL_STEP_READ_KEY, strategy.extended.read_var(global_step))
+  tf.compat.v1.add_to_collection(_GLOBAL_STEP_READ_KEY, read_step())
 
 
 def _local_reported_loss(strategy, per_replica_loss):
@@ -255,16 +324,18 @@ def _chief_summary_hooks(model_dir, config, scaffold):
     hooks.append(tf.compat.v1.train.StepCounterHook(
         output_dir=model_dir, every_n_steps=config.log_step_count_steps))
   if config.save_summary_steps and config.save_summary_steps > 0:
-    hooks.append(tf.compat.v1.train.SummarySaverHook(
+    hooks.append(step_loop.SummarySaverHook(
         scaffold=scaffold, save_steps=config.save_summary_steps,
         output_dir=model_dir))
   return hooks
 
 
-def run(spec, *, model_dir, config, context, hooks, input_hooks,
-        global_step_tensor, saving_listeners, max_steps=None,
-        examples_per_step=None):
+def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
+        max_steps=None, examples_per_step=None):
   """Runs the training loop until a hook stops it; returns the last loss."""
+  spec = train_graph.spec
+  input_hooks = train_graph.input_hooks
+  global_step_tensor = train_graph.global_step
   hooks = spec_lib.check_hooks(hooks, "hooks")
   saving_listeners = list(saving_listeners or [])
   for listener in saving_listeners:
@@ -314,20 +385,37 @@ def run(spec, *, model_dir, config, context, hooks, input_hooks,
   if context.should_init:
     creator = tf.compat.v1.train.ChiefSessionCreator(
         scaffold=scaffold, master=context.master,
-        config=context.session_config, checkpoint_dir=model_dir)
+        config=context.session_config,
+        checkpoint_filename_with_path=checkpoints.latest_usable_checkpoint(
+            model_dir))
   else:
     creator = _WaitForChiefSessionCreator(
         scaffold, context.master, context.session_config,
         config.session_creation_timeout_secs, context.recovery_wait_secs)
+  steps_per_loop = train_graph.steps_per_loop
+  step_loop.set_steps_per_run(worker_hooks, steps_per_loop)
+  if train_graph.stop_at is not None:
+    worker_hooks.append(step_loop.LoopBoundHook(
+        train_graph.stop_at, [h for h in worker_hooks if isinstance(
+            h, (StopAtStepHook, tf.compat.v1.train.CheckpointSaverHook))]))
+  # Last hook: SIGTERM -> stop (agreed across collective workers), raised
+  # as TrainingPreemptedError after the chief's final save; lost peers ->
+  # PeerLostError instead of an in-place session re-creation.
+  guard = preemption.TrainingGuard.for_run(config, context, model_dir)
+  creator = guard.wrap_creator(creator)
+  worker_hooks.append(guard.hook)
   loss = None
   steps_done = 0
-  with tf.compat.v1.train.MonitoredSession(
-      session_creator=creator, hooks=worker_hooks,
-      stop_grace_period_secs=120) as session:
-    fetches = [spec.train_op, spec.loss]
-    while not session.should_stop():
-      _, loss = session.run(fetches)
-      steps_done += 1
+  try:
+    with tf.compat.v1.train.MonitoredSession(
+        session_creator=creator, hooks=worker_hooks,
+        stop_grace_period_secs=120) as session:
+      fetches = [spec.train_op, spec.loss]
+      while not session.should_stop():
+        _, loss = session.run(fetches)
+        steps_done += 1
+  except (ValueError, TypeError) as e:
+    step_loop.raise_if_fetched_in_loop(e, steps_per_loop)
   if not steps_done:
     logging.warning(
         "train | %s | training made no steps: the input is empty or the "

@@ -137,6 +137,11 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
   from harness.estimator import check_supported_config  # pylint: disable=g-import-not-at-top
   check_supported_config(config)
   task_type = config.task_type
+  if config.remote_cluster is not None:
+    logging.info("train_and_evaluate | client | training on the remote "
+                 "cluster %s, evaluating in this process",
+                 config.remote_cluster)
+    return _run_local(estimator, train_spec, eval_spec)
   if not config.cluster_spec.as_dict() and task_type != "evaluator":
     logging.info("train_and_evaluate | local | training and evaluating in "
                  "this process (no TF_CONFIG cluster)")

@@ -89,11 +89,35 @@ class DistributedTest(absltest.TestCase):
     self.assertTrue(os.path.exists(
         os.path.join(result["exports"][0], "saved_model.pb")))
 
-  def _check_ps_cluster(self, strategy):
+  def test_collective_steps_per_loop_lands_on_max_steps(self):
+    # 7 steps per session.run, 2 workers x 2 devices: the loop's all-reduces
+    # stay in step, the loop ends at each checkpoint multiple and at
+    # max_steps exactly.
     model_dir = self.create_tempdir().full_path
-    code, output = _run_cluster(model_dir, strategy, extra=["--sync_start"],
+    code, output = _run_cluster(
+        model_dir, "collective", extra=["--devices=2", "--steps_per_loop=7"],
+        workers=2)
+    self.assertEqual(code, 0, output[-4000:])
+    ckpt_steps = sorted(int(p.rsplit("-", 1)[1].split(".")[0]) for p in
+                        glob.glob(os.path.join(model_dir, "model.ckpt-*.index")))
+    self.assertEqual(ckpt_steps, [0, 20, 40, 60])
+    for task in ("worker/0", "worker/1"):
+      self.assertIn(_MAX_STEPS, _steps_logged(output, task), output[-4000:])
+
+  def test_ps_steps_per_loop(self):
+    self._check_ps_cluster("none", extra=["--steps_per_loop=5"],
+                           evaluator=False)
+
+  def test_ps_strategy_steps_per_loop(self):
+    self._check_ps_cluster("ps", extra=["--steps_per_loop=5"],
+                           evaluator=False)
+
+  def _check_ps_cluster(self, strategy, extra=(), evaluator=True):
+    model_dir = self.create_tempdir().full_path
+    code, output = _run_cluster(model_dir, strategy,
+                                extra=["--sync_start", *extra],
                                 chief=True, workers=1,
-                                ps=1, evaluator=True)
+                                ps=1, evaluator=evaluator)
     self.assertEqual(code, 0, output[-4000:])
     latest = tf.train.latest_checkpoint(model_dir)
     # Asynchronous steps: each trainer may have one step in flight (its read
@@ -108,7 +132,8 @@ class DistributedTest(absltest.TestCase):
           os.path.exists(os.path.join(
               model_dir, "task_done-" + task.replace("/", "-"))), task)
       self.assertNotEmpty(_steps_logged(output, task), output[-4000:])
-    self.assertIn(step, _eval_steps(model_dir))
+    if evaluator:
+      self.assertIn(step, _eval_steps(model_dir))
 
   def test_chief_worker_ps_evaluator_without_strategy(self):
     self._check_ps_cluster("none")

@@ -80,6 +80,11 @@ class ReadEvalMetricsTest(absltest.TestCase):
             os.path.join(self.create_tempdir().full_path, "nope")), {})
 
 
+def _marker(marker):
+  """(reason, global_step) of a training_stopped marker."""
+  return marker["reason"], marker["global_step"]
+
+
 class MarkerTest(absltest.TestCase):
 
   def test_round_trip(self):
@@ -89,17 +94,17 @@ class MarkerTest(absltest.TestCase):
         model_dir, "early_stopping", np.int64(42))
     self.assertEqual(path, os.path.join(model_dir, "training_stopped"))
     with open(path) as f:
-      self.assertEqual(json.load(f),
-                       {"reason": "early_stopping", "global_step": 42})
-    self.assertEqual(early_stopping.read_training_stopped_marker(model_dir),
-                     {"reason": "early_stopping", "global_step": 42})
+      self.assertEqual(json.load(f)["global_step"], 42)
+    marker = early_stopping.read_training_stopped_marker(model_dir)
+    self.assertEqual((marker["reason"], marker["global_step"]),
+                     ("early_stopping", 42))
 
   def test_unreadable_marker_still_means_stopped(self):
     model_dir = self.create_tempdir()
     model_dir.create_file("training_stopped", content="{truncated")
     self.assertEqual(
         early_stopping.read_training_stopped_marker(model_dir.full_path),
-        {"reason": "unknown", "global_step": None})
+        {"reason": "unreadable marker", "global_step": None})
 
 
 class StopHooksTest(absltest.TestCase):
@@ -125,8 +130,8 @@ class StopHooksTest(absltest.TestCase):
     step = self._train(hook)
     self.assertEqual(step, 1)  # The first check is after the first step.
     self.assertEqual(
-        early_stopping.read_training_stopped_marker(self.model_dir),
-        {"reason": "early_stopping", "global_step": 1})
+        _marker(early_stopping.read_training_stopped_marker(self.model_dir)),
+        ("early_stopping", 1))
 
   def test_stop_if_lower_not_reached_trains_to_the_end(self):
     self._eval({0: {"loss": 5.0}, 10: {"loss": 2.0}})
@@ -219,8 +224,8 @@ class MakeEarlyStoppingHookTest(absltest.TestCase):
     self.assertBetween(step, 3, 6)  # Votes at ~1 and ~3; all stop a run later.
     self.assertIn("signal_early_stopping/STOP", est.get_variable_names())
     self.assertEqual(
-        early_stopping.read_training_stopped_marker(est.model_dir),
-        {"reason": "early_stopping", "global_step": step})
+        _marker(early_stopping.read_training_stopped_marker(est.model_dir)),
+        ("early_stopping", step))
 
   def test_chief_signals_worker_through_a_shared_variable(self):
     chief_est = estimator_lib.Estimator(
@@ -252,8 +257,9 @@ class MakeEarlyStoppingHookTest(absltest.TestCase):
         worker_est, lambda: self.fail("a worker must not evaluate"))
     self.assertEqual(run(worker_hook, is_chief=False), 1)
     self.assertEqual(
-        early_stopping.read_training_stopped_marker(chief_est.model_dir),
-        {"reason": "early_stopping", "global_step": 1})
+        _marker(early_stopping.read_training_stopped_marker(
+            chief_est.model_dir)),
+        ("early_stopping", 1))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """A tf.estimator-style job for cluster tests: run once per TF_CONFIG task.
 
     python -m tests.programs.cluster_job --model_dir=D --strategy=ps|collective|none
-        [--max_steps=N] [--devices=K] [--result=path.json]
+        [--max_steps=N] [--devices=K] [--steps_per_loop=K]
 
 Written as a legacy user would (model_fn, input_fn, RunConfig,
 train_and_evaluate). Each task writes what it saw to
@@ -94,6 +94,7 @@ def main():
   parser.add_argument("--log_steps", type=int, default=10)
   parser.add_argument("--ckpt_steps", type=int, default=20)
   parser.add_argument("--sync_start", action="store_true")
+  parser.add_argument("--steps_per_loop", type=int, default=1)
   args = parser.parse_args()
   strategy = make_strategy(args.strategy, args.devices)
   config = harness.RunConfig(
@@ -101,7 +102,8 @@ def main():
       save_checkpoints_secs=None,
       train_distribute=strategy, tf_random_seed=7,
       save_summary_steps=args.summary_steps,
-      log_step_count_steps=args.log_steps or None)
+      log_step_count_steps=args.log_steps or None,
+      steps_per_loop=args.steps_per_loop)
   est = harness.Estimator(model_fn, config=config)
   metrics, exports = harness.train_and_evaluate(
       est, harness.TrainSpec(input_fn, max_steps=args.max_steps, hooks=(

@@ -1,0 +1,114 @@
+"""One worker of `bench.scaling`'s collective cluster (a child process).
+
+    TF_CONFIG='{"cluster": {"worker": ["127.0.0.1:P0"]}, "task": {"type":
+    "worker", "index": 0}}' taskset -c 0 python -m bench.scaling_worker \\
+        --model_dir=/tmp/d --warmup_steps=100 --timed_steps=400
+
+Trains the bench MLP (784 -> 256 -> 256 -> 10, Adam 1e-3, the in-memory data
+of `bench.configs`, sharded by worker) with `harness.Estimator.train` under
+`tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy`, batch
+`--batch_size` per worker, and prints one line `SCALING_RESULT {json}`: the
+timed steps, their seconds, seconds from `--t0` to the end of the first
+step, replicas in sync.
+"""
+
+import argparse
+import json
+import os
+import resource
+import sys
+import time
+
+from bench import configs
+
+__all__ = ["RESULT_PREFIX", "main"]
+
+RESULT_PREFIX = "SCALING_RESULT "
+
+
+def _train(args, clock):
+  """Runs Estimator.train in this TF_CONFIG task; returns replicas in sync."""
+  from harness._tf import tf  # pylint: disable=g-import-not-at-top
+  import harness  # pylint: disable=g-import-not-at-top
+  images, labels = configs.data("mlp")
+
+  def input_fn(input_context=None):
+    dataset = tf.data.Dataset.from_tensor_slices(({"x": images}, labels))
+    if input_context is not None:
+      dataset = dataset.shard(input_context.num_input_pipelines,
+                              input_context.input_pipeline_id)
+    return dataset.repeat().batch(args.batch_size)  # Per worker.
+
+  def model_fn(features, labels, mode):
+    loss, train_op = configs.v1_train_op(tf, "mlp", features["x"], labels)
+    return harness.EstimatorSpec(mode=mode, loss=loss, train_op=train_op)
+
+  class ClockHook(tf.compat.v1.train.SessionRunHook):
+
+    def after_run(self, run_context, run_values):
+      clock.step_done(args.steps_per_loop)
+
+  strategy = tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy()
+  # No graph.pbtxt / graph events: the data is a 25 MB graph constant and
+  # writing it costs seconds on one core before step 1 (not timed here).
+  config = harness.RunConfig(
+      model_dir=args.model_dir, log_step_count_steps=100,
+      save_summary_steps=100, train_distribute=strategy,
+      checkpoint_save_graph_def=False,
+      tf_random_seed=configs.SEED, steps_per_loop=args.steps_per_loop)
+  estimator = harness.Estimator(model_fn=model_fn, config=config)
+  estimator.train(input_fn, hooks=[ClockHook()], max_steps=clock.total_steps)
+  if config.is_chief:
+    # Each run counted steps_per_loop steps: true only if none ended early.
+    final_step = int(estimator.get_variable_value("global_step"))
+    if final_step != clock.steps:
+      raise RuntimeError(
+          f"the clock counted {clock.steps} steps but training ended at "
+          f"global step {final_step}: some session.run made fewer than "
+          f"steps_per_loop={args.steps_per_loop} steps.")
+  return strategy.num_replicas_in_sync
+
+
+def _parse(argv):
+  parser = argparse.ArgumentParser(prog="python -m bench.scaling_worker")
+  parser.add_argument("--model_dir", required=True)
+  parser.add_argument("--batch_size", type=int, default=256,
+                      help="examples per worker per step")
+  parser.add_argument("--warmup_steps", type=int, required=True)
+  parser.add_argument("--timed_steps", type=int, required=True)
+  parser.add_argument("--steps_per_loop", type=int, default=1)
+  parser.add_argument("--t0", type=float, default=None,
+                      help="parent's time.time() before starting us")
+  return parser.parse_args(argv)
+
+
+def main(argv):
+  """Trains as one worker; prints its SCALING_RESULT line; returns 0."""
+  args = _parse(argv)
+  t0 = args.t0 if args.t0 is not None else time.time()
+  clock = configs.Clock(t0, args.warmup_steps, args.timed_steps,
+                        args.steps_per_loop)
+  result = {"task": os.environ.get("HARNESS_TASK", "?"),
+            "cpus": sorted(os.sched_getaffinity(0)),
+            "batch_size": args.batch_size,
+            "steps_per_loop": args.steps_per_loop,
+            "timed_steps": args.timed_steps}
+  try:
+    result["replicas"] = _train(args, clock)
+  except Exception as e:  # pylint: disable=broad-except
+    result["error"] = f"{type(e).__name__}: {str(e)[:500]}"
+  else:
+    if clock.timed_end is None:
+      result["error"] = (f"ran {clock.steps} steps, expected "
+                         f"{clock.total_steps}")
+    else:
+      result["seconds"] = clock.timed_end - clock.timed_start
+      result["first_step_secs"] = clock.first_step_end - t0
+  result["peak_rss_mib"] = (
+      resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0)
+  print(RESULT_PREFIX + json.dumps(result), flush=True)
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,606 @@
+"""Preemption (SIGTERM) and lost peers during training.
+
+`train_loop.run` puts one `TrainingGuard` around its MonitoredSession::
+
+    guard = preemption.TrainingGuard.for_run(config, context, model_dir)
+    creator = guard.wrap_creator(creator)   # session: lost-peer errors
+    hooks.append(guard.hook)                # last hook: SIGTERM -> stop
+
+* SIGTERM while training sets a flag (the handler does nothing else); the
+  hook asks the loop to stop after the current step, the chief's
+  CheckpointSaverHook saves at that step in `end()`, and the guard's hook,
+  the last one, then raises `TrainingPreemptedError`, so the process exits
+  non-zero and a supervisor restarts it; the restart resumes at that step.
+  A second SIGTERM goes to the previous handler (by default: exit at once).
+  Handlers can only be installed by the main thread; a trainer running in
+  another thread is told with `notify_preemption()`.
+* Collective (all-reduce) jobs must stop at the same step, or the peers of
+  a task that stopped alone wait forever in the next all-reduce. Each step
+  therefore all-reduces a 0/1 "stop" vote (one scalar collective, fed by the
+  hook, with the peer timeout): any SIGTERM anywhere stops every worker
+  after the same step.
+* A step that fails because a peer is gone (Unavailable, Aborted,
+  DeadlineExceeded, Cancelled) raises `errors.PeerLostError` naming the
+  peer, instead of MonitoredSession's silent session re-creation (which
+  under a collective strategy waits forever for the dead peer). Every step
+  of a multi-task job runs with a deadline of `HARNESS_PEER_TIMEOUT_SECS`
+  (default 60 s), which bounds detection of a hung peer. If the lost peer
+  had left its loop cleanly (its input ended first), the step loop ends
+  cleanly instead: all workers stop together at the last common step.
+"""
+
+import os
+import re
+import signal
+import socket
+import threading
+import time
+
+from absl import logging
+
+from harness import errors
+from harness import run_config as run_config_lib
+from harness import run_state
+from harness._tf import tf
+
+__all__ = [
+    "PEER_TIMEOUT_ENV",
+    "RESTART_WAIT_ENV",
+    "TrainingPreemptedError",
+    "TrainingGuard",
+    "fail_fast_rpcs",
+    "notify_preemption",
+    "peer_timeout_secs",
+    "restart_wait_secs",
+    "resumable_reason",
+]
+
+PEER_TIMEOUT_ENV = "HARNESS_PEER_TIMEOUT_SECS"
+RESTART_WAIT_ENV = "HARNESS_RESTART_WAIT_SECS"
+DEFAULT_PEER_TIMEOUT_SECS = 60.0
+DEFAULT_RESTART_WAIT_SECS = 600.0
+PREEMPTED_REASON = "preempted"
+# Keys of the vote collective: far above the strategy's own (which count up
+# from 1), so the two never share a group or an instance.
+_VOTE_GROUP_KEY = 1 << 30
+_VOTE_INSTANCE_KEY = (1 << 30) + 1
+_PEER_ERRORS = (tf.errors.UnavailableError, tf.errors.AbortedError,
+                tf.errors.DeadlineExceededError, tf.errors.CancelledError)
+# Raised with other codes when a collective lost its group (a peer died or
+# restarted): converted when the message says so.
+_MAYBE_PEER_ERRORS = (tf.errors.FailedPreconditionError,
+                      tf.errors.InternalError)
+_PEER_MESSAGE_RE = re.compile(
+    r"collective ops is aborted|incarnation|socket closed|connection reset|"
+    r"failed to connect|connection refused", re.IGNORECASE)
+_RENDEZVOUS_POLL_SECS = 0.5
+_TRAINER_JOBS = ("chief", "master", "worker")
+_TASK_RE = re.compile(r"/job:(\w+)/replica:\d+/task:(\d+)")
+_ADDRESS_RE = re.compile(r"([\w.\-]+:\d{2,5})")
+_PROBE_SECS = 0.5
+_STEP_CACHE_KEY = "global_step_read_op_cache"
+
+
+class TrainingPreemptedError(errors.HarnessError, RuntimeError):
+  """Training stopped early on SIGTERM; a checkpoint has its last step."""
+
+
+def _positive_secs(environ, name, default):
+  environ = os.environ if environ is None else environ
+  text = environ.get(name, "")
+  if not text.strip():
+    return default
+  try:
+    value = float(text)
+  except ValueError:
+    value = -1.0
+  if not value > 0:
+    raise errors.ConfigError(
+        f"{name}={text!r} is not a number of seconds > 0. Fix: set it to "
+        f"e.g. {default:g}, or unset it for the default ({default:g} s).")
+  return value
+
+
+def peer_timeout_secs(environ=None):
+  """Seconds after which a silent peer counts as lost (HARNESS_PEER_TIMEOUT_SECS).
+
+  It bounds each training step of a multi-task job, so it must exceed the
+  slowest step. Default 60.
+
+  Args:
+    environ: mapping to read (default `os.environ`).
+
+  Raises:
+    ConfigError: the variable is set but not a number > 0.
+  """
+  return _positive_secs(environ, PEER_TIMEOUT_ENV, DEFAULT_PEER_TIMEOUT_SECS)
+
+
+def restart_wait_secs(environ=None):
+  """How long the evaluator waits for a failed chief to come back (s).
+
+  HARNESS_RESTART_WAIT_SECS, default 600.
+
+  Raises:
+    ConfigError: the variable is set but not a number > 0.
+  """
+  return _positive_secs(environ, RESTART_WAIT_ENV, DEFAULT_RESTART_WAIT_SECS)
+
+
+def fail_fast_rpcs(environ=None):
+  """Makes TensorFlow's RPCs to a dead task fail at once (GRPC_FAIL_FAST).
+
+  By default TensorFlow's gRPC calls wait for a peer's channel to become
+  ready again: a trainer whose parameter server died hangs until the ps is
+  back, whatever the step deadline. With GRPC_FAIL_FAST=true they fail with
+  Unavailable at once. TensorFlow reads the variable at its first RPC, so
+  call this before the task's server or session exists. A non-empty value
+  the user set is kept.
+
+  Args:
+    environ: the environment to update (default `os.environ`).
+  """
+  environ = os.environ if environ is None else environ
+  if not environ.get("GRPC_FAIL_FAST", "").strip():  # Empty aborts TF.
+    environ["GRPC_FAIL_FAST"] = "true"
+
+
+def resumable_reason(reason):
+  """Whether a `training_stopped` reason means training should resume."""
+  reason = str(reason or "")
+  return reason == PREEMPTED_REASON or reason.startswith("failed")
+
+
+# ------------------------------------------------------------- the flag --
+
+
+class _Sigterm:
+  """The process-wide SIGTERM flag, live while at least one loop trains."""
+
+  def __init__(self):
+    self._lock = threading.Lock()
+    self._users = 0
+    self._previous = None
+    self._installed = False
+    self.event = threading.Event()
+
+  def acquire(self):
+    with self._lock:
+      self._users += 1
+      if self._users > 1:
+        return
+      self.event.clear()
+      if threading.current_thread() is not threading.main_thread():
+        logging.info("preempt | training runs outside the main thread: no "
+                     "SIGTERM handler installed (call harness.preemption."
+                     "notify_preemption() from the main thread's own)")
+        return
+      self._previous = signal.signal(signal.SIGTERM, self._on_signal)
+      self._installed = True
+
+  def release(self):
+    with self._lock:
+      self._users -= 1
+      if self._users > 0 or not self._installed:
+        return
+      self._installed = False
+      if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, self._previous or signal.SIG_DFL)
+      else:  # Cannot restore from here; forward from now on instead.
+        self._users = 0
+
+  def _on_signal(self, signum, frame):
+    if self._users > 0 and not self.event.is_set():
+      self.event.set()
+      logging.warning("preempt | SIGTERM: stopping after the current step "
+                      "and saving a checkpoint (send it again to exit now)")
+      return
+    previous = self._previous
+    if callable(previous):
+      previous(signum, frame)
+      return
+    if previous == signal.SIG_IGN:
+      return
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+_SIGTERM = _Sigterm()
+
+
+def notify_preemption():
+  """Stops every training loop of this process as SIGTERM would.
+
+  For programs that handle SIGTERM themselves, or train outside the main
+  thread (where harness cannot install its handler).
+  """
+  _SIGTERM.event.set()
+
+
+# --------------------------------------------------------- lost peers --
+
+
+def _first_line(error):
+  text = (getattr(error, "message", None) or str(error)).strip()
+  return text.splitlines()[0][:300] if text else type(error).__name__
+
+
+def _probe(address):
+  host, _, port = address.rpartition(":")
+  try:
+    with socket.create_connection((host, int(port)), timeout=_PROBE_SECS):
+      return True
+  except (OSError, ValueError):
+    return False
+
+
+class _Peers:
+  """This task's view of the cluster, to name a peer from an error text."""
+
+  def __init__(self, cluster, task_label):
+    self.task_label = task_label
+    self.by_address = {}
+    for job, addresses in cluster.items():
+      for index, address in enumerate(addresses):
+        name = f"{job}/{index}"
+        if name != task_label and job != "evaluator":
+          self.by_address[address] = name
+
+  def named_in(self, text):
+    names = [f"{job}/{task}" for job, task in _TASK_RE.findall(text)]
+    names += [self.by_address[a] for a in _ADDRESS_RE.findall(text)
+              if a in self.by_address]
+    return sorted(set(names) - {self.task_label})
+
+  def silent(self):
+    return sorted(name for address, name in self.by_address.items()
+                  if not _probe(address))
+
+  def ps(self):
+    return sorted(n for n in self.by_address.values() if n.startswith("ps/"))
+
+  def trainers(self):
+    return sorted(n for n in self.by_address.values()
+                  if n.split("/")[0] in _TRAINER_JOBS)
+
+
+class _GuardedSession(tf.compat.v1.Session.__mro__[-2]):  # SessionInterface.
+  """A raw session whose lost-peer errors become PeerLostError.
+
+  MonitoredSession re-creates its session on Unavailable/Aborted, which
+  with a dead collective peer waits forever; PeerLostError is not one of
+  those, so it ends the loop (and the process) instead.
+  """
+
+  def __init__(self, sess, guard):
+    self._sess = sess
+    self._guard = guard
+
+  @property
+  def graph(self):
+    return self._sess.graph
+
+  @property
+  def sess_str(self):
+    return self._sess.sess_str
+
+  def run(self, *args, **kwargs):
+    try:
+      return self._sess.run(*args, **kwargs)
+    except _PEER_ERRORS + _MAYBE_PEER_ERRORS as e:
+      self._guard.raise_for(e)
+      raise
+
+  def partial_run_setup(self, *args, **kwargs):
+    return self._sess.partial_run_setup(*args, **kwargs)
+
+  def partial_run(self, *args, **kwargs):
+    return self._sess.partial_run(*args, **kwargs)
+
+  def close(self):
+    try:
+      self._sess.close()
+    finally:
+      self._guard.closed()
+
+  def __getattr__(self, name):  # make_callable, list_devices, ...
+    return getattr(self._sess, name)
+
+
+class _GuardedCreator(tf.compat.v1.train.SessionCreator):
+
+  def __init__(self, creator, guard):
+    self._creator = creator
+    self._guard = guard
+    self._created = 0
+
+  def create_session(self):
+    self._created += 1
+    if self._created > 1:
+      raise errors.PeerLostError(
+          f"{self._guard.label}: the training session failed and "
+          f"MonitoredSession tried to re-create it ({self._guard.last_error}"
+          "); harness does not re-create sessions in place. The supervisor "
+          "restarts this task and it resumes from the last checkpoint.")
+    self._guard.before_session()
+    try:
+      sess = self._creator.create_session()
+    except _PEER_ERRORS + _MAYBE_PEER_ERRORS as e:
+      self._guard.raise_for(e, during="creating the session")
+      raise
+    self._guard.opened()
+    return _GuardedSession(sess, self._guard)
+
+
+# ------------------------------------------------------------- the hook --
+
+
+class _GuardHook(tf.compat.v1.train.SessionRunHook):
+  """SIGTERM -> stop (agreed under collective); raises after the save."""
+
+  def __init__(self, guard):
+    self._guard = guard
+    self._vote = None
+    self._local_flag = None
+    self._step = None
+    self._options = None
+    self._stop_requested = False
+
+  def begin(self):
+    guard = self._guard
+    cached = tf.compat.v1.get_collection(_STEP_CACHE_KEY)
+    self._step = cached[0] if cached else tf.compat.v1.train.get_global_step()
+    if guard.peer_timeout_secs and guard.multi_task:
+      self._options = tf.compat.v1.RunOptions(
+          timeout_in_ms=int(guard.peer_timeout_secs * 1000))
+    if guard.vote_group_size > 1:
+      with tf.compat.v1.device(guard.vote_device), tf.name_scope("preempt"):
+        self._local_flag = tf.compat.v1.placeholder_with_default(
+            tf.constant(0.0), shape=[], name="local_stop")
+        self._vote = tf.raw_ops.CollectiveReduceV2(
+            input=self._local_flag, group_size=guard.vote_group_size,
+            group_key=_VOTE_GROUP_KEY, instance_key=_VOTE_INSTANCE_KEY,
+            ordering_token=[], merge_op="Add", final_op="Id",
+            timeout_seconds=float(guard.peer_timeout_secs), name="stop_vote")
+
+  def after_create_session(self, session, coord):
+    del coord
+    self._stop_requested = False
+    self._guard.preempted_at = None
+    if self._step is not None:
+      logging.info("train | %s | starting at step %d", self._guard.label,
+                   session.run(self._step))
+
+  def before_run(self, run_context):
+    del run_context
+    if self._vote is None:
+      return tf.compat.v1.train.SessionRunArgs(None, options=self._options)
+    flag = 1.0 if _SIGTERM.event.is_set() else 0.0
+    return tf.compat.v1.train.SessionRunArgs(
+        self._vote, feed_dict={self._local_flag: flag}, options=self._options)
+
+  def after_run(self, run_context, run_values):
+    if self._vote is not None:
+      stop = run_values.results > 0
+      votes = int(run_values.results)
+    else:
+      stop = _SIGTERM.event.is_set()
+      votes = 1
+    if stop and not self._stop_requested:
+      self._stop_requested = True
+      logging.warning("preempt | %s | stopping: SIGTERM on %d task(s)%s",
+                      self._guard.label, votes,
+                      " (agreed by every worker)" if self._vote is not None
+                      else "")
+      run_context.request_stop()
+
+  def end(self, session):
+    if not self._stop_requested:
+      self._guard.loop_ended_cleanly()
+      return
+    step = session.run(self._step) if self._step is not None else None
+    self._guard.preempted_at = step
+    raise TrainingPreemptedError(
+        f"{self._guard.label}: training was preempted (SIGTERM) and stopped "
+        f"at step {step}"
+        + (", saved in a checkpoint" if self._guard.is_chief else "")
+        + ". Run the same command again (a supervisor such as harness.launch"
+        " --max_restarts or Kubernetes does) to resume from that step.")
+
+
+# ------------------------------------------------------------ the guard --
+
+
+class TrainingGuard:
+  """SIGTERM handling and lost-peer detection for one training loop.
+
+  Attributes:
+    hook: the SessionRunHook to add LAST to the loop's hooks.
+    preempted_at: the step the loop stopped at on SIGTERM, else None.
+  """
+
+  def __init__(self, *, task_label, is_chief, model_dir=None, cluster=None,
+               collective=False, peer_timeout_secs=DEFAULT_PEER_TIMEOUT_SECS,
+               clock=time.time, sleep=time.sleep):
+    """Makes the guard.
+
+    Args:
+      task_label: "chief/0", "worker/1", or "local".
+      is_chief: whether this task saves checkpoints.
+      model_dir: where peers record a clean end of their loop.
+      cluster: {job: [address, ...]} of a multi-task job, else None.
+      collective: whether the trainers all-reduce (stop by agreement).
+      peer_timeout_secs: step deadline and vote timeout, > 0.
+      clock, sleep: time source and sleep for records and waits (injected
+        by tests).
+    """
+    self.label = task_label
+    self.is_chief = is_chief
+    self.model_dir = model_dir
+    self.cluster = {job: list(a) for job, a in (cluster or {}).items()
+                    if job != "evaluator"}
+    trainers = [f"{job}/{i}" for job in _TRAINER_JOBS
+                for i in range(len(self.cluster.get(job, ())))]
+    self.multi_task = sum(len(a) for a in self.cluster.values()) > 1
+    self.vote_group_size = len(trainers) if collective else 0
+    self.vote_device = None
+    if self.vote_group_size > 1:
+      job, index = task_label.split("/")
+      self.vote_device = f"/job:{job}/replica:0/task:{index}/device:CPU:0"
+    self.peer_timeout_secs = peer_timeout_secs
+    self.preempted_at = None
+    self.last_error = None
+    self._peers = _Peers(self.cluster, task_label)
+    self._trainers = [t for t in trainers if t != task_label]
+    self._clock = clock
+    self._sleep = sleep
+    self._started_at = None
+    self._opened_at = None
+    self._open = False
+    self.hook = _GuardHook(self)
+
+  @classmethod
+  def for_run(cls, config, context, model_dir, environ=None):
+    """The guard for `train_loop.run` under `config` (a RunConfig)."""
+    cluster = None
+    collective = False
+    in_cluster = (config.remote_cluster is None and config.task_type in
+                  _TRAINER_JOBS and context.task_label != "local")
+    if in_cluster and config.cluster_spec:
+      cluster = config.cluster_spec.as_dict()
+      collective = run_config_lib.strategy_kind(
+          config.train_distribute) == "collective"
+    return cls(task_label=context.task_label, is_chief=context.is_chief,
+               model_dir=model_dir, cluster=cluster, collective=collective,
+               peer_timeout_secs=peer_timeout_secs(environ))
+
+  def wrap_creator(self, creator):
+    """The session creator to give MonitoredSession instead of `creator`."""
+    return _GuardedCreator(creator, self)
+
+  def opened(self):
+    self._opened_at = self._clock()
+    if self.model_dir and self.multi_task:
+      run_state.write_task_opened(self.model_dir, self.label)
+    if not self._open:
+      self._open = True
+      _SIGTERM.acquire()
+
+  def closed(self):
+    if self._open:
+      self._open = False
+      _SIGTERM.release()
+
+  def before_session(self):
+    """Records this start; a restarted collective task waits for its peers.
+
+    A collective group cannot take back a restarted member while the other
+    members still hold the old group (the new member fails with "incarnation
+    doesn't match"). So a collective task waits, up to 3 x the peer timeout
+    + 60 s, until every peer has (re)started since the last group formed
+    (the latest session opening on record): the survivors of a crash first
+    detect the loss (within the peer timeout), exit and are restarted.
+    """
+    if not self.multi_task:
+      return
+    self._wait_for_ports()
+    if not self.model_dir:
+      return
+    previous = run_state.write_task_started(self.model_dir, self.label)
+    self._started_at = self._clock()
+    if self.vote_group_size <= 1:
+      return
+    # When the last group formed: the latest session opening on record.
+    records = run_state.task_records(self.model_dir, self._trainers)
+    formed = max([r.get("opened_at", 0) for r in records.values()] +
+                 [(previous or {}).get("opened_at", 0)])
+    if not formed:
+      return
+    limit = 3 * self.peer_timeout_secs + 60
+    deadline = self._clock() + limit
+    logged = False
+    while True:
+      records = run_state.task_records(self.model_dir, self._trainers)
+      stale = sorted(t for t in self._trainers
+                     if records.get(t, {}).get("written_at", 0) < formed)
+      if not stale:
+        if logged:
+          logging.info("train | %s | every peer restarted: joining",
+                       self.label)
+        return
+      if self._clock() > deadline:
+        logging.warning("train | %s | %s did not restart in %g s; trying to "
+                        "join anyway", self.label, ", ".join(stale), limit)
+        return
+      if not logged:
+        logged = True
+        logging.info("train | %s | restarted: waiting (up to %g s) for %s "
+                     "to restart too, so that the collective group forms "
+                     "anew", self.label, limit, ", ".join(stale))
+      self._sleep(_RENDEZVOUS_POLL_SECS)
+
+  def _wait_for_ports(self):
+    """Waits until the peers this session talks to accept connections.
+
+    With fail-fast RPCs (`fail_fast_rpcs`) a session created before its
+    parameter servers (or, under collective, its peers) listen would fail
+    at once instead of waiting; tasks of one job start seconds apart.
+    """
+    needed = self._peers.ps() if not self.vote_group_size else (
+        self._peers.trainers())
+    limit = 3 * self.peer_timeout_secs + 60
+    deadline = self._clock() + limit
+    while True:
+      silent = sorted(set(needed) & set(self._peers.silent()))
+      if not silent:
+        return
+      if self._clock() > deadline:
+        logging.warning("train | %s | %s still not listening after %g s; "
+                        "creating the session anyway", self.label,
+                        ", ".join(silent), limit)
+        return
+      self._sleep(_RENDEZVOUS_POLL_SECS)
+
+  def loop_ended_cleanly(self):
+    if self.model_dir and self.multi_task:
+      run_state.write_loop_ended(self.model_dir, self.label)
+
+  def raise_for(self, error, during="a training step"):
+    """Raises what a peer error of the session means (or returns)."""
+    self.last_error = f"{type(error).__name__}: {_first_line(error)}"
+    if not self.multi_task:
+      return
+    text = getattr(error, "message", None) or str(error)
+    if isinstance(error, _MAYBE_PEER_ERRORS) and not _PEER_MESSAGE_RE.search(
+        text):
+      return
+    ended = run_state.loops_ended_since(
+        self.model_dir, self._trainers, self._opened_at or 0.0) if (
+            self.model_dir and self.vote_group_size > 1) else set()
+    if ended and during == "a training step":
+      logging.info("train | %s | %s left the step loop (input ended): "
+                   "ending here too", self.label, ", ".join(sorted(ended)))
+      raise tf.errors.OutOfRangeError(
+          None, None, f"peer {sorted(ended)} ended its input") from error
+    named = set(self._peers.named_in(text))
+    silent = set(self._peers.silent())
+    restarted = set()
+    if self.model_dir and self.vote_group_size > 1 and self._opened_at:
+      # Every collective peer recorded its start before the group formed.
+      restarted = {label for label, record in run_state.task_records(
+          self.model_dir, self._trainers).items()
+                   if record.get("written_at", 0) > self._opened_at}
+    candidates = [
+        (named & silent, "named in the error, not answering on its port"),
+        (restarted, "restarted since the group formed"),
+        (silent, "not answering on its port"),
+        (named, "named in the error")]
+    lost, how = next(((sorted(c), h) for c, h in candidates if c),
+                     ([], "unknown"))
+    raise errors.PeerLostError(
+        f"{self.label}: lost peer {', '.join(lost) or '(unknown)'} ({how}) "
+        f"during {during}: {self.last_error}. Every step has "
+        f"{self.peer_timeout_secs:g} s ({PEER_TIMEOUT_ENV}). Fix: restart "
+        "the failed task(s) (harness.launch --max_restarts=N and Kubernetes "
+        "do); training resumes from the last checkpoint. Raise "
+        f"{PEER_TIMEOUT_ENV} if single steps are that slow.") from error

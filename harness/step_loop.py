@@ -1,0 +1,210 @@
+"""K training steps inside one `session.run`: `RunConfig(steps_per_loop=K)`.
+
+A graph-mode step costs a `session.run` round trip plus every hook's
+before/after work, which for small models is most of the step. With
+`steps_per_loop=K` the TRAIN graph wraps "read a batch, call model_fn's
+train_op" in a `tf.while_loop`, so one `session.run` trains up to K steps:
+
+* `model_fn` is called once, while the loop body is built; its variables
+  (layers, optimizer slots, global step) are created outside the loop by
+  TensorFlow's init scope, so checkpoints are the same as with K = 1.
+* The loop ends early at the step a `StopAtStepHook` asks for (so `steps` /
+  `max_steps` land exactly) and at the step the checkpoint hook saves at
+  next (so checkpoint, and hence evaluation, cadence is unchanged).
+* The hooks' global-step read happens before the loop, so hooks see the step
+  counter advance by (up to) K per run; harness's own hooks and TF's
+  checkpoint/step-counter/summary hooks are told K. Summaries `model_fn`
+  writes are those of the loop's last step.
+* Tensors inside the loop cannot be fetched from outside: hooks that fetch
+  model_fn tensors (a `LoggingTensorHook` on a hidden layer) need K = 1.
+  The loss is available: `spec.loss` becomes the last step's loss.
+
+`input_fn` must return a `tf.data.Dataset` (each iteration reads the next
+batch); one returning tensors trains one step per run, with a warning.
+"""
+
+import dataclasses
+
+from absl import logging
+import numpy as np
+
+from harness import errors
+from harness._tf import tf
+
+__all__ = [
+    "LoopedStep",
+    "build",
+    "LoopBoundHook",
+    "SummarySaverHook",
+    "set_steps_per_run",
+    "raise_if_fetched_in_loop",
+    "check_input",
+]
+
+_SUMMARIES = tf.compat.v1.GraphKeys.SUMMARIES
+_NO_BOUND = np.iinfo(np.int64).max
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopedStep:
+  """The loop's graph pieces.
+
+  Attributes:
+    spec: model_fn's TRAIN EstimatorSpec, with `train_op` the loop and
+      `loss` the last step's loss (float32), both outside the loop.
+    stop_at: int64 placeholder: the loop stops at this global step.
+    steps_per_loop: K.
+  """
+  spec: object
+  stop_at: object
+  steps_per_loop: int
+
+
+def build(step_fn, *, steps_per_loop, step_read, global_step):
+  """Builds the training loop in the default graph.
+
+  Args:
+    step_fn: `fn() -> EstimatorSpec`: reads one batch and calls model_fn;
+      called once, inside the loop body.
+    steps_per_loop: K > 1, the most steps one run makes.
+    step_read: `fn() -> Tensor`, a read of the global step (also callable
+      inside the loop; under a strategy, a local read needing no peer).
+    global_step: the global step variable (a fetch of it, like the hooks'
+      read, is taken before the loop starts).
+
+  Returns:
+    A LoopedStep.
+  """
+  graph = tf.compat.v1.get_default_graph()
+  stop_at = tf.compat.v1.placeholder_with_default(
+      tf.constant(_NO_BOUND, tf.int64), shape=[], name="steps_per_loop_stop")
+  outer_summaries = list(graph.get_collection(_SUMMARIES))
+  built = {}
+
+  def cond(i, step, loss, summary):
+    del loss, summary
+    return tf.logical_and(i < steps_per_loop, step < stop_at)
+
+  def body(i, step, loss, summary):
+    del step, loss, summary
+    spec = step_fn()
+    built["spec"] = spec
+    built["summaries"] = [
+        s for s in graph.get_collection(_SUMMARIES)
+        if not any(s is o for o in outer_summaries)]
+    merged = (tf.compat.v1.summary.merge(built["summaries"])
+              if built["summaries"] else tf.constant(""))
+    with tf.control_dependencies([spec.train_op]):
+      return (i + 1, tf.cast(step_read(), tf.int64),
+              tf.identity(tf.cast(spec.loss, tf.float32)),
+              tf.identity(merged))
+
+  # The hooks' global step reads (fetched in the same run) are taken before
+  # the loop starts, so what they see is the step before the run.
+  from harness import _tf_private  # pylint: disable=g-import-not-at-top
+  read_before = list(tf.compat.v1.get_collection("global_step_read_op_cache"))
+  read_before.append(_tf_private.variable_fetch_tensor(global_step))
+  with tf.control_dependencies(read_before):
+    start = tf.cast(step_read(), tf.int64)
+  _, _, loss, summary = tf.while_loop(
+      cond, body,
+      [tf.constant(0), start, tf.constant(0.0), tf.constant("")],
+      parallel_iterations=1, name="steps_per_loop")
+  # Summary tensors made inside the loop body cannot be run from outside:
+  # replace them by the loop's output, the merged summaries of its last
+  # step, so that merge_all (the SummarySaverHook's op) still has them.
+  graph.clear_collection(_SUMMARIES)
+  for s in outer_summaries:
+    graph.add_to_collection(_SUMMARIES, s)
+  if built["summaries"]:
+    graph.add_to_collection(_SUMMARIES, summary)
+  spec = built["spec"]
+  looped = spec._replace(loss=loss, train_op=loss.op)  # pylint: disable=protected-access
+  return LoopedStep(spec=looped, stop_at=stop_at,
+                    steps_per_loop=steps_per_loop)
+
+
+def set_steps_per_run(hooks, steps_per_run):
+  """Tells TF's step-driven hooks that one run advances `steps_per_run`.
+
+  TF's CheckpointSaverHook otherwise assumes a huge value and reads the
+  global step in an extra `session.run` after every step.
+  """
+  from harness import _tf_private  # pylint: disable=g-import-not-at-top
+  for hook in hooks:
+    if isinstance(hook, (tf.compat.v1.train.CheckpointSaverHook,
+                         tf.compat.v1.train.StepCounterHook)):
+      _tf_private.set_hook_steps_per_run(hook, steps_per_run)
+    elif hasattr(hook, "steps_per_run"):  # harness's own step hooks.
+      hook.steps_per_run = steps_per_run
+
+
+class SummarySaverHook(tf.compat.v1.train.SummarySaverHook):
+  """TF's SummarySaverHook, for runs that advance `steps_per_run` steps.
+
+  TF's predicts the step after each run as `read + 1` and the next run's
+  as one more, which under a loop of K steps would save summaries only
+  every `save_steps` runs (K times too rarely).
+  """
+  steps_per_run = 1
+
+  def after_run(self, run_context, run_values):
+    extra = self.steps_per_run - 1
+    results = dict(run_values.results)
+    results["global_step"] = results["global_step"] + extra
+    super().after_run(run_context, tf.compat.v1.train.SessionRunValues(
+        results=results, options=run_values.options,
+        run_metadata=run_values.run_metadata))
+    if self._next_step is not None:
+      self._next_step += extra
+
+
+class LoopBoundHook(tf.compat.v1.train.SessionRunHook):
+  """Feeds the loop the step it must stop at.
+
+  That is the nearest of: the step a StopAtStepHook stops at, and the step
+  a step-based CheckpointSaverHook saves at next, so that `max_steps` and
+  checkpoints land where they would with one step per run.
+  """
+
+  def __init__(self, stop_at, hooks):
+    self._stop_at = stop_at
+    self._hooks = list(hooks)
+
+  def before_run(self, run_context):
+    del run_context
+    from harness import _tf_private  # pylint: disable=g-import-not-at-top
+    bounds = []
+    for hook in self._hooks:
+      if isinstance(hook, tf.compat.v1.train.CheckpointSaverHook):
+        bounds.append(_tf_private.checkpoint_hook_next_step(hook))
+      else:
+        bounds.append(getattr(hook, "last_step", None))
+    bounds = [b for b in bounds if b is not None]
+    if not bounds:
+      return None
+    return tf.compat.v1.train.SessionRunArgs(
+        fetches=None, feed_dict={self._stop_at: int(min(bounds))})
+
+
+def raise_if_fetched_in_loop(error, steps_per_loop):
+  """Re-raises a fetch of an in-loop tensor as a ConfigError with the fix."""
+  text = str(error)
+  if steps_per_loop > 1 and ("while" in text or "graph" in text):
+    raise errors.ConfigError(
+        f"With steps_per_loop={steps_per_loop}, model_fn's tensors live inside "
+        "the training loop and cannot be fetched by a hook (only the loss "
+        f"can): {text[:300]}. Fix: set RunConfig(steps_per_loop=1) (flag "
+        "--steps_per_loop=1) to use such hooks.") from error
+  raise error
+
+
+def check_input(input_fn_result_is_dataset, steps_per_loop):
+  """Returns the K to use: 1 (with a warning) when input is not a Dataset."""
+  if steps_per_loop > 1 and not input_fn_result_is_dataset:
+    logging.warning(
+        "steps_per_loop=%d needs an input_fn that returns a tf.data.Dataset "
+        "(each step of the loop reads the next batch); this one returned "
+        "tensors, so training runs one step per session.run.", steps_per_loop)
+    return 1
+  return steps_per_loop

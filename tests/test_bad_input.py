@@ -1,0 +1,417 @@
+"""Bad input, end to end: each case runs a harness binary as a subprocess.
+
+Every case checks what a user sees and what is left on disk: the exit status
+(1 a problem found while running, 2 bad flags or TF_CONFIG), exactly one
+error line from the binary on stderr naming the offending value and the fix,
+no Python traceback, and nothing corrupt in `model_dir` (it is not created,
+or its checkpoint files are unchanged). docs/ERRORS.md lists the same cases
+with their messages. The broken model_fns and input_fns live in
+tests/programs/bad_model_fns.py.
+"""
+
+import hashlib
+import json
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+
+from absl.testing import absltest
+import pytest
+
+_REPO = pathlib.Path(__file__).resolve().parent.parent
+_TIMEOUT_SECS = 60
+_BAD = "tests.programs.bad_model_fns"
+_LINEAR = ["--model_fn=linear", "--input_fn=constant"]
+# For cases that fail while flags are checked: resolving these imports no
+# TensorFlow, so each such case takes well under a second.
+_NO_TF = ["--model_fn=tests.programs.no_tf_fns:model_fn",
+          "--input_fn=tests.programs.no_tf_fns:make_input_fn"]
+_TRAIN = ["--mode=train", "--max_steps=2", "--verbosity=quiet"]
+
+
+def _run(args, *, module="harness.main", env=None, timeout=_TIMEOUT_SECS):
+  """Runs `python -m module args` from the repo root; (rc, stdout, stderr).
+
+  TF_CONFIG is removed from the inherited environment unless `env` sets it;
+  the repo root is on PYTHONPATH so that tests.programs.* import.
+  """
+  full_env = dict(os.environ)
+  full_env.pop("TF_CONFIG", None)
+  full_env["PYTHONPATH"] = os.pathsep.join(
+      [str(_REPO)] + ([full_env["PYTHONPATH"]] if full_env.get("PYTHONPATH")
+                      else []))
+  full_env.update(env or {})
+  process = subprocess.run(
+      [sys.executable, "-m", module] + list(args), cwd=_REPO, env=full_env,
+      capture_output=True, text=True, timeout=timeout, check=False)
+  return process.returncode, process.stdout, process.stderr
+
+
+def _tf_config(cluster, task_type, index):
+  return {"TF_CONFIG": json.dumps(
+      {"cluster": cluster, "task": {"type": task_type, "index": index}})}
+
+
+def _free_port():
+  with socket.socket() as sock:
+    sock.bind(("127.0.0.1", 0))
+    return sock.getsockname()[1]
+
+
+def _snapshot(directory):
+  """{relative path: sha256} of the files in `directory`, event files aside.
+
+  A failed run may add a TensorBoard event file; it must not change or add
+  a checkpoint, the `checkpoint` state file or graph.pbtxt.
+  """
+  result = {}
+  for path in sorted(pathlib.Path(directory).rglob("*")):
+    if path.is_file() and "tfevents" not in path.name:
+      result[str(path.relative_to(directory))] = hashlib.sha256(
+          path.read_bytes()).hexdigest()
+  return result
+
+
+class BadInputTest(absltest.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.root = self.create_tempdir().full_path
+    self.model_dir = os.path.join(self.root, "model")
+
+  def assert_one_error(self, result, code, *words, prefix="harness.main:"):
+    """Exit `code`, one `prefix` line holding `words`, no traceback."""
+    rc, stdout, stderr = result
+    report = (f"exit {rc}\nstdout tail:\n{stdout[-2000:]}\n"
+              f"stderr tail:\n{stderr[-3000:]}")
+    self.assertEqual(rc, code, report)
+    error_lines = [l for l in stderr.splitlines() if l.startswith(prefix)]
+    self.assertLen(error_lines, 1, report)
+    self.assertNotIn("Traceback", stderr, report)
+    for word in words:
+      self.assertIn(word, stderr, report)
+    return stderr
+
+  def assert_model_dir_not_created(self):
+    self.assertFalse(os.path.exists(self.model_dir),
+                     os.listdir(self.model_dir)
+                     if os.path.isdir(self.model_dir) else "")
+
+  def train_linear(self, model_dir=None):
+    rc, _, stderr = _run(_LINEAR + _TRAIN + [
+        f"--model_dir={model_dir or self.model_dir}"])
+    self.assertEqual(rc, 0, stderr[-3000:])
+
+  # ------------------------------------------------------------ TF_CONFIG
+
+  def test_tf_config_malformed_json(self):
+    result = _run(_NO_TF + _TRAIN + [f"--model_dir={self.model_dir}"],
+                  env={"TF_CONFIG": "{bad"})
+    self.assert_one_error(result, 2, "TF_CONFIG is not valid JSON", "{bad",
+                          "Fix:")
+    self.assert_model_dir_not_created()
+
+  def test_tf_config_unknown_task_type(self):
+    result = _run(_NO_TF + _TRAIN + [f"--model_dir={self.model_dir}"],
+                  env=_tf_config({"worker": ["127.0.0.1:1"]}, "boss", 0))
+    self.assert_one_error(result, 2, "task type 'boss'",
+                          "valid task types are ['worker', 'evaluator']",
+                          "Fix:")
+    self.assert_model_dir_not_created()
+
+  def test_tf_config_index_out_of_range(self):
+    result = _run(_NO_TF + _TRAIN + [f"--model_dir={self.model_dir}"],
+                  env=_tf_config({"worker": ["127.0.0.1:1"]}, "worker", 3))
+    self.assert_one_error(result, 2, '{"type": "worker", "index": 3}',
+                          "valid index 0..0", "Fix:")
+    self.assert_model_dir_not_created()
+
+  def test_tf_config_task_type_not_in_cluster(self):
+    result = _run(_NO_TF + _TRAIN + [f"--model_dir={self.model_dir}"],
+                  env=_tf_config({"worker": ["127.0.0.1:1"]}, "ps", 0))
+    self.assert_one_error(result, 2, "task type 'ps' is not a job of the "
+                          "cluster", "Fix:")
+    self.assert_model_dir_not_created()
+
+  def test_tf_config_two_chiefs(self):
+    result = _run(_NO_TF + _TRAIN + [f"--model_dir={self.model_dir}"],
+                  env=_tf_config({"chief": ["127.0.0.1:1", "127.0.0.1:2"]},
+                                 "chief", 0))
+    self.assert_one_error(result, 2, 'cluster["chief"] lists 2 addresses',
+                          "only one", "Fix: keep one")
+    self.assert_model_dir_not_created()
+
+  # ---------------------------------------------------------------- flags
+
+  def test_unknown_flag_suggests_the_right_one(self):
+    result = _run(_NO_TF + _TRAIN + ["--max_step=3",
+                                      f"--model_dir={self.model_dir}"])
+    self.assert_one_error(result, 2, "flag --max_step: unknown flag",
+                          "Did you mean --max_steps")
+    self.assert_model_dir_not_created()
+
+  def test_flag_value_of_the_wrong_type(self):
+    result = _run(_NO_TF + ["--mode=train", "--max_steps=abc",
+                             f"--model_dir={self.model_dir}"])
+    self.assert_one_error(result, 2, "flag --max_steps=abc",
+                          "Fix: give a whole number")
+    self.assert_model_dir_not_created()
+
+  def test_negative_max_steps(self):
+    result = _run(_NO_TF + ["--mode=train", "--max_steps=-1",
+                             f"--model_dir={self.model_dir}"])
+    self.assert_one_error(result, 2, "flag --max_steps=-1: must be >= 0",
+                          "Fix:")
+    self.assert_model_dir_not_created()
+
+  def test_zero_batch_size(self):
+    # --max_steps=0 is valid (train until the input ends); batch 0 is not.
+    result = _run(_NO_TF + _TRAIN + ["--batch_size=0",
+                                      f"--model_dir={self.model_dir}"])
+    self.assert_one_error(result, 2, "flag --batch_size=0: must be >= 1",
+                          "Fix: a positive global batch size")
+    self.assert_model_dir_not_created()
+
+  def test_mutually_exclusive_flags(self):
+    result = _run(_NO_TF + _TRAIN + [
+        "--save_checkpoints_steps=1", "--save_checkpoints_secs=5",
+        f"--model_dir={self.model_dir}"])
+    self.assert_one_error(
+        result, 2, "save_checkpoints_steps=1, save_checkpoints_secs=5: are "
+        "mutually exclusive", "Fix: give only one")
+    self.assert_model_dir_not_created()
+
+  def test_unknown_model_fn_name(self):
+    result = _run(["--model_fn=resnet9000", "--input_fn=constant",
+                   f"--model_dir={self.model_dir}"])
+    self.assert_one_error(result, 2, "--model_fn='resnet9000' is not a "
+                          "registered model_fn", "linear, mnist_cnn",
+                          "package.module:function")
+    self.assert_model_dir_not_created()
+
+  def test_model_fn_module_without_that_function(self):
+    module = "tests.programs.no_tf_fns"
+    result = _run([f"--model_fn={module}:no_such_fn",
+                   f"--model_dir={self.model_dir}"])
+    self.assert_one_error(result, 2, "has no attribute 'no_such_fn'",
+                          f"Fix: name the function as '{module}:<function>'")
+    self.assert_model_dir_not_created()
+
+  def test_unknown_params_key(self):
+    result = _run(_NO_TF + _TRAIN + ["--params=learning_rat=0.1",
+                                      f"--model_dir={self.model_dir}"])
+    self.assert_one_error(result, 2, "unknown key 'learning_rat'",
+                          "learning_rate")
+    self.assert_model_dir_not_created()
+
+  def test_positional_argument(self):
+    result = _run(_NO_TF + _TRAIN + ["train"])
+    self.assert_one_error(result, 2, "unexpected arguments ['train']",
+                          "flags only")
+
+  def test_launch_bad_flag(self):
+    result = _run(["--workers=-1", "--", sys.executable, "-c", "pass"],
+                  module="harness.launch")
+    self.assert_one_error(result, 2, "flag --workers=-1",
+                          prefix="launch: error:")
+
+  # ------------------------------------------------------------- model_fn
+
+  def test_model_fn_returns_a_dict(self):
+    result = _run([f"--model_fn={_BAD}:returns_dict", "--input_fn=constant",
+                   f"--model_dir={self.model_dir}"] + _TRAIN)
+    self.assert_one_error(result, 1, "ModelFnError: model_fn should return "
+                          "an EstimatorSpec, it returned dict")
+    self.assert_model_dir_not_created()
+
+  def test_train_spec_without_train_op(self):
+    result = _run([f"--model_fn={_BAD}:train_spec_without_train_op",
+                   "--input_fn=constant", f"--model_dir={self.model_dir}"]
+                  + _TRAIN)
+    self.assert_one_error(result, 1, "ModelFnError: Missing train_op",
+                          "optimizer.minimize(loss")
+    self.assert_model_dir_not_created()
+
+  def test_model_fn_raises_value_error(self):
+    args = [f"--model_fn={_BAD}:raises_value_error", "--input_fn=constant",
+            f"--model_dir={self.model_dir}", "--mode=train", "--max_steps=2"]
+    result = _run(args + ["--verbosity=quiet"])
+    self.assert_one_error(
+        result, 1, "ValueError: hidden_units must be positive, got -3",
+        "raised in the model_fn at tests/programs/bad_model_fns.py:",
+        "in raises_value_error", "--verbosity=debug")
+    self.assert_model_dir_not_created()
+    # The user's own exception keeps its traceback under --verbosity=debug.
+    rc, _, stderr = _run(args + ["--verbosity=debug"])
+    self.assertEqual(rc, 1, stderr[-3000:])
+    self.assertIn("Traceback", stderr)
+    self.assertIn('bad_model_fns.py", line', stderr)
+
+  def test_labels_shape_mismatch_in_model_fn(self):
+    result = _run([f"--model_fn={_BAD}:labels_of_width_3",
+                   "--input_fn=constant", f"--model_dir={self.model_dir}"]
+                  + _TRAIN)
+    self.assert_one_error(
+        result, 1, "ValueError: Shapes (None, 1) and (None, 3) are "
+        "incompatible", "in labels_of_width_3")
+    self.assert_model_dir_not_created()
+
+  # ------------------------------------------------------------- input_fn
+
+  def test_input_fn_returns_a_list_of_3(self):
+    result = _run(["--model_fn=linear",
+                   f"--input_fn={_BAD}:make_list_of_3_input_fn",
+                   f"--model_dir={self.model_dir}"] + _TRAIN)
+    self.assert_one_error(result, 1, "InputFnError", "list of length 3",
+                          "Fix: return features alone, or a (features, "
+                          "labels) pair")
+    self.assert_model_dir_not_created()
+
+  def test_input_fn_raises(self):
+    result = _run(["--model_fn=linear",
+                   f"--input_fn={_BAD}:make_raising_input_fn",
+                   f"--model_dir={self.model_dir}"] + _TRAIN)
+    self.assert_one_error(result, 1, "KeyError: 'csv_columns'",
+                          "raised in the input_fn at")
+    self.assert_model_dir_not_created()
+
+  def test_labels_shape_mismatch_at_run_time(self):
+    result = _run(["--model_fn=linear",
+                   f"--input_fn={_BAD}:make_wide_labels_input_fn",
+                   f"--model_dir={self.model_dir}"] + _TRAIN)
+    # Which op meets the mismatch first (forward or gradient) varies.
+    self.assert_one_error(
+        result, 1, "InvalidArgumentError: Incompatible shapes: [", "[10,1]",
+        "[30,1]", "Fix: make the features and labels the input_fn yields "
+        "match")
+    # Only the step-0 checkpoint the session wrote before the first step.
+    state = pathlib.Path(self.model_dir, "checkpoint").read_text()
+    self.assertIn('model_checkpoint_path: "model.ckpt-0"', state)
+
+  def test_missing_data_dir(self):
+    data_dir = os.path.join(self.root, "no_such_data")
+    result = _run(["--model_fn=mnist_mlp", "--input_fn=mnist_idx",
+                   f"--data_dir={data_dir}", f"--model_dir={self.model_dir}"]
+                  + _TRAIN)
+    self.assert_one_error(result, 1, f"InputFnError: input_fns.mnist_idx: "
+                          f"data_dir='{data_dir}' is not a folder",
+                          "Fix: pass --data_dir=")
+    self.assert_model_dir_not_created()
+
+  def test_data_dir_with_the_wrong_files(self):
+    data_dir = self.create_tempdir().full_path
+    pathlib.Path(data_dir, "train.csv").write_text("x,y\n1,1\n")
+    result = _run(["--model_fn=mnist_mlp", "--input_fn=mnist_idx",
+                   f"--data_dir={data_dir}", f"--model_dir={self.model_dir}"]
+                  + _TRAIN)
+    self.assert_one_error(result, 1, f"data_dir='{data_dir}' has no t10k "
+                          "image/label pair", "Fix:")
+    self.assert_model_dir_not_created()
+
+  # ---------------------------------------------------------------- ports
+
+  def test_server_port_in_use(self):
+    with socket.socket() as taken:
+      taken.bind(("127.0.0.1", 0))
+      taken.listen(1)
+      port = taken.getsockname()[1]
+      result = _run([], module="harness.server",
+                    env=_tf_config({"worker": [f"127.0.0.1:{port}"]},
+                                   "worker", 0))
+    self.assert_one_error(result, 2, f"127.0.0.1:{port}",
+                          "check that no other process uses the port",
+                          prefix="server: error:")
+
+  def test_tf_config_task_port_in_use(self):
+    with socket.socket() as taken:
+      taken.bind(("127.0.0.1", 0))
+      taken.listen(1)
+      port = taken.getsockname()[1]
+      result = _run(_LINEAR + _TRAIN + ["--strategy=collective",
+                                        f"--model_dir={self.model_dir}"],
+                    env=_tf_config({"worker": [f"127.0.0.1:{port}"]},
+                                   "worker", 0))
+    self.assert_one_error(result, 1, "ClusterConfigError",
+                          f"worker/0 on '127.0.0.1:{port}'",
+                          "Fix: free the port")
+    self.assertEqual(_snapshot(self.model_dir) if os.path.isdir(
+        self.model_dir) else {}, {})
+
+  @pytest.mark.slow  # The client retries each server for 30 s.
+  def test_unreachable_remote_cluster(self):
+    worker, ps = _free_port(), _free_port()
+    result = _run(_LINEAR + _TRAIN + [
+        "--strategy=parameter_server",
+        f"--remote_cluster=worker=127.0.0.1:{worker};ps=127.0.0.1:{ps}",
+        f"--model_dir={self.model_dir}"], timeout=120)
+    if "remote mode" in result[2] and "NotSupportedError" in result[2]:
+      self.skipTest("remote mode pending")
+    self.assert_one_error(result, 1, "RemoteClusterError",
+                          f"127.0.0.1:{worker}", f"127.0.0.1:{ps}",
+                          "Fix: start `python -m harness.server`")
+    self.assertEqual(_snapshot(self.model_dir) if os.path.isdir(
+        self.model_dir) else {}, {})
+
+  # ------------------------------------------------- model_dir and files
+
+  def test_model_dir_under_a_regular_file(self):
+    a_file = os.path.join(self.root, "a_file")
+    pathlib.Path(a_file).write_text("not a folder")
+    model_dir = os.path.join(a_file, "model")
+    result = _run(_NO_TF + _TRAIN + [f"--model_dir={model_dir}"])
+    self.assert_one_error(result, 1, f"ConfigError: --model_dir={model_dir}"
+                          f" cannot be created or written: {a_file} is a "
+                          "file", "Fix: pass a --model_dir in a writable")
+    self.assertEqual(pathlib.Path(a_file).read_text(), "not a folder")
+
+  def test_read_only_model_dir(self):
+    if os.geteuid() == 0:
+      self.skipTest("root ignores permissions; "
+                    "test_model_dir_under_a_regular_file covers root")
+    read_only = os.path.join(self.root, "read_only")
+    os.mkdir(read_only, 0o500)
+    self.addCleanup(os.chmod, read_only, 0o700)
+    model_dir = os.path.join(read_only, "model")
+    result = _run(_NO_TF + _TRAIN + [f"--model_dir={model_dir}"])
+    self.assert_one_error(result, 1, f"--model_dir={model_dir}",
+                          "is not writable", "Fix:")
+    self.assertEmpty(os.listdir(read_only))
+
+  def test_checkpoint_of_a_different_model(self):
+    self.train_linear()
+    before = _snapshot(self.model_dir)
+    result = _run(["--model_fn=mnist_mlp", "--input_fn=synthetic",
+                   "--mode=train", "--max_steps=4", "--verbosity=quiet",
+                   f"--model_dir={self.model_dir}"])
+    self.assert_one_error(
+        result, 1, "CheckpointError", "does not fit this model",
+        "not found in checkpoint", "linear/kernel",
+        "Fix: train this model in a new --model_dir")
+    self.assertEqual(_snapshot(self.model_dir), before)
+
+  def test_evaluate_without_a_checkpoint(self):
+    os.mkdir(self.model_dir)
+    result = _run(_NO_TF + ["--mode=evaluate", "--eval_steps=2",
+                             f"--model_dir={self.model_dir}"])
+    self.assert_one_error(result, 1, "CheckpointError: --mode=evaluate: "
+                          f"--model_dir={self.model_dir} holds no checkpoint",
+                          "Fix: train first")
+    self.assertEmpty(os.listdir(self.model_dir))
+
+  def test_export_where_a_file_is_in_the_way(self):
+    os.mkdir(self.model_dir)
+    in_the_way = os.path.join(self.model_dir, "export")
+    pathlib.Path(in_the_way).write_text("not a folder")
+    result = _run(_NO_TF + ["--mode=export", "--verbosity=quiet",
+                             f"--model_dir={self.model_dir}"])
+    self.assert_one_error(result, 1, "ConfigError",
+                          f"but {in_the_way} is a file",
+                          "Fix: move that file away")
+    self.assertEqual(os.listdir(self.model_dir), ["export"])
+    self.assertEqual(pathlib.Path(in_the_way).read_text(), "not a folder")
+
+
+if __name__ == "__main__":
+  absltest.main()

@@ -1,0 +1,164 @@
+"""Chaos: kill random tasks of a running cluster; restarts finish the job.
+
+A harness.launch cluster (chief, 2 workers, a ps or collective all-reduce,
+an evaluator) trains tests/programs/chaos_job.py with --max_restarts. While
+it trains, the test kills (SIGKILL) or preempts (SIGTERM) a random trainer
+or ps several times, each time once training has resumed. The job must
+still end with exit 0, global_step == max_steps in a final checkpoint that
+loads, and an evaluation of that checkpoint. The log (printed, and in a
+failure message) shows each kill, how long the survivors took to notice it,
+and the step training resumed from.
+"""
+
+import glob
+import os
+import random
+import signal
+import time
+
+from absl import logging
+from absl.testing import absltest
+from absl.testing import parameterized
+import pytest
+
+from harness import checkpoints
+from harness import preemption
+from harness._tf import tf
+from tests.programs import launch_watch as watch
+
+_MAX_STEPS = 240
+_CKPT_STEPS = 20
+_KILLS = 3
+_PEER_TIMEOUT_SECS = 10
+_RUN_TIMEOUT_SECS = 200
+_TRAINERS = ("chief/0", "worker/0", "worker/1")
+_STARTING = r"\[({task})\].*starting at step (\d+)"
+_STEP = r"\[(chief/0|worker/\d)\].*\| step (\d+)/"
+# What a survivor prints when it notices a lost peer (or agrees to stop).
+_NOTICED = r"\[({tasks})\].*(lost peer|stopping: SIGTERM|input ended)"
+
+
+def _eval_steps(model_dir):
+  steps = set()
+  for path in glob.glob(os.path.join(model_dir, "eval", "events.out.*")):
+    for event in tf.compat.v1.train.summary_iterator(path):
+      if any(v.tag == "loss" for v in event.summary.value):
+        steps.add(event.step)
+  return steps
+
+
+class _Chaos:
+  """Kills tasks of one running job and keeps a log of what happened."""
+
+  def __init__(self, model_dir, out, rng, victims):
+    self.model_dir = model_dir
+    self.out = out
+    self.rng = rng
+    self.victims = victims
+    self.log = []
+
+  def note(self, text):
+    line = f"chaos | t={self.out.now():6.1f} s | {text}"
+    self.log.append(line)
+    logging.info("%s", line)
+
+  def wait_until_training(self, after):
+    """Waits until every trainer (re)started after `after` and stepped."""
+    for task in _TRAINERS:
+      watch.wait_for(self.out, _STARTING.format(task=task), 150, after)
+    found = watch.wait_for(self.out, _STEP, 60, after)
+    return found[-1][0]
+
+  def last_step(self):
+    steps = self.out.find(_STEP)
+    return int(steps[-1][1].group(2)) if steps else 0
+
+  def kill_once(self, after):
+    self.wait_until_training(after)
+    time.sleep(self.rng.uniform(0.5, 3.0))
+    victim = self.rng.choice(self.victims)
+    signum = self.rng.choice([signal.SIGKILL, signal.SIGKILL, signal.SIGTERM])
+    step = self.last_step()
+    pid = watch.task_pid(self.model_dir, victim)
+    killed_at = self.out.now()
+    os.kill(pid, signum)
+    self.note(f"{signal.Signals(signum).name} to {victim} (pid {pid}) near "
+              f"step {step}")
+    return killed_at, victim, signum, step
+
+  def report(self, killed_at, victim, signum, step, until):
+    """Logs detection times and the resume step of one kill."""
+    others = [t for t in self.victims if t != victim and not t.startswith(
+        "ps/")]
+    for task in others:
+      seen = [t for t, _ in self.out.find(_NOTICED.format(tasks=task),
+                                          killed_at) if t < until]
+      self.note(f"  {task} noticed after "
+                + (f"{seen[0] - killed_at:.2f} s" if seen else
+                   "- (kept training: not affected)"))
+    resumed = self.out.find(_STARTING.format(task="chief/0"), killed_at)
+    resume_step = int(resumed[0][1].group(2)) if resumed else None
+    if resume_step is None:
+      self.note("  chief/0 kept running (no restart)")
+      return None
+    self.note(f"  resumed at step {resume_step} (killed near step {step}; "
+              f"checkpoint interval {_CKPT_STEPS})")
+    if signum == signal.SIGKILL or victim.startswith("ps/"):
+      return step - resume_step
+    return None
+
+
+@pytest.mark.slow
+class ChaosTest(parameterized.TestCase):
+
+  @parameterized.parameters((11, "collective"), (23, "ps"),
+                            (37, "collective"))
+  def test_random_kills_with_restarts_finish_the_job(self, seed, strategy):
+    model_dir = self.create_tempdir().full_path
+    out = watch.Lines()
+    ps = 1 if strategy == "ps" else 0
+    victims = list(_TRAINERS) + [f"ps/{i}" for i in range(ps)]
+    thread, result = watch.launch_job(
+        model_dir, out,
+        extra=[f"--strategy={strategy}", f"--max_steps={_MAX_STEPS}",
+               f"--ckpt_steps={_CKPT_STEPS}", "--step_secs=0.05"],
+        env={preemption.PEER_TIMEOUT_ENV: str(_PEER_TIMEOUT_SECS)},
+        timeout_secs=_RUN_TIMEOUT_SECS, chief=True, workers=2, ps=ps,
+        evaluator=True, max_restarts=2 * _KILLS)
+    chaos = _Chaos(model_dir, out, random.Random(seed), victims)
+    chaos.note(f"seed {seed}, {strategy}, max_steps {_MAX_STEPS}")
+    kills = []
+    after = 0.0
+    try:
+      for _ in range(_KILLS):
+        if chaos.last_step() >= _MAX_STEPS - 4 * _CKPT_STEPS:
+          break  # Too close to the end for another kill to matter.
+        kills.append(chaos.kill_once(after))
+        after = kills[-1][0]
+      thread.join(_RUN_TIMEOUT_SECS)
+    finally:
+      summary = "\n".join(chaos.log)
+    bounds = [k[0] for k in kills[1:]] + [out.now()]
+    lost = [chaos.report(*kill, until) for kill, until in zip(kills, bounds)]
+    summary = "\n".join(chaos.log)
+    print(summary)
+    failure = f"{summary}\n--- job output (tail) ---\n{out.text()[-6000:]}"
+    self.assertFalse(thread.is_alive(), failure)
+    self.assertEqual(result.get("code"), 0, failure)
+    self.assertGreaterEqual(len(kills), 2, failure)
+    final = checkpoints.latest_usable_checkpoint(model_dir)
+    step = int(tf.train.load_variable(final, "global_step"))
+    if strategy == "ps":  # Async: one in-flight step per trainer may land.
+      self.assertBetween(step, _MAX_STEPS, _MAX_STEPS + len(_TRAINERS))
+    else:
+      self.assertEqual(step, _MAX_STEPS, failure)
+    checkpoints.check_checkpoint(final)  # Loads: every tensor reads back.
+    self.assertIn(step, _eval_steps(model_dir), failure)
+    for steps_lost in lost:
+      if steps_lost is not None:  # Lost work is at most one interval (+ the
+        # steps logged late by a loaded machine).
+        self.assertLessEqual(steps_lost, _CKPT_STEPS + 10, failure)
+
+
+if __name__ == "__main__":
+  absltest.main()

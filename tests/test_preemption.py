@@ -1,0 +1,321 @@
+"""harness.preemption: SIGTERM -> checkpoint at the current step, lost peers.
+
+Fast tests train real (tiny) Estimators in this process and signal it;
+slow tests run whole clusters through harness.launch.
+"""
+
+import json
+import os
+import signal
+import socket
+import threading
+import time
+
+from absl import logging
+from absl.testing import absltest
+import pytest
+
+import harness
+from harness import errors
+from harness import evaluator as evaluator_lib
+from harness import preemption
+from harness import run_state
+from harness._tf import tf
+from tests.programs import launch_watch as watch
+
+def _model_fn(features, labels, mode):
+  pred = tf.compat.v1.layers.dense(features["x"], 1, name="dense")
+  loss = tf.compat.v1.losses.mean_squared_error(labels, pred)
+  train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
+      loss, global_step=tf.compat.v1.train.get_global_step())
+  return harness.EstimatorSpec(
+      mode, loss=loss, train_op=train_op,
+      eval_metric_ops={"mae": tf.compat.v1.metrics.mean_absolute_error(
+          labels, pred)})
+
+
+def _input_fn():
+  return tf.data.Dataset.from_tensors(({"x": [1.0]}, [2.0])).repeat().batch(4)
+
+
+class _AtStep(tf.compat.v1.train.SessionRunHook):
+  """Calls `action` once after this run's `step`-th step."""
+
+  def __init__(self, step, action):
+    self._step = step
+    self._action = action
+    self._done = 0
+
+  def after_run(self, run_context, run_values):
+    self._done += 1
+    if self._done == self._step:
+      self._action()
+
+
+def _sigterm_self():
+  os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _checkpoint_step(model_dir):
+  return int(tf.train.load_variable(tf.train.latest_checkpoint(model_dir),
+                                    "global_step"))
+
+
+class LocalPreemptionTest(absltest.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.model_dir = self.create_tempdir().full_path
+    # Checkpoints only at the start and on exit: the one at the stop step
+    # can only come from the final save.
+    self.est = harness.Estimator(_model_fn, config=harness.RunConfig(
+        model_dir=self.model_dir, save_checkpoints_steps=1000,
+        save_checkpoints_secs=None, tf_random_seed=1))
+
+  def test_sigterm_saves_at_the_current_step_and_resume_continues(self):
+    before = signal.getsignal(signal.SIGTERM)
+    with self.assertRaises(preemption.TrainingPreemptedError) as ctx:
+      self.est.train(_input_fn, max_steps=100,
+                     hooks=[_AtStep(7, _sigterm_self)])
+    self.assertIn("stopped at step 7", str(ctx.exception))
+    self.assertIsInstance(ctx.exception, errors.HarnessError)
+    self.assertEqual(_checkpoint_step(self.model_dir), 7)
+    self.assertIs(signal.getsignal(signal.SIGTERM), before)
+    with self.assertLogs(level=logging.INFO) as logs:
+      self.est.train(_input_fn, max_steps=12)
+    self.assertIn("starting at step 7", "\n".join(logs.output))
+    self.assertEqual(_checkpoint_step(self.model_dir), 12)
+
+  def test_notify_preemption_from_another_thread(self):
+    notifier = lambda: threading.Thread(
+        target=preemption.notify_preemption).start()
+    with self.assertRaises(preemption.TrainingPreemptedError):
+      self.est.train(_input_fn, max_steps=100, hooks=[_AtStep(3, notifier)])
+    self.assertBetween(_checkpoint_step(self.model_dir), 3, 5)
+
+  def test_second_sigterm_goes_to_the_previous_handler(self):
+    calls = []
+    previous = signal.signal(signal.SIGTERM,
+                             lambda signum, frame: calls.append(signum))
+    try:
+      def twice():
+        _sigterm_self()
+        _sigterm_self()
+      with self.assertRaises(preemption.TrainingPreemptedError):
+        self.est.train(_input_fn, max_steps=100, hooks=[_AtStep(4, twice)])
+      self.assertEqual(calls, [signal.SIGTERM])
+      self.assertEqual(_checkpoint_step(self.model_dir), 4)
+    finally:
+      signal.signal(signal.SIGTERM, previous)
+
+  def test_sigterm_after_training_goes_to_the_previous_handler(self):
+    calls = []
+    previous = signal.signal(signal.SIGTERM,
+                             lambda signum, frame: calls.append(signum))
+    try:
+      self.est.train(_input_fn, max_steps=3)
+      _sigterm_self()
+      self.assertEqual(calls, [signal.SIGTERM])
+    finally:
+      signal.signal(signal.SIGTERM, previous)
+
+
+class KnobsTest(absltest.TestCase):
+
+  def test_peer_timeout_default_and_env(self):
+    self.assertEqual(preemption.peer_timeout_secs({}), 60.0)
+    self.assertEqual(preemption.peer_timeout_secs(
+        {preemption.PEER_TIMEOUT_ENV: "7.5"}), 7.5)
+
+  def test_bad_peer_timeout_names_the_variable(self):
+    for bad in ("0", "-3", "soon"):
+      with self.assertRaisesRegex(errors.ConfigError,
+                                  "HARNESS_PEER_TIMEOUT_SECS"):
+        preemption.peer_timeout_secs({preemption.PEER_TIMEOUT_ENV: bad})
+
+  def test_fail_fast_rpcs_keeps_a_user_value(self):
+    environ = {}
+    preemption.fail_fast_rpcs(environ)
+    self.assertEqual(environ["GRPC_FAIL_FAST"], "true")
+    environ = {"GRPC_FAIL_FAST": "use_caller"}
+    preemption.fail_fast_rpcs(environ)
+    self.assertEqual(environ["GRPC_FAIL_FAST"], "use_caller")
+    environ = {"GRPC_FAIL_FAST": ""}  # Empty makes TensorFlow abort.
+    preemption.fail_fast_rpcs(environ)
+    self.assertEqual(environ["GRPC_FAIL_FAST"], "true")
+
+  def test_resumable_reasons(self):
+    self.assertTrue(preemption.resumable_reason("preempted"))
+    self.assertTrue(preemption.resumable_reason("failed: PeerLostError: x"))
+    for final in ("finished", "early_stopping", "interrupted", None):
+      self.assertFalse(preemption.resumable_reason(final))
+
+
+def _closed_port():
+  with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    return s.getsockname()[1]
+
+
+class GuardTest(absltest.TestCase):
+  """Lost-peer errors of a multi-task session, on real sockets and files."""
+
+  def setUp(self):
+    super().setUp()
+    self.model_dir = self.create_tempdir().full_path
+    self.listener = socket.socket()
+    self.listener.bind(("127.0.0.1", 0))
+    self.listener.listen(8)
+    self.addCleanup(self.listener.close)
+    alive = f"127.0.0.1:{self.listener.getsockname()[1]}"
+    self.dead = f"127.0.0.1:{_closed_port()}"
+    self.cluster = {"worker": [alive, alive, self.dead]}
+
+  def _guard(self, **kwargs):
+    kwargs.setdefault("sleep", lambda secs: None)
+    return preemption.TrainingGuard(
+        task_label="worker/0", is_chief=True, model_dir=self.model_dir,
+        cluster=self.cluster, peer_timeout_secs=5, **kwargs)
+
+  def test_unavailable_names_the_silent_peer(self):
+    guard = self._guard(collective=True)
+    error = tf.errors.UnavailableError(None, None, "Socket closed")
+    with self.assertRaises(errors.PeerLostError) as ctx:
+      guard.raise_for(error)
+    message = str(ctx.exception)
+    self.assertIn("lost peer worker/2", message)
+    self.assertIn("not answering on its port", message)
+    self.assertIn("HARNESS_PEER_TIMEOUT_SECS", message)
+
+  def test_peer_named_in_the_error_text(self):
+    alive = self.cluster["worker"][0]
+    self.cluster = {"ps": [self.dead], "worker": [alive, alive]}
+    guard = self._guard()
+    error = tf.errors.UnavailableError(
+        None, None, "From /job:ps/replica:0/task:0: connection refused")
+    with self.assertRaisesRegex(errors.PeerLostError, "lost peer ps/0 "):
+      guard.raise_for(error)
+
+  def test_unrelated_errors_pass(self):
+    guard = self._guard(collective=True)
+    guard.raise_for(tf.errors.InternalError(None, None, "out of memory"))
+
+  def test_single_task_is_not_converted(self):
+    guard = preemption.TrainingGuard(task_label="local", is_chief=True)
+    guard.raise_for(tf.errors.UnavailableError(None, None, "x"))
+
+  def test_peer_whose_loop_ended_ends_this_loop_too(self):
+    guard = self._guard(collective=True)
+    guard.opened()
+    self.addCleanup(guard.closed)
+    run_state.write_loop_ended(self.model_dir, "worker/1")
+    with self.assertRaises(tf.errors.OutOfRangeError):
+      guard.raise_for(tf.errors.DeadlineExceededError(None, None, "late"))
+
+  def test_restarted_task_waits_for_its_peers_to_restart(self):
+    self.cluster = {"worker": self.cluster["worker"][:2]}
+    for label in ("worker/0", "worker/1"):  # The first generation.
+      run_state.write_task_started(self.model_dir, label)
+    for label in ("worker/0", "worker/1"):  # Its group formed.
+      run_state.write_task_opened(self.model_dir, label)
+    time.sleep(0.01)
+    slept = []
+
+    def sleep(secs):  # The peer restarts while this task waits.
+      slept.append(secs)
+      run_state.write_task_started(self.model_dir, "worker/1")
+
+    with self.assertLogs(level=logging.INFO) as logs:
+      self._guard(collective=True, sleep=sleep).before_session()
+    self.assertLen(slept, 1)
+    self.assertIn("waiting", "\n".join(logs.output))
+    self.assertIn("every peer restarted", "\n".join(logs.output))
+
+
+class EvaluatorWaitsForResumeTest(absltest.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.model_dir = self.create_tempdir().full_path
+    self.est = harness.Estimator(_model_fn, config=harness.RunConfig(
+        model_dir=self.model_dir, save_checkpoints_steps=5,
+        save_checkpoints_secs=None, tf_random_seed=1))
+
+  def _run(self, max_steps):
+    return evaluator_lib.run_continuous(
+        self.est, harness.TrainSpec(_input_fn, max_steps=max_steps),
+        harness.EvalSpec(_input_fn, steps=1, start_delay_secs=0,
+                         throttle_secs=0), sleep=lambda secs: None)
+
+  def test_preempted_marker_does_not_end_evaluation(self):
+    self.est.train(_input_fn, max_steps=5)
+    run_state.write_training_stopped(self.model_dir, "preempted", 5)
+    sleeps = []
+
+    def sleep(secs):  # While the evaluator waits, the chief comes back.
+      sleeps.append(secs)
+      if len(sleeps) == 2:
+        run_state.clear_training_stopped(self.model_dir)
+        self.est.train(_input_fn, max_steps=10)
+
+    metrics, _ = evaluator_lib.run_continuous(
+        self.est, harness.TrainSpec(_input_fn, max_steps=10),
+        harness.EvalSpec(_input_fn, steps=1, start_delay_secs=0,
+                         throttle_secs=0), sleep=sleep)
+    self.assertGreaterEqual(len(sleeps), 2)
+    self.assertEqual(metrics["global_step"], 10)
+
+  def test_chief_that_never_comes_back_is_reported(self):
+    self.est.train(_input_fn, max_steps=5)
+    with open(os.path.join(self.model_dir, run_state.MARKER_NAME), "w") as f:
+      json.dump({"reason": "preempted", "global_step": 5,
+                 "written_at": time.time() - 10_000}, f)
+    with self.assertRaisesRegex(errors.PeerLostError,
+                                "HARNESS_RESTART_WAIT_SECS"):
+      self._run(max_steps=10)
+
+
+# ------------------------------------------------------------ clusters --
+
+
+@pytest.mark.slow
+class ClusterPreemptionTest(absltest.TestCase):
+
+  def test_sigterm_to_the_chief_resumes_at_the_stop_step(self):
+    model_dir = self.create_tempdir().full_path
+    out = watch.Lines()
+    thread, result = watch.launch_job(
+        model_dir, out, extra=["--max_steps=150", "--ckpt_steps=1000"],
+        workers=2, evaluator=True, max_restarts=1)
+    watch.wait_for(out, r"\[worker/0\].*step \d+/150", 90)
+    time.sleep(0.5 + (os.getpid() % 10) / 10)  # "A random moment".
+    os.kill(watch.task_pid(model_dir, "worker/0"), signal.SIGTERM)
+    stops = watch.wait_for(out, r"\[(worker/\d)\].*stopped at step (\d+)", 30)
+    thread.join(150)
+    self.assertFalse(thread.is_alive(), out.text()[-4000:])
+    self.assertEqual(result["code"], 0, out.text()[-4000:])
+    stop_steps = {m.group(1): int(m.group(2)) for _, m in out.find(
+        r"\[(worker/\d)\].*stopped at step (\d+)")}
+    self.assertLen(stop_steps, 2, out.text()[-4000:])
+    self.assertLen(set(stop_steps.values()), 1, stop_steps)  # Same step.
+    stop_step = stop_steps["worker/0"]
+    resumed = [int(m.group(1)) for _, m in out.find(
+        r"\[worker/0\].*starting at step (\d+)", after=stops[0][0])]
+    self.assertEqual(resumed[0], stop_step, out.text()[-4000:])
+    self.assertEqual(_checkpoint_step(model_dir), 150)
+
+  def test_input_ending_on_one_worker_ends_all_together(self):
+    model_dir = self.create_tempdir().full_path
+    out = watch.Lines()
+    thread, result = watch.launch_job(
+        model_dir, out, extra=["--max_steps=500", "--input_steps=25"],
+        env={preemption.PEER_TIMEOUT_ENV: "10"}, workers=2, evaluator=True)
+    thread.join(150)
+    self.assertFalse(thread.is_alive(), out.text()[-4000:])
+    self.assertEqual(result["code"], 0, out.text()[-4000:])
+    self.assertEqual(_checkpoint_step(model_dir), 25)
+    self.assertTrue(out.find(r"\[worker/0\].*worker/1 left the step loop"))
+
+
+if __name__ == "__main__":
+  absltest.main()

@@ -1,0 +1,359 @@
+"""Tests of harness.remote: standalone clients driving `harness.server`s.
+
+The fast tests check the start-up checks against sockets and an in-process
+server. The slow ones start real `python -m harness.server` processes on
+127.0.0.1 and real clients (`python -m harness.main --remote_cluster=...`
+and tests/programs/remote_client.py), and check what a user sees: exit
+codes, log lines, checkpoints, eval results and exports.
+"""
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+from absl import flags
+from absl.testing import absltest
+import pytest
+
+from harness import errors
+from harness import ports
+from harness import remote
+from harness import run_config as run_config_lib
+from harness import estimator as estimator_lib
+from harness import strategies
+from harness._tf import tf
+
+# absltest's create_tempdir reads --test_tmpdir; pytest does not parse flags.
+if not flags.FLAGS.is_parsed():
+  flags.FLAGS.mark_as_parsed()
+
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_SERVER_START_SECS = 90  # TensorFlow's import is slow on a busy machine.
+_CLIENT_SECS = 150
+_LOG_EVERY = 10
+
+
+def _env(tf_config=None):
+  env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
+  env["PYTHONPATH"] = _REPO
+  if tf_config is not None:
+    env["TF_CONFIG"] = json.dumps(tf_config)
+  return env
+
+
+class _Process:
+  """A child process (own process group) whose output is collected."""
+
+  def __init__(self, args, name, tf_config=None):
+    self.args, self.name = args, name
+    self.lines = []
+    self.proc = subprocess.Popen(
+        [sys.executable, *args], env=_env(tf_config), cwd=_REPO,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    self._reader = threading.Thread(target=self._read, daemon=True)
+    self._reader.start()
+
+  def _read(self):
+    for line in self.proc.stdout:
+      self.lines.append(line.rstrip("\n"))
+
+  @property
+  def output(self):
+    return "\n".join(self.lines)
+
+  def describe(self):
+    tail = "\n".join(self.lines[-40:])
+    return (f"{self.name}: {' '.join(self.args)}\nexit code: "
+            f"{self.proc.poll()}\nlog tail:\n{tail}")
+
+  def wait_for(self, predicate, timeout):
+    """Polls predicate() until true (True) or timeout / exit (False)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+      if predicate():
+        return True
+      if self.proc.poll() is not None:
+        self._reader.join(timeout=5)
+        return bool(predicate())
+      time.sleep(0.1)
+    return False
+
+  def wait(self, timeout):
+    try:
+      code = self.proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+      self.kill_group()
+      code = None
+    self._reader.join(timeout=5)
+    return code
+
+  def kill_group(self):
+    if self.proc.poll() is None:
+      os.killpg(self.proc.pid, signal.SIGKILL)
+      self.proc.wait(timeout=10)
+
+
+def _start_servers(test, cluster, num_cpu_devices=1):
+  """One `python -m harness.server` per task; stopped by PID in cleanup."""
+  spec = ";".join(f"{job}={','.join(a)}" for job, a in cluster.items())
+  servers = []
+  for job, addresses in cluster.items():
+    for index in range(len(addresses)):
+      server = _Process(
+          ["-m", "harness.server", f"--cluster_spec={spec}",
+           f"--job_name={job}", f"--task_index={index}",
+           f"--num_cpu_devices={num_cpu_devices}"], f"server {job}/{index}")
+      test.addCleanup(server.kill_group)
+      servers.append(server)
+  for server in servers:
+    test.assertTrue(
+        server.wait_for(lambda s=server: "listening on" in s.output,
+                        _SERVER_START_SECS), server.describe())
+  return servers
+
+
+def _cluster(**jobs):
+  count = sum(jobs.values())
+  free = iter(ports.pick_free_ports(count))
+  return {job: [f"127.0.0.1:{next(free)}" for _ in range(n)]
+          for job, n in jobs.items()}
+
+
+def _steps_logged(output, task):
+  return [int(s) for s in re.findall(
+      rf"train \| remote {re.escape(task)} \| step (\d+)/", output)]
+
+
+def _checkpoint_step(model_dir):
+  path = tf.train.latest_checkpoint(model_dir)
+  return None if path is None else int(
+      tf.train.load_variable(path, "global_step"))
+
+
+def _main_args(cluster, model_dir, max_steps):
+  spec = ";".join(f"{job}={','.join(a)}" for job, a in cluster.items())
+  return ["-m", "harness.main", "--model_fn=linear", "--input_fn=constant",
+          f"--remote_cluster={spec}", "--strategy=collective",
+          "--num_gpus_per_worker=2", "--cpu_stand_in",
+          f"--max_steps={max_steps}", "--save_checkpoints_steps=20",
+          f"--log_step_count_steps={_LOG_EVERY}", "--eval_steps=2",
+          "--exporters=latest", "--throttle_secs=0", "--batch_size=20",
+          f"--model_dir={model_dir}"]
+
+
+def _closed_address():
+  return f"127.0.0.1:{ports.pick_free_port()}"  # Nothing listens there.
+
+
+class _Listener:
+  """A TCP socket that accepts connections and never answers."""
+
+  def __init__(self):
+    self.sock = socket.socket()
+    self.sock.bind(("127.0.0.1", 0))
+    self.sock.listen(8)
+    self.address = f"127.0.0.1:{self.sock.getsockname()[1]}"
+
+  def close(self):
+    self.sock.close()
+
+
+class TasksTest(absltest.TestCase):
+
+  def test_chief_first_then_workers(self):
+    cluster = {"ps": ["h:3"], "worker": ["h:1", "h:2"], "chief": ["h:0"]}
+    self.assertEqual(remote.trainer_tasks(cluster),
+                     [("chief", 0), ("worker", 0), ("worker", 1)])
+    self.assertEqual(remote.chief_task(cluster), ("chief", 0))
+    self.assertEqual(remote.chief_task({"worker": ["h:1"]}), ("worker", 0))
+
+  def test_no_trainer_is_an_error(self):
+    with self.assertRaisesRegex(errors.ClusterConfigError, "nothing would"):
+      remote.chief_task({"ps": ["h:3"]})
+
+
+class CheckServersTest(absltest.TestCase):
+
+  def test_closed_port_fails_within_the_bound_naming_it(self):
+    closed, listener = _closed_address(), _Listener()
+    self.addCleanup(listener.close)
+    start = time.monotonic()
+    with self.assertRaises(errors.RemoteClusterError) as caught:
+      remote.check_reachable({"worker": [listener.address, closed]},
+                             timeout_secs=1.0)
+    self.assertLess(time.monotonic() - start, 5.0)
+    message = str(caught.exception)
+    self.assertIn(f"worker/1 at {closed}", message)
+    self.assertNotIn(listener.address, message)
+    self.assertIn("Cannot reach 1 of the 2 servers", message)
+
+  def test_listening_ports_pass(self):
+    listener = _Listener()
+    self.addCleanup(listener.close)
+    remote.check_reachable({"worker": [listener.address]}, timeout_secs=1.0)
+
+  def test_a_port_that_is_not_a_tensorflow_server(self):
+    listener = _Listener()
+    self.addCleanup(listener.close)
+    start = time.monotonic()
+    with self.assertRaisesRegex(errors.RemoteClusterError,
+                                "not a working TensorFlow server"):
+      remote.check_servers({"worker": [listener.address]}, timeout_secs=1.0)
+    self.assertLess(time.monotonic() - start, 10.0)
+
+  def test_server_with_too_few_devices_or_another_cluster(self):
+    address, other = _closed_address(), _Listener()
+    self.addCleanup(other.close)
+    server = tf.distribute.Server(
+        tf.train.ClusterSpec({"worker": [address]}), job_name="worker",
+        task_index=0, start=True)
+    self.assertTrue(server.target)
+    with self.assertRaisesRegex(errors.ClusterConfigError,
+                                "--num_cpu_devices=2"):
+      remote.check_servers({"worker": [address]}, num_cpu_devices=2,
+                           timeout_secs=5.0)
+    with self.assertRaisesRegex(errors.ClusterConfigError,
+                                "does not know task worker/1"):
+      remote.check_servers({"worker": [address, other.address]},
+                           timeout_secs=5.0)
+
+
+class ConfigTest(absltest.TestCase):
+
+  def test_remote_cluster_with_tf_config_cluster_is_rejected(self):
+    tf_config = {"cluster": {"worker": ["127.0.0.1:2222"]},
+                 "task": {"type": "worker", "index": 0}}
+    with self.assertRaisesRegex(errors.ClusterConfigError,
+                                "unset TF_CONFIG's cluster in the client"):
+      run_config_lib.RunConfig(
+          experimental_distribute=run_config_lib.DistributeConfig(
+              train_distribute=strategies.make_strategy("collective"),
+              remote_cluster={"worker": ["127.0.0.1:2223"]}),
+          environ={"TF_CONFIG": json.dumps(tf_config)})
+
+  def test_single_machine_strategy_is_not_supported(self):
+    config = run_config_lib.RunConfig(
+        experimental_distribute=run_config_lib.DistributeConfig(
+            train_distribute=strategies.make_strategy("mirrored"),
+            remote_cluster={"worker": ["127.0.0.1:2223"]}), environ={})
+    with self.assertRaisesRegex(errors.NotSupportedError,
+                                "MultiWorkerMirroredStrategy"):
+      estimator_lib.check_supported_config(config)
+
+
+@pytest.mark.slow
+class RemoteClusterTest(absltest.TestCase):
+
+  def test_collective_client_killed_then_resumed(self):
+    # The README walkthrough: two servers with 2 CPU devices each, a client
+    # killed mid-run, a second client that resumes and finishes.
+    cluster = _cluster(worker=2)
+    servers = _start_servers(self, cluster, num_cpu_devices=2)
+    model_dir = self.create_tempdir().full_path
+    first = _Process(_main_args(cluster, model_dir, 100000), "client 1")
+    self.addCleanup(first.kill_group)
+    self.assertTrue(first.wait_for(
+        lambda: (_checkpoint_step(model_dir) or 0) > 0 and _steps_logged(
+            first.output, "worker/1"), _CLIENT_SECS), first.describe())
+    first.kill_group()
+    self.assertEqual(first.proc.returncode, -signal.SIGKILL)
+    resumed_from = _checkpoint_step(model_dir)
+    max_steps = resumed_from + 40
+    second = _Process(_main_args(cluster, model_dir, max_steps), "client 2")
+    self.addCleanup(second.kill_group)
+    self.assertEqual(second.wait(_CLIENT_SECS), 0, second.describe())
+    output = second.output
+    # Both tasks trained in lock step from the checkpoint to the end.
+    for task in ("worker/0", "worker/1"):
+      steps = _steps_logged(output, task)
+      self.assertNotEmpty(steps, second.describe())
+      self.assertBetween(steps[0], resumed_from + 1,
+                         resumed_from + _LOG_EVERY)
+      self.assertEqual(steps[-1], max_steps)
+    self.assertEqual(_checkpoint_step(model_dir), max_steps)
+    # Evaluated and exported in the client.
+    self.assertIn(f"eval results | local | global_step {max_steps}", output)
+    self.assertRegex(output, r"\n  accuracy +1\n")
+    export = re.search(r"\n  export: +(\S+)", output).group(1)
+    self.assertTrue(os.path.exists(os.path.join(export, "saved_model.pb")))
+    # The servers never needed a restart.
+    for server in servers:
+      self.assertIsNone(server.proc.poll(), server.describe())
+
+  def test_parameter_server_library_client(self):
+    cluster = _cluster(worker=2, ps=1)
+    servers = _start_servers(self, cluster)
+    model_dir = self.create_tempdir().full_path
+    client = _Process(
+        ["-m", "tests.programs.remote_client", f"--model_dir={model_dir}",
+         f"--remote_cluster={json.dumps(cluster)}", "--strategy=ps",
+         "--max_steps=60"], "client")
+    self.addCleanup(client.kill_group)
+    self.assertEqual(client.wait(_CLIENT_SECS), 0, client.describe())
+    # Asynchronous trainers: each may have one step in flight at the end.
+    step = _checkpoint_step(model_dir)
+    self.assertBetween(step, 60, 62)
+    for task in ("worker/0", "worker/1"):
+      self.assertNotEmpty(_steps_logged(client.output, task),
+                          client.describe())
+    with open(os.path.join(model_dir, "result-client.json")) as f:
+      result = json.load(f)
+    self.assertEqual(result["metrics"]["global_step"], step)
+    self.assertLess(result["metrics"]["mae"], 1.0)
+    self.assertTrue(os.path.exists(
+        os.path.join(result["exports"][-1], "saved_model.pb")))
+    # A failing chief hook: the error reaches the caller, the other task
+    # stops after its step, the servers stay up.
+    failing = _Process(
+        ["-m", "tests.programs.remote_client", f"--model_dir={model_dir}",
+         f"--remote_cluster={json.dumps(cluster)}", "--strategy=ps",
+         f"--max_steps={step + 400}", f"--fail_at_step={step + 20}"],
+        "failing client")
+    self.addCleanup(failing.kill_group)
+    self.assertEqual(failing.wait(_CLIENT_SECS), 1, failing.describe())
+    self.assertIn("remote | worker/0 | failed: ValueError: hook failed",
+                  failing.output)
+    self.assertIn("worker/0 failed: stopping worker/1", failing.output)
+    self.assertNotIn("did not stop", failing.output)
+    self.assertIn("ValueError: hook failed at step", failing.lines[-1])
+    for server in servers:
+      self.assertIsNone(server.proc.poll(), server.describe())
+
+  def test_client_of_a_closed_port_exits_1_naming_it(self):
+    closed = _closed_address()
+    client = _Process(
+        ["-m", "tests.programs.remote_client", "--model_dir="
+         + self.create_tempdir().full_path,
+         f"--remote_cluster={json.dumps({'worker': [closed]})}",
+         "--strategy=collective", "--connect_timeout_secs=2"], "client")
+    self.addCleanup(client.kill_group)
+    self.assertEqual(client.wait(60), 1, client.describe())
+    message = client.lines[-1]
+    self.assertIn("RemoteClusterError", message)
+    self.assertIn(f"worker/0 at {closed}", message)
+    self.assertIn("within 2 s", message)
+
+  def test_main_with_tf_config_and_remote_cluster_is_a_flag_error(self):
+    tf_config = {"cluster": {"worker": ["127.0.0.1:2222"]},
+                 "task": {"type": "worker", "index": 0}}
+    client = _Process(
+        ["-m", "harness.main", "--model_fn=linear", "--input_fn=constant",
+         "--strategy=collective", "--remote_cluster=worker=127.0.0.1:2223",
+         "--model_dir=" + self.create_tempdir().full_path], "client",
+        tf_config=tf_config)
+    self.addCleanup(client.kill_group)
+    self.assertEqual(client.wait(60), 2, client.describe())  # Bad flags.
+    self.assertIn("flag --remote_cluster=", client.output)
+    self.assertIn("TF_CONFIG also names a cluster", client.output)
+    self.assertIn("unset TF_CONFIG in the client", client.output)
+
+
+if __name__ == "__main__":
+  absltest.main()
