@@ -416,6 +416,8 @@ def _is_cluster_trainer(config):
 
 
 def _task_label(config):
+  if config.remote_cluster is not None:
+    return "client"  # Standalone client: evaluates and exports locally.
   if config.task_type and (config.cluster_spec.as_dict() or
                            config.task_type == "evaluator"):
     return f"{config.task_type}/{config.task_id}"

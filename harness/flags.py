@@ -213,6 +213,10 @@ _CPU_STAND_IN = flags.DEFINE_bool(
 _REMOTE_CLUSTER = flags.DEFINE(
     _RemoteClusterParser(), "remote_cluster", None, "Train as a client of "
     "these servers: worker=h:p,h:p;ps=h:p or JSON.", flag_values=_FLAGS)
+_REMOTE_CONNECT_TIMEOUT_SECS = _int(
+    "remote_connect_timeout_secs", 1, "a positive number of seconds.",
+    "With --remote_cluster: fail if a server does not answer (connect, "
+    "device list) within this many seconds.")
 # Steps and batches.
 _MAX_STEPS = _int(
     "max_steps", 0, "a global step to stop at, or 0 to train until the "

@@ -70,6 +70,7 @@ class JobConfig:
   num_gpus_per_worker: int = 0
   cpu_stand_in: bool = False
   remote_cluster: Mapping[str, list[str]] | None = None
+  remote_connect_timeout_secs: int = 30
   # Steps and batches.
   max_steps: int | None = 1000
   eval_steps: int | None = 100
@@ -356,6 +357,9 @@ def run_job(job, *, environ=None, out=None):
     _emit(out, f"dry run | {label} | TF_CONFIG role: "
           f"{_role_text(info, job.remote_cluster)}; nothing was run.")
     return JobResult(mode=job.mode, task=label, dry_run=True)
+  if job.remote_cluster:
+    from harness import remote  # pylint: disable=g-import-not-at-top
+    remote.DEFAULT_CONNECT_TIMEOUT_SECS = float(job.remote_connect_timeout_secs)
   estimator = _build_estimator(job, environ, info)
   if job.verbosity != "quiet":
     _emit(out, describe(job, info, model_dir=estimator.model_dir))

@@ -46,6 +46,7 @@ import time
 
 from absl import logging
 
+from harness import _tf_private
 from harness import errors
 from harness import run_config as run_config_lib
 from harness import strategies
@@ -230,21 +231,6 @@ class _TaskHook(tf.compat.v1.train.SessionRunHook):
       run_context.request_stop()
 
 
-def _set_collective_key_base(strategy, key_base):
-  """Makes a v1 collective strategy number its collective groups from here.
-
-  Why private (belongs in `_tf_private`): the v1 strategy starts its group
-  keys at `extended._collective_key_base + 1` when configured, and no
-  argument sets that base. Servers keep collective state (group caches,
-  step sequences, pending receive buffers) across clients; when a client
-  killed mid-step is followed by one using the same keys, the new
-  all-reduces can meet what the old one left ("Second consumer arrived for
-  key 1:100:...", or a silent hang: seen in 1 of 9 kill/restart cycles on
-  TF 2.21, none in 11 with a fresh base per client).
-  """
-  strategy.extended._collective_key_base = key_base  # pylint: disable=protected-access
-
-
 def _task_strategy(graph_strategy, cluster, job, index, session_config,
                    key_base):
   """A copy of the strategy configured for one task, and its session config."""
@@ -259,7 +245,7 @@ def _task_strategy(graph_strategy, cluster, job, index, session_config,
         "TF_CONFIG in the client (e.g. harness.strategies.make_strategy).") \
         from e
   if run_config_lib.strategy_kind(strategy) == "collective":
-    _set_collective_key_base(strategy, key_base)
+    _tf_private.set_collective_key_base(strategy, key_base)
   config = strategies.configure_for_task(
       strategy, cluster=cluster, task_type=job, task_id=index,
       session_config=session_config)
