@@ -397,16 +397,8 @@ def _deepcopyable(config):
   return config.train_distribute is None and config.eval_distribute is None
 
 
-def check_supported_config(config):
-  """Fails loudly for RunConfig features harness accepts but lacks yet."""
-  if config.remote_cluster is not None and run_config_lib.strategy_kind(
-      config.train_distribute) not in ("collective", "parameter_server"):
-    raise errors.NotSupportedError(
-        "Standalone-client mode (DistributeConfig(remote_cluster=...)) "
-        "drives a cluster through a multi-worker strategy, but "
-        f"train_distribute is {type(config.train_distribute).__name__}. Fix: "
-        "use tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy"
-        " (collective) or ParameterServerStrategy (with a \"ps\" job).")
+# Re-exported: harness.estimator.check_supported_config was public.
+check_supported_config = run_config_lib.check_supported_config
 
 
 def _is_cluster_trainer(config):

@@ -344,7 +344,7 @@ def run_job(job, *, environ=None, out=None):
   environ = os.environ if environ is None else environ
   out = sys.stdout if out is None else out
   info = cluster_lib.from_environ(environ)
-  label = task_label(info)
+  label = "client" if job.remote_cluster else task_label(info)
   # GPUs are counted by TensorFlow itself below, when the job runs.
   problems = check_environment(
       job, info, gpu_count=lambda: job.num_gpus_per_worker)

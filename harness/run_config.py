@@ -36,7 +36,7 @@ from harness.spec import fn_args
 
 __all__ = [
     "RunConfig", "DistributeConfig", "TaskType", "get_default_session_config",
-    "resolve_model_dir", "strategy_kind",
+    "resolve_model_dir", "strategy_kind", "check_supported_config",
 ]
 
 _USE_DEFAULT = object()
@@ -500,3 +500,19 @@ def resolve_model_dir(constructor_model_dir, config):
   if model_dir:
     config = config.replace(model_dir=model_dir)
   return config.model_dir, config
+
+
+def check_supported_config(config):
+  """Refuses a RunConfig whose combination harness cannot train with.
+
+  Raises:
+    NotSupportedError: remote_cluster with a single-machine strategy.
+  """
+  if config.remote_cluster is not None and strategy_kind(
+      config.train_distribute) not in ("collective", "parameter_server"):
+    raise errors.NotSupportedError(
+        "Standalone-client mode (DistributeConfig(remote_cluster=...)) "
+        "drives a cluster through a multi-worker strategy, but "
+        f"train_distribute is {type(config.train_distribute).__name__}. Fix: "
+        "use tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy"
+        " (collective) or ParameterServerStrategy (with a \"ps\" job).")

@@ -19,6 +19,7 @@ from absl import logging
 
 from harness import errors
 from harness import evaluator as evaluator_lib
+from harness import run_config as run_config_lib
 from harness import run_state
 from harness import spec as spec_lib
 from harness._tf import tf
@@ -134,14 +135,13 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
     raise errors.ConfigError(
         f"`eval_spec` must have type `EvalSpec`. Got: {type(eval_spec)}")
   config = estimator.config
-  from harness.estimator import check_supported_config  # pylint: disable=g-import-not-at-top
-  check_supported_config(config)
+  run_config_lib.check_supported_config(config)
   task_type = config.task_type
   if config.remote_cluster is not None:
     logging.info("train_and_evaluate | client | training on the remote "
                  "cluster %s, evaluating in this process",
                  config.remote_cluster)
-    return _run_local(estimator, train_spec, eval_spec)
+    return _run_local(estimator, train_spec, eval_spec, label="client")
   if not config.cluster_spec.as_dict() and task_type != "evaluator":
     logging.info("train_and_evaluate | local | training and evaluating in "
                  "this process (no TF_CONFIG cluster)")
@@ -171,12 +171,12 @@ def _runners():
   }
 
 
-def _run_local(estimator, train_spec, eval_spec):
+def _run_local(estimator, train_spec, eval_spec, label="local"):
   config = estimator.config
   logging.info(
-      "train_and_evaluate | local | evaluating after each checkpoint "
+      "train_and_evaluate | %s | evaluating after each checkpoint "
       "(save_checkpoints_steps=%s, save_checkpoints_secs=%s, "
-      "throttle_secs=%s)", config.save_checkpoints_steps,
+      "throttle_secs=%s)", label, config.save_checkpoints_steps,
       config.save_checkpoints_secs, eval_spec.throttle_secs)
   evaluator = evaluator_lib.CheckpointEvaluator(
       estimator, eval_spec, train_spec.max_steps)

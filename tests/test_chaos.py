@@ -26,10 +26,10 @@ from harness import preemption
 from harness._tf import tf
 from tests.programs import launch_watch as watch
 
-_MAX_STEPS = 240
+_MAX_STEPS = 200
 _CKPT_STEPS = 20
-_KILLS = 3
-_PEER_TIMEOUT_SECS = 10
+_KILLS = 2
+_PEER_TIMEOUT_SECS = 5
 _RUN_TIMEOUT_SECS = 200
 _TRAINERS = ("chief/0", "worker/0", "worker/1")
 _STARTING = r"\[({task})\].*starting at step (\d+)"
@@ -121,7 +121,7 @@ class ChaosTest(parameterized.TestCase):
     thread, result = watch.launch_job(
         model_dir, out,
         extra=[f"--strategy={strategy}", f"--max_steps={_MAX_STEPS}",
-               f"--ckpt_steps={_CKPT_STEPS}", "--step_secs=0.05"],
+               f"--ckpt_steps={_CKPT_STEPS}", "--step_secs=0.04"],
         env={preemption.PEER_TIMEOUT_ENV: str(_PEER_TIMEOUT_SECS)},
         timeout_secs=_RUN_TIMEOUT_SECS, chief=True, workers=2, ps=ps,
         evaluator=True, max_restarts=2 * _KILLS)
