@@ -250,8 +250,9 @@ def main(argv):
   if args.steps_per_loop != 1 and args.runner != "harness":
     raise SystemExit(f"--steps_per_loop={args.steps_per_loop} applies to "
                      "--runner=harness only.")
-  clock = Clock(t0, max(args.warmup_steps, args.steps_per_loop),
-                 args.timed_steps, args.steps_per_loop)
+  # At least one run of warm-up (the first run builds and warms up).
+  warmup_steps = args.warmup_steps or args.steps_per_loop
+  clock = Clock(t0, warmup_steps, args.timed_steps, args.steps_per_loop)
   result = {"runner": args.runner, "model": args.model,
             "batch_size": args.batch_size,
             "steps_per_loop": args.steps_per_loop}

@@ -1,7 +1,7 @@
 """Runs the training-throughput benchmark and writes bench/RESULTS.md.
 
-    python -m bench.run                 # default, ~12 minutes on 2 cores
-    python -m bench.run --quick         # MLP b32 only, ~3 minutes
+    python -m bench.run                 # 60 processes, ~17 min at load 2-5
+    python -m bench.run --quick         # MLP b32 only, ~5 min at load 4-5
     python -m bench.run --out /tmp/r.md --rounds 5
 
 Each configuration runs in its own process (`python -m bench.configs`, with
@@ -59,7 +59,9 @@ _STEPS = {
     ("mlp", 256): ((100, 300), (100, 300)),
     ("cnn", 256): ((10, 30), (10, 20)),
 }
-_RUNNERS = ("harness", "bare", "keras3", "tf_keras")
+# Run order within a round: bare, harness and the harness steps_per_loop
+# runs back to back (their ratios are the targets), then the Kerases.
+_RUNNERS = ("bare", "harness", "keras3", "tf_keras")
 # (model, batch) -> the harness steps_per_loop values > 1 run there.
 _STEPS_PER_LOOP = {("mlp", 32): (10, 100), ("mlp", 256): (100,),
                    ("cnn", 256): (10,)}
@@ -69,7 +71,7 @@ _QUICK_STEPS_PER_LOOP = {("mlp", 32): (100,)}
 def configs_for(quick):
   """The configurations of a default or a --quick run, in run order."""
   cases = [("mlp", 32)] if quick else list(_STEPS)
-  runners = ("harness", "bare", "keras3") if quick else _RUNNERS
+  runners = ("bare", "harness", "keras3") if quick else _RUNNERS
   loops = _QUICK_STEPS_PER_LOOP if quick else _STEPS_PER_LOOP
   configs = []
   for model, batch in cases:
@@ -77,13 +79,16 @@ def configs_for(quick):
     for runner in runners:
       configs.append(Config(runner=runner, model=model, batch_size=batch,
                             warmup_steps=warmup, timed_steps=timed))
-    for steps_per_loop in loops.get((model, batch), ()):
-      assert warmup % steps_per_loop == 0 and timed % steps_per_loop == 0, (
-          f"{model} b{batch}: {warmup}+{timed} steps are not multiples of "
-          f"steps_per_loop={steps_per_loop}; fix _STEPS.")
-      configs.append(Config(runner="harness", model=model, batch_size=batch,
-                            warmup_steps=warmup, timed_steps=timed,
-                            steps_per_loop=steps_per_loop))
+      if runner != "harness":
+        continue
+      for steps_per_loop in loops.get((model, batch), ()):
+        assert warmup % steps_per_loop == 0 and timed % steps_per_loop == 0, (
+            f"{model} b{batch}: {warmup}+{timed} steps are not multiples of "
+            f"steps_per_loop={steps_per_loop}; fix _STEPS.")
+        configs.append(Config(runner="harness", model=model,
+                              batch_size=batch, warmup_steps=warmup,
+                              timed_steps=timed,
+                              steps_per_loop=steps_per_loop))
   return configs
 
 

@@ -2,6 +2,8 @@
 
     python -m bench.scaling                  # 3 rounds, K=1 and 10; ~6 min
     python -m bench.scaling --rounds=1 --steps_per_loop=1 --out=/tmp/s.md
+    python -m bench.scaling --model=cnn --steps_per_loop=1 \
+        --warmup_steps=10 --timed_steps=40        # compute-bound; ~5 min
 
 A collective cluster (v1 `MultiWorkerMirroredStrategy`, `harness.Estimator
 .train`) on 127.0.0.1, ports picked by binding port 0
@@ -37,8 +39,20 @@ from harness import launch
 
 __all__ = ["Setup", "run_setup", "render", "main", "BEGIN", "END"]
 
-BEGIN = "<!-- bench.scaling: generated section begins -->"
+BEGIN = "<!-- bench.scaling: generated section begins -->"  # --model=mlp
 END = "<!-- bench.scaling: generated section ends -->"
+_MODEL_DESCRIPTIONS = {
+    "mlp": "the bench MLP (784-256-256-10, Adam 1e-3)",
+    "cnn": "the bench CNN (conv 32 3x3, pool, dense 64, dense 10; Adam 1e-3)",
+}
+
+
+def markers(model):
+  """The (begin, end) markers of `model`'s section in RESULTS.md."""
+  if model == "mlp":
+    return BEGIN, END
+  return (f"<!-- bench.scaling {model}: generated section begins -->",
+          f"<!-- bench.scaling {model}: generated section ends -->")
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _TARGET = 1.8
 _BATCH_PER_WORKER = 256
@@ -94,7 +108,8 @@ def _parse_result(path):
   return None
 
 
-def run_setup(setup, *, warmup_steps, timed_steps, timeout_secs):
+def run_setup(setup, *, warmup_steps, timed_steps, timeout_secs,
+              model="mlp"):
   """Runs one cluster to completion; returns its result dict.
 
   Args:
@@ -117,6 +132,7 @@ def run_setup(setup, *, warmup_steps, timed_steps, timeout_secs):
       logs.append(os.path.join(tmp, f"{name.replace('/', '-')}.log"))
       argv = ["taskset", "-c", str(core), sys.executable, "-m",
               "bench.scaling_worker", f"--model_dir={tmp}/model",
+              f"--model={model}",
               f"--batch_size={_BATCH_PER_WORKER}",
               f"--warmup_steps={warmup_steps}",
               f"--timed_steps={timed_steps}",
@@ -182,7 +198,7 @@ def _ratios(runs, steps_per_loop):
 
 
 def render(*, setups, runs, command, rounds, warmup_steps, timed_steps,
-           elapsed_secs, uptime_before, uptime_after):
+           elapsed_secs, uptime_before, uptime_after, model="mlp"):
   """The generated section for RESULTS.md, markers included."""
   now = datetime.datetime.now(datetime.timezone.utc)
   summary = ["| setup | global examples/s (median; min-max) | per worker | "
@@ -222,9 +238,10 @@ def render(*, setups, runs, command, rounds, warmup_steps, timed_steps,
                  f"{_fmt(r.get('examples_per_sec'), '.0f')} | "
                  f"{_fmt(r.get('seconds'), '.2f')} | {r['load1']:.2f} | "
                  f"{error} |")
+  begin, end = markers(model)
   return "\n".join([
-      BEGIN,
-      "## Multi-worker scaling (collective, 1 core per worker)",
+      begin,
+      f"## Multi-worker scaling (collective, 1 core per worker): {model}",
       "",
       f"Run {now:%Y-%m-%d %H:%M} UTC, `{command}` (from the project root, "
       f"with `.venv/bin/python`), {rounds} interleaved rounds, "
@@ -234,8 +251,8 @@ def render(*, setups, runs, command, rounds, warmup_steps, timed_steps,
       f"- `uptime` before: {uptime_before}; after: {uptime_after}",
       "",
       "`harness.Estimator.train` under v1 `MultiWorkerMirroredStrategy`, a "
-      "TF_CONFIG cluster on 127.0.0.1; the bench MLP (784-256-256-10, "
-      f"Adam 1e-3), batch {_BATCH_PER_WORKER} per worker, in-memory data "
+      f"TF_CONFIG cluster on 127.0.0.1; {_MODEL_DESCRIPTIONS[model]}, "
+      f"batch {_BATCH_PER_WORKER} per worker, in-memory data "
       f"sharded by worker; {warmup_steps} warm-up + {timed_steps} timed "
       "steps. (a) 1 worker under `taskset -c 0`; (b) 2 workers under "
       "`taskset -c 0` / `taskset -c 1`. Global examples/s = workers x "
@@ -252,7 +269,7 @@ def render(*, setups, runs, command, rounds, warmup_steps, timed_steps,
       "\n".join(raw),
       "",
       "</details>",
-      END,
+      end,
   ])
 
 
@@ -261,6 +278,8 @@ def main(argv=None):
   parser = argparse.ArgumentParser(prog="python -m bench.scaling",
                                    description=__doc__.split("\n")[0])
   parser.add_argument("--rounds", type=int, default=3)
+  parser.add_argument("--model", choices=sorted(_MODEL_DESCRIPTIONS),
+                      default="mlp")
   parser.add_argument("--steps_per_loop", default="1,10",
                       help="comma-separated K values, each run a and b")
   parser.add_argument("--warmup_steps", type=int, default=100)
@@ -288,7 +307,7 @@ def main(argv=None):
     for setup in setups:
       result = run_setup(setup, warmup_steps=args.warmup_steps,
                          timed_steps=args.timed_steps,
-                         timeout_secs=args.timeout_secs)
+                         timeout_secs=args.timeout_secs, model=args.model)
       runs[setup].append(result)
       shown = (f"{result['examples_per_sec']:.0f} ex/s"
                if "error" not in result else result["error"][:200])
@@ -300,8 +319,10 @@ def main(argv=None):
                 rounds=args.rounds, warmup_steps=args.warmup_steps,
                 timed_steps=args.timed_steps,
                 elapsed_secs=time.time() - start,
-                uptime_before=uptime_before, uptime_after=report.uptime())
-  report.write_section(args.out, text, begin=BEGIN, end=END)
+                uptime_before=uptime_before, uptime_after=report.uptime(),
+                model=args.model)
+  begin, end = markers(args.model)
+  report.write_section(args.out, text, begin=begin, end=end)
   for k in loops:
     each = _ratios(runs, k)
     print(f"K={k}: (b)/(a) = {_fmt(_median(each), '.2f')}x "

@@ -4,8 +4,8 @@
     "worker", "index": 0}}' taskset -c 0 python -m bench.scaling_worker \\
         --model_dir=/tmp/d --warmup_steps=100 --timed_steps=400
 
-Trains the bench MLP (784 -> 256 -> 256 -> 10, Adam 1e-3, the in-memory data
-of `bench.configs`, sharded by worker) with `harness.Estimator.train` under
+Trains the bench MLP (784 -> 256 -> 256 -> 10) or CNN (`--model=cnn`), Adam
+1e-3, on the in-memory data of `bench.configs`, sharded by worker, with `harness.Estimator.train` under
 `tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy`, batch
 `--batch_size` per worker, and prints one line `SCALING_RESULT {json}`: the
 timed steps, their seconds, seconds from `--t0` to the end of the first
@@ -30,7 +30,7 @@ def _train(args, clock):
   """Runs Estimator.train in this TF_CONFIG task; returns replicas in sync."""
   from harness._tf import tf  # pylint: disable=g-import-not-at-top
   import harness  # pylint: disable=g-import-not-at-top
-  images, labels = configs.data("mlp")
+  images, labels = configs.data(args.model)
 
   def input_fn(input_context=None):
     dataset = tf.data.Dataset.from_tensor_slices(({"x": images}, labels))
@@ -40,7 +40,8 @@ def _train(args, clock):
     return dataset.repeat().batch(args.batch_size)  # Per worker.
 
   def model_fn(features, labels, mode):
-    loss, train_op = configs.v1_train_op(tf, "mlp", features["x"], labels)
+    loss, train_op = configs.v1_train_op(tf, args.model, features["x"],
+                                         labels)
     return harness.EstimatorSpec(mode=mode, loss=loss, train_op=train_op)
 
   class ClockHook(tf.compat.v1.train.SessionRunHook):
@@ -49,12 +50,16 @@ def _train(args, clock):
       clock.step_done(args.steps_per_loop)
 
   strategy = tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy()
+  if os.environ.get("BENCH_PACK"):  # PROBE
+    from harness import _tf_private
+    _tf_private.set_collective_communication_options(strategy, tf.distribute.experimental.CommunicationOptions(bytes_per_pack=int(os.environ["BENCH_PACK"])))
   # No graph.pbtxt / graph events: the data is a 25 MB graph constant and
   # writing it costs seconds on one core before step 1 (not timed here).
   config = harness.RunConfig(
       model_dir=args.model_dir, log_step_count_steps=100,
       save_summary_steps=100, train_distribute=strategy,
       checkpoint_save_graph_def=False,
+      session_config=(tf.compat.v1.ConfigProto(inter_op_parallelism_threads=int(os.environ["BENCH_INTER"]), allow_soft_placement=True) if os.environ.get("BENCH_INTER") else None),  # PROBE
       tf_random_seed=configs.SEED, steps_per_loop=args.steps_per_loop)
   estimator = harness.Estimator(model_fn=model_fn, config=config)
   estimator.train(input_fn, hooks=[ClockHook()], max_steps=clock.total_steps)
@@ -72,6 +77,7 @@ def _train(args, clock):
 def _parse(argv):
   parser = argparse.ArgumentParser(prog="python -m bench.scaling_worker")
   parser.add_argument("--model_dir", required=True)
+  parser.add_argument("--model", choices=configs.MODELS, default="mlp")
   parser.add_argument("--batch_size", type=int, default=256,
                       help="examples per worker per step")
   parser.add_argument("--warmup_steps", type=int, required=True)

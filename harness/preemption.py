@@ -6,27 +6,22 @@
     creator = guard.wrap_creator(creator)   # session: lost-peer errors
     hooks.append(guard.hook)                # last hook: SIGTERM -> stop
 
-* SIGTERM while training sets a flag (the handler does nothing else); the
-  hook asks the loop to stop after the current step, the chief's
-  CheckpointSaverHook saves at that step in `end()`, and the guard's hook,
-  the last one, then raises `TrainingPreemptedError`, so the process exits
-  non-zero and a supervisor restarts it; the restart resumes at that step.
-  A second SIGTERM goes to the previous handler (by default: exit at once).
-  Handlers can only be installed by the main thread; a trainer running in
-  another thread is told with `notify_preemption()`.
-* Collective (all-reduce) jobs must stop at the same step, or the peers of
-  a task that stopped alone wait forever in the next all-reduce. Each step
-  therefore all-reduces a 0/1 "stop" vote (one scalar collective, fed by the
-  hook, with the peer timeout): any SIGTERM anywhere stops every worker
-  after the same step.
-* A step that fails because a peer is gone (Unavailable, Aborted,
-  DeadlineExceeded, Cancelled) raises `errors.PeerLostError` naming the
-  peer, instead of MonitoredSession's silent session re-creation (which
-  under a collective strategy waits forever for the dead peer). Every step
-  of a multi-task job runs with a deadline of `HARNESS_PEER_TIMEOUT_SECS`
-  (default 60 s), which bounds detection of a hung peer. If the lost peer
-  had left its loop cleanly (its input ended first), the step loop ends
-  cleanly instead: all workers stop together at the last common step.
+* SIGTERM while training only sets a flag; the loop stops after the current
+  step, the chief's CheckpointSaverHook saves at that step in `end()`, and
+  the guard's hook (the last one) raises `TrainingPreemptedError`, so that a
+  supervisor restarts the task, which resumes at that step. Under a
+  collective strategy every step all-reduces a 0/1 stop vote, so that all
+  workers stop after the same step (a worker stopping alone would leave its
+  peers waiting in the next all-reduce).
+* A step failing because a peer is gone raises `errors.PeerLostError`
+  naming the peer, instead of MonitoredSession's in-place session
+  re-creation (which waits forever for a dead collective peer). Steps of a
+  multi-task job have a deadline of HARNESS_PEER_TIMEOUT_SECS (default 60).
+  A peer that left its loop cleanly (its input ended) ends ours cleanly.
+* A restarted collective task waits for its peers to restart too before
+  joining (a group cannot take back one new member).
+
+docs/RELIABILITY.md describes the whole recovery model.
 """
 
 import os
@@ -366,23 +361,25 @@ class _GuardHook(tf.compat.v1.train.SessionRunHook):
   def after_create_session(self, session, coord):
     del coord
     self._stop_requested = False
-    self._guard.preempted_at = None
     if self._step is not None:
       logging.info("train | %s | starting at step %d", self._guard.label,
                    session.run(self._step))
 
   def before_run(self, run_context):
     del run_context
-    if self._vote is None:
-      return tf.compat.v1.train.SessionRunArgs(None, options=self._options)
-    flag = 1.0 if _SIGTERM.event.is_set() else 0.0
-    return tf.compat.v1.train.SessionRunArgs(
-        self._vote, feed_dict={self._local_flag: flag}, options=self._options)
+    return tf.compat.v1.train.SessionRunArgs(None, options=self._options)
 
   def after_run(self, run_context, run_values):
+    del run_values
     if self._vote is not None:
-      stop = run_values.results > 0
-      votes = int(run_values.results)
+      # A run of its own, after the step: inside the step it could
+      # interleave differently with the model's collectives on each worker
+      # (e.g. those of a steps_per_loop while_loop) and deadlock.
+      votes = int(run_context.session.run(
+          self._vote, feed_dict={
+              self._local_flag: 1.0 if _SIGTERM.event.is_set() else 0.0},
+          options=self._options))
+      stop = votes > 0
     else:
       stop = _SIGTERM.event.is_set()
       votes = 1
@@ -399,7 +396,6 @@ class _GuardHook(tf.compat.v1.train.SessionRunHook):
       self._guard.loop_ended_cleanly()
       return
     step = session.run(self._step) if self._step is not None else None
-    self._guard.preempted_at = step
     raise TrainingPreemptedError(
         f"{self._guard.label}: training was preempted (SIGTERM) and stopped "
         f"at step {step}"
@@ -416,7 +412,6 @@ class TrainingGuard:
 
   Attributes:
     hook: the SessionRunHook to add LAST to the loop's hooks.
-    preempted_at: the step the loop stopped at on SIGTERM, else None.
   """
 
   def __init__(self, *, task_label, is_chief, model_dir=None, cluster=None,
@@ -448,7 +443,6 @@ class TrainingGuard:
       job, index = task_label.split("/")
       self.vote_device = f"/job:{job}/replica:0/task:{index}/device:CPU:0"
     self.peer_timeout_secs = peer_timeout_secs
-    self.preempted_at = None
     self.last_error = None
     self._peers = _Peers(self.cluster, task_label)
     self._trainers = [t for t in trainers if t != task_label]

@@ -26,7 +26,10 @@ from harness import preemption
 from harness._tf import tf
 from tests.programs import launch_watch as watch
 
-_MAX_STEPS = 200
+# Collective trainers step together; ps trainers each advance the shared
+# step, so their steps are slower to make the run last through the kills.
+_MAX_STEPS = {"collective": 200, "ps": 600}
+_STEP_SECS = {"collective": 0.04, "ps": 0.2}
 _CKPT_STEPS = 20
 _KILLS = 2
 _PEER_TIMEOUT_SECS = 5
@@ -62,19 +65,21 @@ class _Chaos:
     self.log.append(line)
     logging.info("%s", line)
 
-  def wait_until_training(self, after):
-    """Waits until every trainer (re)started after `after` and stepped."""
-    for task in _TRAINERS:
-      watch.wait_for(self.out, _STARTING.format(task=task), 150, after)
-    found = watch.wait_for(self.out, _STEP, 60, after)
-    return found[-1][0]
+  def wait_until_training(self, tasks, after):
+    """Waits until `tasks` (re)started after `after`, then for a step."""
+    started = after
+    for task in tasks:
+      found = watch.wait_for(self.out, _STARTING.format(task=task), 150,
+                             after)
+      started = max(started, found[0][0])
+    watch.wait_for(self.out, _STEP, 60, started)
 
   def last_step(self):
     steps = self.out.find(_STEP)
     return int(steps[-1][1].group(2)) if steps else 0
 
-  def kill_once(self, after):
-    self.wait_until_training(after)
+  def kill_once(self, tasks, after):
+    self.wait_until_training(tasks, after)
     time.sleep(self.rng.uniform(0.5, 3.0))
     victim = self.rng.choice(self.victims)
     signum = self.rng.choice([signal.SIGKILL, signal.SIGKILL, signal.SIGTERM])
@@ -111,30 +116,36 @@ class _Chaos:
 @pytest.mark.slow
 class ChaosTest(parameterized.TestCase):
 
-  @parameterized.parameters((11, "collective"), (23, "ps"),
+  @parameterized.parameters((11, "collective"), (49, "ps"),
                             (37, "collective"))
   def test_random_kills_with_restarts_finish_the_job(self, seed, strategy):
     model_dir = self.create_tempdir().full_path
+    max_steps = _MAX_STEPS[strategy]
     out = watch.Lines()
     ps = 1 if strategy == "ps" else 0
     victims = list(_TRAINERS) + [f"ps/{i}" for i in range(ps)]
     thread, result = watch.launch_job(
         model_dir, out,
-        extra=[f"--strategy={strategy}", f"--max_steps={_MAX_STEPS}",
-               f"--ckpt_steps={_CKPT_STEPS}", "--step_secs=0.04"],
+        extra=[f"--strategy={strategy}", f"--max_steps={max_steps}",
+               f"--ckpt_steps={_CKPT_STEPS}",
+               f"--step_secs={_STEP_SECS[strategy]}"],
         env={preemption.PEER_TIMEOUT_ENV: str(_PEER_TIMEOUT_SECS)},
         timeout_secs=_RUN_TIMEOUT_SECS, chief=True, workers=2, ps=ps,
         evaluator=True, max_restarts=2 * _KILLS)
     chaos = _Chaos(model_dir, out, random.Random(seed), victims)
-    chaos.note(f"seed {seed}, {strategy}, max_steps {_MAX_STEPS}")
+    chaos.note(f"seed {seed}, {strategy}, max_steps {max_steps}")
     kills = []
     after = 0.0
+    restarting = _TRAINERS  # Who must be training before the next kill.
     try:
       for _ in range(_KILLS):
-        if chaos.last_step() >= _MAX_STEPS - 4 * _CKPT_STEPS:
+        if chaos.last_step() >= max_steps * 0.7 or not thread.is_alive():
           break  # Too close to the end for another kill to matter.
-        kills.append(chaos.kill_once(after))
-        after = kills[-1][0]
+        kills.append(chaos.kill_once(restarting, after))
+        after, victim = kills[-1][0], kills[-1][1]
+        # A ps or collective failure restarts the chief; a ps worker alone.
+        restarting = [victim if victim in _TRAINERS and strategy == "ps"
+                      else "chief/0"]
       thread.join(_RUN_TIMEOUT_SECS)
     finally:
       summary = "\n".join(chaos.log)
@@ -149,9 +160,9 @@ class ChaosTest(parameterized.TestCase):
     final = checkpoints.latest_usable_checkpoint(model_dir)
     step = int(tf.train.load_variable(final, "global_step"))
     if strategy == "ps":  # Async: one in-flight step per trainer may land.
-      self.assertBetween(step, _MAX_STEPS, _MAX_STEPS + len(_TRAINERS))
+      self.assertBetween(step, max_steps, max_steps + len(_TRAINERS))
     else:
-      self.assertEqual(step, _MAX_STEPS, failure)
+      self.assertEqual(step, max_steps, failure)
     checkpoints.check_checkpoint(final)  # Loads: every tensor reads back.
     self.assertIn(step, _eval_steps(model_dir), failure)
     for steps_lost in lost:
