@@ -50,16 +50,12 @@ def _train(args, clock):
       clock.step_done(args.steps_per_loop)
 
   strategy = tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy()
-  if os.environ.get("BENCH_PACK"):  # PROBE
-    from harness import _tf_private
-    _tf_private.set_collective_communication_options(strategy, tf.distribute.experimental.CommunicationOptions(bytes_per_pack=int(os.environ["BENCH_PACK"])))
   # No graph.pbtxt / graph events: the data is a 25 MB graph constant and
   # writing it costs seconds on one core before step 1 (not timed here).
   config = harness.RunConfig(
       model_dir=args.model_dir, log_step_count_steps=100,
       save_summary_steps=100, train_distribute=strategy,
       checkpoint_save_graph_def=False,
-      session_config=(tf.compat.v1.ConfigProto(inter_op_parallelism_threads=int(os.environ["BENCH_INTER"]), allow_soft_placement=True) if os.environ.get("BENCH_INTER") else None),  # PROBE
       tf_random_seed=configs.SEED, steps_per_loop=args.steps_per_loop)
   estimator = harness.Estimator(model_fn=model_fn, config=config)
   estimator.train(input_fn, hooks=[ClockHook()], max_steps=clock.total_steps)

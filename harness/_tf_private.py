@@ -27,7 +27,6 @@ __all__ = [
     "reinitialize_collective_local",
     "seed_keras_initializers",
     "set_hook_steps_per_run",
-    "checkpoint_hook_next_step",
     "variable_fetch_tensor",
     "set_collective_key_base",
 ]
@@ -212,21 +211,6 @@ def set_hook_steps_per_run(hook, steps_per_run):
   in an extra `session.run` after every step.
   """
   hook._set_steps_per_run(steps_per_run)  # pylint: disable=protected-access
-
-
-def checkpoint_hook_next_step(hook):
-  """The global step a step-based CheckpointSaverHook saves at next, or None.
-
-  Why private: the hook keeps its schedule in a private SecondOrStepTimer;
-  a loop of K steps per run must end there to save at the same steps as
-  one step per run does.
-  """
-  timer = hook._timer  # pylint: disable=protected-access
-  every = getattr(timer, "_every_steps", None)
-  last = timer.last_triggered_step()
-  if not every or last is None:
-    return None
-  return last + every
 
 
 def variable_fetch_tensor(variable):

@@ -62,6 +62,14 @@ class PeerLostError(HarnessError, RuntimeError):
   """A task of the training cluster stopped answering."""
 
 
+class TrainingPreemptedError(HarnessError, RuntimeError):
+  """Training stopped early on SIGTERM; the chief checkpointed that step.
+
+  A supervisor (harness.launch --max_restarts, a k8s Job) restarts the task
+  and training resumes at exactly that step.
+  """
+
+
 class LegacyKerasError(HarnessError, ImportError):
   """TensorFlow was imported without `TF_USE_LEGACY_KERAS=1`."""
 

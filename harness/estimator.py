@@ -23,6 +23,7 @@ import tempfile
 import numpy as np
 from absl import logging
 
+from harness import checkpoints
 from harness import errors
 from harness import evaluation
 from harness import input_pipeline
@@ -117,8 +118,13 @@ class Estimator:
   # --- checkpoints ---------------------------------------------------------
 
   def latest_checkpoint(self):
-    """Path of the newest checkpoint in model_dir, or None."""
-    return tf.train.latest_checkpoint(self._model_dir)
+    """Path of the newest checkpoint in model_dir that restores, or None.
+
+    Unlike tf.estimator, a truncated or corrupt newest checkpoint (a save
+    killed half way) is skipped with a warning naming it, and the one
+    before is returned (`harness.checkpoints.latest_usable_checkpoint`).
+    """
+    return checkpoints.latest_usable_checkpoint(self._model_dir)
 
   def get_variable_names(self):
     """Names of the variables in the latest checkpoint."""

@@ -76,8 +76,7 @@ _PROBE_SECS = 0.5
 _STEP_CACHE_KEY = "global_step_read_op_cache"
 
 
-class TrainingPreemptedError(errors.HarnessError, RuntimeError):
-  """Training stopped early on SIGTERM; a checkpoint has its last step."""
+TrainingPreemptedError = errors.TrainingPreemptedError  # Where users look.
 
 
 def _positive_secs(environ, name, default):

@@ -9,8 +9,9 @@ train_op" in a `tf.while_loop`, so one `session.run` trains up to K steps:
   (layers, optimizer slots, global step) are created outside the loop by
   TensorFlow's init scope, so checkpoints are the same as with K = 1.
 * The loop ends early at the step a `StopAtStepHook` asks for (so `steps` /
-  `max_steps` land exactly) and at the step the checkpoint hook saves at
-  next (so checkpoint, and hence evaluation, cadence is unchanged).
+  `max_steps` land exactly) and at the next checkpoint step (so checkpoint,
+  and hence evaluation, cadence is unchanged); every worker of a collective
+  job computes the same bound.
 * The hooks' global-step read happens before the loop, so hooks see the step
   counter advance by (up to) K per run; harness's own hooks and TF's
   checkpoint/step-counter/summary hooks are told K. Summaries `model_fn`
@@ -43,6 +44,9 @@ __all__ = [
 
 _SUMMARIES = tf.compat.v1.GraphKeys.SUMMARIES
 _NO_BOUND = np.iinfo(np.int64).max
+# The graph collection of the hooks' global step read (train_loop registers
+# one before the loop is built).
+_GLOBAL_STEP_READ_KEY = "global_step_read_op_cache"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,10 +57,12 @@ class LoopedStep:
     spec: model_fn's TRAIN EstimatorSpec, with `train_op` the loop and
       `loss` the last step's loss (float32), both outside the loop.
     stop_at: int64 placeholder: the loop stops at this global step.
+    final_step: the global step the loop ended at (read in the loop).
     steps_per_loop: K.
   """
   spec: object
   stop_at: object
+  final_step: object
   steps_per_loop: int
 
 
@@ -102,11 +108,11 @@ def build(step_fn, *, steps_per_loop, step_read, global_step):
   # The hooks' global step reads (fetched in the same run) are taken before
   # the loop starts, so what they see is the step before the run.
   from harness import _tf_private  # pylint: disable=g-import-not-at-top
-  read_before = list(tf.compat.v1.get_collection("global_step_read_op_cache"))
+  read_before = list(tf.compat.v1.get_collection(_GLOBAL_STEP_READ_KEY))
   read_before.append(_tf_private.variable_fetch_tensor(global_step))
   with tf.control_dependencies(read_before):
     start = tf.cast(step_read(), tf.int64)
-  _, _, loss, summary = tf.while_loop(
+  _, final_step, loss, summary = tf.while_loop(
       cond, body,
       [tf.constant(0), start, tf.constant(0.0), tf.constant("")],
       parallel_iterations=1, name="steps_per_loop")
@@ -120,7 +126,7 @@ def build(step_fn, *, steps_per_loop, step_read, global_step):
     graph.add_to_collection(_SUMMARIES, summary)
   spec = built["spec"]
   looped = spec._replace(loss=loss, train_op=loss.op)  # pylint: disable=protected-access
-  return LoopedStep(spec=looped, stop_at=stop_at,
+  return LoopedStep(spec=looped, stop_at=stop_at, final_step=final_step,
                     steps_per_loop=steps_per_loop)
 
 
@@ -160,31 +166,42 @@ class SummarySaverHook(tf.compat.v1.train.SummarySaverHook):
 
 
 class LoopBoundHook(tf.compat.v1.train.SessionRunHook):
-  """Feeds the loop the step it must stop at.
+  """Feeds the loop the global step it must stop at.
 
-  That is the nearest of: the step a StopAtStepHook stops at, and the step
-  a step-based CheckpointSaverHook saves at next, so that `max_steps` and
-  checkpoints land where they would with one step per run.
+  That is the nearest of: the step a StopAtStepHook stops at, and the next
+  checkpoint step, `start + n * save_checkpoints_steps` from the step the
+  session started at (where the chief's CheckpointSaverHook saves, as with
+  one step per run). Every worker computes the same bound from the same
+  global step, so the loops of collective workers run the same number of
+  steps (their all-reduces must pair up).
   """
 
-  def __init__(self, stop_at, hooks):
-    self._stop_at = stop_at
-    self._hooks = list(hooks)
+  def __init__(self, looped, stop_hooks, save_checkpoints_steps):
+    self._stop_at = looped.stop_at
+    self._final_step = looped.final_step
+    self._stop_hooks = list(stop_hooks)
+    self._save_steps = save_checkpoints_steps
+    self._start = self._step = None
+
+  def after_create_session(self, session, coord):
+    del coord
+    read = tf.compat.v1.get_collection(_GLOBAL_STEP_READ_KEY)[0]
+    self._start = self._step = int(session.run(read))
 
   def before_run(self, run_context):
     del run_context
-    from harness import _tf_private  # pylint: disable=g-import-not-at-top
-    bounds = []
-    for hook in self._hooks:
-      if isinstance(hook, tf.compat.v1.train.CheckpointSaverHook):
-        bounds.append(_tf_private.checkpoint_hook_next_step(hook))
-      else:
-        bounds.append(getattr(hook, "last_step", None))
-    bounds = [b for b in bounds if b is not None]
-    if not bounds:
-      return None
-    return tf.compat.v1.train.SessionRunArgs(
-        fetches=None, feed_dict={self._stop_at: int(min(bounds))})
+    bounds = [h.last_step for h in self._stop_hooks
+              if h.last_step is not None]
+    if self._save_steps:
+      done = (self._step - self._start) // self._save_steps
+      bounds.append(self._start + (done + 1) * self._save_steps)
+    feed = {self._stop_at: int(min(bounds))} if bounds else None
+    return tf.compat.v1.train.SessionRunArgs(self._final_step,
+                                             feed_dict=feed)
+
+  def after_run(self, run_context, run_values):
+    del run_context
+    self._step = int(run_values.results)
 
 
 def raise_if_fetched_in_loop(error, steps_per_loop):

@@ -147,13 +147,13 @@ class TrainGraph:
     input_hooks: hooks that initialise the input iterator.
     global_step: the global step variable.
     steps_per_loop: training steps one `session.run` makes.
-    stop_at: the loop's stop-step placeholder (None without a loop).
+    loop: the `step_loop.LoopedStep` (None without a loop).
   """
   spec: object
   input_hooks: list
   global_step: object
   steps_per_loop: int = 1
-  stop_at: object = None
+  loop: object = None
 
 
 def build_local(call_model_fn, input_fn, params, config):
@@ -188,7 +188,7 @@ def build_local(call_model_fn, input_fn, params, config):
   return TrainGraph(
       spec=looped.spec, global_step=global_step, steps_per_loop=steps_per_loop,
       input_hooks=[input_pipeline.DatasetInitializerHook(iterator)],
-      stop_at=looped.stop_at)
+      loop=looped)
 
 
 def _loss_reduce_op():
@@ -247,8 +247,7 @@ def build_distributed(strategy, call_model_fn, input_fn, params, config):
           global_step=global_step)
   return TrainGraph(spec=looped.spec, input_hooks=input_hooks,
                     global_step=global_step,
-                    steps_per_loop=config.steps_per_loop,
-                    stop_at=looped.stop_at)
+                    steps_per_loop=config.steps_per_loop, loop=looped)
 
 
 def _register_global_step_read(read_step):
@@ -394,10 +393,11 @@ def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
         config.session_creation_timeout_secs, context.recovery_wait_secs)
   steps_per_loop = train_graph.steps_per_loop
   step_loop.set_steps_per_run(worker_hooks, steps_per_loop)
-  if train_graph.stop_at is not None:
+  if train_graph.loop is not None:
     worker_hooks.append(step_loop.LoopBoundHook(
-        train_graph.stop_at, [h for h in worker_hooks if isinstance(
-            h, (StopAtStepHook, tf.compat.v1.train.CheckpointSaverHook))]))
+        train_graph.loop,
+        [h for h in worker_hooks if isinstance(h, StopAtStepHook)],
+        config.save_checkpoints_steps))
   # Last hook: SIGTERM -> stop (agreed across collective workers), raised
   # as TrainingPreemptedError after the chief's final save; lost peers ->
   # PeerLostError instead of an in-place session re-creation.
