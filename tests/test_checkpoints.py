@@ -16,6 +16,7 @@ from harness import checkpoints
 from harness import errors
 from harness import evaluator as evaluator_lib
 from harness._tf import tf
+from tests.programs.cluster_job import model_fn as _model_fn
 
 
 def _write_checkpoints(model_dir, steps, size=64):
@@ -138,17 +139,6 @@ class LatestUsableCheckpointTest(parameterized.TestCase):
     prefixes = _write_checkpoints(self.model_dir, [5, 10, 100])
     self.assertEqual(checkpoints.candidate_checkpoints(self.model_dir),
                      prefixes[::-1])
-
-
-def _model_fn(features, labels, mode):
-  pred = tf.compat.v1.layers.dense(features["x"], 1, name="dense")
-  loss = tf.compat.v1.losses.mean_squared_error(labels, pred)
-  train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
-      loss, global_step=tf.compat.v1.train.get_global_step())
-  return harness.EstimatorSpec(
-      mode, loss=loss, train_op=train_op,
-      eval_metric_ops={"mae": tf.compat.v1.metrics.mean_absolute_error(
-          labels, pred)})
 
 
 def _input_fn():

@@ -21,18 +21,8 @@ from harness import evaluator as evaluator_lib
 from harness import preemption
 from harness import run_state
 from harness._tf import tf
+from tests.programs.cluster_job import model_fn as _model_fn
 from tests.programs import launch_watch as watch
-
-def _model_fn(features, labels, mode):
-  pred = tf.compat.v1.layers.dense(features["x"], 1, name="dense")
-  loss = tf.compat.v1.losses.mean_squared_error(labels, pred)
-  train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
-      loss, global_step=tf.compat.v1.train.get_global_step())
-  return harness.EstimatorSpec(
-      mode, loss=loss, train_op=train_op,
-      eval_metric_ops={"mae": tf.compat.v1.metrics.mean_absolute_error(
-          labels, pred)})
-
 
 def _input_fn():
   return tf.data.Dataset.from_tensors(({"x": [1.0]}, [2.0])).repeat().batch(4)

@@ -21,19 +21,7 @@ import numpy as np
 import harness
 from harness import strategies
 from harness._tf import tf
-
-
-def model_fn(features, labels, mode):
-  pred = tf.compat.v1.layers.dense(features["x"], 1, name="dense")
-  if mode == harness.ModeKeys.PREDICT:
-    return harness.EstimatorSpec(mode, predictions={"y": pred})
-  loss = tf.compat.v1.losses.mean_squared_error(labels, pred)
-  train_op = tf.compat.v1.train.GradientDescentOptimizer(0.05).minimize(
-      loss, global_step=tf.compat.v1.train.get_global_step())
-  return harness.EstimatorSpec(
-      mode, loss=loss, train_op=train_op,
-      eval_metric_ops={"mae": tf.compat.v1.metrics.mean_absolute_error(
-          labels, pred)})
+from tests.programs.cluster_job import model_fn
 
 
 def make_input_fn(batches=None):

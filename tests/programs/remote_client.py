@@ -18,41 +18,13 @@ import json
 import os
 import sys
 
-import numpy as np
-
 import harness
 from harness import remote
 from harness import strategies
 from harness._tf import tf
-
-
-def model_fn(features, labels, mode):
-  pred = tf.compat.v1.layers.dense(features["x"], 1, name="dense")
-  if mode == harness.ModeKeys.PREDICT:
-    return harness.EstimatorSpec(mode, predictions={"y": pred})
-  loss = tf.compat.v1.losses.mean_squared_error(labels, pred)
-  train_op = tf.compat.v1.train.GradientDescentOptimizer(0.05).minimize(
-      loss, global_step=tf.compat.v1.train.get_global_step())
-  return harness.EstimatorSpec(
-      mode, loss=loss, train_op=train_op,
-      eval_metric_ops={"mae": tf.compat.v1.metrics.mean_absolute_error(
-          labels, pred)})
-
-
-def input_fn(input_context=None):
-  rng = np.random.RandomState(0)
-  x = rng.randn(256, 4).astype(np.float32)
-  y = (x @ np.array([[1.], [-2.], [0.5], [3.]], np.float32)).astype(np.float32)
-  ds = tf.data.Dataset.from_tensor_slices(({"x": x}, y))
-  if input_context is not None:
-    ds = ds.shard(input_context.num_input_pipelines,
-                  input_context.input_pipeline_id)
-  return ds.repeat().batch(16)
-
-
-def serving_input_fn():
-  x = tf.compat.v1.placeholder(tf.float32, [None, 4], name="x")
-  return harness.export.ServingInputReceiver({"x": x}, {"x": x})
+from tests.programs.cluster_job import input_fn
+from tests.programs.cluster_job import model_fn
+from tests.programs.cluster_job import serving_input_fn
 
 
 class _FailAtStepHook(tf.compat.v1.train.SessionRunHook):
