@@ -75,7 +75,6 @@ _ADDRESS_RE = re.compile(r"([\w.\-]+:\d{2,5})")
 _PROBE_SECS = 0.5
 _STEP_CACHE_KEY = "global_step_read_op_cache"
 
-
 TrainingPreemptedError = errors.TrainingPreemptedError  # Where users look.
 
 
@@ -143,9 +142,6 @@ def resumable_reason(reason):
   """Whether a `training_stopped` reason means training should resume."""
   reason = str(reason or "")
   return reason == PREEMPTED_REASON or reason.startswith("failed")
-
-
-# ------------------------------------------------------------- the flag --
 
 
 class _Sigterm:
@@ -415,7 +411,7 @@ class TrainingGuard:
 
   def __init__(self, *, task_label, is_chief, model_dir=None, cluster=None,
                collective=False, peer_timeout_secs=DEFAULT_PEER_TIMEOUT_SECS,
-               clock=time.time, sleep=time.sleep):
+               handle_sigterm=True, clock=time.time, sleep=time.sleep):
     """Makes the guard.
 
     Args:
@@ -425,6 +421,7 @@ class TrainingGuard:
       cluster: {job: [address, ...]} of a multi-task job, else None.
       collective: whether the trainers all-reduce (stop by agreement).
       peer_timeout_secs: step deadline and vote timeout, > 0.
+      handle_sigterm: stop on SIGTERM (False in a standalone client).
       clock, sleep: time source and sleep for records and waits (injected
         by tests).
     """
@@ -450,6 +447,7 @@ class TrainingGuard:
     self._started_at = None
     self._opened_at = None
     self._open = False
+    self._handle_sigterm = handle_sigterm
     self.hook = _GuardHook(self)
 
   @classmethod
@@ -465,7 +463,8 @@ class TrainingGuard:
           config.train_distribute) == "collective"
     return cls(task_label=context.task_label, is_chief=context.is_chief,
                model_dir=model_dir, cluster=cluster, collective=collective,
-               peer_timeout_secs=peer_timeout_secs(environ))
+               peer_timeout_secs=peer_timeout_secs(environ),
+               handle_sigterm=config.remote_cluster is None)
 
   def wrap_creator(self, creator):
     """The session creator to give MonitoredSession instead of `creator`."""
@@ -475,7 +474,7 @@ class TrainingGuard:
     self._opened_at = self._clock()
     if self.model_dir and self.multi_task:
       run_state.write_task_opened(self.model_dir, self.label)
-    if not self._open:
+    if not self._open and self._handle_sigterm:
       self._open = True
       _SIGTERM.acquire()
 

@@ -279,7 +279,7 @@ class RemoteClusterTest(absltest.TestCase):
       self.assertEqual(steps[-1], max_steps)
     self.assertEqual(_checkpoint_step(model_dir), max_steps)
     # Evaluated and exported in the client.
-    self.assertIn(f"eval results | local | global_step {max_steps}", output)
+    self.assertIn(f"eval results | client | global_step {max_steps}", output)
     self.assertRegex(output, r"\n  accuracy +1\n")
     export = re.search(r"\n  export: +(\S+)", output).group(1)
     self.assertTrue(os.path.exists(os.path.join(export, "saved_model.pb")))
