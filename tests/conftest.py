@@ -1,5 +1,7 @@
 """Shared test fixtures: paths to ../shared data, made importable for tests."""
 
+import glob
+import json
 import os
 import pathlib
 
@@ -15,3 +17,23 @@ from absl import flags as _absl_flags  # pylint: disable=g-import-not-at-top
 
 if not _absl_flags.FLAGS.is_parsed():
   _absl_flags.FLAGS(["pytest"], known_only=True)
+
+
+def child_env(tf_config=None):
+  """os.environ for a child process: repo importable, TF_CONFIG as given."""
+  env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
+  env["PYTHONPATH"] = str(REPO_ROOT)
+  if tf_config is not None:
+    env["TF_CONFIG"] = json.dumps(tf_config)
+  return env
+
+
+def eval_steps(model_dir):
+  """Global steps of the eval summaries (tag "loss") in <model_dir>/eval."""
+  from harness._tf import tf  # pylint: disable=g-import-not-at-top
+  steps = set()
+  for path in glob.glob(os.path.join(model_dir, "eval", "events.out.*")):
+    for event in tf.compat.v1.train.summary_iterator(path):
+      if any(v.tag == "loss" for v in event.summary.value):
+        steps.add(event.step)
+  return steps

@@ -10,7 +10,6 @@ failure message) shows each kill, how long the survivors took to notice it,
 and the step training resumed from.
 """
 
-import glob
 import os
 import random
 import signal
@@ -24,6 +23,7 @@ import pytest
 from harness import checkpoints
 from harness import preemption
 from harness._tf import tf
+from tests import conftest
 from tests.programs import launch_watch as watch
 
 # Collective trainers step together; ps trainers each advance the shared
@@ -41,13 +41,7 @@ _STEP = r"\[(chief/0|worker/\d)\].*\| step (\d+)/"
 _NOTICED = r"\[({tasks})\].*(lost peer|stopping: SIGTERM|input ended)"
 
 
-def _eval_steps(model_dir):
-  steps = set()
-  for path in glob.glob(os.path.join(model_dir, "eval", "events.out.*")):
-    for event in tf.compat.v1.train.summary_iterator(path):
-      if any(v.tag == "loss" for v in event.summary.value):
-        steps.add(event.step)
-  return steps
+_eval_steps = conftest.eval_steps
 
 
 class _Chaos:

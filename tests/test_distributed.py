@@ -18,6 +18,7 @@ import pytest
 
 from harness import launch
 from harness._tf import tf
+from tests import conftest
 
 # absltest's create_tempdir reads --test_tmpdir; pytest does not parse flags.
 if not flags.FLAGS.is_parsed():
@@ -45,13 +46,7 @@ def _steps_logged(output, task):
       rf"train \| {re.escape(task)} \| step (\d+)/", output)]
 
 
-def _eval_steps(model_dir):
-  steps = set()
-  for path in glob.glob(os.path.join(model_dir, "eval", "events.out.*")):
-    for event in tf.compat.v1.train.summary_iterator(path):
-      if any(v.tag == "loss" for v in event.summary.value):
-        steps.add(event.step)
-  return steps
+_eval_steps = conftest.eval_steps
 
 
 @pytest.mark.slow

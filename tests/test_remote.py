@@ -28,6 +28,7 @@ from harness import run_config as run_config_lib
 from harness import estimator as estimator_lib
 from harness import strategies
 from harness._tf import tf
+from tests import conftest
 
 # absltest's create_tempdir reads --test_tmpdir; pytest does not parse flags.
 if not flags.FLAGS.is_parsed():
@@ -39,12 +40,7 @@ _CLIENT_SECS = 150
 _LOG_EVERY = 10
 
 
-def _env(tf_config=None):
-  env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
-  env["PYTHONPATH"] = _REPO
-  if tf_config is not None:
-    env["TF_CONFIG"] = json.dumps(tf_config)
-  return env
+_env = conftest.child_env
 
 
 class _Process:

@@ -1,6 +1,5 @@
 """Tests of harness.server: the config, the library and the real binary."""
 
-import json
 import os
 import signal
 import subprocess
@@ -17,6 +16,7 @@ from harness import errors
 from harness import ports
 from harness import server
 from harness._tf import tf
+from tests import conftest
 
 # absltest's create_tempdir reads --test_tmpdir; pytest does not parse flags.
 if not flags.FLAGS.is_parsed():
@@ -27,12 +27,7 @@ _START_SECS = 90  # TensorFlow's import is slow on a busy 2-core machine.
 _STOP_SECS = 10
 
 
-def _env(tf_config=None):
-  env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
-  env["PYTHONPATH"] = _REPO
-  if tf_config is not None:
-    env["TF_CONFIG"] = json.dumps(tf_config)
-  return env
+_env = conftest.child_env
 
 
 class _ServerProcess:
