@@ -30,6 +30,7 @@ from absl import logging
 
 from harness import cluster as cluster_lib
 from harness import errors
+from harness import results_text
 
 __all__ = [
     "MODES", "STRATEGIES", "VERBOSITIES", "EXPORTERS",
@@ -291,36 +292,7 @@ def _show(value):
   return value
 
 
-def format_metrics(metrics, label):
-  """The evaluation results as a small aligned table."""
-  step = metrics.get("global_step")
-  rows = sorted((k, v) for k, v in metrics.items() if k != "global_step")
-  width = max([len("metric")] + [len(k) for k, _ in rows])
-  lines = [f"eval results | {label} | global_step {step}",
-           f"  {'metric':<{width}}  value"]
-  for key, value in rows:
-    lines.append(f"  {key:<{width}}  {_number(value)}")
-  return "\n".join(lines)
-
-
-def _number(value):
-  try:
-    number = float(value)
-  except (TypeError, ValueError):
-    return str(value)
-  return f"{number:.6g}"
-
-
-def _summary(result, job):
-  lines = [f"done | {result.task} | {job.mode}"]
-  rows = [("model_dir", result.model_dir),
-          ("latest checkpoint", result.latest_checkpoint or "none")]
-  rows += [("export", path) for path in result.export_paths]
-  if result.predictions_path:
-    rows.append(("predictions", result.predictions_path))
-  rows.append(("tensorboard", f"tensorboard --logdir {result.model_dir}"))
-  lines += [f"  {key + ':':<19} {value}" for key, value in rows]
-  return "\n".join(lines)
+format_metrics = results_text.format_metrics  # Part of this module's API.
 
 
 # ----------------------------------------------------------------- running
@@ -371,8 +343,8 @@ def run_job(job, *, environ=None, out=None):
       latest_checkpoint=estimator.latest_checkpoint(),
       export_paths=tuple(export_paths), predictions_path=predictions_path)
   if result.metrics:
-    _emit(out, format_metrics(result.metrics, label))
-  _emit(out, _summary(result, job))
+    _emit(out, results_text.format_metrics(result.metrics, label))
+  _emit(out, results_text.summary(result, job))
   return result
 
 
