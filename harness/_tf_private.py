@@ -31,6 +31,12 @@ __all__ = [
     "set_collective_key_base",
 ]
 
+# tensorflow.python.training.training_util.GLOBAL_STEP_READ_KEY: the graph
+# collection caching the global step read that TF's hooks fetch. Why
+# private: no public name; harness registers its own read there (a plain
+# read under strategies, ordered before a steps_per_loop loop).
+GLOBAL_STEP_READ_KEY = "global_step_read_op_cache"
+
 # Task types whose TF_CONFIG the patched resolver hides from strategies.
 _LOCALIZED_TASK_TYPES = set()
 _ORIGINAL_CLUSTER_SPEC = []

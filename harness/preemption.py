@@ -33,6 +33,7 @@ import time
 
 from absl import logging
 
+from harness import _tf_private
 from harness import errors
 from harness import run_config as run_config_lib
 from harness import run_state
@@ -73,7 +74,6 @@ _TRAINER_JOBS = ("chief", "master", "worker")
 _TASK_RE = re.compile(r"/job:(\w+)/replica:\d+/task:(\d+)")
 _ADDRESS_RE = re.compile(r"([\w.\-]+:\d{2,5})")
 _PROBE_SECS = 0.5
-_STEP_CACHE_KEY = "global_step_read_op_cache"
 
 TrainingPreemptedError = errors.TrainingPreemptedError  # Where users look.
 
@@ -338,7 +338,8 @@ class _GuardHook(tf.compat.v1.train.SessionRunHook):
 
   def begin(self):
     guard = self._guard
-    cached = tf.compat.v1.get_collection(_STEP_CACHE_KEY)
+    cached = tf.compat.v1.get_collection(
+        _tf_private.GLOBAL_STEP_READ_KEY)
     self._step = cached[0] if cached else tf.compat.v1.train.get_global_step()
     if guard.peer_timeout_secs and guard.multi_task:
       self._options = tf.compat.v1.RunOptions(

@@ -29,6 +29,7 @@ import dataclasses
 from absl import logging
 import numpy as np
 
+from harness import _tf_private
 from harness import errors
 from harness._tf import tf
 
@@ -44,9 +45,6 @@ __all__ = [
 
 _SUMMARIES = tf.compat.v1.GraphKeys.SUMMARIES
 _NO_BOUND = np.iinfo(np.int64).max
-# The graph collection of the hooks' global step read (train_loop registers
-# one before the loop is built).
-_GLOBAL_STEP_READ_KEY = "global_step_read_op_cache"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,8 +105,8 @@ def build(step_fn, *, steps_per_loop, step_read, global_step):
 
   # The hooks' global step reads (fetched in the same run) are taken before
   # the loop starts, so what they see is the step before the run.
-  from harness import _tf_private  # pylint: disable=g-import-not-at-top
-  read_before = list(tf.compat.v1.get_collection(_GLOBAL_STEP_READ_KEY))
+  read_before = list(
+      tf.compat.v1.get_collection(_tf_private.GLOBAL_STEP_READ_KEY))
   read_before.append(_tf_private.variable_fetch_tensor(global_step))
   with tf.control_dependencies(read_before):
     start = tf.cast(step_read(), tf.int64)
@@ -136,7 +134,6 @@ def set_steps_per_run(hooks, steps_per_run):
   TF's CheckpointSaverHook otherwise assumes a huge value and reads the
   global step in an extra `session.run` after every step.
   """
-  from harness import _tf_private  # pylint: disable=g-import-not-at-top
   for hook in hooks:
     if isinstance(hook, (tf.compat.v1.train.CheckpointSaverHook,
                          tf.compat.v1.train.StepCounterHook)):
@@ -185,7 +182,8 @@ class LoopBoundHook(tf.compat.v1.train.SessionRunHook):
 
   def after_create_session(self, session, coord):
     del coord
-    read = tf.compat.v1.get_collection(_GLOBAL_STEP_READ_KEY)[0]
+    read = tf.compat.v1.get_collection(
+        _tf_private.GLOBAL_STEP_READ_KEY)[0]
     self._start = self._step = int(session.run(read))
 
   def before_run(self, run_context):
@@ -207,7 +205,10 @@ class LoopBoundHook(tf.compat.v1.train.SessionRunHook):
 def raise_if_fetched_in_loop(error, steps_per_loop):
   """Re-raises a fetch of an in-loop tensor as a ConfigError with the fix."""
   text = str(error)
-  if steps_per_loop > 1 and ("while" in text or "graph" in text):
+  # What TF says when a hook hands it a tensor of the loop body's graph.
+  foreign = ("graph attribute that is equal to current graph" in text or
+             "is not an element of this graph" in text)
+  if steps_per_loop > 1 and foreign:
     raise errors.ConfigError(
         f"With steps_per_loop={steps_per_loop}, model_fn's tensors live inside "
         "the training loop and cannot be fetched by a hook (only the loss "

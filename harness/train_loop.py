@@ -13,6 +13,7 @@ import dataclasses
 from absl import logging
 
 from harness import checkpoints
+from harness import _tf_private
 from harness import errors
 from harness import hooks as hooks_lib
 from harness import input_pipeline
@@ -32,9 +33,6 @@ __all__ = [
 ]
 
 ModeKeys = spec_lib.ModeKeys
-# tensorflow.python.training.training_util.GLOBAL_STEP_READ_KEY: the graph
-# collection that caches the global step read tensor hooks use.
-_GLOBAL_STEP_READ_KEY = "global_step_read_op_cache"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -117,7 +115,6 @@ class StopAtStepHook(tf.compat.v1.train.StopAtStepHook):
 
 def set_graph_seed(seed):
   """tf_random_seed for the default graph, tf_keras initializers included."""
-  from harness import _tf_private  # pylint: disable=g-import-not-at-top
   tf.compat.v1.random.set_random_seed(seed)
   _tf_private.seed_keras_initializers(seed)
 
@@ -263,7 +260,8 @@ def _register_global_step_read(read_step):
   on non-empty BufRendezvous"). A plain read involves no peer; tf.estimator
   registered the same one.
   """
-  tf.compat.v1.add_to_collection(_GLOBAL_STEP_READ_KEY, read_step())
+  tf.compat.v1.add_to_collection(_tf_private.GLOBAL_STEP_READ_KEY,
+                                 read_step())
 
 
 def _local_reported_loss(strategy, per_replica_loss):
