@@ -29,6 +29,7 @@ __all__ = [
     "FULL_CHECK_MAX_BYTES",
     "check_checkpoint",
     "candidate_checkpoints",
+    "check_fits",
     "latest_usable_checkpoint",
 ]
 
@@ -222,3 +223,45 @@ def latest_usable_checkpoint(model_dir, *,
     if _verdict(prefix, full_check_max_bytes) is None:
       return prefix
   return None
+
+
+def check_fits(checkpoint_path, scaffold=None):
+  """Raises CheckpointError when `checkpoint_path` would restore wrong shapes.
+
+  A resource variable restored from a tensor of another shape silently takes
+  that shape (TensorFlow checks nothing), and the model then fails later with
+  an unrelated-looking shape error, or not at all. Only the default Saver's
+  layout is checked (a variable's op name is its key in the checkpoint);
+  a custom Saver (Scaffold(saver=...) or the SAVERS collection) may map names
+  freely and is left to itself.
+
+  Args:
+    checkpoint_path: the checkpoint about to be restored, or None (nothing).
+    scaffold: the model's Scaffold, or None; one with a saver is not checked.
+  """
+  if not checkpoint_path or (scaffold is not None and
+                             scaffold.saver is not None):
+    return
+  graph = tf.compat.v1.get_default_graph()
+  if graph.get_collection(tf.compat.v1.GraphKeys.SAVERS):
+    return
+  try:
+    shapes = tf.train.load_checkpoint(checkpoint_path).get_variable_to_shape_map()
+  except (tf.errors.OpError, ValueError):
+    return  # Unreadable: the restore itself reports it.
+  wrong = []
+  for variable in graph.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES):
+    name = variable.op.name
+    shape = variable.shape
+    if name in shapes and shape.is_fully_defined() and (
+        list(shapes[name]) != shape.as_list()):
+      wrong.append(f"{name}: {shape.as_list()} in the model, "
+                   f"{list(shapes[name])} in the checkpoint")
+  if wrong:
+    shown = "; ".join(wrong[:4]) + ("; ..." if len(wrong) > 4 else "")
+    raise errors.CheckpointError(
+        f"the checkpoint {checkpoint_path} does not fit this model: "
+        f"{len(wrong)} variable(s) have other shapes ({shown}). It was "
+        "written by another model_fn or other params; it was left "
+        "untouched. Fix: train this model in a new model_dir, or run the "
+        "model_fn and params that wrote it.")

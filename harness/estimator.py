@@ -319,6 +319,7 @@ class Estimator:
       predictions = _extract_keys(spec.predictions, predict_keys)
       all_hooks = (input_hooks + spec_lib.check_hooks(hooks, "hooks") +
                    list(spec.prediction_hooks))
+      checkpoints.check_fits(checkpoint_path, spec.scaffold)
       creator = tf.compat.v1.train.ChiefSessionCreator(
           checkpoint_filename_with_path=checkpoint_path,
           master=self._config.master, scaffold=spec.scaffold,

@@ -12,6 +12,7 @@ import os
 import numpy as np
 from absl import logging
 
+from harness import checkpoints
 from harness import errors
 from harness._tf import tf
 
@@ -120,6 +121,7 @@ def evaluate_once(*, checkpoint_path, master, scaffold, eval_op, final_ops,
   stop_hook = _StopAfterNEvalsHook(steps)
   final_hook = tf.compat.v1.train.FinalOpsHook(final_ops)
   all_hooks = list(hooks) + [stop_hook, final_hook]
+  checkpoints.check_fits(checkpoint_path, scaffold)
   creator = tf.compat.v1.train.ChiefSessionCreator(
       scaffold=scaffold, checkpoint_filename_with_path=checkpoint_path,
       master=master, config=session_config)

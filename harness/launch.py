@@ -35,6 +35,7 @@ import types
 from absl import app
 from absl import flags
 
+from harness import cli
 from harness import errors
 from harness import ports
 
@@ -391,24 +392,12 @@ _USAGE = ("usage: python -m harness.launch --workers=N [--chief] [--ps=P] "
           "[--evaluator] [--max_restarts=R] [--timeout_secs=S] -- COMMAND...")
 
 
-def _usage_error(message):
-  sys.stderr.write(f"launch: error: {message}\n{_USAGE}\n")
-  sys.stderr.flush()
-  sys.exit(2)
-
-
-def _parse_flags(argv):
-  """Parses flags; a bad flag is one message and exit status 2."""
-  try:
-    return flags.FLAGS(argv)
-  except flags.Error as e:
-    _usage_error(str(e))
-
-
 def _main(flag, argv):
   command = argv[1:]
   if not command:
-    _usage_error("no command: put the command every task runs after `--`.")
+    cli.usage_error(
+        "launch", "no command: put the command every task runs after `--`.",
+        _USAGE)
   stop_event = threading.Event()
   received = []
 
@@ -426,7 +415,7 @@ def _main(flag, argv):
         timeout_secs=flag.timeout_secs.value,
         grace_secs=flag.grace_secs.value, stop_event=stop_event)
   except errors.ConfigError as e:
-    _usage_error(str(e))
+    cli.usage_error("launch", str(e), _USAGE)
   if received and status == 130:
     status = 128 + received[0]
   sys.exit(status)
@@ -434,4 +423,4 @@ def _main(flag, argv):
 
 if __name__ == "__main__":
   app.run(functools.partial(_main, _define_flags()),
-          flags_parser=_parse_flags)
+          flags_parser=cli.flags_parser("launch", _USAGE))

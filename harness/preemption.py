@@ -25,9 +25,7 @@ docs/RELIABILITY.md describes the whole recovery model.
 """
 
 import os
-import re
 import signal
-import socket
 import threading
 import time
 
@@ -35,6 +33,7 @@ from absl import logging
 
 from harness import _tf_private
 from harness import errors
+from harness import peers
 from harness import run_config as run_config_lib
 from harness import run_state
 from harness._tf import tf
@@ -60,20 +59,7 @@ PREEMPTED_REASON = "preempted"
 # from 1), so the two never share a group or an instance.
 _VOTE_GROUP_KEY = 1 << 30
 _VOTE_INSTANCE_KEY = (1 << 30) + 1
-_PEER_ERRORS = (tf.errors.UnavailableError, tf.errors.AbortedError,
-                tf.errors.DeadlineExceededError, tf.errors.CancelledError)
-# Raised with other codes when a collective lost its group (a peer died or
-# restarted): converted when the message says so.
-_MAYBE_PEER_ERRORS = (tf.errors.FailedPreconditionError,
-                      tf.errors.InternalError)
-_PEER_MESSAGE_RE = re.compile(
-    r"collective ops is aborted|incarnation|socket closed|connection reset|"
-    r"failed to connect|connection refused", re.IGNORECASE)
 _RENDEZVOUS_POLL_SECS = 0.5
-_TRAINER_JOBS = ("chief", "master", "worker")
-_TASK_RE = re.compile(r"/job:(\w+)/replica:\d+/task:(\d+)")
-_ADDRESS_RE = re.compile(r"([\w.\-]+:\d{2,5})")
-_PROBE_SECS = 0.5
 
 TrainingPreemptedError = errors.TrainingPreemptedError  # Where users look.
 
@@ -207,121 +193,6 @@ def notify_preemption():
   _SIGTERM.event.set()
 
 
-# --------------------------------------------------------- lost peers --
-
-
-def _first_line(error):
-  text = (getattr(error, "message", None) or str(error)).strip()
-  return text.splitlines()[0][:300] if text else type(error).__name__
-
-
-def _probe(address):
-  host, _, port = address.rpartition(":")
-  try:
-    with socket.create_connection((host, int(port)), timeout=_PROBE_SECS):
-      return True
-  except (OSError, ValueError):
-    return False
-
-
-class _Peers:
-  """This task's view of the cluster, to name a peer from an error text."""
-
-  def __init__(self, cluster, task_label):
-    self.task_label = task_label
-    self.by_address = {}
-    for job, addresses in cluster.items():
-      for index, address in enumerate(addresses):
-        name = f"{job}/{index}"
-        if name != task_label and job != "evaluator":
-          self.by_address[address] = name
-
-  def named_in(self, text):
-    names = [f"{job}/{task}" for job, task in _TASK_RE.findall(text)]
-    names += [self.by_address[a] for a in _ADDRESS_RE.findall(text)
-              if a in self.by_address]
-    return sorted(set(names) - {self.task_label})
-
-  def silent(self):
-    return sorted(name for address, name in self.by_address.items()
-                  if not _probe(address))
-
-  def ps(self):
-    return sorted(n for n in self.by_address.values() if n.startswith("ps/"))
-
-  def trainers(self):
-    return sorted(n for n in self.by_address.values()
-                  if n.split("/")[0] in _TRAINER_JOBS)
-
-
-class _GuardedSession(tf.compat.v1.Session.__mro__[-2]):  # SessionInterface.
-  """A raw session whose lost-peer errors become PeerLostError.
-
-  MonitoredSession re-creates its session on Unavailable/Aborted, which
-  with a dead collective peer waits forever; PeerLostError is not one of
-  those, so it ends the loop (and the process) instead.
-  """
-
-  def __init__(self, sess, guard):
-    self._sess = sess
-    self._guard = guard
-
-  @property
-  def graph(self):
-    return self._sess.graph
-
-  @property
-  def sess_str(self):
-    return self._sess.sess_str
-
-  def run(self, *args, **kwargs):
-    try:
-      return self._sess.run(*args, **kwargs)
-    except _PEER_ERRORS + _MAYBE_PEER_ERRORS as e:
-      self._guard.raise_for(e)
-      raise
-
-  def partial_run_setup(self, *args, **kwargs):
-    return self._sess.partial_run_setup(*args, **kwargs)
-
-  def partial_run(self, *args, **kwargs):
-    return self._sess.partial_run(*args, **kwargs)
-
-  def close(self):
-    try:
-      self._sess.close()
-    finally:
-      self._guard.closed()
-
-  def __getattr__(self, name):  # make_callable, list_devices, ...
-    return getattr(self._sess, name)
-
-
-class _GuardedCreator(tf.compat.v1.train.SessionCreator):
-
-  def __init__(self, creator, guard):
-    self._creator = creator
-    self._guard = guard
-    self._created = 0
-
-  def create_session(self):
-    self._created += 1
-    if self._created > 1:
-      raise errors.PeerLostError(
-          f"{self._guard.label}: the training session failed and "
-          f"MonitoredSession tried to re-create it ({self._guard.last_error}"
-          "); harness does not re-create sessions in place. The supervisor "
-          "restarts this task and it resumes from the last checkpoint.")
-    self._guard.before_session()
-    try:
-      sess = self._creator.create_session()
-    except _PEER_ERRORS + _MAYBE_PEER_ERRORS as e:
-      self._guard.raise_for(e, during="creating the session")
-      raise
-    self._guard.opened()
-    return _GuardedSession(sess, self._guard)
-
-
 # ------------------------------------------------------------- the hook --
 
 
@@ -431,7 +302,7 @@ class TrainingGuard:
     self.model_dir = model_dir
     self.cluster = {job: list(a) for job, a in (cluster or {}).items()
                     if job != "evaluator"}
-    trainers = [f"{job}/{i}" for job in _TRAINER_JOBS
+    trainers = [f"{job}/{i}" for job in peers.TRAINER_JOBS
                 for i in range(len(self.cluster.get(job, ())))]
     self.multi_task = sum(len(a) for a in self.cluster.values()) > 1
     self.vote_group_size = len(trainers) if collective else 0
@@ -441,7 +312,7 @@ class TrainingGuard:
       self.vote_device = f"/job:{job}/replica:0/task:{index}/device:CPU:0"
     self.peer_timeout_secs = peer_timeout_secs
     self.last_error = None
-    self._peers = _Peers(self.cluster, task_label)
+    self._peers = peers.Peers(self.cluster, task_label)
     self._trainers = [t for t in trainers if t != task_label]
     self._clock = clock
     self._sleep = sleep
@@ -457,7 +328,7 @@ class TrainingGuard:
     cluster = None
     collective = False
     in_cluster = (config.remote_cluster is None and config.task_type in
-                  _TRAINER_JOBS and context.task_label != "local")
+                  peers.TRAINER_JOBS and context.task_label != "local")
     if in_cluster and config.cluster_spec:
       cluster = config.cluster_spec.as_dict()
       collective = run_config_lib.strategy_kind(
@@ -469,7 +340,7 @@ class TrainingGuard:
 
   def wrap_creator(self, creator):
     """The session creator to give MonitoredSession instead of `creator`."""
-    return _GuardedCreator(creator, self)
+    return peers.GuardedCreator(creator, self)
 
   def opened(self):
     self._opened_at = self._clock()
@@ -560,12 +431,12 @@ class TrainingGuard:
 
   def raise_for(self, error, during="a training step"):
     """Raises what a peer error of the session means (or returns)."""
-    self.last_error = f"{type(error).__name__}: {_first_line(error)}"
+    self.last_error = f"{type(error).__name__}: {peers.first_line(error)}"
     if not self.multi_task:
       return
     text = getattr(error, "message", None) or str(error)
-    if isinstance(error, _MAYBE_PEER_ERRORS) and not _PEER_MESSAGE_RE.search(
-        text):
+    if isinstance(error, peers.MAYBE_PEER_ERRORS) and (
+        not peers.PEER_MESSAGE_RE.search(text)):
       return
     ended = run_state.loops_ended_since(
         self.model_dir, self._trainers, self._opened_at or 0.0) if (

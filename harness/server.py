@@ -36,6 +36,7 @@ from absl import flags
 from absl import logging
 
 from harness import cluster as cluster_lib
+from harness import cli
 from harness import errors
 
 __all__ = [
@@ -235,20 +236,6 @@ def _cluster_info(flag, environ):
       tf_config, source="flags --cluster_spec/--job_name/--task_index")
 
 
-def _usage_error(message):
-  sys.stderr.write(f"server: error: {message}\n")
-  sys.stderr.flush()
-  sys.exit(2)
-
-
-def _parse_flags(argv):
-  """Parses flags; a bad flag is one message and exit status 2."""
-  try:
-    return flags.FLAGS(argv)
-  except flags.Error as e:
-    _usage_error(str(e))
-
-
 def _wait_for_stop_signal():
   """Blocks until SIGTERM or SIGINT; returns the signal's number.
 
@@ -269,8 +256,8 @@ def _wait_for_stop_signal():
 
 def _main(flag, argv):
   if len(argv) > 1:
-    _usage_error(f"unexpected arguments {argv[1:]}; this binary takes only "
-                 "flags.")
+    cli.usage_error("server", f"unexpected arguments {argv[1:]}; this binary "
+                    "takes only flags.")
   try:
     info = _cluster_info(flag, os.environ)
     server = start_server(
@@ -278,7 +265,7 @@ def _main(flag, argv):
         num_cpu_devices=flag.num_cpu_devices.value,
         num_gpus=flag.num_gpus_per_worker.value, protocol=info.rpc_layer)
   except errors.ConfigError as e:
-    _usage_error(str(e))
+    cli.usage_error("server", str(e))
   task = f"{info.task_type}/{info.task_id}"
   address = info.task_address
   logging.info("server | %s | listening on %s | %d CPU devices", task,
@@ -297,4 +284,4 @@ def _main(flag, argv):
 
 if __name__ == "__main__":
   app.run(functools.partial(_main, _define_flags()),
-          flags_parser=_parse_flags)
+          flags_parser=cli.flags_parser("server"))

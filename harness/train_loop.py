@@ -355,6 +355,10 @@ def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
   worker_hooks.extend(spec.training_hooks)
 
   scaffold = spec.scaffold
+  restore_from = None
+  if context.should_init:
+    restore_from = checkpoints.latest_usable_checkpoint(model_dir)
+    checkpoints.check_fits(restore_from, scaffold)  # Before harness's Saver.
   _ensure_saver(scaffold, config)
   chief_hooks = []
   all_hooks = worker_hooks + list(spec.training_chief_hooks)
@@ -383,8 +387,7 @@ def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
     creator = tf.compat.v1.train.ChiefSessionCreator(
         scaffold=scaffold, master=context.master,
         config=context.session_config,
-        checkpoint_filename_with_path=checkpoints.latest_usable_checkpoint(
-            model_dir))
+        checkpoint_filename_with_path=restore_from)
   else:
     creator = _WaitForChiefSessionCreator(
         scaffold, context.master, context.session_config,

@@ -180,5 +180,63 @@ class RestoreFallbackTest(absltest.TestCase):
     self.assertEqual(metrics["global_step"], 5)
 
 
+def _dense_model_fn(features, labels, mode, params):
+  """A linear model of params["width"] outputs (a variable named "w")."""
+  weights = tf.compat.v1.get_variable("w", [1, params["width"]])
+  predictions = tf.reduce_sum(tf.matmul(features["x"], weights), axis=1)
+  if mode == harness.ModeKeys.PREDICT:
+    return harness.EstimatorSpec(mode, predictions={"y": predictions})
+  loss = tf.reduce_mean(tf.square(predictions - labels))
+  train_op = tf.compat.v1.train.GradientDescentOptimizer(0.01).minimize(
+      loss, tf.compat.v1.train.get_global_step())
+  return harness.EstimatorSpec(mode, loss=loss, train_op=train_op,
+                               predictions={"y": predictions})
+
+
+class ShapeMismatchTest(absltest.TestCase):
+  """A checkpoint whose variables have the model's names but other shapes."""
+
+  def setUp(self):
+    super().setUp()
+    self.model_dir = self.create_tempdir().full_path
+    harness.Estimator(_dense_model_fn, self.model_dir,
+                      params={"width": 2}).train(_input_fn, steps=2)
+    self.files = {name: os.path.getsize(os.path.join(self.model_dir, name))
+                  for name in os.listdir(self.model_dir)}
+    # TensorFlow alone would restore w [1, 2] into w [1, 3] and carry on.
+    self.est = harness.Estimator(_dense_model_fn, self.model_dir,
+                                 params={"width": 3})
+
+  def assert_refused(self, call):
+    with self.assertRaises(errors.CheckpointError) as raised:
+      call()
+    message = str(raised.exception)
+    self.assertIn("does not fit this model", message)
+    self.assertIn("w: [1, 3] in the model, [1, 2] in the checkpoint", message)
+    self.assertIn("Fix: train this model in a new model_dir", message)
+    self.assertEqual(
+        {name: os.path.getsize(os.path.join(self.model_dir, name))
+         for name in os.listdir(self.model_dir)}, self.files)
+
+  def test_train_refuses(self):
+    self.assert_refused(lambda: self.est.train(_input_fn, steps=1))
+
+  def test_evaluate_refuses(self):
+    self.assert_refused(lambda: self.est.evaluate(_input_fn, steps=1))
+
+  def test_predict_refuses(self):
+    self.assert_refused(lambda: next(self.est.predict(
+        lambda: tf.data.Dataset.from_tensors({"x": [[1.0]]}))))
+
+  def test_export_refuses(self):
+    def receiver_fn():
+      x = tf.compat.v1.placeholder(tf.float32, [None, 1])
+      return harness.export.ServingInputReceiver({"x": x}, {"x": x})
+    export_dir = self.create_tempdir().full_path
+    self.assert_refused(lambda: self.est.export_saved_model(
+        export_dir, receiver_fn))
+    self.assertEmpty(os.listdir(export_dir))
+
+
 if __name__ == "__main__":
   absltest.main()

@@ -17,6 +17,10 @@ from harness import job as job_lib
 _REPO = pathlib.Path(__file__).resolve().parent.parent
 _TIMEOUT_SECS = 240
 _LINEAR = ["--model_fn=linear", "--input_fn=constant"]
+# Resolving these imports no TensorFlow: runs that stop before training
+# (bad flags, --dry_run) take well under a second.
+_NO_TF = ["--model_fn=tests.programs.no_tf_fns:model_fn",
+          "--input_fn=tests.programs.no_tf_fns:make_input_fn"]
 
 
 def _run_main(args, env_extra=None, timeout=_TIMEOUT_SECS):
@@ -43,7 +47,7 @@ class MainBinaryTest(absltest.TestCase):
     self.assertIn("--[no]cpu_stand_in", process.stdout)
 
   def test_bad_flags_exit_2_with_one_message(self):
-    process = _run_main(_LINEAR + ["--max_steps=-1", "--strategy=warp"])
+    process = _run_main(_NO_TF + ["--max_steps=-1", "--strategy=warp"])
     self.assertEqual(process.returncode, 2, process.description)
     self.assertIn("harness.main: 2 problem(s) with the flags", process.stderr)
     self.assertIn("flag --max_steps=-1:", process.stderr)
@@ -76,7 +80,7 @@ class MainBinaryTest(absltest.TestCase):
         "cluster": {"worker": ["127.0.0.1:2222", "127.0.0.1:2223"]},
         "task": {"type": "worker", "index": 1}})
     process = _run_main(
-        _LINEAR + ["--dry_run", "--strategy=MultiWorkerMirrored",
+        _NO_TF + ["--dry_run", "--strategy=MultiWorkerMirrored",
                    "--batch_size=8", f"--model_dir={model_dir}"],
         {"TF_CONFIG": tf_config})
     self.assertEqual(process.returncode, 0, process.description)

@@ -340,7 +340,10 @@ class RemoteClusterTest(absltest.TestCase):
     tf_config = {"cluster": {"worker": ["127.0.0.1:2222"]},
                  "task": {"type": "worker", "index": 0}}
     client = _Process(
-        ["-m", "harness.main", "--model_fn=linear", "--input_fn=constant",
+        ["-m", "harness.main",
+         # Functions whose modules import no TensorFlow: a flag error fast.
+         "--model_fn=tests.programs.no_tf_fns:model_fn",
+         "--input_fn=tests.programs.no_tf_fns:make_input_fn",
          "--strategy=collective", "--remote_cluster=worker=127.0.0.1:2223",
          "--model_dir=" + self.create_tempdir().full_path], "client",
         tf_config=tf_config)

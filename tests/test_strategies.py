@@ -407,7 +407,7 @@ class MultiWorkerTest(parameterized.TestCase):
   """Real worker processes, each with its own in-process server."""
 
   @parameterized.named_parameters(
-      ("one_cpu_each", 1, "none"),
+      # One CPU each, no user strategy: test_chaos, test_k8s_netns.
       ("two_cpus_each", 2, "none"),
       ("v1_built_eagerly_with_tf_config", 1, "v1_eager"),
       ("tf2_built_eagerly_with_tf_config", 1, "v2_eager"),
