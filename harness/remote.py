@@ -215,15 +215,26 @@ def check_servers(cluster, *, num_cpu_devices=1,
 
 
 class _TaskHook(tf.compat.v1.train.SessionRunHook):
-  """Tells the client when a task's session exists; stops it when asked."""
+  """Tells the client when a task's session exists; stops it when asked.
 
-  def __init__(self, ready, stop):
+  Every task starts stepping once all tasks have a session (or one of them
+  ended or failed, or the client stops): under parameter servers a task
+  whose session came first would otherwise train alone for a while.
+  """
+
+  def __init__(self, ready, everyone_ready, stop, timeout_secs):
     self._ready = ready
+    self._everyone_ready = everyone_ready
     self._stop = stop
+    self._timeout_secs = timeout_secs
 
   def after_create_session(self, session, coord):
     del session, coord
     self._ready.set()
+    deadline = time.monotonic() + self._timeout_secs
+    while not (self._stop.is_set() or time.monotonic() > deadline or
+               all(e.is_set() for e in self._everyone_ready)):
+      self._stop.wait(0.05)
 
   def after_run(self, run_context, run_values):
     del run_values
@@ -297,6 +308,7 @@ def train_remote(estimator, input_fn, *, hooks=None, steps=None,
   # The same for every task of this client, new for each client.
   key_base = random.SystemRandom().randrange(1, _MAX_KEY_BASE) * 1000
   runs, stop = [], threading.Event()
+  everyone_ready = []  # Each task's `ready` event, filled below.
   for job, index in trainer_tasks(cluster):
     strategy, task_config = _task_strategy(graph_strategy, cluster, job,
                                            index, session_config, key_base)
@@ -310,7 +322,9 @@ def train_remote(estimator, input_fn, *, hooks=None, steps=None,
         max_steps=max_steps,
         hooks=list(hooks or []) if is_chief else [],
         saving_listeners=list(saving_listeners or []) if is_chief else [],
-        stop=stop))
+        stop=stop, everyone_ready=everyone_ready,
+        start_timeout_secs=config.session_creation_timeout_secs))
+    everyone_ready.append(runs[-1].ready)
   logging.info("remote | client | training on %d task(s): %s (chief %s/%d)",
                len(runs), ", ".join(r.label for r in runs), *chief)
   return _run_all(runs, stop, config.session_creation_timeout_secs)[0]
@@ -320,14 +334,16 @@ class _TaskRun:
   """One task's training thread and its outcome."""
 
   def __init__(self, estimator, input_fn, context, strategy, *, steps,
-               max_steps, hooks, saving_listeners, stop):
+               max_steps, hooks, saving_listeners, stop, everyone_ready,
+               start_timeout_secs):
     self.label = context.task_label.split()[-1]
     self.ready = threading.Event()
     self.result = None
     self.error = None
     self.failed_at = None
-    self._args = (input_fn, hooks + [_TaskHook(self.ready, stop)], steps,
-                  max_steps, saving_listeners, context)
+    task_hook = _TaskHook(self.ready, everyone_ready, stop, start_timeout_secs)
+    self._args = (input_fn, hooks + [task_hook], steps, max_steps,
+                  saving_listeners, context)
     self._estimator = estimator
     self._strategy = strategy
     self.thread = threading.Thread(target=self._run, daemon=True,
