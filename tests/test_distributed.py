@@ -52,14 +52,12 @@ _eval_steps = conftest.eval_steps
 @pytest.mark.slow
 class DistributedTest(absltest.TestCase):
 
-  def test_collective_two_workers_two_devices_steps_per_loop_evaluator(self):
-    # 7 steps per session.run, 2 workers x 2 devices: the loop's all-reduces
-    # stay in step, the loop ends at each checkpoint multiple and at
-    # max_steps exactly. (One step per run under collective: test_chaos,
-    # test_k8s_netns, test_strategies.)
+  def test_collective_two_workers_two_devices_with_evaluator(self):
     model_dir = self.create_tempdir().full_path
+    # 0.1 s per step: 6 s of training, so that the evaluator sees several
+    # of the checkpoints (at 0, 20, 40, 60), not only the last.
     code, output = _run_cluster(
-        model_dir, "collective", extra=["--devices=2", "--steps_per_loop=7"],
+        model_dir, "collective", extra=["--devices=2", "--step_secs=0.1"],
         workers=2, evaluator=True)
     self.assertEqual(code, 0, output[-4000:])
     latest = tf.train.latest_checkpoint(model_dir)
@@ -87,6 +85,21 @@ class DistributedTest(absltest.TestCase):
     self.assertLen(result["exports"], 1)
     self.assertTrue(os.path.exists(
         os.path.join(result["exports"][0], "saved_model.pb")))
+
+  def test_collective_steps_per_loop_lands_on_max_steps(self):
+    # 7 steps per session.run, 2 workers x 2 devices: the loop's all-reduces
+    # stay in step, the loop ends at each checkpoint multiple and at
+    # max_steps exactly.
+    model_dir = self.create_tempdir().full_path
+    code, output = _run_cluster(
+        model_dir, "collective", extra=["--devices=2", "--steps_per_loop=7"],
+        workers=2)
+    self.assertEqual(code, 0, output[-4000:])
+    ckpt_steps = sorted(int(p.rsplit("-", 1)[1].split(".")[0]) for p in
+                        glob.glob(os.path.join(model_dir, "model.ckpt-*.index")))
+    self.assertEqual(ckpt_steps, [0, 20, 40, 60])
+    for task in ("worker/0", "worker/1"):
+      self.assertIn(_MAX_STEPS, _steps_logged(output, task), output[-4000:])
 
   def _check_ps_cluster(self, strategy, extra=(), evaluator=True):
     model_dir = self.create_tempdir().full_path

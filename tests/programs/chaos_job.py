@@ -21,6 +21,7 @@ import numpy as np
 import harness
 from harness import strategies
 from harness._tf import tf
+from tests.programs.cluster_job import SlowStepHook
 from tests.programs.cluster_job import model_fn
 
 
@@ -37,17 +38,6 @@ def make_input_fn(batches=None):
     ds = ds.repeat().batch(8)
     return ds.take(batches) if batches else ds
   return input_fn
-
-
-class _SlowStepHook(tf.compat.v1.train.SessionRunHook):
-  """Sleeps after each step, so a run lasts long enough to be disturbed."""
-
-  def __init__(self, secs):
-    self._secs = secs
-
-  def after_run(self, run_context, run_values):
-    del run_context, run_values
-    time.sleep(self._secs)
 
 
 def main():
@@ -80,7 +70,7 @@ def main():
         est,
         harness.TrainSpec(make_input_fn(args.input_steps if short else None),
                           max_steps=args.max_steps,
-                          hooks=[_SlowStepHook(args.step_secs)]),
+                          hooks=[SlowStepHook(args.step_secs)]),
         harness.EvalSpec(make_input_fn(), steps=2, start_delay_secs=0,
                          throttle_secs=1))
   except Exception:  # pylint: disable=broad-except

@@ -1,7 +1,7 @@
 """A tf.estimator-style job for cluster tests: run once per TF_CONFIG task.
 
     python -m tests.programs.cluster_job --model_dir=D --strategy=ps|collective|none
-        [--max_steps=N] [--devices=K] [--steps_per_loop=K]
+        [--max_steps=N] [--devices=K] [--steps_per_loop=K] [--step_secs=S]
 
 Written as a legacy user would (model_fn, input_fn, RunConfig,
 train_and_evaluate). Each task writes what it saw to
@@ -72,6 +72,17 @@ class _SyncStartHook(tf.compat.v1.train.SessionRunHook):
       time.sleep(0.1)
 
 
+class SlowStepHook(tf.compat.v1.train.SessionRunHook):
+  """Sleeps after each step, so a run lasts long enough to be disturbed."""
+
+  def __init__(self, secs):
+    self._secs = secs
+
+  def after_run(self, run_context, run_values):
+    del run_context, run_values
+    time.sleep(self._secs)
+
+
 def make_strategy(name, devices):
   if name == "collective":
     if devices > 1:
@@ -95,6 +106,8 @@ def main():
   parser.add_argument("--ckpt_steps", type=int, default=20)
   parser.add_argument("--sync_start", action="store_true")
   parser.add_argument("--steps_per_loop", type=int, default=1)
+  # Sleep after each session.run: training outlasts the evaluator's polls.
+  parser.add_argument("--step_secs", type=float, default=0.0)
   args = parser.parse_args()
   strategy = make_strategy(args.strategy, args.devices)
   config = harness.RunConfig(
@@ -108,7 +121,8 @@ def main():
   metrics, exports = harness.train_and_evaluate(
       est, harness.TrainSpec(input_fn, max_steps=args.max_steps, hooks=(
           [_SyncStartHook(args.model_dir, config.is_chief)]
-          if args.sync_start else [])),
+          if args.sync_start else []) + (
+              [SlowStepHook(args.step_secs)] if args.step_secs else [])),
       harness.EvalSpec(input_fn, steps=4, start_delay_secs=0, throttle_secs=1,
                        exporters=[harness.FinalExporter("final",
                                                         serving_input_fn)]))
