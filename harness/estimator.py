@@ -171,9 +171,10 @@ class Estimator:
     if self._config.remote_cluster is not None:
       # Standalone client: drive the remote cluster's servers from here.
       from harness import remote  # pylint: disable=g-import-not-at-top
-      remote.train_remote(self, input_fn, hooks=hooks, steps=steps,
-                          max_steps=max_steps,
-                          saving_listeners=saving_listeners)
+      remote.train_remote(
+          self, input_fn, hooks=hooks, steps=steps, max_steps=max_steps,
+          saving_listeners=saving_listeners,
+          connect_timeout_secs=self._config.remote_connect_timeout_secs)
       return self
     if _is_cluster_trainer(self._config):
       # A chief/worker task of a TF_CONFIG cluster: join it (as tf.estimator

@@ -329,9 +329,6 @@ def run_job(job, *, environ=None, out=None):
     _emit(out, f"dry run | {label} | TF_CONFIG role: "
           f"{_role_text(info, job.remote_cluster)}; nothing was run.")
     return JobResult(mode=job.mode, task=label, dry_run=True)
-  if job.remote_cluster:
-    from harness import remote  # pylint: disable=g-import-not-at-top
-    remote.DEFAULT_CONNECT_TIMEOUT_SECS = float(job.remote_connect_timeout_secs)
   estimator = _build_estimator(job, environ, info)
   if job.verbosity != "quiet":
     _emit(out, describe(job, info, model_dir=estimator.model_dir))
@@ -401,6 +398,7 @@ def _build_estimator(job, environ, info):
       keep_checkpoint_max=job.keep_checkpoint_max,
       log_step_count_steps=job.log_step_count_steps,
       session_config=session_config, steps_per_loop=job.steps_per_loop,
+      remote_connect_timeout_secs=float(job.remote_connect_timeout_secs),
       environ=environ, **kwargs)
   return estimator_lib.Estimator(
       registry.resolve_model_fn(job.model_fn), config=config,

@@ -64,7 +64,8 @@ __all__ = [
 
 # How long the start-up checks wait for the servers (seconds); read when
 # `train_remote` runs, so a program may lower it before training.
-DEFAULT_CONNECT_TIMEOUT_SECS = 30.0
+DEFAULT_CONNECT_TIMEOUT_SECS = (
+    run_config_lib.DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS)
 _TRAINER_JOBS = ("chief", "master", "worker")
 _RETRY_SECS = 0.5
 _STOP_SECS = 30.0  # How long stopping the other tasks after an error takes.
@@ -283,7 +284,7 @@ def train_remote(estimator, input_fn, *, hooks=None, steps=None,
     max_steps: train up to this global step.
     saving_listeners: CheckpointSaverListeners (the chief task's saver).
     connect_timeout_secs: bound of each start-up check of the servers,
-      seconds; None: `DEFAULT_CONNECT_TIMEOUT_SECS`.
+      seconds; None: the config's `remote_connect_timeout_secs`.
 
   Returns:
     The chief task's last loss, or None.
@@ -299,7 +300,7 @@ def train_remote(estimator, input_fn, *, hooks=None, steps=None,
   chief = chief_task(cluster)
   logging.info("remote | client | checking the servers of %s", cluster)
   if connect_timeout_secs is None:
-    connect_timeout_secs = DEFAULT_CONNECT_TIMEOUT_SECS
+    connect_timeout_secs = config.remote_connect_timeout_secs
   check_servers(cluster, num_cpu_devices=_num_cpu_devices(graph_strategy),
                 timeout_secs=connect_timeout_secs)
   kind = run_config_lib.strategy_kind(graph_strategy)

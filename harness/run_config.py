@@ -7,9 +7,9 @@ Usage::
     config.is_chief, config.num_worker_replicas, config.cluster_spec
     config = config.replace(keep_checkpoint_max=10)
 
-`RunConfig` keeps 2.15's constructor (plus keyword-only `steps_per_loop` and
-`environ`), properties, `replace()` allow-list and messages. It is a thin
-shell over data: the user's values, the `ClusterInfo` read once from TF_CONFIG
+`RunConfig` keeps 2.15's constructor (plus keyword-only `steps_per_loop`,
+`remote_connect_timeout_secs` and `environ`), properties, `replace()`
+allow-list and messages. It is a thin shell over data: the user's values, the `ClusterInfo` read once from TF_CONFIG
 (`harness.cluster`), and facts derived from both. Unlike 2.15:
 
 * a bad TF_CONFIG raises `ClusterConfigError`, never a bare JSONDecodeError;
@@ -48,8 +48,11 @@ _CONSTRUCTOR_ARGS = (
     "eval_distribute", "experimental_distribute",
     "experimental_max_worker_delay_secs", "session_creation_timeout_secs",
     "checkpoint_save_graph_def")
-# 2.15's list (everything the constructor takes) plus harness's steps_per_loop.
-_DEFAULT_REPLACEABLE_LIST = list(_CONSTRUCTOR_ARGS) + ["steps_per_loop"]
+# 2.15's list (everything the constructor takes) plus harness's own fields.
+_HARNESS_FIELDS = ("steps_per_loop", "remote_connect_timeout_secs")
+_DEFAULT_REPLACEABLE_LIST = list(_CONSTRUCTOR_ARGS) + list(_HARNESS_FIELDS)
+# Bound of each start-up check of a remote_cluster's servers (seconds).
+DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS = 30.0
 _SAVE_CKPT_ERR = (
     "`save_checkpoints_steps` and `save_checkpoints_secs` cannot be both set.")
 INDEPENDENT_WORKER = "independent_worker"
@@ -211,6 +214,12 @@ def _validate_properties(values):
       steps < 1):
     _raise("steps_per_loop must be an integer >= 1 (training steps run "
            "inside one session.run).", "use 1 for one step per run.", steps)
+  timeout = values["remote_connect_timeout_secs"]
+  if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real) or (
+      not timeout > 0):
+    _raise("remote_connect_timeout_secs must be a number of seconds > 0 (how "
+           "long the servers of remote_cluster may take to answer).",
+           f"use e.g. {DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS:g}.", timeout)
 
 
 def _merged_strategy(values, name):
@@ -267,11 +276,14 @@ class RunConfig:
                checkpoint_save_graph_def=True,
                *,
                steps_per_loop=1,
+               remote_connect_timeout_secs=DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS,
                environ=None):
     """Constructs a RunConfig; arguments as tf.estimator 2.15's, plus:
 
     Args (harness additions, keyword-only):
       steps_per_loop: training steps run inside one `session.run` (>= 1).
+      remote_connect_timeout_secs: with `remote_cluster`, how long each
+        server may take to accept a connection and answer (seconds, > 0).
       environ: mapping read for TF_CONFIG instead of `os.environ`.
 
     Raises:
@@ -302,6 +314,7 @@ class RunConfig:
     self._values = {k: arguments[k] for k in _CONSTRUCTOR_ARGS}
     self._values["model_dir"] = _model_dir_from(info, model_dir)
     self._values["steps_per_loop"] = steps_per_loop
+    self._values["remote_connect_timeout_secs"] = remote_connect_timeout_secs
     _validate_properties(self._values)
     self._derive()
 
@@ -355,7 +368,8 @@ class RunConfig:
   def replace(self, **kwargs):
     """Returns a new RunConfig with the given properties replaced.
 
-    Allowed: the constructor's arguments (2.15's list) and `steps_per_loop`.
+    Allowed: the constructor's arguments (2.15's list), `steps_per_loop` and
+    `remote_connect_timeout_secs`.
     Setting one of `save_checkpoints_steps` / `save_checkpoints_secs` to a
     value clears the other. TF_CONFIG is not read again.
 
@@ -422,6 +436,8 @@ class RunConfig:
   checkpoint_save_graph_def = property(
       lambda self: self._values["checkpoint_save_graph_def"])
   steps_per_loop = property(lambda self: self._values["steps_per_loop"])
+  remote_connect_timeout_secs = property(
+      lambda self: self._values["remote_connect_timeout_secs"])
 
   # Derived from the values and TF_CONFIG.
   train_distribute = property(lambda self: self._train_distribute)

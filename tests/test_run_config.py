@@ -55,7 +55,9 @@ class SignatureTest(absltest.TestCase):
     self.assertEqual(got, expected)
     keyword_only = {p.name: p.default for p in params.values()
                     if p.kind == p.KEYWORD_ONLY}
-    self.assertEqual(keyword_only, {"steps_per_loop": 1, "environ": None})
+    self.assertEqual(keyword_only, {"steps_per_loop": 1,
+                                    "remote_connect_timeout_secs": 30.0,
+                                    "environ": None})
 
   def test_defaults(self):
     config = rc.RunConfig(environ={})
@@ -68,9 +70,10 @@ class SignatureTest(absltest.TestCase):
          config.eval_distribute, config.experimental_distribute,
          config.experimental_max_worker_delay_secs,
          config.session_creation_timeout_secs,
-         config.checkpoint_save_graph_def, config.steps_per_loop),
+         config.checkpoint_save_graph_def, config.steps_per_loop,
+         config.remote_connect_timeout_secs),
         (None, None, 100, None, 600, None, 5, 10000, 100, None, None, None,
-         None, None, None, 7200, True, 1))
+         None, None, None, 7200, True, 1, 30.0))
     self.assertEqual(config.cluster_spec, tf.train.ClusterSpec({}))
     self.assertEqual(
         (config.task_type, config.task_id, config.master,
@@ -156,6 +159,10 @@ class PropertyValidationTest(parameterized.TestCase):
        "steps_per_loop must be an integer >= 1"),
       ("steps_per_loop_float", {"steps_per_loop": 2.0},
        "steps_per_loop must be an integer >= 1"),
+      ("remote_connect_timeout_zero", {"remote_connect_timeout_secs": 0},
+       "remote_connect_timeout_secs must be a number of seconds > 0"),
+      ("remote_connect_timeout_text", {"remote_connect_timeout_secs": "5"},
+       "remote_connect_timeout_secs must be a number of seconds > 0"),
       ("not_a_strategy", {"train_distribute": "mirrored"},
        "'mirrored' is not a tf.distribute.Strategy"),
   )
@@ -173,9 +180,13 @@ class PropertyValidationTest(parameterized.TestCase):
         model_dir=pathlib.Path("/tmp/m"), tf_random_seed=7,
         device_fn=lambda op: "/cpu:0", protocol="grpc", steps_per_loop=10,
         experimental_max_worker_delay_secs=5, save_summary_steps=0,
-        keep_checkpoint_max=None, environ={})
+        keep_checkpoint_max=None, remote_connect_timeout_secs=2.5, environ={})
     self.assertEqual(config.model_dir, "/tmp/m")
     self.assertEqual(config.steps_per_loop, 10)
+    self.assertEqual(config.remote_connect_timeout_secs, 2.5)
+    self.assertEqual(
+        config.replace(remote_connect_timeout_secs=9).remote_connect_timeout_secs,
+        9)
     self.assertEqual(config.device_fn(None), "/cpu:0")
 
 
@@ -350,7 +361,7 @@ class ReplaceTest(parameterized.TestCase):
         "'eval_distribute', 'experimental_distribute', "
         "'experimental_max_worker_delay_secs', "
         "'session_creation_timeout_secs', 'checkpoint_save_graph_def', "
-        "'steps_per_loop'].")
+        "'steps_per_loop', 'remote_connect_timeout_secs'].")
 
   @parameterized.named_parameters(
       ("model_dir", "model_dir", "/x"), ("seed", "tf_random_seed", 3),

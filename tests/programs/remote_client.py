@@ -19,7 +19,6 @@ import os
 import sys
 
 import harness
-from harness import remote
 from harness import strategies
 from harness._tf import tf
 from tests.programs.cluster_job import input_fn
@@ -54,8 +53,6 @@ def main():
   parser.add_argument("--connect_timeout_secs", type=float, default=None)
   parser.add_argument("--fail_at_step", type=int, default=None)
   args = parser.parse_args()
-  if args.connect_timeout_secs is not None:
-    remote.DEFAULT_CONNECT_TIMEOUT_SECS = args.connect_timeout_secs
   kind = "parameter_server" if args.strategy == "ps" else "collective"
   strategy = strategies.make_strategy(
       kind, num_devices_per_worker=args.devices)
@@ -63,6 +60,7 @@ def main():
     config = harness.RunConfig(
         model_dir=args.model_dir, save_checkpoints_steps=20,
         log_step_count_steps=10,
+        remote_connect_timeout_secs=args.connect_timeout_secs or 30.0,
         experimental_distribute=harness.DistributeConfig(
             train_distribute=strategy,
             remote_cluster=json.loads(args.remote_cluster)))
