@@ -17,6 +17,7 @@ within each round, and the table shows per-variant medians over rounds:
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -93,18 +94,10 @@ def measure(rounds, steps, warmup=100):
   return results
 
 
-def _median(values):
-  ordered = sorted(values)
-  middle = len(ordered) // 2
-  if len(ordered) % 2:
-    return ordered[middle]
-  return (ordered[middle - 1] + ordered[middle]) / 2
-
-
 def render(results, *, command, elapsed_secs, uptime_before, uptime_after):
   """The RESULTS.md section, markers included."""
-  bare = _median(results["bare"])
-  monitored = _median(results["MonitoredSession"])
+  bare = statistics.median(results["bare"])
+  monitored = statistics.median(results["MonitoredSession"])
   lines = [
       BEGIN,
       "## Per-step overhead: MonitoredSession and each hook (mlp b32)",
@@ -124,7 +117,7 @@ def render(results, *, command, elapsed_secs, uptime_before, uptime_after):
       "|---|---|---|---|---|",
   ]
   for name, _ in _VARIANTS:
-    median = _median(results[name])
+    median = statistics.median(results[name])
     rounds = ", ".join(f"{v:.3f}" for v in results[name])
     versus = (f"{median - monitored:+.3f} ms" if name.startswith("+") or
               name == "all hooks" else "")

@@ -25,6 +25,7 @@ from harness import errors
 
 __all__ = [
     "TF_CONFIG_ENV", "CHIEF", "WORKER", "PS", "EVALUATOR", "MASTER",
+    "TRAINER_JOBS",
     "ClusterInfo", "TaskFacts",
     "parse_tf_config", "from_environ", "parse_remote_cluster", "validate",
     "derive", "master_address", "evaluation_master", "is_chief",
@@ -35,6 +36,8 @@ __all__ = [
 TF_CONFIG_ENV = "TF_CONFIG"
 CHIEF, WORKER, PS, EVALUATOR, MASTER = (
     "chief", "worker", "ps", "evaluator", "master")
+# The jobs that run training steps, chief first.
+TRAINER_JOBS = (CHIEF, MASTER, WORKER)
 _STRATEGY_TASK_TYPES = (CHIEF, WORKER, PS, EVALUATOR)
 _JOB_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 # host:port, or [ipv6]:port. The host may not contain spaces or colons.
@@ -109,7 +112,7 @@ class ClusterInfo:
   @property
   def worker_jobs(self):
     """The jobs that run training steps, of ("chief", "master", "worker")."""
-    return tuple(j for j in (CHIEF, MASTER, WORKER) if j in self.cluster)
+    return tuple(j for j in TRAINER_JOBS if j in self.cluster)
 
   @property
   def training_cluster(self):

@@ -44,7 +44,6 @@ STRATEGIES = ("default", "mirrored", "collective", "parameter_server",
               "central_storage", "one_device")
 VERBOSITIES = ("quiet", "info", "debug")
 EXPORTERS = ("latest", "best", "final")
-_TRAINER_JOBS = (cluster_lib.CHIEF, cluster_lib.MASTER, cluster_lib.WORKER)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -157,7 +156,7 @@ def _trainers(job, info):
     cluster = info.cluster
   else:
     return 1
-  return max(1, sum(len(cluster.get(j, ())) for j in _TRAINER_JOBS))
+  return max(1, sum(len(cluster.get(j, ())) for j in cluster_lib.TRAINER_JOBS))
 
 
 def num_replicas(job, info):

@@ -1,4 +1,4 @@
-"""Lost peers: naming them from an error, probing them, failing fast.
+"""Lost peers: which errors mean one, and naming it from the error or a probe.
 
 `preemption.TrainingGuard` wraps the training loop's SessionCreator in
 `GuardedCreator`; the sessions it makes turn a step's lost-peer error into
@@ -12,15 +12,15 @@ MonitoredSession's in-place session re-creation::
 import re
 import socket
 
+from harness import cluster as cluster_lib
 from harness import errors
 from harness._tf import tf
 
 __all__ = [
-    "MAYBE_PEER_ERRORS", "PEER_ERRORS", "PEER_MESSAGE_RE", "TRAINER_JOBS",
+    "MAYBE_PEER_ERRORS", "PEER_ERRORS", "PEER_MESSAGE_RE",
     "GuardedCreator", "GuardedSession", "Peers", "first_line",
 ]
 
-TRAINER_JOBS = ("chief", "master", "worker")
 PEER_ERRORS = (tf.errors.UnavailableError, tf.errors.AbortedError,
                tf.errors.DeadlineExceededError, tf.errors.CancelledError)
 # Raised with other codes when a collective lost its group (a peer died or
@@ -77,7 +77,7 @@ class Peers:
 
   def trainers(self):
     return sorted(n for n in self.by_address.values()
-                  if n.split("/")[0] in TRAINER_JOBS)
+                  if n.split("/")[0] in cluster_lib.TRAINER_JOBS)
 
 
 class GuardedSession(tf.compat.v1.Session.__mro__[-2]):  # SessionInterface.
@@ -146,5 +146,3 @@ class GuardedCreator(tf.compat.v1.train.SessionCreator):
       raise
     self._guard.opened()
     return GuardedSession(sess, self._guard)
-
-

@@ -32,6 +32,7 @@ import time
 from absl import logging
 
 from harness import _tf_private
+from harness import cluster as cluster_lib
 from harness import errors
 from harness import peers
 from harness import run_config as run_config_lib
@@ -302,7 +303,7 @@ class TrainingGuard:
     self.model_dir = model_dir
     self.cluster = {job: list(a) for job, a in (cluster or {}).items()
                     if job != "evaluator"}
-    trainers = [f"{job}/{i}" for job in peers.TRAINER_JOBS
+    trainers = [f"{job}/{i}" for job in cluster_lib.TRAINER_JOBS
                 for i in range(len(self.cluster.get(job, ())))]
     self.multi_task = sum(len(a) for a in self.cluster.values()) > 1
     self.vote_group_size = len(trainers) if collective else 0
@@ -328,7 +329,7 @@ class TrainingGuard:
     cluster = None
     collective = False
     in_cluster = (config.remote_cluster is None and config.task_type in
-                  peers.TRAINER_JOBS and context.task_label != "local")
+                  cluster_lib.TRAINER_JOBS and context.task_label != "local")
     if in_cluster and config.cluster_spec:
       cluster = config.cluster_spec.as_dict()
       collective = run_config_lib.strategy_kind(

@@ -47,6 +47,7 @@ import time
 from absl import logging
 
 from harness import _tf_private
+from harness import cluster as cluster_lib
 from harness import errors
 from harness import run_config as run_config_lib
 from harness import strategies
@@ -62,11 +63,10 @@ __all__ = [
     "train_remote",
 ]
 
-# How long the start-up checks wait for the servers (seconds); read when
-# `train_remote` runs, so a program may lower it before training.
+# How long the start-up checks wait for the servers by default (seconds);
+# train_remote uses the config's `remote_connect_timeout_secs`.
 DEFAULT_CONNECT_TIMEOUT_SECS = (
     run_config_lib.DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS)
-_TRAINER_JOBS = ("chief", "master", "worker")
 _RETRY_SECS = 0.5
 _STOP_SECS = 30.0  # How long stopping the other tasks after an error takes.
 _INTERRUPT_SECS = 5.0  # The same after Ctrl-C.
@@ -76,7 +76,7 @@ _MAX_KEY_BASE = 2**21  # Group keys are int32 on the servers: base * 1000.
 
 def trainer_tasks(cluster):
   """The training tasks of `cluster`, chief first: [("worker", 0), ...]."""
-  return [(job, index) for job in _TRAINER_JOBS
+  return [(job, index) for job in cluster_lib.TRAINER_JOBS
           for index in range(len(cluster.get(job, ())))]
 
 

@@ -9,8 +9,9 @@ Usage::
 
 `RunConfig` keeps 2.15's constructor (plus keyword-only `steps_per_loop`,
 `remote_connect_timeout_secs` and `environ`), properties, `replace()`
-allow-list and messages. It is a thin shell over data: the user's values, the `ClusterInfo` read once from TF_CONFIG
-(`harness.cluster`), and facts derived from both. Unlike 2.15:
+allow-list and messages. It is a thin shell over data: the user's values,
+the `ClusterInfo` read once from TF_CONFIG (`harness.cluster`), and facts
+derived from both. Unlike 2.15:
 
 * a bad TF_CONFIG raises `ClusterConfigError`, never a bare JSONDecodeError;
 * with a `train_distribute` strategy and a cluster, the task properties

@@ -19,6 +19,7 @@ import os
 import sys
 
 import harness
+from harness import run_config
 from harness import strategies
 from harness._tf import tf
 from tests.programs.cluster_job import input_fn
@@ -50,7 +51,9 @@ def main():
                       required=True)
   parser.add_argument("--devices", type=int, default=1)
   parser.add_argument("--max_steps", type=int, default=60)
-  parser.add_argument("--connect_timeout_secs", type=float, default=None)
+  parser.add_argument(
+      "--connect_timeout_secs", type=float,
+      default=run_config.DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS)
   parser.add_argument("--fail_at_step", type=int, default=None)
   args = parser.parse_args()
   kind = "parameter_server" if args.strategy == "ps" else "collective"
@@ -60,7 +63,7 @@ def main():
     config = harness.RunConfig(
         model_dir=args.model_dir, save_checkpoints_steps=20,
         log_step_count_steps=10,
-        remote_connect_timeout_secs=args.connect_timeout_secs or 30.0,
+        remote_connect_timeout_secs=args.connect_timeout_secs,
         experimental_distribute=harness.DistributeConfig(
             train_distribute=strategy,
             remote_cluster=json.loads(args.remote_cluster)))
