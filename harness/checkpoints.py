@@ -6,9 +6,15 @@ still names it. Restoring it then fails on every restart. Training and the
 evaluator ask this module instead of `tf.train.latest_checkpoint`::
 
     path = checkpoints.latest_usable_checkpoint(model_dir)
-    # None (nothing usable: initialise), or the newest checkpoint whose
-    # index and data files read back; skipped ones are logged as
+    # None (nothing usable: initialise), or the checkpoint the `checkpoint`
+    # state file names when it reads back, else the newest one on disk that
+    # does; skipped ones are logged as
     # "checkpoint | skipping unusable checkpoint <file>: <why>".
+
+Every file access is `tf.io.gfile`, so any filesystem TensorFlow knows
+(gs://, s3://, hdfs://, ram://) works. `checkpoints_to_recover` tells a
+restarted Saver which checkpoints already count against
+`keep_checkpoint_max` (see `retention.py`).
 
 A checkpoint is checked once per version of its files (path, size, mtime):
 its index must open, every data shard must exist and hold at least the
@@ -16,7 +22,6 @@ bytes of its fixed-size tensors, and, up to `FULL_CHECK_MAX_BYTES` of data,
 every tensor is read back (which verifies TensorFlow's per-tensor CRC).
 """
 
-import glob
 import os
 import re
 
@@ -30,7 +35,11 @@ __all__ = [
     "check_checkpoint",
     "candidate_checkpoints",
     "check_fits",
+    "checkpoints_on_disk",
+    "checkpoints_to_recover",
+    "read_state",
     "latest_usable_checkpoint",
+    "open_reader",
 ]
 
 # Above this much data a checkpoint is checked for structure and size only:
@@ -39,20 +48,44 @@ FULL_CHECK_MAX_BYTES = 512 * 1024 * 1024
 
 _SHARD_RE = re.compile(r"\.data-(\d+)-of-(\d+)$")
 _STEP_RE = re.compile(r"-(\d+)$")
+_SECOND_URL_RE = re.compile(r".+/([a-zA-Z][a-zA-Z0-9+.-]*://.*)$")
 # {prefix: (files signature, error message or None)}: each version of a
 # checkpoint's files is read once per process (the evaluator polls).
 _VERDICTS = {}
+# {model_dir: (why, chosen)}: each fallback from the state file is logged once.
+_FALLBACKS = {}
+
+
+def _split(prefix):
+  """(directory, file name) of a checkpoint prefix (also for URLs)."""
+  directory, _, name = os.fsdecode(prefix).rpartition("/")
+  return directory, name
+
+
+def _listdir(directory):
+  """The names in `directory` (gfile), [] when it does not exist."""
+  try:
+    return [n.rstrip("/") for n in tf.io.gfile.listdir(directory)]
+  except tf.errors.NotFoundError:
+    return []
+
+
+def _data_file_paths(prefix):
+  """Paths of the `<prefix>.data-*-of-*` files that exist (no glob: the
+  prefix may hold glob characters)."""
+  directory, name = _split(prefix)
+  return [f"{directory}/{n}" for n in _listdir(directory)
+          if n.startswith(name + ".data-") and _SHARD_RE.search(n)]
 
 
 def _data_files(prefix):
   """The data shard paths of `prefix`, or raises CheckpointError."""
   found = {}
   total = None
-  for path in glob.glob(glob.escape(prefix) + ".data-*-of-*"):
+  for path in _data_file_paths(prefix):
     match = _SHARD_RE.search(path)
-    if match:
-      found[int(match.group(1))] = path
-      total = int(match.group(2))
+    found[int(match.group(1))] = path
+    total = int(match.group(2))
   if total is None:
     raise errors.CheckpointError(
         f"no data file {prefix}.data-00000-of-NNNNN next to its index")
@@ -78,6 +111,16 @@ def _fixed_size_bytes(reader):
   return total
 
 
+def open_reader(prefix):
+  """A CheckpointReader of the checkpoint `prefix` (not a directory).
+
+  `tf.train.load_checkpoint` first asks whether the path is a directory,
+  which TensorFlow's ram:// filesystem answers "yes" for any prefix of a
+  file name; opening the prefix directly works on every filesystem.
+  """
+  return tf.compat.v1.train.NewCheckpointReader(os.fsdecode(prefix))
+
+
 def check_checkpoint(prefix, *, full_check_max_bytes=FULL_CHECK_MAX_BYTES):
   """Raises CheckpointError unless the checkpoint at `prefix` reads back.
 
@@ -95,13 +138,13 @@ def check_checkpoint(prefix, *, full_check_max_bytes=FULL_CHECK_MAX_BYTES):
     raise errors.CheckpointError(f"index file {index} is missing")
   try:
     data = _data_files(prefix)
-    reader = tf.train.load_checkpoint(prefix)
+    reader = open_reader(prefix)
   except errors.CheckpointError:
     raise
   except (tf.errors.OpError, ValueError) as e:
     raise errors.CheckpointError(
         f"index file {index} cannot be read: {_first_line(e)}") from e
-  sizes = sum(os.path.getsize(path) for path in data)
+  sizes = sum(tf.io.gfile.stat(path).length for path in data)
   needed = _fixed_size_bytes(reader)
   if sizes < needed:
     raise errors.CheckpointError(
@@ -128,58 +171,100 @@ def _step_of(prefix):
   return int(match.group(1)) if match else -1
 
 
-def candidate_checkpoints(model_dir):
-  """Checkpoint prefixes in `model_dir`, newest first.
+def _repair(path):
+  """Undoes TF's join of a URL model_dir with a state-file URL entry.
 
-  The ones the `checkpoint` state file lists, in its order, then any other
-  `*.index` in the directory (by step), so that an unreadable state file or
-  one that lost track of older checkpoints still leaves them usable.
+  `tf.train.get_checkpoint_state` joins every entry that `os.path.isabs`
+  does not call absolute, so "gs://b/m" + "gs://b/m/model.ckpt-5" becomes
+  "gs://b/m/gs://b/m/model.ckpt-5"; the second URL is the real path.
+  """
+  match = _SECOND_URL_RE.search(path)
+  return path[match.start(1):] if match else path
+
+
+def read_state(model_dir):
+  """The `checkpoint` state file's view of `model_dir`.
+
+  Returns:
+    (latest, listed, problem): `latest` the prefix the state file names as
+    the newest (None if none), `listed` every prefix it lists, oldest first
+    (`latest` last), and `problem` None, or why the file cannot be used
+    ("missing", or the parse error).
+  """
+  model_dir = os.fsdecode(model_dir)
+  state_path = f"{model_dir.rstrip('/')}/checkpoint"
+  if not tf.io.gfile.exists(state_path):
+    return None, [], "missing"
+  try:
+    state = tf.train.get_checkpoint_state(model_dir)
+  except (tf.errors.OpError, ValueError) as e:  # Empty or unreadable.
+    return None, [], _first_line(e)
+  if state is None or not state.model_checkpoint_path:
+    return None, [], "unreadable (no model_checkpoint_path)"
+  latest = _repair(state.model_checkpoint_path)
+  listed = [_repair(p) for p in state.all_model_checkpoint_paths]
+  if latest in listed:
+    listed.remove(latest)
+  return latest, listed + [latest], None
+
+
+def checkpoints_on_disk(model_dir):
+  """Every `<prefix>.index` in `model_dir` as a prefix, oldest step first."""
+  model_dir = os.fsdecode(model_dir).rstrip("/")
+  found = [f"{model_dir}/{n[:-len('.index')]}" for n in _listdir(model_dir)
+           if n.endswith(".index") and not n.startswith(".")]
+  return sorted(found, key=_step_of)
+
+
+def candidate_checkpoints(model_dir):
+  """Checkpoint prefixes to try, in order.
+
+  The `checkpoint` state file decides, as in TensorFlow: the prefix it
+  names comes first. The rest (the state file's other entries and every
+  `*.index` on disk, newest step first) are the fallback for a state file
+  that is missing, unreadable or names an unusable checkpoint.
 
   Args:
     model_dir: the directory the Saver writes to.
 
   Returns:
-    A list of prefixes (absolute paths when model_dir is), possibly empty.
+    A list of prefixes (paths as model_dir spells them), possibly empty.
   """
-  model_dir = os.fsdecode(model_dir)
-  listed = []
-  try:
-    state = tf.train.get_checkpoint_state(model_dir)
-  except (tf.errors.OpError, ValueError) as e:  # Unparsable state file.
-    logging.warning("checkpoint | ignoring unreadable state file %s: %s",
-                    os.path.join(model_dir, "checkpoint"), _first_line(e))
-    state = None
-  if state is not None:
-    listed = list(state.all_model_checkpoint_paths) or []
-    if state.model_checkpoint_path and (
-        state.model_checkpoint_path not in listed):
-      listed.append(state.model_checkpoint_path)
-    listed = [p if os.path.isabs(p) else os.path.join(model_dir, p)
-              for p in listed]
-    listed.reverse()  # The state file lists oldest first.
-  on_disk = [path[:-len(".index")] for path in glob.glob(
-      os.path.join(glob.escape(model_dir), "*.index"))]
-  on_disk.sort(key=_step_of, reverse=True)
-  seen = set()
-  ordered = []
-  for prefix in listed + on_disk:
-    if prefix not in seen:
-      seen.add(prefix)
-      ordered.append(prefix)
-  # Newest step first; the state file's order breaks ties (same step).
-  return sorted(ordered, key=_step_of, reverse=True)
+  latest, listed, _ = read_state(model_dir)
+  rest = sorted(set(listed + checkpoints_on_disk(model_dir)) - {latest},
+                key=_step_of, reverse=True)
+  return ([latest] if latest else []) + rest
+
+
+def checkpoints_to_recover(model_dir):
+  """The existing checkpoints a restarted Saver must count, oldest first.
+
+  Those the state file lists, plus on-disk checkpoints newer than all of
+  them (a save that was killed after its files but before the state
+  file); with no usable state file, every checkpoint on disk by step.
+  Older unlisted ones are left alone: the Saver itself unlists the ones
+  `keep_checkpoint_every_n_hours` preserves.
+  """
+  latest, listed, _ = read_state(model_dir)
+  on_disk = checkpoints_on_disk(model_dir)
+  if latest is None:
+    return on_disk
+  present = set(on_disk)
+  listed = [p for p in listed if p in present]
+  newest = max([_step_of(p) for p in listed], default=-1)
+  return listed + [p for p in on_disk
+                   if p not in listed and _step_of(p) > newest]
 
 
 def _signature(prefix):
-  paths = [prefix + ".index"] + glob.glob(
-      glob.escape(prefix) + ".data-*-of-*")
+  paths = [prefix + ".index"] + _data_file_paths(prefix)
   signature = []
   for path in sorted(paths):
     try:
-      stat = os.stat(path)
-    except OSError:
+      stat = tf.io.gfile.stat(path)
+    except tf.errors.OpError:
       continue
-    signature.append((path, stat.st_size, stat.st_mtime_ns))
+    signature.append((path, stat.length, stat.mtime_nsec))
   return tuple(signature)
 
 
@@ -203,11 +288,13 @@ def _verdict(prefix, full_check_max_bytes):
 
 def latest_usable_checkpoint(model_dir, *,
                              full_check_max_bytes=FULL_CHECK_MAX_BYTES):
-  """The newest checkpoint in `model_dir` that reads back, or None.
+  """The checkpoint to restore from `model_dir`, or None.
 
-  Each unusable checkpoint newer than the returned one is logged once (a
-  warning naming its bad file and the reason); `tf.train.latest_checkpoint`
-  would have returned it and the restore would have failed.
+  The one the `checkpoint` state file names (as `tf.train.latest_checkpoint`
+  returns it) when it reads back. Otherwise (state file missing, unreadable,
+  or naming an unusable checkpoint) the newest usable checkpoint on disk,
+  with one warning saying which and why; each unusable checkpoint tried is
+  logged once with its bad file and the reason.
 
   Args:
     model_dir: the directory the Saver writes to (a local or mounted path).
@@ -219,10 +306,22 @@ def latest_usable_checkpoint(model_dir, *,
   """
   if not model_dir or not tf.io.gfile.isdir(os.fsdecode(model_dir)):
     return None
+  latest, _, problem = read_state(model_dir)
+  chosen = None
   for prefix in candidate_checkpoints(model_dir):
     if _verdict(prefix, full_check_max_bytes) is None:
-      return prefix
-  return None
+      chosen = prefix
+      break
+  if chosen is not None and chosen != latest:
+    why = (f"the state file names {latest}, which is unusable" if latest
+           else f"the `checkpoint` state file is {problem}")
+    note = (why, chosen)
+    if _FALLBACKS.get(os.fsdecode(model_dir)) != note:
+      logging.warning("checkpoint | %s in %s; using %s (the newest usable "
+                      "checkpoint on disk)", why, os.fsdecode(model_dir),
+                      chosen)
+      _FALLBACKS[os.fsdecode(model_dir)] = note
+  return chosen
 
 
 def check_fits(checkpoint_path, scaffold=None):
@@ -246,7 +345,7 @@ def check_fits(checkpoint_path, scaffold=None):
   if graph.get_collection(tf.compat.v1.GraphKeys.SAVERS):
     return
   try:
-    shapes = tf.train.load_checkpoint(checkpoint_path).get_variable_to_shape_map()
+    shapes = open_reader(checkpoint_path).get_variable_to_shape_map()
   except (tf.errors.OpError, ValueError):
     return  # Unreadable: the restore itself reports it.
   wrong = []

@@ -70,7 +70,8 @@ class Estimator:
           f"config must be an instance of RunConfig, but provided {config!r}.")
     model_dir, config = run_config_lib.resolve_model_dir(model_dir, config)
     if model_dir is None:
-      model_dir = tempfile.mkdtemp(prefix="harness_model_")
+      # A temporary model_dir is local by definition: tempfile is right.
+      model_dir = tempfile.mkdtemp(prefix="harness_model_")  # local-fs: temp
       logging.warning("Using temporary folder as model directory: %s",
                       model_dir)
       config = config.replace(model_dir=model_dir)
@@ -128,12 +129,13 @@ class Estimator:
 
   def get_variable_names(self):
     """Names of the variables in the latest checkpoint."""
-    return [name for name, _ in tf.train.list_variables(
-        self._require_checkpoint())]
+    reader = checkpoints.open_reader(self._require_checkpoint())
+    return sorted(reader.get_variable_to_shape_map())
 
   def get_variable_value(self, name):
     """The value of variable `name` in the latest checkpoint (numpy)."""
-    return tf.train.load_variable(self._require_checkpoint(), name)
+    return checkpoints.open_reader(self._require_checkpoint()).get_tensor(
+        name)
 
   def _require_checkpoint(self):
     path = self.latest_checkpoint()
@@ -230,7 +232,7 @@ class Estimator:
     path = self.latest_checkpoint()
     if not path:
       return None
-    return int(tf.train.load_variable(path, "global_step"))
+    return int(checkpoints.open_reader(path).get_tensor("global_step"))
 
   def _train(self, input_fn, hooks, saving_listeners, max_steps, context,
              strategy=None):

@@ -34,6 +34,7 @@ from absl import flags
 from harness import cluster as cluster_lib
 from harness import errors
 from harness import job as job_lib
+from harness import paths
 
 __all__ = ["FLAG_NAMES", "parse", "to_argv", "help_text",
            "normalize_strategy", "visible_gpu_count"]
@@ -518,6 +519,8 @@ def parse(argv, *, environ=None, gpu_count=None):
                     "flags only (--name=value).")
   _resolve_names(values, problems, _flag_names_in(problems))
   values["exporters"] = tuple(values["exporters"])
+  # The binary's edge: --model_dir normalised once (~, relative -> absolute).
+  values["model_dir"] = paths.normalize_model_dir(values["model_dir"])
   for name in ("max_steps", "eval_steps"):  # 0 means "until the input ends".
     if values[name] == 0:
       values[name] = None

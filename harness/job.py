@@ -30,6 +30,7 @@ from absl import logging
 
 from harness import cluster as cluster_lib
 from harness import errors
+from harness import paths
 from harness import results_text
 
 __all__ = [
@@ -193,7 +194,7 @@ def check_environment(job, info, *, gpu_count, skip=()):
     except errors.ClusterConfigError as e:
       problems.append(str(e))
   clustered = info is not None and info.has_cluster
-  tf_dir = info.model_dir if info is not None else None
+  tf_dir = paths.normalize_model_dir(info.model_dir if info else None)
   if clustered and job.remote_cluster:
     problems.append(
         f"flag --remote_cluster={json.dumps(job.remote_cluster)}: TF_CONFIG "
@@ -378,7 +379,9 @@ def _build_estimator(job, environ, info):
         device_type=job.device_type)
   model_dir = job.model_dir
   if model_dir is None and not (info is not None and info.model_dir):
-    model_dir = tempfile.mkdtemp(prefix="harness_model_")
+    # The job's own temporary model_dir is always local, so tempfile is
+    # right here (no gfile filesystem makes temporary folders).
+    model_dir = tempfile.mkdtemp(prefix="harness_model_")  # local-fs: temp
     logging.warning("No --model_dir given: using the temporary directory %s",
                     model_dir)
   kwargs = {}
@@ -542,10 +545,11 @@ def _jsonable(value):
 
 def _predict(estimator, job, info):
   del info
+  from harness._tf import tf  # pylint: disable=g-import-not-at-top
   path = os.path.join(estimator.model_dir, "predictions.jsonl")
-  os.makedirs(estimator.model_dir, exist_ok=True)
+  tf.io.gfile.makedirs(estimator.model_dir)
   count = 0
-  with open(path, "w", encoding="utf-8") as f:
+  with tf.io.gfile.GFile(path, "w") as f:
     for prediction in estimator.predict(
         _input_fn(job, "infer", estimator.params)):
       f.write(json.dumps(prediction, default=_jsonable) + "\n")

@@ -25,6 +25,7 @@ import dataclasses
 import json
 import os
 import re
+import shlex
 import sys
 
 from harness import cluster as cluster_lib
@@ -514,7 +515,7 @@ def to_yaml(objects, *, header=""):
 
 
 def _layout_comment(config, argv):
-  lines = ["Rendered by: python -m harness.k8s " + " ".join(argv), ""]
+  lines = ["Rendered by: python -m harness.k8s " + shlex.join(argv), ""]
   if config.standalone or config.tfjob:
     return "\n".join(lines)
   lines.append(f"Pods of Job {config.name} (hostname -> task):")

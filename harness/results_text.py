@@ -3,6 +3,8 @@
 No TensorFlow; `harness.job` calls it with a `JobResult` and its `JobConfig`.
 """
 
+import shlex
+
 __all__ = ["format_metrics", "summary"]
 
 
@@ -34,6 +36,8 @@ def summary(result, job):
   rows += [("export", path) for path in result.export_paths]
   if result.predictions_path:
     rows.append(("predictions", result.predictions_path))
-  rows.append(("tensorboard", f"tensorboard --logdir {result.model_dir}"))
+  # Shell-quoted: the line is meant to be pasted into a shell as is.
+  rows.append(("tensorboard",
+               f"tensorboard --logdir {shlex.quote(str(result.model_dir))}"))
   lines += [f"  {key + ':':<19} {value}" for key, value in rows]
   return "\n".join(lines)

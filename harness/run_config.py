@@ -32,6 +32,7 @@ from absl import logging
 
 from harness import cluster
 from harness import errors
+from harness import paths
 from harness._tf import tf
 from harness.spec import fn_args
 
@@ -506,8 +507,13 @@ def resolve_model_dir(constructor_model_dir, config):
            "not accepted).")
   if config.session_config is None:
     config = config.replace(session_config=get_default_session_config())
-  model_dir = (os.fspath(constructor_model_dir)
-               if constructor_model_dir is not None else None)
+  # The library's edge: model_dir is normalised here, once (`~` expanded,
+  # relative local paths made absolute, URLs unchanged).
+  model_dir = paths.normalize_model_dir(constructor_model_dir)
+  if config.model_dir:
+    normal = paths.normalize_model_dir(config.model_dir)
+    if normal != config.model_dir:
+      config = config.replace(model_dir=normal)
   if model_dir is not None and config.model_dir is not None and (
       config.model_dir != model_dir):
     _raise("`model_dir` are set both in constructor and `RunConfig`, but with "

@@ -4,14 +4,17 @@ The chief writes `training_stopped` (JSON) when its training loop ends for
 any reason (max_steps, early stopping, input exhausted, error, preemption)
 and removes it when training starts again. The evaluator reads it to know
 that no further checkpoint will come. Writes are atomic (temp + rename), so a
-reader never sees half a file. No TensorFlow: plain files (local or shared
-storage mounted as a file system).
+reader never sees half a file. Every access is `tf.io.gfile` (through
+`harness.storage`), so the markers work on any filesystem the checkpoints
+do (gs://, s3://, hdfs://, ram://, local).
 """
 
 import json
 import os
-import tempfile
 import time
+
+from harness import storage
+from harness._tf import tf
 
 __all__ = ["MARKER_NAME", "write_training_stopped", "read_training_stopped",
            "training_stopped_since", "clear_training_stopped",
@@ -36,26 +39,22 @@ def write_training_stopped(model_dir, reason, global_step):
 
 
 def _write_atomic(model_dir, path, payload):
-  os.makedirs(os.fsdecode(model_dir), exist_ok=True)
-  fd, tmp = tempfile.mkstemp(dir=os.fsdecode(model_dir), prefix=".state-")
-  try:
-    with os.fdopen(fd, "w") as f:
-      f.write(payload)
-    os.replace(tmp, path)
-  except BaseException:
-    if os.path.exists(tmp):
-      os.remove(tmp)
-    raise
+  del model_dir  # The marker's folder; write_text_atomic creates it.
+  storage.write_text_atomic(path, payload)
+
+
+def _load_json(path):
+  """The JSON in `path`; None when missing; raises ValueError/OSError/
+  tf.errors.OpError when unreadable."""
+  text = storage.read_text(path)
+  return None if text is None else json.loads(text)
 
 
 def read_training_stopped(model_dir):
   """The marker's dict, or None when training has not ended (or never ran)."""
   try:
-    with open(_path(model_dir)) as f:
-      return json.load(f)
-  except (FileNotFoundError, NotADirectoryError):
-    return None
-  except (OSError, ValueError):
+    return _load_json(_path(model_dir))
+  except (OSError, ValueError, tf.errors.OpError):
     return {"reason": "unreadable marker", "global_step": None}
 
 
@@ -82,12 +81,9 @@ def tasks_done_since(model_dir, task_labels, since):
   """The subset of `task_labels` whose done-record is newer than `since`."""
   done = set()
   for label in task_labels:
-    try:
-      with open(_done_path(model_dir, label)) as f:
-        if json.load(f).get("written_at", 0) >= since:
-          done.add(label)
-    except (OSError, ValueError):
-      continue
+    record = _read_record(_done_path(model_dir, label))
+    if record is not None and record.get("written_at", 0) >= since:
+      done.add(label)
   return done
 
 
@@ -111,12 +107,9 @@ def loops_ended_since(model_dir, task_labels, since):
   """The subset of `task_labels` whose clean loop end is newer than `since`."""
   ended = set()
   for label in task_labels:
-    try:
-      with open(_loop_ended_path(model_dir, label)) as f:
-        if json.load(f).get("written_at", 0) >= since:
-          ended.add(label)
-    except (OSError, ValueError):
-      continue
+    record = _read_record(_loop_ended_path(model_dir, label))
+    if record is not None and record.get("written_at", 0) >= since:
+      ended.add(label)
   return ended
 
 
@@ -127,11 +120,10 @@ def _started_path(model_dir, task_label):
 
 def _read_record(path):
   try:
-    with open(path) as f:
-      record = json.load(f)
-    return record if isinstance(record, dict) else None
-  except (OSError, ValueError):
+    record = _load_json(path)
+  except (OSError, ValueError, tf.errors.OpError):
     return None
+  return record if isinstance(record, dict) else None
 
 
 def write_task_started(model_dir, task_label):
@@ -166,7 +158,4 @@ def task_records(model_dir, task_labels):
 
 def clear_training_stopped(model_dir):
   """Removes the marker (training is starting or resuming)."""
-  try:
-    os.remove(_path(model_dir))
-  except FileNotFoundError:
-    pass
+  storage.remove_file(_path(model_dir))

@@ -9,6 +9,7 @@ and the global_step/sec counter.
 """
 
 import dataclasses
+import time
 
 from absl import logging
 
@@ -18,6 +19,7 @@ from harness import errors
 from harness import hooks as hooks_lib
 from harness import input_pipeline
 from harness import preemption
+from harness import retention
 from harness import spec as spec_lib
 from harness import step_loop
 from harness._tf import tf
@@ -381,6 +383,10 @@ def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
         "RunConfig.save_checkpoints_secs.")
 
   if context.is_chief:
+    # Before the first save: a killed run's temporary files go, and the
+    # Saver counts the checkpoints earlier runs left (keep_checkpoint_max).
+    retention.remove_leftovers(model_dir, started_at=time.time())
+    worker_hooks.append(retention.RecoverCheckpointsHook(model_dir, scaffold))
     worker_hooks.extend(_chief_summary_hooks(model_dir, config, scaffold))
     worker_hooks.extend(chief_hooks + list(spec.training_chief_hooks))
   if context.should_init:

@@ -31,7 +31,7 @@ EDGE_MODULES = {"main", "diagnose", "flags", "job", "results_text", "launch",
                 "keras_lib"}
 CORE_MUST_NOT_IMPORT = ("model_fns", "input_fns") + tuple(
     f"harness.{m}" for m in EDGE_MODULES)
-NO_TF_MODULES = {"cluster.py", "errors.py", "run_state.py", "launch.py",
+NO_TF_MODULES = {"cluster.py", "errors.py", "launch.py", "paths.py",
                  "ports.py", "cli.py"}
 
 

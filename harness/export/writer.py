@@ -9,8 +9,12 @@ The Estimator calls it with its own `model_fn` wrapped as `build_spec_fn`::
     # -> b"/models/export/1712345678"
 
 The export is written into a hidden sibling directory (`.temp-<ts>-<pid>`)
-and renamed into place, so `export_dir_base` never holds a half-written
-SavedModel under a timestamp name; TF Serving ignores non-numeric children.
+and moved into place (`storage.move_dir_into_place`: one rename on local
+disks and HDFS, else a copy with saved_model.pb last), so `export_dir_base`
+never holds a complete-looking half-written SavedModel under a timestamp
+name; TF Serving ignores non-numeric children. `.temp-*` folders older than
+the process (an export killed half way) are removed before its first export
+into that folder, with one INFO line each.
 """
 
 import os
@@ -20,6 +24,8 @@ from absl import logging
 
 from harness import checkpoints
 from harness import errors
+from harness import retention
+from harness import storage
 from harness._tf import tf
 from harness.export import outputs as outputs_lib
 from harness.spec import ModeKeys
@@ -42,7 +48,11 @@ _MODE_ORDER = (ModeKeys.TRAIN, ModeKeys.EVAL, ModeKeys.PREDICT)
 # Collection the SavedModel format reads a training graph's train op from.
 _TRAIN_OP_COLLECTION = "saved_model_train_op"
 _MAX_NAME_ATTEMPTS = 10
-_TEMP_PREFIX = ".temp-"
+_TEMP_PREFIX = retention.EXPORT_TEMP_PREFIX
+# When this process started exporting; `.temp-*` folders older than that in
+# an export base were left by an interrupted export and are removed once.
+_STARTED_AT = time.time()
+_CLEANED_BASES = set()
 
 
 def _as_str(path):
@@ -111,6 +121,9 @@ def _resolve_checkpoint(checkpoint_path):
         f"checkpoint_path must name a checkpoint, given: {checkpoint_path!r}."
         " Fix: pass a path like <model_dir>/model.ckpt-1000, or train first.")
   path = _as_str(checkpoint_path)
+  # A prefix first: ram:// calls any prefix of a file name a directory.
+  if tf.io.gfile.exists(path + ".index"):
+    return path
   if tf.io.gfile.isdir(path):
     latest = tf.train.latest_checkpoint(path)
     if latest is None:
@@ -206,7 +219,7 @@ def _move_into_place(temp_dir, export_dir_base, export_dir):
   """Renames temp_dir to a free timestamped name; returns that name."""
   for _ in range(_MAX_NAME_ATTEMPTS):
     try:
-      tf.io.gfile.rename(temp_dir, export_dir, overwrite=False)
+      storage.move_dir_into_place(temp_dir, export_dir)
       return export_dir
     except (tf.errors.AlreadyExistsError, tf.errors.FailedPreconditionError):
       # Taken since we picked it (another exporter): pick a newer one.
@@ -258,6 +271,9 @@ def export_all_saved_models(export_dir_base, input_receiver_fn_map,
         "ModeKeys.PREDICT ('infer'), each mapped to a receiver function.")
   checkpoint_path = _resolve_checkpoint(checkpoint_path)
   base = _as_str(export_dir_base)
+  if base not in _CLEANED_BASES:
+    retention.remove_export_leftovers(base, started_at=_STARTED_AT)
+    _CLEANED_BASES.add(base)
   export_dir = _as_str(get_timestamped_export_dir(base))
   temp_dir = os.path.join(
       base, f"{_TEMP_PREFIX}{os.path.basename(export_dir)}-{os.getpid()}")
