@@ -23,6 +23,7 @@ import time
 
 from absl import logging
 
+from harness import checkpoints
 from harness import errors
 from harness import evaluation
 from harness import input_pipeline
@@ -375,7 +376,7 @@ def _checkpoint_global_step(model_dir):
   path = tf.train.latest_checkpoint(model_dir)
   if path is None:
     return 0
-  return int(tf.train.load_variable(path, "global_step"))
+  return int(checkpoints.open_reader(path).get_tensor("global_step"))
 
 
 class _StopAtCheckpointStepHook(SessionRunHook):
