@@ -119,12 +119,25 @@ class RecoverCheckpointsHook(tf.compat.v1.train.SessionRunHook):
   `SessionManager(checkpoint_dir=...)`, which calls the Saver's
   `recover_last_checkpoints`; harness restores a chosen checkpoint
   (`checkpoint_filename_with_path`), which does not, so without this hook
-  `keep_checkpoint_max` forgets every checkpoint of earlier runs.
+  `keep_checkpoint_max` forgets every checkpoint of earlier runs. Where
+  earlier runs left more than `keep_checkpoint_max` (a crash between a
+  save and its clean-up, a smaller keep now, a lost state file), the oldest
+  are removed at once (one INFO line each), never the one being restored.
   """
 
-  def __init__(self, model_dir, scaffold):
+  def __init__(self, model_dir, scaffold, *, keep_checkpoint_max,
+               restore_from=None):
+    """Args:
+      model_dir: the chief's model_dir.
+      scaffold: the training Scaffold (its saver, else the SAVERS one).
+      keep_checkpoint_max: the harness Saver's max_to_keep (a user's own
+        Saver's `saver_def.max_to_keep` wins); None or 0 keeps all.
+      restore_from: the checkpoint this run restores, never removed.
+    """
     self._model_dir = model_dir
     self._scaffold = scaffold
+    self._keep = keep_checkpoint_max
+    self._restore_from = restore_from
     self.recovered = []
 
   def begin(self):
@@ -134,10 +147,23 @@ class RecoverCheckpointsHook(tf.compat.v1.train.SessionRunHook):
       saver = savers[0] if savers else None
     if saver is None or not hasattr(saver, "recover_last_checkpoints"):
       return
-    self.recovered = checkpoints.checkpoints_to_recover(self._model_dir)
-    if self.recovered:
-      saver.recover_last_checkpoints(self.recovered)
+    keep = self._keep
+    if getattr(saver, "saver_def", None) is not None:
+      keep = saver.saver_def.max_to_keep
+    recovered = checkpoints.checkpoints_to_recover(self._model_dir)
+    if keep and len(recovered) > keep:
+      for prefix in recovered[:len(recovered) - keep]:
+        if prefix == self._restore_from:
+          continue
+        tf.compat.v1.train.remove_checkpoint(prefix)
+        recovered.remove(prefix)
+        logging.info("cleanup | removed checkpoint %s: over "
+                     "keep_checkpoint_max=%d with those of earlier runs",
+                     prefix, keep)
+    self.recovered = recovered
+    if recovered:
+      saver.recover_last_checkpoints(recovered)
       logging.info(
           "checkpoint | counting %d existing checkpoint(s) against "
-          "keep_checkpoint_max: %s", len(self.recovered),
-          ", ".join(os.path.basename(p) for p in self.recovered))
+          "keep_checkpoint_max: %s", len(recovered),
+          ", ".join(os.path.basename(p) for p in recovered))

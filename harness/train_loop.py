@@ -386,7 +386,9 @@ def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
     # Before the first save: a killed run's temporary files go, and the
     # Saver counts the checkpoints earlier runs left (keep_checkpoint_max).
     retention.remove_leftovers(model_dir, started_at=time.time())
-    worker_hooks.append(retention.RecoverCheckpointsHook(model_dir, scaffold))
+    worker_hooks.append(retention.RecoverCheckpointsHook(
+        model_dir, scaffold, keep_checkpoint_max=config.keep_checkpoint_max,
+        restore_from=restore_from))
     worker_hooks.extend(_chief_summary_hooks(model_dir, config, scaffold))
     worker_hooks.extend(chief_hooks + list(spec.training_chief_hooks))
   if context.should_init:
