@@ -317,8 +317,8 @@ def latest_usable_checkpoint(model_dir, *,
            else f"the `checkpoint` state file is {problem}")
     note = (why, chosen)
     if _FALLBACKS.get(os.fsdecode(model_dir)) != note:
-      logging.warning("checkpoint | %s in %s; using %s (the newest usable "
-                      "checkpoint on disk)", why, os.fsdecode(model_dir),
+      logging.warning("checkpoint | %s: %s; using %s (the newest usable "
+                      "checkpoint on disk)", os.fsdecode(model_dir), why,
                       chosen)
       _FALLBACKS[os.fsdecode(model_dir)] = note
   return chosen

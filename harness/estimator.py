@@ -381,7 +381,9 @@ class Estimator:
       checkpoint_path = self.latest_checkpoint()
     if not checkpoint_path and self._warm_start_settings is not None:
       checkpoint_path = self._warm_start_settings.ckpt_to_initialize_from
-      if tf.io.gfile.isdir(checkpoint_path):
+      # A prefix first: ram:// calls any prefix of a file name a directory.
+      if not tf.io.gfile.exists(checkpoint_path + ".index") and (
+          tf.io.gfile.isdir(checkpoint_path)):
         checkpoint_path = tf.train.latest_checkpoint(checkpoint_path)
     if not checkpoint_path:
       raise errors.CheckpointError(

@@ -94,8 +94,8 @@ class RetentionTest(absltest.TestCase):
     os.remove(os.path.join(self.model_dir, "checkpoint"))
     with self.assertLogs(logger="absl", level="WARNING") as logs:
       self.estimator().train(_input_fn, max_steps=8)
-    self.assertIn("the `checkpoint` state file is missing in "
-                  f"{self.model_dir}; using {self.model_dir}/model.ckpt-6",
+    self.assertIn(f"checkpoint | {self.model_dir}: the `checkpoint` state "
+                  f"file is missing; using {self.model_dir}/model.ckpt-6",
                   "\n".join(logs.output))
     self.assertEqual(_steps(self.model_dir), [6, 8])  # 0, 2, 4: over keep.
 
