@@ -44,6 +44,11 @@ _CHECKPOINT_LEFTOVER_RE = re.compile(
     r"(_temp(_[0-9a-f]{32})?$|\.tempstate\d*|\.tmp[0-9a-f]{32}$|^\.tmp-)")
 
 
+# Harness's own `.tmp-` marker files are written by every task, not only the
+# chief: one younger than this when the chief starts may be in flight.
+_MARKER_WRITE_MARGIN_SECS = 60.0
+
+
 def is_checkpoint_leftover(name):
   """True for a file or folder name an interrupted save leaves behind."""
   return bool(_CHECKPOINT_LEFTOVER_RE.search(name.rstrip("/")))
@@ -71,7 +76,8 @@ def remove_leftovers(model_dir, *, started_at):
   Args:
     model_dir: the chief's model_dir (any gfile filesystem).
     started_at: time.time() when this run started; anything modified at or
-      after it may belong to this run and is kept.
+      after it may belong to this run and is kept (harness's `.tmp-` marker
+      files, which other tasks write, only when a minute older than that).
 
   Returns:
     The removed paths.
@@ -85,7 +91,11 @@ def remove_leftovers(model_dir, *, started_at):
   for name in names:
     name = name.rstrip("/")
     path = f"{model_dir}/{name}"
-    if is_checkpoint_leftover(name) and _older(path, started_at):
+    # Only the chief saves checkpoints, and it has not saved yet: all of
+    # TensorFlow's temporaries are from earlier runs. Markers' are anyone's.
+    limit = (started_at - _MARKER_WRITE_MARGIN_SECS
+             if name.startswith(".tmp-") else started_at)
+    if is_checkpoint_leftover(name) and _older(path, limit):
       _remove(path, "checkpoint save")
       removed.append(path)
   return removed

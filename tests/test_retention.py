@@ -118,6 +118,11 @@ class RetentionTest(absltest.TestCase):
     kept = os.path.join(self.model_dir, "eval_temperature")  # Not a leftover.
     os.makedirs(kept)
     _make_old(kept)
+    # Another task's marker write may be in flight: kept for a minute.
+    young_marker = os.path.join(self.model_dir, ".tmp-task_done-worker-1-ff")
+    with open(young_marker, "w") as f:
+      f.write("{}")
+    _make_old(young_marker, age_secs=20)
     with self.assertLogs(logger="absl", level="INFO") as logs:
       self.estimator().train(_input_fn, max_steps=4)
     lines = [l for l in logs.output if "cleanup | removed" in l]
@@ -128,6 +133,7 @@ class RetentionTest(absltest.TestCase):
     self.assertIn("left by an interrupted checkpoint save", lines[0])
     self.assertTrue(os.path.isdir(fresh))
     self.assertTrue(os.path.isdir(kept))
+    self.assertTrue(os.path.isfile(young_marker))
 
   def test_export_leftovers_are_removed_before_the_first_export(self):
     base = os.path.join(self.model_dir, "export", "latest")
