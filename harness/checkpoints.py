@@ -59,7 +59,7 @@ _FALLBACKS = {}
 def _split(prefix):
   """(directory, file name) of a checkpoint prefix (also for URLs)."""
   directory, _, name = os.fsdecode(prefix).rpartition("/")
-  return directory, name
+  return directory or ".", name
 
 
 def _listdir(directory):
@@ -74,7 +74,9 @@ def _data_file_paths(prefix):
   """Paths of the `<prefix>.data-*-of-*` files that exist (no glob: the
   prefix may hold glob characters)."""
   directory, name = _split(prefix)
-  return [f"{directory}/{n}" for n in _listdir(directory)
+  head = "" if directory == "." and "/" not in os.fsdecode(prefix) else (
+      directory + "/")
+  return [f"{head}{n}" for n in _listdir(directory)
           if n.startswith(name + ".data-") and _SHARD_RE.search(n)]
 
 

@@ -119,11 +119,13 @@ class Estimator:
   # --- checkpoints ---------------------------------------------------------
 
   def latest_checkpoint(self):
-    """Path of the newest checkpoint in model_dir that restores, or None.
+    """The checkpoint of model_dir that restores, or None.
 
-    Unlike tf.estimator, a truncated or corrupt newest checkpoint (a save
-    killed half way) is skipped with a warning naming it, and the one
-    before is returned (`harness.checkpoints.latest_usable_checkpoint`).
+    As in tf.estimator, the one the `checkpoint` state file names. Unlike
+    tf.estimator, if that one is missing, truncated or corrupt (a save
+    killed half way), or the state file is missing or unreadable, the
+    newest usable checkpoint on disk is returned, with a warning saying
+    why (`harness.checkpoints.latest_usable_checkpoint`).
     """
     return checkpoints.latest_usable_checkpoint(self._model_dir)
 
