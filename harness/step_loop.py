@@ -16,9 +16,13 @@ train_op" in a `tf.while_loop`, so one `session.run` trains up to K steps:
   counter advance by (up to) K per run; harness's own hooks and TF's
   checkpoint/step-counter/summary hooks are told K. Summaries `model_fn`
   writes are those of the loop's last step.
-* Tensors inside the loop cannot be fetched from outside: hooks that fetch
-  model_fn tensors (a `LoggingTensorHook` on a hidden layer) need K = 1.
-  The loss is available: `spec.loss` becomes the last step's loss.
+* Tensors inside the loop cannot be fetched from outside: `spec.loss`
+  becomes the last step's loss; predictions, eval_metric_ops and
+  export_outputs are dropped (unused in TRAIN, as in tf.estimator); a
+  Saver model_fn built is rebuilt outside (`loop_spec`). Hooks holding
+  model_fn tensors (a `LoggingTensorHook` on a hidden layer) and scaffold
+  ops built in model_fn need K = 1: the Estimator then trains with K = 1
+  and logs why.
 
 `input_fn` must return a `tf.data.Dataset` (each iteration reads the next
 batch); one returning tensors trains one step per run, with a warning.
@@ -31,6 +35,7 @@ import numpy as np
 
 from harness import _tf_private
 from harness import errors
+from harness import loop_spec
 from harness._tf import tf
 
 __all__ = [
@@ -56,12 +61,14 @@ class LoopedStep:
       `loss` the last step's loss (float32), both outside the loop.
     stop_at: int64 placeholder: the loop stops at this global step.
     final_step: the global step the loop ended at (read in the loop).
-    steps_per_loop: K.
+    steps_per_loop: K, the most steps a run makes.
+    max_steps: int32 placeholder (default K): the most steps of this run.
   """
   spec: object
   stop_at: object
   final_step: object
   steps_per_loop: int
+  max_steps: object = None
 
 
 def build(step_fn, *, steps_per_loop, step_read, global_step):
@@ -78,6 +85,9 @@ def build(step_fn, *, steps_per_loop, step_read, global_step):
 
   Returns:
     A LoopedStep.
+
+  Raises:
+    loop_spec.NeedsOneStepPerRun: model_fn's spec needs per-step fetches.
   """
   graph = tf.compat.v1.get_default_graph()
   stop_at = tf.compat.v1.placeholder_with_default(
@@ -85,9 +95,13 @@ def build(step_fn, *, steps_per_loop, step_read, global_step):
   outer_summaries = list(graph.get_collection(_SUMMARIES))
   built = {}
 
+  # At most K steps a run; `steps_per_loop="auto"` feeds a smaller K.
+  max_steps = tf.compat.v1.placeholder_with_default(
+      tf.constant(steps_per_loop), shape=[], name="steps_per_loop_max")
+
   def cond(i, step, loss, summary):
     del loss, summary
-    return tf.logical_and(i < steps_per_loop, step < stop_at)
+    return tf.logical_and(i < max_steps, step < stop_at)
 
   def body(i, step, loss, summary):
     del step, loss, summary
@@ -122,10 +136,10 @@ def build(step_fn, *, steps_per_loop, step_read, global_step):
     graph.add_to_collection(_SUMMARIES, s)
   if built["summaries"]:
     graph.add_to_collection(_SUMMARIES, summary)
-  spec = built["spec"]
-  looped = spec._replace(loss=loss, train_op=loss.op)  # pylint: disable=protected-access
+  looped = loop_spec.outer_spec(built["spec"], graph, loss=loss,
+                                train_op=loss.op)
   return LoopedStep(spec=looped, stop_at=stop_at, final_step=final_step,
-                    steps_per_loop=steps_per_loop)
+                    steps_per_loop=steps_per_loop, max_steps=max_steps)
 
 
 def set_steps_per_run(hooks, steps_per_run):
@@ -207,7 +221,8 @@ def raise_if_fetched_in_loop(error, steps_per_loop):
   text = str(error)
   # What TF says when a hook hands it a tensor of the loop body's graph.
   foreign = ("graph attribute that is equal to current graph" in text or
-             "is not an element of this graph" in text)
+             "is not an element of this graph" in text or
+             "does not exist in the graph" in text)
   if steps_per_loop > 1 and foreign:
     raise errors.ConfigError(
         f"With steps_per_loop={steps_per_loop}, model_fn's tensors live inside "

@@ -415,7 +415,7 @@ def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
       while not session.should_stop():
         _, loss = session.run(fetches)
         steps_done += 1
-  except (ValueError, TypeError) as e:
+  except (ValueError, TypeError, KeyError) as e:
     step_loop.raise_if_fetched_in_loop(e, steps_per_loop)
   if not steps_done:
     logging.warning(
