@@ -261,6 +261,10 @@ class Estimator:
       else:
         train_graph = train_loop.build_local(
             self._call_model_fn, input_fn, self._params, config)
+      if train_graph.auto_bound is not None:
+        reason = loop_spec.hooks_needing_each_step(hooks, graph)
+        if reason:
+          raise loop_spec.NeedsOneStepPerRun(reason)
       if self._warm_start_settings is not None:
         logging.info("Warm-starting from %s",
                      self._warm_start_settings.ckpt_to_initialize_from)

@@ -21,7 +21,8 @@ from harness import _tf_private
 from harness import errors
 from harness._tf import tf
 
-__all__ = ["NeedsOneStepPerRun", "outer_spec", "hook_tensors_in_loop"]
+__all__ = ["NeedsOneStepPerRun", "outer_spec", "hook_tensors_in_loop",
+           "hooks_needing_each_step"]
 
 _SCAFFOLD_OPS = ("init_op", "ready_op", "ready_for_local_init_op",
                  "local_init_op", "summary_op")
@@ -81,6 +82,40 @@ def hook_tensors_in_loop(hooks, where, outer_graph):
                   f"{element.name!r} (attribute {attr}), a tensor of each "
                   "step inside model_fn")
   return None
+
+
+def _strings(value, depth=2):
+  if isinstance(value, str):
+    yield value
+  elif depth > 0 and isinstance(value, dict):
+    for item in list(value.keys()) + list(value.values()):
+      yield from _strings(item, depth - 1)
+  elif depth > 0 and isinstance(value, (list, tuple, set)):
+    for item in value:
+      yield from _strings(item, depth - 1)
+
+
+def hooks_needing_each_step(hooks, outer_graph):
+  """Why hooks given to `train()` need one step per run, or None.
+
+  For steps_per_loop="auto", which falls back to K = 1 rather than fail: a
+  `FeedFnHook` (feeds every step), or a hook naming a tensor ("name:0")
+  that exists only inside the loop (e.g. LoggingTensorHook(["dense/Relu:0"])).
+  """
+  for hook in hooks:
+    if isinstance(hook, tf.compat.v1.train.FeedFnHook):
+      return "FeedFnHook feeds every step"
+    for attr, value in vars(hook).items():
+      for name in _strings(value):
+        head, sep, index = name.rpartition(":")
+        if not (sep and head and index.isdigit()):
+          continue
+        try:
+          outer_graph.as_graph_element(name)
+        except (KeyError, ValueError):
+          return (f"{type(hook).__name__} fetches {name!r} (attribute "
+                  f"{attr}), a tensor of each step inside model_fn")
+  return hook_tensors_in_loop(hooks, "hooks", outer_graph)
 
 
 def _outer_scaffold(scaffold, outer_graph):
