@@ -243,3 +243,24 @@ def set_collective_key_base(strategy, key_base):
   TF 2.21, none in 11 with a fresh base per client).
   """
   strategy.extended._collective_key_base = key_base  # pylint: disable=protected-access
+
+
+def rebuild_saver(saver):
+  """A Saver like `saver`, built in the current default graph.
+
+  Why private: a Saver keeps its constructor arguments only in private
+  attributes. Used for a Saver that model_fn built inside the
+  steps_per_loop loop body, whose save/restore ops cannot run from outside
+  the loop: the copy saves the same variables with the same options.
+  """
+  # pylint: disable=protected-access
+  return tf.compat.v1.train.Saver(
+      var_list=saver._var_list, reshape=saver._reshape,
+      sharded=saver._sharded, max_to_keep=saver._max_to_keep,
+      keep_checkpoint_every_n_hours=saver._keep_checkpoint_every_n_hours,
+      name=saver._name, restore_sequentially=saver._restore_sequentially,
+      allow_empty=saver._allow_empty, write_version=saver._write_version,
+      pad_step_number=saver._pad_step_number,
+      save_relative_paths=saver._save_relative_paths,
+      filename=saver._filename)
+  # pylint: enable=protected-access

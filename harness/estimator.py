@@ -27,6 +27,7 @@ from harness import checkpoints
 from harness import errors
 from harness import evaluation
 from harness import input_pipeline
+from harness import loop_spec
 from harness import run_config as run_config_lib
 from harness import spec as spec_lib
 from harness import train_loop
@@ -240,22 +241,40 @@ class Estimator:
              strategy=None):
     """Builds the TRAIN graph and runs it as `context` says."""
     strategy = strategy or self._config.train_distribute
+    try:
+      return self._build_and_run(input_fn, hooks, saving_listeners,
+                                 max_steps, context, strategy, self._config)
+    except loop_spec.NeedsOneStepPerRun as e:
+      # Raised while building, before any session: nothing ran yet.
+      log = (logging.info if self._config.steps_per_loop == "auto"
+             else logging.warning)
+      log("train | %s | steps_per_loop=%s -> 1 (one step per session.run): "
+          "%s.", context.task_label, self._config.steps_per_loop, e.reason)
+      return self._build_and_run(
+          input_fn, hooks, saving_listeners, max_steps, context, strategy,
+          self._config.replace(steps_per_loop=1))
+
+  def _build_and_run(self, input_fn, hooks, saving_listeners, max_steps,
+                     context, strategy, config):
     # The device function (ps placement) covers the whole training graph,
     # global step included, as in tf.estimator.
     with tf.Graph().as_default() as graph, graph.device(self._device_fn):
       if strategy is not None:
         train_graph = train_loop.build_distributed(
-            strategy, self._call_model_fn, input_fn, self._params,
-            self._config)
+            strategy, self._call_model_fn, input_fn, self._params, config)
       else:
         train_graph = train_loop.build_local(
-            self._call_model_fn, input_fn, self._params, self._config)
+            self._call_model_fn, input_fn, self._params, config)
+      if train_graph.auto_bound is not None:
+        reason = loop_spec.hooks_needing_each_step(hooks, graph)
+        if reason:
+          raise loop_spec.NeedsOneStepPerRun(reason)
       if self._warm_start_settings is not None:
         logging.info("Warm-starting from %s",
                      self._warm_start_settings.ckpt_to_initialize_from)
         warm_start_lib.warm_start(self._warm_start_settings)
       return train_loop.run(
-          train_graph, model_dir=self._model_dir, config=self._config,
+          train_graph, model_dir=self._model_dir, config=config,
           hooks=hooks, saving_listeners=saving_listeners, context=context,
           max_steps=max_steps)
 

@@ -229,9 +229,7 @@ _EVAL_STEPS = _int(
 _BATCH_SIZE = _int(
     "batch_size", 1, "a positive global batch size.", "GLOBAL batch size, "
     "split over the replicas (default: the input_fn's).")
-_STEPS_PER_LOOP = _int(
-    "steps_per_loop", 1, "1 runs one step per session.run.",
-    "Training steps inside one session.run.")
+# --steps_per_loop: its own block below (an integer or "auto").
 # Checkpoints and summaries.
 _SAVE_CHECKPOINTS_STEPS = _int(
     "save_checkpoints_steps", 1, "a positive step count.", "Save a "
@@ -274,6 +272,37 @@ _VERBOSITY = flags.DEFINE_enum(
 _DRY_RUN = flags.DEFINE_bool(
     "dry_run", _D.dry_run, "Print the resolved configuration and the "
     "TF_CONFIG role, then exit 0.", flag_values=_FLAGS)
+
+# steps_per_loop: K >= 1, or "auto" (K from the first steps' timing).
+
+
+class _StepsPerLoopParser(flags.ArgumentParser):
+
+  def parse(self, argument):
+    if argument == "auto" or isinstance(argument, int):
+      value = argument
+    else:
+      try:
+        value = int(str(argument).strip())
+      except ValueError:
+        value = None
+    if value != "auto" and (value is None or value < 1):
+      raise ValueError(
+          "must be an integer >= 1 or auto. Fix: --steps_per_loop=auto "
+          "(K from the first steps' timing) or e.g. --steps_per_loop=1.")
+    return value
+
+  def flag_type(self):
+    return "steps_per_loop"
+
+
+_STEPS_PER_LOOP = flags.DEFINE(
+    _StepsPerLoopParser(), "steps_per_loop", _D.steps_per_loop,
+    "Training steps inside one session.run: an integer >= 1, or auto (K "
+    "from the measured time of the first steps, bounded by the summary, "
+    "logging and checkpoint cadence; 1 where a hook needs every step).",
+    flag_values=_FLAGS)
+
 
 FLAG_NAMES = tuple(f.name for f in dataclasses.fields(_D))
 assert set(FLAG_NAMES) == set(_FLAGS), set(FLAG_NAMES) ^ set(_FLAGS)

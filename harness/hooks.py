@@ -136,6 +136,7 @@ class ProgressLoggerHook(SessionRunHook):
     self._base_step = 0  # Global step last read.
     self._runs_since_base = 0  # session.run calls since then.
     self._steps_per_run = 1.0
+    self._stale_base = False
     self._calibrated = False
     self._fetching = False
     # The rate window: from the last line (or session start) to now.
@@ -153,7 +154,24 @@ class ProgressLoggerHook(SessionRunHook):
     if self._max_steps is not None:
       self._next_log_step = min(self._next_log_step, self._max_steps)
 
+  @property
+  def steps_per_run(self):
+    """Steps one run is expected to make (set when steps_per_loop="auto"
+    changes K: predictions restart from the next read of the step)."""
+    return self._steps_per_run
+
+  @steps_per_run.setter
+  def steps_per_run(self, value):
+    self._steps_per_run = float(value)
+    self._runs_since_base = 0
+    self._calibrated = False
+    self._stale_base = True
+
   def _rebase(self, step):
+    if self._stale_base:
+      self._stale_base = False
+      self._base_step, self._runs_since_base = step, 0
+      return
     if self._runs_since_base > 0 and step > self._base_step:
       self._steps_per_run = (step - self._base_step) / self._runs_since_base
     self._base_step, self._runs_since_base = step, 0

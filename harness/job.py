@@ -76,7 +76,7 @@ class JobConfig:
   max_steps: int | None = 1000
   eval_steps: int | None = 100
   batch_size: int | None = None
-  steps_per_loop: int = 1
+  steps_per_loop: int | str = "auto"  # The binary's default: fast.
   # Checkpoints and summaries.
   save_checkpoints_steps: int | None = None
   save_checkpoints_secs: int | None = None

@@ -55,6 +55,9 @@ _HARNESS_FIELDS = ("steps_per_loop", "remote_connect_timeout_secs")
 _DEFAULT_REPLACEABLE_LIST = list(_CONSTRUCTOR_ARGS) + list(_HARNESS_FIELDS)
 # Bound of each start-up check of a remote_cluster's servers (seconds).
 DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS = 30.0
+# steps_per_loop's value for "choose K from the first steps' timing"
+# (harness/auto_loop.py).
+STEPS_PER_LOOP_AUTO = "auto"
 _SAVE_CKPT_ERR = (
     "`save_checkpoints_steps` and `save_checkpoints_secs` cannot be both set.")
 INDEPENDENT_WORKER = "independent_worker"
@@ -212,10 +215,13 @@ def _validate_properties(values):
     if value is not None and not condition(value):
       _raise(message, fix, value)
   steps = values["steps_per_loop"]
-  if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or (
+  if steps != STEPS_PER_LOOP_AUTO and (
+      isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or
       steps < 1):
     _raise("steps_per_loop must be an integer >= 1 (training steps run "
-           "inside one session.run).", "use 1 for one step per run.", steps)
+           f"inside one session.run) or {STEPS_PER_LOOP_AUTO!r} (harness "
+           "picks K from the first steps' timing).",
+           "use 1 for one step per run.", steps)
   timeout = values["remote_connect_timeout_secs"]
   if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real) or (
       not timeout > 0):
@@ -283,7 +289,10 @@ class RunConfig:
     """Constructs a RunConfig; arguments as tf.estimator 2.15's, plus:
 
     Args (harness additions, keyword-only):
-      steps_per_loop: training steps run inside one `session.run` (>= 1).
+      steps_per_loop: training steps run inside one `session.run` (>= 1),
+        or "auto": K from the measured time of the first steps, bounded by
+        the summary, logging and checkpoint cadence (harness.auto_loop).
+        Default 1: one step per run, tf.estimator's exact semantics.
       remote_connect_timeout_secs: with `remote_cluster`, how long each
         server may take to accept a connection and answer (seconds, > 0).
       environ: mapping read for TF_CONFIG instead of `os.environ`.

@@ -16,9 +16,13 @@ train_op" in a `tf.while_loop`, so one `session.run` trains up to K steps:
   counter advance by (up to) K per run; harness's own hooks and TF's
   checkpoint/step-counter/summary hooks are told K. Summaries `model_fn`
   writes are those of the loop's last step.
-* Tensors inside the loop cannot be fetched from outside: hooks that fetch
-  model_fn tensors (a `LoggingTensorHook` on a hidden layer) need K = 1.
-  The loss is available: `spec.loss` becomes the last step's loss.
+* Tensors inside the loop cannot be fetched from outside: `spec.loss`
+  becomes the last step's loss; predictions, eval_metric_ops and
+  export_outputs are dropped (unused in TRAIN, as in tf.estimator); a
+  Saver model_fn built is rebuilt outside (`loop_spec`). Hooks holding
+  model_fn tensors (a `LoggingTensorHook` on a hidden layer) and scaffold
+  ops built in model_fn need K = 1: the Estimator then trains with K = 1
+  and logs why.
 
 `input_fn` must return a `tf.data.Dataset` (each iteration reads the next
 batch); one returning tensors trains one step per run, with a warning.
@@ -31,6 +35,7 @@ import numpy as np
 
 from harness import _tf_private
 from harness import errors
+from harness import loop_spec
 from harness._tf import tf
 
 __all__ = [
@@ -56,12 +61,16 @@ class LoopedStep:
       `loss` the last step's loss (float32), both outside the loop.
     stop_at: int64 placeholder: the loop stops at this global step.
     final_step: the global step the loop ended at (read in the loop).
-    steps_per_loop: K.
+    steps_per_loop: K, the most steps a run makes.
+    max_steps: int32 placeholder (default K): the most steps of this run.
+    steps_done: int32, the steps this run made (this worker's).
   """
   spec: object
   stop_at: object
   final_step: object
   steps_per_loop: int
+  max_steps: object = None
+  steps_done: object = None
 
 
 def build(step_fn, *, steps_per_loop, step_read, global_step):
@@ -78,6 +87,9 @@ def build(step_fn, *, steps_per_loop, step_read, global_step):
 
   Returns:
     A LoopedStep.
+
+  Raises:
+    loop_spec.NeedsOneStepPerRun: model_fn's spec needs per-step fetches.
   """
   graph = tf.compat.v1.get_default_graph()
   stop_at = tf.compat.v1.placeholder_with_default(
@@ -85,9 +97,13 @@ def build(step_fn, *, steps_per_loop, step_read, global_step):
   outer_summaries = list(graph.get_collection(_SUMMARIES))
   built = {}
 
+  # At most K steps a run; `steps_per_loop="auto"` feeds a smaller K.
+  max_steps = tf.compat.v1.placeholder_with_default(
+      tf.constant(steps_per_loop), shape=[], name="steps_per_loop_max")
+
   def cond(i, step, loss, summary):
     del loss, summary
-    return tf.logical_and(i < steps_per_loop, step < stop_at)
+    return tf.logical_and(i < max_steps, step < stop_at)
 
   def body(i, step, loss, summary):
     del step, loss, summary
@@ -110,7 +126,7 @@ def build(step_fn, *, steps_per_loop, step_read, global_step):
   read_before.append(_tf_private.variable_fetch_tensor(global_step))
   with tf.control_dependencies(read_before):
     start = tf.cast(step_read(), tf.int64)
-  _, final_step, loss, summary = tf.while_loop(
+  steps_done, final_step, loss, summary = tf.while_loop(
       cond, body,
       [tf.constant(0), start, tf.constant(0.0), tf.constant("")],
       parallel_iterations=1, name="steps_per_loop")
@@ -122,10 +138,11 @@ def build(step_fn, *, steps_per_loop, step_read, global_step):
     graph.add_to_collection(_SUMMARIES, s)
   if built["summaries"]:
     graph.add_to_collection(_SUMMARIES, summary)
-  spec = built["spec"]
-  looped = spec._replace(loss=loss, train_op=loss.op)  # pylint: disable=protected-access
+  looped = loop_spec.outer_spec(built["spec"], graph, loss=loss,
+                                train_op=loss.op)
   return LoopedStep(spec=looped, stop_at=stop_at, final_step=final_step,
-                    steps_per_loop=steps_per_loop)
+                    steps_per_loop=steps_per_loop, max_steps=max_steps,
+                    steps_done=steps_done)
 
 
 def set_steps_per_run(hooks, steps_per_run):
@@ -173,11 +190,17 @@ class LoopBoundHook(tf.compat.v1.train.SessionRunHook):
   steps (their all-reduces must pair up).
   """
 
-  def __init__(self, looped, stop_hooks, save_checkpoints_steps):
-    self._stop_at = looped.stop_at
-    self._final_step = looped.final_step
+  def __init__(self, looped, stop_hooks, save_checkpoints_steps, *,
+               chooser=None, step_hooks=()):
+    """Args beyond the bound's: under steps_per_loop="auto", `chooser`
+    (an auto_loop.KChooser) gives each run's K, and `step_hooks` are told
+    it (`set_steps_per_run`) when it changes."""
+    self._looped = looped
     self._stop_hooks = list(stop_hooks)
     self._save_steps = save_checkpoints_steps
+    self._chooser = chooser
+    self._step_hooks = list(step_hooks)
+    self._told = None
     self._start = self._step = None
 
   def after_create_session(self, session, coord):
@@ -193,13 +216,22 @@ class LoopBoundHook(tf.compat.v1.train.SessionRunHook):
     if self._save_steps:
       done = (self._step - self._start) // self._save_steps
       bounds.append(self._start + (done + 1) * self._save_steps)
-    feed = {self._stop_at: int(min(bounds))} if bounds else None
-    return tf.compat.v1.train.SessionRunArgs(self._final_step,
-                                             feed_dict=feed)
+    feed = {self._looped.stop_at: int(min(bounds))} if bounds else {}
+    if self._chooser is not None:
+      steps = self._chooser.next_k()
+      feed[self._looped.max_steps] = steps
+      if steps != self._told:
+        set_steps_per_run(self._step_hooks, steps)
+        self._told = steps
+    return tf.compat.v1.train.SessionRunArgs(
+        (self._looped.final_step, self._looped.steps_done),
+        feed_dict=feed or None)
 
   def after_run(self, run_context, run_values):
     del run_context
-    self._step = int(run_values.results)
+    self._step, steps_done = (int(v) for v in run_values.results)
+    if self._chooser is not None:
+      self._chooser.record(steps_done)
 
 
 def raise_if_fetched_in_loop(error, steps_per_loop):
@@ -207,7 +239,8 @@ def raise_if_fetched_in_loop(error, steps_per_loop):
   text = str(error)
   # What TF says when a hook hands it a tensor of the loop body's graph.
   foreign = ("graph attribute that is equal to current graph" in text or
-             "is not an element of this graph" in text)
+             "is not an element of this graph" in text or
+             "does not exist in the graph" in text)
   if steps_per_loop > 1 and foreign:
     raise errors.ConfigError(
         f"With steps_per_loop={steps_per_loop}, model_fn's tensors live inside "
@@ -217,9 +250,14 @@ def raise_if_fetched_in_loop(error, steps_per_loop):
   raise error
 
 
-def check_input(input_fn_result_is_dataset, steps_per_loop):
-  """Returns the K to use: 1 (with a warning) when input is not a Dataset."""
+def check_input(input_fn_result_is_dataset, steps_per_loop, *, auto=False):
+  """Returns the K to use: 1 (logged) when input is not a Dataset."""
   if steps_per_loop > 1 and not input_fn_result_is_dataset:
+    if auto:
+      logging.info("train | steps_per_loop=auto -> 1 (one step per "
+                   "session.run): input_fn returned tensors, not a "
+                   "tf.data.Dataset.")
+      return 1
     logging.warning(
         "steps_per_loop=%d needs an input_fn that returns a tf.data.Dataset "
         "(each step of the loop reads the next batch); this one returned "

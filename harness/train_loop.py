@@ -13,6 +13,7 @@ import time
 
 from absl import logging
 
+from harness import auto_loop
 from harness import checkpoints
 from harness import _tf_private
 from harness import errors
@@ -20,6 +21,7 @@ from harness import hooks as hooks_lib
 from harness import input_pipeline
 from harness import preemption
 from harness import retention
+from harness import run_config as run_config_lib
 from harness import spec as spec_lib
 from harness import step_loop
 from harness._tf import tf
@@ -147,12 +149,31 @@ class TrainGraph:
     global_step: the global step variable.
     steps_per_loop: training steps one `session.run` makes.
     loop: the `step_loop.LoopedStep` (None without a loop).
+    auto_bound: under steps_per_loop="auto", (K's bound, what sets it);
+      None for a fixed K.
+    same_k_everywhere: every worker must run the same K (collective).
   """
   spec: object
   input_hooks: list
   global_step: object
   steps_per_loop: int = 1
   loop: object = None
+  auto_bound: tuple = None
+  same_k_everywhere: bool = False
+
+
+def _loop_size(config, is_dataset):
+  """(K the loop is built for, auto's (bound, reason) or None)."""
+  requested = config.steps_per_loop
+  if requested != run_config_lib.STEPS_PER_LOOP_AUTO:
+    return step_loop.check_input(is_dataset, requested), None
+  bound, reason = auto_loop.cadence_bound(config)
+  if step_loop.check_input(is_dataset, bound, auto=True) == 1:
+    if bound == 1:
+      logging.info("train | steps_per_loop=auto: K=1 (%s allows no more).",
+                   reason)
+    return 1, None
+  return bound, (bound, reason)
 
 
 def build_local(call_model_fn, input_fn, params, config):
@@ -165,8 +186,8 @@ def build_local(call_model_fn, input_fn, params, config):
   set_graph_seed(config.tf_random_seed)
   global_step = create_global_step(graph)
   result = spec_lib.call_input_fn(input_fn, ModeKeys.TRAIN, params, config)
-  steps_per_loop = step_loop.check_input(
-      isinstance(result, tf.data.Dataset), config.steps_per_loop)
+  steps_per_loop, auto_bound = _loop_size(
+      config, isinstance(result, tf.data.Dataset))
   if steps_per_loop == 1:
     features, labels, input_hooks = input_pipeline.parse_input_fn_result(
         result)
@@ -187,7 +208,7 @@ def build_local(call_model_fn, input_fn, params, config):
   return TrainGraph(
       spec=looped.spec, global_step=global_step, steps_per_loop=steps_per_loop,
       input_hooks=[input_pipeline.DatasetInitializerHook(iterator)],
-      loop=looped)
+      loop=looped, auto_bound=auto_bound)
 
 
 def _loss_reduce_op():
@@ -238,15 +259,22 @@ def build_distributed(strategy, call_model_fn, input_fn, params, config):
             training_chief_hooks=first(grouped.training_chief_hooks),
             scaffold=scaffold)
 
-      if config.steps_per_loop == 1:
+      steps_per_loop, auto_bound = _loop_size(config, True)
+      if steps_per_loop == 1:
         return TrainGraph(spec=step_fn(), input_hooks=input_hooks,
                           global_step=global_step)
       looped = step_loop.build(
-          step_fn, steps_per_loop=config.steps_per_loop, step_read=read_step,
+          step_fn, steps_per_loop=steps_per_loop, step_read=read_step,
           global_step=global_step)
   return TrainGraph(spec=looped.spec, input_hooks=input_hooks,
-                    global_step=global_step,
-                    steps_per_loop=config.steps_per_loop, loop=looped)
+                    global_step=global_step, steps_per_loop=steps_per_loop,
+                    loop=looped, auto_bound=auto_bound,
+                    same_k_everywhere=_is_collective(strategy))
+
+
+def _is_collective(strategy):
+  """Whether workers' loops must agree on K (collective all-reduces)."""
+  return "Collective" in type(strategy.extended).__name__
 
 
 def _register_global_step_read(read_step):
@@ -329,6 +357,20 @@ def _chief_summary_hooks(model_dir, config, scaffold):
   return hooks
 
 
+def _auto_chooser(train_graph, context):
+  """The KChooser of steps_per_loop="auto" (None: K is fixed)."""
+  if train_graph.auto_bound is None or train_graph.loop is None:
+    return None
+  bound, reason = train_graph.auto_bound
+  if train_graph.same_k_everywhere:
+    logging.info("train | %s | steps_per_loop=auto: K=%d (at most %d: %s; "
+                 "not measured: collective workers must all run the same "
+                 "K).", context.task_label, bound, bound, reason)
+    return None
+  return auto_loop.KChooser(bound=bound, bound_reason=reason,
+                            task_label=context.task_label)
+
+
 def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
         max_steps=None, examples_per_step=None):
   """Runs the training loop until a hook stops it; returns the last loss."""
@@ -401,12 +443,14 @@ def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
         scaffold, context.master, context.session_config,
         config.session_creation_timeout_secs, context.recovery_wait_secs)
   steps_per_loop = train_graph.steps_per_loop
+  chooser = _auto_chooser(train_graph, context)
   step_loop.set_steps_per_run(worker_hooks, steps_per_loop)
   if train_graph.loop is not None:
     worker_hooks.append(step_loop.LoopBoundHook(
         train_graph.loop,
         [h for h in worker_hooks if isinstance(h, StopAtStepHook)],
-        config.save_checkpoints_steps))
+        config.save_checkpoints_steps, chooser=chooser,
+        step_hooks=list(worker_hooks)))
   # Last hook: SIGTERM -> stop (agreed across collective workers), raised
   # as TrainingPreemptedError after the chief's final save; lost peers ->
   # PeerLostError instead of an in-place session re-creation.
@@ -423,7 +467,7 @@ def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
       while not session.should_stop():
         _, loss = session.run(fetches)
         steps_done += 1
-  except (ValueError, TypeError) as e:
+  except (ValueError, TypeError, KeyError) as e:
     step_loop.raise_if_fetched_in_loop(e, steps_per_loop)
   if not steps_done:
     logging.warning(

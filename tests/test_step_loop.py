@@ -169,12 +169,24 @@ class StepsPerLoopTest(parameterized.TestCase):
     self.assertTrue(any("one step per session.run" in line
                         for line in logs.output), logs.output)
 
-  def test_hook_fetching_a_loop_tensor_is_a_clear_error(self):
+  def test_model_fn_hook_on_a_loop_tensor_trains_one_step_per_run(self):
     est = _estimator(self.create_tempdir().full_path, 10,
                      params={"log_hidden": True})
+    with self.assertLogs(level="WARNING") as logs:
+      est.train(_dataset_input_fn(), max_steps=20)
+    self.assertEqual(est.get_variable_value("global_step"), 20)
+    lines = [l for l in logs.output if "steps_per_loop=10 -> 1" in l]
+    self.assertLen(lines, 1, logs.output)
+    self.assertIn("LoggingTensorHook in EstimatorSpec.training_hooks "
+                  "fetches 'hidden/Relu:0'", lines[0])
+
+  def test_hook_naming_a_loop_tensor_is_a_clear_error(self):
+    est = _estimator(self.create_tempdir().full_path, 10)
+    hook = tf.compat.v1.train.LoggingTensorHook(["hidden/Relu:0"],
+                                                every_n_iter=1)
     with self.assertRaisesRegex(errors.ConfigError,
                                 r"steps_per_loop=10.*steps_per_loop=1"):
-      est.train(_dataset_input_fn(), max_steps=20)
+      est.train(_dataset_input_fn(), max_steps=20, hooks=[hook])
 
   def test_binary_flag_trains_with_loops(self):
     from harness import main as main_lib  # pylint: disable=g-import-not-at-top
