@@ -424,7 +424,9 @@ class RunConfig:
       if key not in _DEFAULT_REPLACEABLE_LIST:
         raise errors.ConfigError(
             f"Replacing {key} is not supported. Allowed properties are "
-            f"{_DEFAULT_REPLACEABLE_LIST}.")
+            f"{_DEFAULT_REPLACEABLE_LIST}. Fix: replace only those; the "
+            "task properties (task_type, is_chief, ...) come from TF_CONFIG, "
+            "so set it before building the RunConfig.")
     values = dict(self._values, **kwargs)
     steps, secs = values["save_checkpoints_steps"], values[
         "save_checkpoints_secs"]
