@@ -195,7 +195,8 @@ def check_environment(job, info, *, gpu_count, skip=()):
     has_strategy = job.strategy != "default"
     try:
       cluster_lib.validate(info, has_strategy=has_strategy,
-                           strategy_kind=job.strategy if has_strategy else None)
+                           strategy_kind=job.strategy if has_strategy else None,
+                           require_cluster_for_task=True)
     except errors.ClusterConfigError as e:
       problems.append(str(e))
   clustered = info is not None and info.has_cluster

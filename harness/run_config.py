@@ -15,7 +15,10 @@ allow-list and messages. It is a thin shell over data: the user's values,
 the `ClusterInfo` read once from TF_CONFIG (`harness.cluster`), and facts
 derived from both. Unlike 2.15:
 
-* a bad TF_CONFIG raises `ClusterConfigError`, never a bare JSONDecodeError;
+* a bad TF_CONFIG raises `ClusterConfigError` (also the exception type 2.15
+  raised: ValueError, TypeError or JSONDecodeError) with 2.15's sentence
+  first; RunConfig refuses only what 2.15's did, the rest is checked before
+  training (`check_supported_config`);
 * with a `train_distribute` strategy and a cluster, the task properties
   (`is_chief`, `master`, `task_type`, ...) are the values 2.15's distribute
   coordinator set inside each worker, i.e. what `model_fn` saw, right away;
@@ -393,8 +396,9 @@ class RunConfig:
       self._coordinator_mode = STANDALONE_CLIENT
       self._cluster_spec = tf.train.ClusterSpec(self._remote_cluster)
     else:
-      cluster.validate(info, has_strategy=train is not None,
-                       strategy_kind=kind)
+      # Only what 2.15's RunConfig refused; the rest is checked before
+      # training (check_supported_config), where it matters.
+      cluster.validate_run_config(info, has_strategy=train is not None)
       facts = cluster.derive(info, has_strategy=train is not None)
       self._coordinator_mode = (
           INDEPENDENT_WORKER if train is not None and info is not None and
@@ -578,11 +582,18 @@ def resolve_model_dir(constructor_model_dir, config):
 
 
 def check_supported_config(config):
-  """Refuses a RunConfig whose combination harness cannot train with.
+  """Refuses a RunConfig harness cannot train with, before anything starts.
 
   Raises:
+    ClusterConfigError: TF_CONFIG breaks a rule that matters for a run
+      (addresses, one evaluator, strategy and cluster agreeing; see
+      `harness.cluster.validate`), which RunConfig, like 2.15's, accepted.
     NotSupportedError: remote_cluster with a single-machine strategy.
   """
+  if config.remote_cluster is None:
+    cluster.validate(config.cluster_info,
+                     has_strategy=config.train_distribute is not None,
+                     strategy_kind=strategy_kind(config.train_distribute))
   if config.remote_cluster is not None and strategy_kind(
       config.train_distribute) not in ("collective", "parameter_server"):
     raise errors.NotSupportedError(
