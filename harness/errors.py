@@ -24,6 +24,7 @@ __all__ = [
     "LegacyKerasError",
     "NotSupportedError",
     "ConfigTypeError",
+    "ModelFnTypeError",
     "ClusterConfigTypeError",
 ]
 
@@ -83,6 +84,11 @@ class NotSupportedError(HarnessError, NotImplementedError):
 class ConfigTypeError(ConfigError, TypeError):
   """A configuration value has the wrong type (tf.estimator raised
   TypeError there; this is both, so either `except` clause catches it)."""
+
+
+class ModelFnTypeError(ModelFnError, TypeError):
+  """A `model_fn` returned a value of the wrong type where tf.estimator
+  raised TypeError (e.g. a hook that is not a SessionRunHook)."""
 
 
 class ClusterConfigTypeError(ClusterConfigError, TypeError):
