@@ -615,6 +615,12 @@ def validate(info, *, has_strategy, strategy_kind=None,
             '["h0:2222"], "worker": ["h1:2222"]}), or drop "task" (or unset '
             "TF_CONFIG) for local training.")
     return
+  coordinated = has_strategy and MASTER not in cluster
+  if coordinated:  # 2.15's distribute coordinator checked these first.
+    if CHIEF not in cluster and WORKER not in cluster:
+      _fail(source, f"cluster has jobs {sorted(cluster)}: a strategy needs a "
+            '"chief" or a "worker" job.', 'add "worker": ["host:port", ...].')
+    _check_coordinator_rules(info)
   _check_job_names(cluster, source)
   _check_addresses(cluster, source)
   _check_job_counts(cluster, source)
@@ -632,12 +638,6 @@ def validate(info, *, has_strategy, strategy_kind=None,
   if strategy_kind == "parameter_server" and PS not in cluster:
     _fail(source, f"cluster {sorted(cluster)} has no \"ps\" job but the "
           "strategy is ParameterServerStrategy.", 'add "ps": ["host:port"].')
-  if not has_strategy or MASTER in cluster:
-    return
-  if CHIEF not in cluster and WORKER not in cluster:
-    _fail(source, f"cluster has jobs {sorted(cluster)}: a strategy needs a "
-          '"chief" or a "worker" job.', 'add "worker": ["host:port", ...].')
-  _check_coordinator_rules(info)
 
 
 # ------------------------------------------------------------ derived facts
