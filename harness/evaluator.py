@@ -3,11 +3,13 @@
 * Local `train_and_evaluate`: `NewCheckpointListener` is a
   CheckpointSaverListener; after each save it evaluates and exports (at most
   once per `throttle_secs`) and always once more at the end of training.
-* The `evaluator` task: `run_continuous` polls `model_dir`, evaluates each
-  new checkpoint (throttled), exports, and exits when the evaluated step
-  reaches `max_steps`, or when the chief marked training as ended (early
+* The `evaluator` task: `run_continuous` looks at `model_dir` every
+  `eval_poll_secs` (1 s), evaluates a new checkpoint when `throttle_secs`
+  have passed since the last evaluation (the one at `max_steps`, or the last
+  one once the chief marked training as ended, at once), exports, and exits
+  when the evaluated step reaches `max_steps`, or when training ended (early
   stop, input exhausted, failure) and its last checkpoint was evaluated, or
-  after `idle_timeout_secs` without a new checkpoint (never forever).
+  after `eval_idle_timeout_secs` without a new checkpoint (never forever).
 """
 
 import os
