@@ -38,6 +38,7 @@ __all__ = [
     "JobConfig", "JobResult", "run_job",
     "check_environment", "num_replicas", "task_label",
     "describe", "format_metrics", "merged_params", "serving_input_receiver_fn",
+    "run_config_kwargs", "spec_kwargs",
 ]
 
 MODES = ("train_and_evaluate", "train", "evaluate", "predict", "export")
