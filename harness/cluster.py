@@ -8,15 +8,25 @@ Usage::
     facts = cluster.derive(info, has_strategy=True)
     facts.is_chief, facts.master, facts.global_id_in_cluster
 
-`parse_tf_config` checks what holds for every run (JSON shape, addresses, the
-task being in the cluster); `validate` adds the rules that depend on whether a
-`train_distribute` strategy is used (tf.estimator 2.15's RunConfig and
-distribute-coordinator rules). Every error is a `ClusterConfigError` naming
-the value, the rule, where it came from and the fix. No TensorFlow here.
+Three levels of checks, so that `RunConfig` accepts every TF_CONFIG that
+tf.estimator 2.15's RunConfig accepted (placeholder addresses such as
+`host0:0` included) and the other checks run where they matter:
+
+* `parse_tf_config`: JSON syntax and value types only;
+* `validate_run_config`: exactly the rules 2.15's RunConfig enforced (a
+  strategy with a cluster deferred them to training), each error containing
+  2.15's sentence verbatim, then harness's explanation and fix;
+* `validate`: everything a run needs (addresses, one evaluator, strategy and
+  cluster agreeing, the distribute coordinator's rules, typo'd keys), called
+  by `Estimator.train` / `train_and_evaluate`, server start, `harness.main`'s
+  preflight (which also refuses a task without a cluster) and the launcher.
+
+Every error is a `ClusterConfigError` (a ValueError; `ClusterConfigTypeError`
+where 2.15 raised TypeError) naming the value, the rule, where it came from
+and the fix. No TensorFlow here.
 """
 
 import dataclasses
-import difflib
 import json
 import re
 from typing import Mapping
@@ -26,8 +36,9 @@ from harness import errors
 __all__ = [
     "TF_CONFIG_ENV", "CHIEF", "WORKER", "PS", "EVALUATOR", "MASTER",
     "TRAINER_JOBS",
-    "ClusterInfo", "TaskFacts",
+    "ClusterInfo", "TaskFacts", "TFConfigJSONError",
     "parse_tf_config", "from_environ", "parse_remote_cluster", "validate",
+    "validate_run_config", "check_servable",
     "derive", "master_address", "evaluation_master", "is_chief",
     "num_worker_replicas", "num_ps_replicas", "global_id_in_cluster",
     "device_filters",
@@ -50,8 +61,26 @@ def _task_json(task_type, task_id):
   return json.dumps({"type": task_type, "index": task_id})
 
 
-def _fail(source, message, fix):
-  raise errors.ClusterConfigError(f"{source} {message} Fix: {fix}")
+def _fail(source, message, fix, error=errors.ClusterConfigError):
+  raise error(f"{source} {message} Fix: {fix}")
+
+
+def _fail_215(source, sentence, why, fix, error=errors.ClusterConfigError):
+  """Raises with tf.estimator 2.15's `sentence` first, verbatim."""
+  raise error(f"{sentence}\n{source}: {why} Fix: {fix}")
+
+
+class TFConfigJSONError(errors.ClusterConfigError, json.JSONDecodeError):
+  """TF_CONFIG is not JSON: a ClusterConfigError that is also the
+  `json.JSONDecodeError` tf.estimator 2.15 let escape."""
+
+  def __init__(self, message, decode_error):
+    json.JSONDecodeError.__init__(self, decode_error.msg, decode_error.doc,
+                                  decode_error.pos)
+    self.args = (message,)
+
+  def __str__(self):
+    return self.args[0]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -84,6 +113,9 @@ class ClusterInfo:
   session_master: str | None = None
   eval_session_master: str | None = None
   source: str = dataclasses.field(default=TF_CONFIG_ENV, compare=False)
+  # Facts of the raw text that only `validate` needs.
+  has_index: bool = dataclasses.field(default=True, compare=False)
+  unknown_keys: tuple = dataclasses.field(default=(), compare=False)
 
   def num_tasks(self, job):
     """Number of addresses listed for `job` (0 when it is absent)."""
@@ -176,11 +208,11 @@ def _load_json(text, source, what):
     if "'" in text and '"' not in text:
       hint = (" It looks like a Python dict (single quotes); JSON needs double"
               " quotes: build it with json.dumps(...).")
-    raise errors.ClusterConfigError(
-        f"{source} is not valid JSON: {e.msg} at line {e.lineno}, column "
-        f"{e.colno}:\n  {line[:300]}\n  {' ' * min(e.colno - 1, 300)}^\n"
-        f"{what} must be a JSON object.{hint} Fix: correct the text (check "
-        "shell quoting).") from None
+    raise TFConfigJSONError(
+        f"{e}\n{source} is not valid JSON: {e.msg} at line {e.lineno}, "
+        f"column {e.colno}:\n  {line[:300]}\n  "
+        f"{' ' * min(e.colno - 1, 300)}^\n{what} must be a JSON object.{hint}"
+        " Fix: correct the text (check shell quoting).", e) from None
   except ValueError as e:  # From _reject_duplicate_keys.
     raise errors.ClusterConfigError(
         f"{source} has a {e} in one JSON object: {text[:300]}. Fix: list each "
@@ -193,12 +225,7 @@ def _parse_index(value, source, task_type):
     _fail(source, f"task index {value!r} (for type {task_type!r}) is not an "
           "integer.", 'give "index" as a non-negative integer, e.g. '
           '{"type": "worker", "index": 0}.')
-  index = int(value)
-  if index < 0:
-    _fail(source, f"task {_task_json(task_type, index)} has a negative index:"
-          " task index must be non-negative number.",
-          "count tasks of each job from 0.")
-  return index
+  return int(value)
 
 
 def _parse_cluster(cluster, source):
@@ -208,27 +235,23 @@ def _parse_cluster(cluster, source):
           'give "cluster" as {"job": ["host:port", ...]}.')
   result = {}
   for job, addresses in cluster.items():
-    if not isinstance(job, str) or not _JOB_NAME_RE.match(job):
-      _fail(source, f"job name {job!r} is not valid: a job name starts with "
-            "a letter and has only letters, digits and '_'.",
-            'use names such as "chief", "worker", "ps".')
     if isinstance(addresses, Mapping):
-      _fail(source, f'cluster["{job}"] is an object ({addresses!r}); harness '
-            "needs a list of addresses in task-index order.",
-            f'write cluster["{job}"] as ["host:port", ...].')
+      keys = sorted(addresses, key=lambda k: int(k) if str(k).isdigit()
+                    else -1)
+      if [str(k) for k in keys] != [str(i) for i in range(len(keys))]:
+        _fail(source, f'cluster["{job}"] is an object ({addresses!r}) whose '
+              "keys are not the task indices 0..n-1; harness needs every "
+              "task's address.", f'write cluster["{job}"] as ["host:port", '
+              "...] in task-index order.", errors.ClusterConfigTypeError)
+      addresses = [addresses[k] for k in keys]
     if isinstance(addresses, str) or not isinstance(addresses, (list, tuple)):
-      _fail(source, f'cluster["{job}"] is {addresses!r}, not a list of '
-            "addresses.", f'write cluster["{job}"] as ["host:port", ...].')
+      _fail_215(source, f"The tasks for job {job!r} must be a list or a "
+                "dictionary from integers to strings.",
+                f'cluster["{job}"] is {addresses!r}, not a list of '
+                "addresses.", f'write cluster["{job}"] as ["host:port", ...].',
+                errors.ClusterConfigTypeError)
     result[job] = list(addresses)
   return result
-
-
-def _string(config, key, source):
-  value = config.get(key)
-  if value is not None and not isinstance(value, str):
-    _fail(source, f'"{key}" is {value!r}; it must be a string.',
-          f'set "{key}" to a string or leave it out.')
-  return value
 
 
 def parse_tf_config(text_or_mapping, *, source=TF_CONFIG_ENV):
@@ -260,46 +283,36 @@ def parse_tf_config(text_or_mapping, *, source=TF_CONFIG_ENV):
           '"worker", "index": 0}}.')
   if not config:
     return None
-  for wanted in ("cluster", "task"):
-    near = difflib.get_close_matches(wanted, [k for k in config if k not in
-                                              _KNOWN_KEYS], n=1, cutoff=0.75)
-    if wanted not in config and near:
-      _fail(source, f"has a key {near[0]!r} but no {wanted!r}: harness would "
-            "silently ignore it.", f'rename {near[0]!r} to "{wanted}".')
   task = config.get("task") or {}
   if not isinstance(task, Mapping):
     _fail(source, f'"task" is {task!r}, not an object.',
           'give "task" as {"type": "worker", "index": 0}.')
   task_type = task.get("type")
-  if task_type is not None and (not isinstance(task_type, str) or
-                                not task_type):
-    _fail(source, f"task type {task_type!r} is not a non-empty string.",
+  if task_type is not None and not isinstance(task_type, str):
+    _fail(source, f"task type {task_type!r} is not a string.",
           'give "type" as the job name, e.g. "worker".')
   task_id = _parse_index(task.get("index", 0), source, task_type)
   if config.get("model_dir") == "":
-    _fail(source, "model_dir in TF_CONFIG should be non-empty.",
-          'set "model_dir" to a directory or leave it out.')
+    _fail_215(source, "model_dir in TF_CONFIG should be non-empty.",
+              '"model_dir" is "".', 'set "model_dir" to a directory or leave '
+              "it out.")
   service = config.get("service")
   if service is not None and not isinstance(service, Mapping):
-    _fail(source, f'"service" is {service!r}: if "service" is set in '
-          f"TF_CONFIG, it must be a dict. Given {type(service)}.",
-          'give "service" as an object or leave it out.')
-  info = ClusterInfo(
+    _fail_215(source, 'If "service" is set in TF_CONFIG, it must be a dict. '
+              f"Given {type(service)}", f'"service" is {service!r}.',
+              'give "service" as an object or leave it out.',
+              errors.ClusterConfigTypeError)
+  return ClusterInfo(
       cluster=_parse_cluster(config.get("cluster") or {}, source),
-      task_type=task_type, task_id=task_id,
-      rpc_layer=_string(config, "rpc_layer", source) or "grpc",
-      environment=_string(config, "environment", source),
-      model_dir=_string(config, "model_dir", source),
+      task_type=task_type or None, task_id=task_id,
+      rpc_layer=config.get("rpc_layer") or "grpc",
+      environment=config.get("environment"),
+      model_dir=config.get("model_dir"),
       service=dict(service) if service is not None else None,
-      session_master=_string(config, "session_master", source),
-      eval_session_master=_string(config, "eval_session_master", source),
-      source=source)
-  if info.has_cluster and "index" not in task and task_type is not None:
-    _fail(source, f"task {json.dumps(dict(task))} has no index: if "
-          '"cluster" is set in TF_CONFIG, task index must be set.',
-          'add "index" to "task".')
-  _check_structure(info)
-  return info
+      session_master=config.get("session_master"),
+      eval_session_master=config.get("eval_session_master"),
+      source=source, has_index="index" in task,
+      unknown_keys=tuple(k for k in config if k not in _KNOWN_KEYS))
 
 
 def from_environ(environ):
@@ -342,6 +355,7 @@ def parse_remote_cluster(text, *, source="--remote_cluster"):
               "give all of a job's addresses in one job=a,b part.")
       cluster[job] = [a.strip() for a in addresses.split(",") if a.strip()]
     cluster = _parse_cluster(cluster, source)
+  _check_job_names(cluster, source)
   _check_addresses(cluster, source)
   _check_job_counts(cluster, source)
   if CHIEF not in cluster and WORKER not in cluster:
@@ -376,103 +390,25 @@ def _check_addresses(cluster, source):
       seen[address] = where
 
 
+def _check_job_names(cluster, source):
+  for job in cluster:
+    if not isinstance(job, str) or not _JOB_NAME_RE.match(job):
+      _fail(source, f"job name {job!r} is not valid: a job name starts with "
+            "a letter and has only letters, digits and '_'.",
+            'use names such as "chief", "worker", "ps".')
+
+
 def _check_job_counts(cluster, source):
-  for job, rule in ((CHIEF, "The \"cluster\" in TF_CONFIG must have only one "
-                     '"chief" node'), (MASTER, "there must be one master"),
-                    (EVALUATOR, "There must be at most one 'evaluator' job")):
+  for job in (CHIEF, MASTER):
     if len(cluster.get(job, ())) > 1:
-      _fail(source, f'cluster["{job}"] lists {len(cluster[job])} addresses '
-            f"{cluster[job]}: {rule}.", f'keep one "{job}" address (make the '
-            "others workers).")
-  if MASTER in cluster and CHIEF in cluster:
-    _fail(source, "cluster has both 'master' and 'chief' jobs: if `master` "
-          "node exists in `cluster`, job `chief` is not supported.",
-          "rename the legacy 'master' job to 'chief' (or drop 'chief').")
-
-
-def _check_structure(info):
-  """The rules that hold with or without a strategy."""
-  source, task_type, task_id = info.source, info.task_type, info.task_id
-  if isinstance(task_id, bool) or not isinstance(task_id, int) or task_id < 0:
-    _fail(source, f"task index {task_id!r} is not a non-negative integer.",
-          "count tasks of each job from 0.")
-  if not info.has_cluster:
-    if task_type not in (None, WORKER) or task_id != 0:
-      _fail(source, f"names task {_task_json(task_type, task_id)} but no "
-            '"cluster": if "cluster" is not set in TF_CONFIG, task type must '
-            "be WORKER and task index must be 0.", 'add the "cluster" '
-            '(e.g. {"chief": ["h0:2222"], "worker": ["h1:2222"]}) or drop '
-            '"task" for local training.')
-    return
-  _check_addresses(info.cluster, source)
-  _check_job_counts(info.cluster, source)
-  if not task_type:
-    _fail(source, 'has a "cluster" but no task type: if "cluster" is set in '
-          "TF_CONFIG, task type must be set.",
-          f'add "task": {{"type": ..., "index": ...}} with a type of '
-          f"{sorted(info.cluster)} or \"evaluator\".")
-  if task_type == EVALUATOR:
-    if MASTER in info.cluster:
-      _fail(source, "names an evaluator task: if `master` node exists in "
-            "`cluster`, task_type `evaluator` is not supported.",
-            "rename the 'master' job to 'chief'.")
-    if task_id != 0:
-      _fail(source, f"task {_task_json(task_type, task_id)}: there is at "
-            "most one evaluator, so its index must be 0.",
-            'run one evaluator with "index": 0.')
-    return
-  if task_type not in info.cluster:
-    _fail(source, f"task type {task_type!r} is not a job of the cluster: "
-          f"valid task types are {sorted(info.cluster) + [EVALUATOR]}.",
-          f"use one of those, or add a {task_type!r} job to the cluster.")
-  count = info.num_tasks(task_type)
-  if task_id >= count:
-    _fail(source, f"task {_task_json(task_type, task_id)} is not in the "
-          f'cluster: cluster["{task_type}"] has {count} addresses (valid '
-          f"index 0..{count - 1}).", f'add the address to cluster["'
-          f'{task_type}"] or lower the index.')
-
-
-def validate(info, *, has_strategy, strategy_kind=None):
-  """Checks `info` against tf.estimator 2.15's rules; raises on a bad one.
-
-  Args:
-    info: a `ClusterInfo` (None passes: local training).
-    has_strategy: whether RunConfig has a `train_distribute` strategy.
-    strategy_kind: `run_config.strategy_kind(...)` of it, e.g. "collective".
-
-  Raises:
-    ClusterConfigError: naming the value, the rule, the source and the fix.
-  """
-  if info is None:
-    return
-  _check_structure(info)
-  if not info.has_cluster:
-    return
-  source, cluster = info.source, info.cluster
-  if strategy_kind == "collective" and PS in cluster:
-    _fail(source, f'cluster has a "ps" job {cluster[PS]} but the strategy is '
-          "collective (MultiWorkerMirroredStrategy), which keeps variables on"
-          " the workers and needs no parameter servers.", 'drop the "ps" job,'
-          " or use ParameterServerStrategy.")
-  if strategy_kind == "parameter_server" and PS not in cluster:
-    _fail(source, f"cluster {sorted(cluster)} has no \"ps\" job but the "
-          "strategy is ParameterServerStrategy.", 'add "ps": ["host:port"].')
-  if not has_strategy or MASTER in cluster:
-    if CHIEF not in cluster and MASTER not in cluster:
-      _fail(source, f"cluster has jobs {sorted(cluster)} but no chief: if "
-            '"cluster" is set in TF_CONFIG, it must have one "chief" node '
-            "(without a train_distribute strategy).", 'add "chief": '
-            '["host:port"], or pass RunConfig(train_distribute=...) so that '
-            "worker 0 acts as chief.")
-    return
-  if CHIEF not in cluster and WORKER not in cluster:
-    _fail(source, f"cluster has jobs {sorted(cluster)}: a strategy needs a "
-          '"chief" or a "worker" job.', 'add "worker": ["host:port", ...].')
-  if info.task_type not in _STRATEGY_TASK_TYPES:
-    _fail(source, f"task type {info.task_type!r} is not valid with a "
-          f"train_distribute strategy: valid task types are "
-          f"{list(_STRATEGY_TASK_TYPES)}.", "rename the job to one of those.")
+      _fail_215(source, f'The "cluster" in TF_CONFIG must have only one '
+                f'"{job}" node.', f'cluster["{job}"] lists '
+                f"{len(cluster[job])} addresses {cluster[job]}.",
+                f'keep one "{job}" address (make the others workers).')
+  if len(cluster.get(EVALUATOR, ())) > 1:
+    _fail_215(source, "There must be at most one 'evaluator' job.",
+              f'cluster["evaluator"] lists {len(cluster[EVALUATOR])} '
+              "addresses.", "run one evaluator.")
 
 
 # ------------------------------------------------------------ derived facts
@@ -554,7 +490,7 @@ def global_id_in_cluster(info):
     if job == info.task_type:
       return next_id + info.task_id
     next_id += len(training[job])
-  raise AssertionError(f"task type {info.task_type!r} not in {order}")
+  return None  # A task outside the cluster: `validate` refuses it.
 
 
 def device_filters(info):
@@ -594,3 +530,12 @@ def derive(info, *, has_strategy):
       global_id_in_cluster=global_id_in_cluster(info),
       cluster={} if local or evaluator else info.training_cluster,
       device_filters=device_filters(info))
+
+
+# The rules themselves live in harness.tf_config_rules (imported last: it
+# uses this module's helpers).
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from harness.tf_config_rules import check_servable
+from harness.tf_config_rules import validate
+from harness.tf_config_rules import validate_run_config
+# pylint: enable=g-import-not-at-top,wrong-import-position

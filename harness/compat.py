@@ -40,8 +40,8 @@ from harness import errors
 # Loads TensorFlow with TF_USE_LEGACY_KERAS=1, or raises LegacyKerasError.
 from harness._tf import tf
 
-__all__ = ["install", "check_keras_2", "ModuleNotProvidedError",
-           "V1_NAMESPACE", "V2_NAMESPACE"]
+__all__ = ["install", "check_keras_2", "register_module",
+           "ModuleNotProvidedError", "V1_NAMESPACE", "V2_NAMESPACE"]
 
 V1_NAMESPACE = "tensorflow_estimator.python.estimator.api._v1.estimator"
 V2_NAMESPACE = "tensorflow_estimator.python.estimator.api._v2.estimator"
@@ -94,7 +94,7 @@ class _AliasModule(types.ModuleType):
       state["__path__"] = []
 
   def __getattr__(self, name):
-    if name.startswith("_"):
+    if name.startswith("_") and name not in self.__dict__["_harness_names"]:
       # Tools probe modules for dunders and private hooks; those must stay
       # ordinary AttributeErrors.
       raise AttributeError(
@@ -158,6 +158,8 @@ _LAYOUT = {
     "estimator": ({
         **_names("harness", "Estimator", "VocabInfo", "WarmStartSettings"),
         "EstimatorV2": "harness:Estimator",
+        # Private helpers legacy code is known to call.
+        "_write_dict_to_summary": "harness.evaluation:write_dict_to_summary",
     }, ("harness.estimator",)),
     "estimator_lib": ({}, ("harness",)),
     "run_config": (_names("harness.run_config", "RunConfig", "TaskType"),
@@ -168,7 +170,9 @@ _LAYOUT = {
     "training": ({}, ("harness.training",)),
     "exporter": ({}, ("harness.exporter",)),
     "extenders": ({}, ("harness.extension",)),
-    "early_stopping": ({}, ("harness.early_stopping",)),
+    "early_stopping": (_names(
+        "harness.early_stopping", "_StopOnPredicateHook",
+        "_CheckForStoppingHook"), ("harness.early_stopping",)),
     "util": (_names("harness.spec", "fn_args"), ()),
     "keras_lib": (_names("harness.keras_lib", "model_to_estimator"), ()),
     "keras": (_names("harness.keras_lib", "model_to_estimator"), ()),
@@ -254,6 +258,36 @@ def _build_layout(registry):
           name, name, names=names, sources=sources, is_package=is_package,
           unsupported=unsupported,
           why=_CANNED_WHY if rel.startswith("canned") else None))
+
+
+def register_module(rel, *, names=None, sources=(), is_package=False):
+  """Adds (or replaces) the alias of one tensorflow_estimator 2.15 module.
+
+  The hook for modules harness adds later (the canned estimators, e.g.
+  `register_module("canned.dnn", sources=("harness.canned.dnn",))`): the
+  module appears under `tensorflow_estimator.python.estimator.<rel>` and
+  `tensorflow.python.estimator.<rel>`, now and on every later `install()`.
+
+  Args:
+    rel: the path under `tensorflow_estimator.python.estimator`.
+    names: `{name: "harness.module:attr"}` (underscore names allowed).
+    sources: harness modules whose `__all__` names it forwards.
+    is_package: whether it has submodules.
+  """
+  _LAYOUT[rel] = (dict(names or {}), tuple(sources))
+  registry = _registry()
+  if registry is None:
+    return  # install() builds it with the rest.
+  for root in (_PACKAGE, _MIRROR):
+    name = f"{root}.{rel}"
+    _ensure_packages(registry, name)
+    _register(registry, name, _AliasModule(
+        name, name, names=names, sources=sources, is_package=is_package))
+
+
+def _registry():
+  root = sys.modules.get("tensorflow_estimator")
+  return getattr(root, "__dict__", {}).get("_harness_registry")
 
 
 class _NotProvidedFinder(importlib.abc.MetaPathFinder):

@@ -23,6 +23,9 @@ __all__ = [
     "PeerLostError",
     "LegacyKerasError",
     "NotSupportedError",
+    "ConfigTypeError",
+    "ModelFnTypeError",
+    "ClusterConfigTypeError",
 ]
 
 
@@ -76,3 +79,18 @@ class LegacyKerasError(HarnessError, ImportError):
 
 class NotSupportedError(HarnessError, NotImplementedError):
   """A tf.estimator feature harness does not implement (yet)."""
+
+
+class ConfigTypeError(ConfigError, TypeError):
+  """A configuration value has the wrong type (tf.estimator raised
+  TypeError there; this is both, so either `except` clause catches it)."""
+
+
+class ModelFnTypeError(ModelFnError, TypeError):
+  """A `model_fn` returned a value of the wrong type where tf.estimator
+  raised TypeError (e.g. a hook that is not a SessionRunHook)."""
+
+
+class ClusterConfigTypeError(ClusterConfigError, TypeError):
+  """TF_CONFIG has a value of the wrong type where tf.estimator raised
+  TypeError (e.g. a non-dict "service")."""

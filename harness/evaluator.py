@@ -3,14 +3,17 @@
 * Local `train_and_evaluate`: `NewCheckpointListener` is a
   CheckpointSaverListener; after each save it evaluates and exports (at most
   once per `throttle_secs`) and always once more at the end of training.
-* The `evaluator` task: `run_continuous` polls `model_dir`, evaluates each
-  new checkpoint (throttled), exports, and exits when the evaluated step
-  reaches `max_steps`, or when the chief marked training as ended (early
+* The `evaluator` task: `run_continuous` looks at `model_dir` every
+  `eval_poll_secs` (1 s), evaluates a new checkpoint when `throttle_secs`
+  have passed since the last evaluation (the one at `max_steps`, or the last
+  one once the chief marked training as ended, at once), exports, and exits
+  when the evaluated step reaches `max_steps`, or when training ended (early
   stop, input exhausted, failure) and its last checkpoint was evaluated, or
-  after `idle_timeout_secs` without a new checkpoint (never forever).
+  after `eval_idle_timeout_secs` without a new checkpoint (never forever).
 """
 
 import os
+import re
 import time
 
 from absl import logging
@@ -43,8 +46,8 @@ class CheckpointEvaluator:
     # with a warning naming its file).
     path = checkpoints.latest_usable_checkpoint(self._estimator.model_dir)
     if not path:
-      logging.info("eval | no checkpoint yet in %s; waiting for training.",
-                   self._estimator.model_dir)
+      logging.debug("eval | no checkpoint yet in %s",
+                    self._estimator.model_dir)
       return None, []
     if path == self._previous_checkpoint:
       logging.debug("eval | no new checkpoint since %s", path)
@@ -74,6 +77,11 @@ class CheckpointEvaluator:
     self.last_metrics = metrics
     self.last_evaluated_step = step
     return metrics, exports
+
+  @property
+  def previous_checkpoint(self):
+    """The checkpoint evaluated last, or None."""
+    return self._previous_checkpoint
 
   def export(self, metrics, checkpoint_path, is_the_final_export):
     """Runs every exporter of the EvalSpec; returns their results."""
@@ -130,71 +138,123 @@ class NewCheckpointListener(tf.compat.v1.train.CheckpointSaverListener):
       self._evaluate(global_step_value)
 
 
-def run_continuous(estimator, train_spec, eval_spec, *, idle_timeout_secs=None,
+_FROM_CONFIG = object()
+_STEP_RE = re.compile(r"-(\d+)$")
+
+
+def _step_of(checkpoint_path):
+  match = _STEP_RE.search(os.fsdecode(checkpoint_path or ""))
+  return int(match.group(1)) if match else None
+
+
+def run_continuous(estimator, train_spec, eval_spec, *,
+                   idle_timeout_secs=_FROM_CONFIG, poll_secs=None,
                    clock=time.monotonic, sleep=time.sleep):
   """The evaluator task's loop; returns (last metrics, last export results).
+
+  It looks for a new checkpoint (and for training's end marker) every
+  `poll_secs`, never sleeping longer than that. `eval_spec.throttle_secs`
+  only spaces two evaluations; the checkpoint at `max_steps`, and the last
+  one once training marked itself done, are evaluated and exported at once.
 
   Args:
     estimator: the Estimator (its model_dir is the chief's).
     train_spec: TrainSpec (its max_steps ends the loop).
     eval_spec: EvalSpec (start_delay_secs, throttle_secs, exporters).
-    idle_timeout_secs: give up after this long without a new checkpoint
-      and without a running chief (None: wait while training may resume).
+    idle_timeout_secs: give up after this many seconds without a new
+      checkpoint (None: wait while training may resume); default
+      `estimator.config.eval_idle_timeout_secs`.
+    poll_secs: seconds between two looks at model_dir; default
+      `estimator.config.eval_poll_secs` (1).
     clock, sleep: injected for tests.
+
+  Raises:
+    PeerLostError: nothing new for `idle_timeout_secs`, or a preempted or
+      failed chief did not come back within `restart_wait_secs`.
   """
-  evaluator = CheckpointEvaluator(estimator, eval_spec, train_spec.max_steps)
+  config = estimator.config
+  if idle_timeout_secs is _FROM_CONFIG:
+    idle_timeout_secs = getattr(config, "eval_idle_timeout_secs", None)
+  poll_secs = poll_secs or getattr(config, "eval_poll_secs", None) or 1.0
+  model_dir, max_steps = estimator.model_dir, train_spec.max_steps
+  evaluator = CheckpointEvaluator(estimator, eval_spec, max_steps)
   if eval_spec.start_delay_secs:
     logging.info("eval | waiting %s s before the first evaluation",
                  eval_spec.start_delay_secs)
     sleep(eval_spec.start_delay_secs)
   last_exports = []
   last_progress = clock()
+  last_eval_started = None
+  seen, said = None, None
   while True:
-    started = clock()
-    metrics, exports = evaluator.evaluate_and_export()
-    if metrics is not None:
-      last_exports = exports
-      last_progress = clock()
-    step = evaluator.last_evaluated_step
-    if step is not None and train_spec.max_steps and (
-        step >= train_spec.max_steps):
-      logging.info("eval | done: evaluated global_step %d >= max_steps %d",
-                   step, train_spec.max_steps)
-      break
-    stopped = run_state.read_training_stopped(estimator.model_dir)
+    # The marker first: training writes its last checkpoint before it.
+    stopped = run_state.read_training_stopped(model_dir)
     if stopped is not None and preemption.resumable_reason(
         stopped.get("reason")):
-      _check_resumed(estimator.model_dir, stopped)
+      _check_resumed(model_dir, stopped, _restart_wait_secs(config))
       stopped = None  # Preempted or failed: a restarted chief resumes.
-    if stopped is not None and metrics is None:
+    latest = checkpoints.latest_usable_checkpoint(model_dir)
+    if latest != seen:  # Something new: not idle.
+      seen, last_progress = latest, clock()
+    is_new = latest is not None and latest != evaluator.previous_checkpoint
+    step = _step_of(latest)
+    final = stopped is not None or bool(
+        max_steps and step is not None and step >= max_steps)
+    wait = 0.0 if last_eval_started is None else (
+        eval_spec.throttle_secs - (clock() - last_eval_started))
+    if is_new and (final or wait <= 0):
+      last_eval_started = clock()
+      metrics, exports = evaluator.evaluate_and_export()
+      if metrics is not None:
+        last_exports = exports
+        last_progress = clock()
+        done = evaluator.last_evaluated_step
+        if max_steps and done is not None and done >= max_steps:
+          logging.info("eval | done: evaluated global_step %d >= max_steps "
+                       "%d", done, max_steps)
+          break
+        continue  # Look again at once: training may have ended meanwhile.
+    elif stopped is not None and not is_new:
       # Training ended and no checkpoint is newer than the last evaluated.
       if not evaluator.final_export_done and evaluator.last_metrics:
         last_exports = evaluator.export(
-            evaluator.last_metrics,
-            checkpoints.latest_usable_checkpoint(estimator.model_dir), True)
+            evaluator.last_metrics, evaluator.previous_checkpoint, True)
       logging.info("eval | done: training ended (%s) at step %s",
                    stopped.get("reason"), stopped.get("global_step"))
       break
+    elif said != (latest, is_new):
+      said = (latest, is_new)
+      if latest is None:
+        logging.info("eval | no checkpoint yet in %s; looking every %g s",
+                     model_dir, poll_secs)
+      elif is_new:
+        logging.info("eval | new checkpoint %s; evaluating in %.0f s "
+                     "(throttle_secs=%s) unless training ends first", latest,
+                     wait, eval_spec.throttle_secs)
     if idle_timeout_secs is not None and (
-        clock() - last_progress > idle_timeout_secs):
+        clock() - last_progress >= idle_timeout_secs):
       raise errors.PeerLostError(
-          f"eval | no new checkpoint in {estimator.model_dir} for "
-          f"{idle_timeout_secs} s and training has not marked itself done; "
-          "the chief is probably gone. Fix: restart the chief, or raise "
-          "--eval_idle_timeout_secs.")
-    wait = eval_spec.throttle_secs - (clock() - started)
-    sleep(max(wait, 1.0 if metrics is None else 0.0))
+          f"eval | no new checkpoint in {model_dir} for "
+          f"{idle_timeout_secs:g} s and training has not marked itself done;"
+          " the chief is probably gone. Fix: restart the chief, or raise "
+          "--eval_idle_timeout_secs (RunConfig(eval_idle_timeout_secs=)).")
+    sleep(poll_secs)
   return evaluator.last_metrics, last_exports
 
 
-def _check_resumed(model_dir, stopped, wall_clock=time.time):
+def _restart_wait_secs(config):
+  value = getattr(config, "restart_wait_secs", None)
+  return value if value is not None else preemption.restart_wait_secs()
+
+
+def _check_resumed(model_dir, stopped, limit, wall_clock=time.time):
   """Raises once a preempted/failed chief has not come back in time."""
   waited = wall_clock() - float(stopped.get("written_at") or wall_clock())
-  limit = preemption.restart_wait_secs()
   if waited > limit:
     raise errors.PeerLostError(
         f"eval | training stopped ({stopped.get('reason')}) at step "
         f"{stopped.get('global_step')} {waited:.0f} s ago and has not "
-        f"resumed in {model_dir}; the evaluator waited "
-        f"{preemption.RESTART_WAIT_ENV}={limit:g} s. Fix: restart the "
-        "training tasks, or raise the variable.")
+        f"resumed in {model_dir}; the evaluator waited {limit:g} s "
+        f"(--restart_wait_secs, RunConfig(restart_wait_secs=), else "
+        f"{preemption.RESTART_WAIT_ENV}). Fix: restart the training tasks, "
+        "or raise that limit.")

@@ -32,6 +32,7 @@ import threading
 from absl import flags
 
 from harness import cluster as cluster_lib
+from harness import env_knobs
 from harness import errors
 from harness import job as job_lib
 from harness import paths
@@ -257,6 +258,31 @@ _EVAL_IDLE_TIMEOUT_SECS = _int(
     "eval_idle_timeout_secs", 1, "a positive number of seconds, or leave it "
     "out to wait as long as training may resume.", "The evaluator task gives "
     "up after this long without a new checkpoint (default: waits).")
+# Evaluator polling and waiting for peers (defaults: harness.env_knobs).
+
+
+def _secs(name, help_text, fallback=None):
+  """DEFINE_float of seconds > 0 (None passes: the `fallback` applies)."""
+  holder = flags.DEFINE_float(
+      name, getattr(_D, name), help_text + (
+          f" (default: ${fallback.env}, else {fallback.default:g})"
+          if fallback else ""), flag_values=_FLAGS)
+  flags.register_validator(
+      name, lambda value: value is None or _check(
+          value > 0, "must be > 0 seconds. Fix: give a positive number, or "
+          "leave the flag out for its default."), flag_values=_FLAGS)
+  return holder
+
+
+_EVAL_POLL_SECS = _secs(
+    "eval_poll_secs", "The evaluator task looks for a new checkpoint every "
+    "this many seconds (--throttle_secs only spaces evaluations).")
+_PEER_TIMEOUT_SECS = _secs(
+    "peer_timeout_secs", "A training step of a multi-task job fails after "
+    "this many seconds without its peers", env_knobs.PEER_TIMEOUT)
+_RESTART_WAIT_SECS = _secs(
+    "restart_wait_secs", "How long the evaluator and ps tasks wait for a "
+    "preempted or failed chief to come back", env_knobs.RESTART_WAIT)
 _EXPORTERS = flags.DEFINE_list(
     "exporters", list(_D.exporters), "SavedModel exporters to run after "
     "evaluations: comma list of " + ",".join(job_lib.EXPORTERS) + ".",

@@ -29,6 +29,7 @@ from typing import Any, Mapping
 from absl import logging
 
 from harness import cluster as cluster_lib
+from harness import env_knobs
 from harness import errors
 from harness import paths
 from harness import results_text
@@ -38,6 +39,7 @@ __all__ = [
     "JobConfig", "JobResult", "run_job",
     "check_environment", "num_replicas", "task_label",
     "describe", "format_metrics", "merged_params", "serving_input_receiver_fn",
+    "run_config_kwargs", "spec_kwargs",
 ]
 
 MODES = ("train_and_evaluate", "train", "evaluate", "predict", "export")
@@ -87,7 +89,12 @@ class JobConfig:
   throttle_secs: int = 600
   start_delay_secs: int = 0
   eval_idle_timeout_secs: int | None = None
+  eval_poll_secs: float = env_knobs.EVAL_POLL_SECS
   exporters: tuple[str, ...] = ()
+  # Waiting for peers (None: the variable named in harness.env_knobs, else
+  # its default).
+  peer_timeout_secs: float | None = None
+  restart_wait_secs: float | None = None
   # Run control.
   tf_random_seed: int | None = None
   verbosity: str = "info"
@@ -190,7 +197,8 @@ def check_environment(job, info, *, gpu_count, skip=()):
     has_strategy = job.strategy != "default"
     try:
       cluster_lib.validate(info, has_strategy=has_strategy,
-                           strategy_kind=job.strategy if has_strategy else None)
+                           strategy_kind=job.strategy if has_strategy else None,
+                           require_cluster_for_task=True)
     except errors.ClusterConfigError as e:
       problems.append(str(e))
   clustered = info is not None and info.has_cluster
@@ -384,27 +392,48 @@ def _build_estimator(job, environ, info):
     model_dir = tempfile.mkdtemp(prefix="harness_model_")  # local-fs: temp
     logging.warning("No --model_dir given: using the temporary directory %s",
                     model_dir)
-  kwargs = {}
-  if job.save_checkpoints_steps is not None:
-    kwargs["save_checkpoints_steps"] = job.save_checkpoints_steps
-  elif job.save_checkpoints_secs is not None:
-    kwargs["save_checkpoints_secs"] = job.save_checkpoints_secs
+  kwargs = run_config_kwargs(job)
   if job.remote_cluster:
     kwargs["experimental_distribute"] = run_config_lib.DistributeConfig(
         train_distribute=strategy, remote_cluster=dict(job.remote_cluster))
   else:
     kwargs["train_distribute"] = strategy
   config = run_config_lib.RunConfig(
-      model_dir=model_dir, tf_random_seed=job.tf_random_seed,
-      save_summary_steps=job.save_summary_steps,
-      keep_checkpoint_max=job.keep_checkpoint_max,
-      log_step_count_steps=job.log_step_count_steps,
-      session_config=session_config, steps_per_loop=job.steps_per_loop,
-      remote_connect_timeout_secs=float(job.remote_connect_timeout_secs),
-      environ=environ, **kwargs)
+      model_dir=model_dir, session_config=session_config, environ=environ,
+      **kwargs)
   return estimator_lib.Estimator(
       registry.resolve_model_fn(job.model_fn), config=config,
       params=merged_params(job))
+
+
+def run_config_kwargs(job):
+  """The RunConfig arguments that come from `job`'s fields (no strategy,
+  model_dir or session_config): one place, compared with the flags'
+  defaults by tests."""
+  kwargs = dict(
+      tf_random_seed=job.tf_random_seed,
+      save_summary_steps=job.save_summary_steps,
+      keep_checkpoint_max=job.keep_checkpoint_max,
+      log_step_count_steps=job.log_step_count_steps,
+      steps_per_loop=job.steps_per_loop,
+      remote_connect_timeout_secs=float(job.remote_connect_timeout_secs),
+      eval_poll_secs=float(job.eval_poll_secs),
+      eval_idle_timeout_secs=job.eval_idle_timeout_secs,
+      peer_timeout_secs=job.peer_timeout_secs,
+      restart_wait_secs=job.restart_wait_secs)
+  if job.save_checkpoints_steps is not None:
+    kwargs["save_checkpoints_steps"] = job.save_checkpoints_steps
+  elif job.save_checkpoints_secs is not None:
+    kwargs["save_checkpoints_secs"] = job.save_checkpoints_secs
+  return kwargs
+
+
+def spec_kwargs(job):
+  """(TrainSpec, EvalSpec) arguments from `job`'s fields, input_fns and
+  exporters aside."""
+  return (dict(max_steps=job.max_steps),
+          dict(steps=job.eval_steps, start_delay_secs=job.start_delay_secs,
+               throttle_secs=job.throttle_secs))
 
 
 def merged_params(job):
@@ -498,27 +527,18 @@ def _paths(results):
 
 
 def _train_and_evaluate(estimator, job, info):
-  # pylint: disable=g-import-not-at-top
-  from harness import evaluator
-  from harness import training
-  # pylint: enable=g-import-not-at-top
+  from harness import training  # pylint: disable=g-import-not-at-top
   params = estimator.params
   lazy = _is_task(info, cluster_lib.PS)
+  train_kwargs, eval_kwargs = spec_kwargs(job)
   train_spec = training.TrainSpec(
-      _input_fn(job, "train", params, lazy), max_steps=job.max_steps)
+      _input_fn(job, "train", params, lazy), **train_kwargs)
   eval_spec = training.EvalSpec(
-      _input_fn(job, "eval", params, lazy), steps=job.eval_steps,
-      exporters=[] if lazy else _exporters(job, params),
-      start_delay_secs=job.start_delay_secs, throttle_secs=job.throttle_secs)
-  if _is_task(info, cluster_lib.EVALUATOR):
-    # Called directly for its idle timeout, which train_and_evaluate's
-    # evaluator role does not take.
-    metrics, exports = evaluator.run_continuous(
-        estimator, train_spec, eval_spec,
-        idle_timeout_secs=job.eval_idle_timeout_secs)
-  else:
-    metrics, exports = training.train_and_evaluate(
-        estimator, train_spec, eval_spec)
+      _input_fn(job, "eval", params, lazy),
+      exporters=[] if lazy else _exporters(job, params), **eval_kwargs)
+  # The evaluator's poll and idle timeout travel in the RunConfig.
+  metrics, exports = training.train_and_evaluate(
+      estimator, train_spec, eval_spec)
   return metrics, _paths(exports), None
 
 

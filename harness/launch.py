@@ -36,6 +36,7 @@ from absl import app
 from absl import flags
 
 from harness import cli
+from harness import cluster as cluster_lib
 from harness import errors
 from harness import ports
 
@@ -296,6 +297,9 @@ def launch(command, *, workers, chief=False, ps=0, evaluator=False,
           f"`{name}` must be a number of seconds >= 0, got {value!r}.")
   configs = build_tf_configs(workers=workers, chief=chief, ps=ps,
                              evaluator=evaluator, host=host)
+  for name, config in configs.items():  # E.g. a --host that is no host.
+    cluster_lib.check_servable(cluster_lib.parse_tf_config(
+        config, source=f"the TF_CONFIG launch made for {name}"))
   out = _Output(sys.stdout if output is None else output)
   tasks = [_Task(name, command, _task_env(env, name, config), out)
            for name, config in configs.items()]

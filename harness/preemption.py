@@ -33,6 +33,7 @@ from absl import logging
 
 from harness import _tf_private
 from harness import cluster as cluster_lib
+from harness import env_knobs
 from harness import errors
 from harness import peers
 from harness import run_config as run_config_lib
@@ -51,10 +52,10 @@ __all__ = [
     "resumable_reason",
 ]
 
-PEER_TIMEOUT_ENV = "HARNESS_PEER_TIMEOUT_SECS"
-RESTART_WAIT_ENV = "HARNESS_RESTART_WAIT_SECS"
-DEFAULT_PEER_TIMEOUT_SECS = 60.0
-DEFAULT_RESTART_WAIT_SECS = 600.0
+PEER_TIMEOUT_ENV = env_knobs.PEER_TIMEOUT.env
+RESTART_WAIT_ENV = env_knobs.RESTART_WAIT.env
+DEFAULT_PEER_TIMEOUT_SECS = env_knobs.PEER_TIMEOUT.default
+DEFAULT_RESTART_WAIT_SECS = env_knobs.RESTART_WAIT.default
 PREEMPTED_REASON = "preempted"
 # Keys of the vote collective: far above the strategy's own (which count up
 # from 1), so the two never share a group or an instance.
@@ -63,22 +64,6 @@ _VOTE_INSTANCE_KEY = (1 << 30) + 1
 _RENDEZVOUS_POLL_SECS = 0.5
 
 TrainingPreemptedError = errors.TrainingPreemptedError  # Where users look.
-
-
-def _positive_secs(environ, name, default):
-  environ = os.environ if environ is None else environ
-  text = environ.get(name, "")
-  if not text.strip():
-    return default
-  try:
-    value = float(text)
-  except ValueError:
-    value = -1.0
-  if not value > 0:
-    raise errors.ConfigError(
-        f"{name}={text!r} is not a number of seconds > 0. Fix: set it to "
-        f"e.g. {default:g}, or unset it for the default ({default:g} s).")
-  return value
 
 
 def peer_timeout_secs(environ=None):
@@ -93,7 +78,8 @@ def peer_timeout_secs(environ=None):
   Raises:
     ConfigError: the variable is set but not a number > 0.
   """
-  return _positive_secs(environ, PEER_TIMEOUT_ENV, DEFAULT_PEER_TIMEOUT_SECS)
+  environ = os.environ if environ is None else environ
+  return env_knobs.resolve_secs(None, env_knobs.PEER_TIMEOUT, environ)
 
 
 def restart_wait_secs(environ=None):
@@ -104,7 +90,14 @@ def restart_wait_secs(environ=None):
   Raises:
     ConfigError: the variable is set but not a number > 0.
   """
-  return _positive_secs(environ, RESTART_WAIT_ENV, DEFAULT_RESTART_WAIT_SECS)
+  environ = os.environ if environ is None else environ
+  return env_knobs.resolve_secs(None, env_knobs.RESTART_WAIT, environ)
+
+
+def _config_peer_timeout(config, environ):
+  """RunConfig's `peer_timeout_secs` (resolved there), else the variable."""
+  value = getattr(config, "peer_timeout_secs", None)
+  return value if value is not None else peer_timeout_secs(environ)
 
 
 def fail_fast_rpcs(environ=None):
@@ -336,7 +329,7 @@ class TrainingGuard:
           config.train_distribute) == "collective"
     return cls(task_label=context.task_label, is_chief=context.is_chief,
                model_dir=model_dir, cluster=cluster, collective=collective,
-               peer_timeout_secs=peer_timeout_secs(environ),
+               peer_timeout_secs=_config_peer_timeout(config, environ),
                handle_sigterm=config.remote_cluster is None)
 
   def wrap_creator(self, creator):
@@ -465,7 +458,8 @@ class TrainingGuard:
     raise errors.PeerLostError(
         f"{self.label}: lost peer {', '.join(lost) or '(unknown)'} ({how}) "
         f"during {during}: {self.last_error}. Every step has "
-        f"{self.peer_timeout_secs:g} s ({PEER_TIMEOUT_ENV}). Fix: restart "
+        f"{self.peer_timeout_secs:g} s (--peer_timeout_secs, RunConfig("
+        f"peer_timeout_secs=), else {PEER_TIMEOUT_ENV}). Fix: restart "
         "the failed task(s) (harness.launch --max_restarts=N and Kubernetes "
         "do); training resumes from the last checkpoint. Raise "
-        f"{PEER_TIMEOUT_ENV} if single steps are that slow.") from error
+        "--peer_timeout_secs if single steps are that slow.") from error

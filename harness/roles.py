@@ -204,7 +204,7 @@ def run_ps(estimator, train_spec, eval_spec, *, poll_secs=_PS_POLL_SECS,
     if marker is not None and preemption.resumable_reason(
         marker.get("reason")) and (
             clock() - marker.get("written_at", 0) < (
-                preemption.restart_wait_secs())):
+                _restart_wait_secs(config))):
       # Preempted or failed: keep the variables served; the restarted chief
       # restores its checkpoint into them.
       marker = None
@@ -226,3 +226,9 @@ def run_ps(estimator, train_spec, eval_spec, *, poll_secs=_PS_POLL_SECS,
               "it is restarted with the job.")
         return None, []
     sleep(poll_secs)
+
+
+def _restart_wait_secs(config):
+  """RunConfig's `restart_wait_secs` (resolved there), else the variable."""
+  value = getattr(config, "restart_wait_secs", None)
+  return value if value is not None else preemption.restart_wait_secs()

@@ -8,12 +8,17 @@ Usage::
     config = config.replace(keep_checkpoint_max=10)
 
 `RunConfig` keeps 2.15's constructor (plus keyword-only `steps_per_loop`,
-`remote_connect_timeout_secs` and `environ`), properties, `replace()`
+`remote_connect_timeout_secs`, the evaluator's `eval_poll_secs` and
+`eval_idle_timeout_secs`, `peer_timeout_secs`, `restart_wait_secs` and
+`environ`), properties, `replace()`
 allow-list and messages. It is a thin shell over data: the user's values,
 the `ClusterInfo` read once from TF_CONFIG (`harness.cluster`), and facts
 derived from both. Unlike 2.15:
 
-* a bad TF_CONFIG raises `ClusterConfigError`, never a bare JSONDecodeError;
+* a bad TF_CONFIG raises `ClusterConfigError` (also the exception type 2.15
+  raised: ValueError, TypeError or JSONDecodeError) with 2.15's sentence
+  first; RunConfig refuses only what 2.15's did, the rest is checked before
+  training (`check_supported_config`);
 * with a `train_distribute` strategy and a cluster, the task properties
   (`is_chief`, `master`, `task_type`, ...) are the values 2.15's distribute
   coordinator set inside each worker, i.e. what `model_fn` saw, right away;
@@ -31,6 +36,7 @@ import os
 from absl import logging
 
 from harness import cluster
+from harness import env_knobs
 from harness import errors
 from harness import paths
 from harness._tf import tf
@@ -51,7 +57,11 @@ _CONSTRUCTOR_ARGS = (
     "experimental_max_worker_delay_secs", "session_creation_timeout_secs",
     "checkpoint_save_graph_def")
 # 2.15's list (everything the constructor takes) plus harness's own fields.
-_HARNESS_FIELDS = ("steps_per_loop", "remote_connect_timeout_secs")
+_HARNESS_FIELDS = ("steps_per_loop", "remote_connect_timeout_secs",
+                   "eval_poll_secs", "eval_idle_timeout_secs",
+                   "peer_timeout_secs", "restart_wait_secs")
+# Knobs whose None falls back to an environment variable, then a default.
+_ENV_KNOBS = (env_knobs.PEER_TIMEOUT, env_knobs.RESTART_WAIT)
 _DEFAULT_REPLACEABLE_LIST = list(_CONSTRUCTOR_ARGS) + list(_HARNESS_FIELDS)
 # Bound of each start-up check of a remote_cluster's servers (seconds).
 DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS = 30.0
@@ -228,6 +238,14 @@ def _validate_properties(values):
     _raise("remote_connect_timeout_secs must be a number of seconds > 0 (how "
            "long the servers of remote_cluster may take to answer).",
            f"use e.g. {DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS:g}.", timeout)
+  env_knobs.check_secs("eval_poll_secs", values["eval_poll_secs"],
+                       example=env_knobs.EVAL_POLL_SECS)
+  env_knobs.check_secs("eval_idle_timeout_secs",
+                       values["eval_idle_timeout_secs"], allow_none=True,
+                       example=600)
+  for knob in _ENV_KNOBS:
+    env_knobs.check_secs(knob.name, values[knob.name], allow_none=True,
+                         example=knob.default)
 
 
 def _merged_strategy(values, name):
@@ -285,6 +303,10 @@ class RunConfig:
                *,
                steps_per_loop=1,
                remote_connect_timeout_secs=DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS,
+               eval_poll_secs=env_knobs.EVAL_POLL_SECS,
+               eval_idle_timeout_secs=None,
+               peer_timeout_secs=None,
+               restart_wait_secs=None,
                environ=None):
     """Constructs a RunConfig; arguments as tf.estimator 2.15's, plus:
 
@@ -295,7 +317,20 @@ class RunConfig:
         Default 1: one step per run, tf.estimator's exact semantics.
       remote_connect_timeout_secs: with `remote_cluster`, how long each
         server may take to accept a connection and answer (seconds, > 0).
-      environ: mapping read for TF_CONFIG instead of `os.environ`.
+      eval_poll_secs: how often the evaluator task looks for a new
+        checkpoint (seconds, > 0); `EvalSpec.throttle_secs` only spaces
+        evaluations.
+      eval_idle_timeout_secs: the evaluator task gives up after this many
+        seconds without a new checkpoint (None: waits while training may
+        resume).
+      peer_timeout_secs: a step of a multi-task job fails after this many
+        seconds without its peers (None: $HARNESS_PEER_TIMEOUT_SECS, else
+        60).
+      restart_wait_secs: how long the evaluator and ps tasks wait for a
+        preempted or failed chief (None: $HARNESS_RESTART_WAIT_SECS, else
+        600).
+      environ: mapping read for TF_CONFIG (and the two variables above)
+        instead of `os.environ`, once, here.
 
     Raises:
       ConfigError: a value breaks 2.15's rules (both save_checkpoints_steps
@@ -326,7 +361,16 @@ class RunConfig:
     self._values["model_dir"] = _model_dir_from(info, model_dir)
     self._values["steps_per_loop"] = steps_per_loop
     self._values["remote_connect_timeout_secs"] = remote_connect_timeout_secs
+    self._values["eval_poll_secs"] = eval_poll_secs
+    self._values["eval_idle_timeout_secs"] = eval_idle_timeout_secs
+    self._values["peer_timeout_secs"] = peer_timeout_secs
+    self._values["restart_wait_secs"] = restart_wait_secs
+    # The fallback variables, read once here (the edge).
+    self._env_knobs = {knob.name: environ.get(knob.env, "")
+                       for knob in _ENV_KNOBS}
     _validate_properties(self._values)
+    for knob in _ENV_KNOBS:  # A bad variable fails now, not mid-training.
+      self._knob_secs(knob)
     self._derive()
 
   def _derive(self):
@@ -362,8 +406,9 @@ class RunConfig:
       self._coordinator_mode = STANDALONE_CLIENT
       self._cluster_spec = tf.train.ClusterSpec(self._remote_cluster)
     else:
-      cluster.validate(info, has_strategy=train is not None,
-                       strategy_kind=kind)
+      # Only what 2.15's RunConfig refused; the rest is checked before
+      # training (check_supported_config), where it matters.
+      cluster.validate_run_config(info, has_strategy=train is not None)
       facts = cluster.derive(info, has_strategy=train is not None)
       self._coordinator_mode = (
           INDEPENDENT_WORKER if train is not None and info is not None and
@@ -379,8 +424,10 @@ class RunConfig:
   def replace(self, **kwargs):
     """Returns a new RunConfig with the given properties replaced.
 
-    Allowed: the constructor's arguments (2.15's list), `steps_per_loop` and
-    `remote_connect_timeout_secs`.
+    Allowed: the constructor's arguments (2.15's list) and harness's
+    keyword-only fields (`steps_per_loop`, `remote_connect_timeout_secs`,
+    `eval_poll_secs`, `eval_idle_timeout_secs`, `peer_timeout_secs`,
+    `restart_wait_secs`).
     Setting one of `save_checkpoints_steps` / `save_checkpoints_secs` to a
     value clears the other. TF_CONFIG is not read again.
 
@@ -391,7 +438,9 @@ class RunConfig:
       if key not in _DEFAULT_REPLACEABLE_LIST:
         raise errors.ConfigError(
             f"Replacing {key} is not supported. Allowed properties are "
-            f"{_DEFAULT_REPLACEABLE_LIST}.")
+            f"{_DEFAULT_REPLACEABLE_LIST}. Fix: replace only those; the "
+            "task properties (task_type, is_chief, ...) come from TF_CONFIG, "
+            "so set it before building the RunConfig.")
     values = dict(self._values, **kwargs)
     steps, secs = values["save_checkpoints_steps"], values[
         "save_checkpoints_secs"]
@@ -449,6 +498,19 @@ class RunConfig:
   steps_per_loop = property(lambda self: self._values["steps_per_loop"])
   remote_connect_timeout_secs = property(
       lambda self: self._values["remote_connect_timeout_secs"])
+  eval_poll_secs = property(lambda self: self._values["eval_poll_secs"])
+  eval_idle_timeout_secs = property(
+      lambda self: self._values["eval_idle_timeout_secs"])
+  peer_timeout_secs = property(
+      lambda self: self._knob_secs(env_knobs.PEER_TIMEOUT))
+  restart_wait_secs = property(
+      lambda self: self._knob_secs(env_knobs.RESTART_WAIT))
+
+  def _knob_secs(self, knob):
+    """The field's value, else its variable (read at construction), else
+    its default."""
+    return env_knobs.resolve_secs(self._values[knob.name], knob,
+                                  {knob.env: self._env_knobs[knob.name]})
 
   # Derived from the values and TF_CONFIG.
   train_distribute = property(lambda self: self._train_distribute)
@@ -535,11 +597,18 @@ def resolve_model_dir(constructor_model_dir, config):
 
 
 def check_supported_config(config):
-  """Refuses a RunConfig whose combination harness cannot train with.
+  """Refuses a RunConfig harness cannot train with, before anything starts.
 
   Raises:
+    ClusterConfigError: TF_CONFIG breaks a rule that matters for a run
+      (addresses, one evaluator, strategy and cluster agreeing; see
+      `harness.cluster.validate`), which RunConfig, like 2.15's, accepted.
     NotSupportedError: remote_cluster with a single-machine strategy.
   """
+  if config.remote_cluster is None:
+    cluster.validate(config.cluster_info,
+                     has_strategy=config.train_distribute is not None,
+                     strategy_kind=strategy_kind(config.train_distribute))
   if config.remote_cluster is not None and strategy_kind(
       config.train_distribute) not in ("collective", "parameter_server"):
     raise errors.NotSupportedError(

@@ -222,6 +222,7 @@ def _cluster_info(flag, environ):
           "and --cluster_spec is not given. Set TF_CONFIG to "
           '{"cluster": {...}, "task": {"type": ..., "index": ...}}, or pass '
           "--cluster_spec, --job_name and --task_index.")
+    cluster_lib.check_servable(info)  # Placeholders fail here, not earlier.
     return info
   if not flag.job_name.value:
     raise errors.FlagError(
@@ -232,8 +233,10 @@ def _cluster_info(flag, environ):
           flag.cluster_spec.value, source="flag --cluster_spec"),
       "task": {"type": flag.job_name.value, "index": flag.task_index.value},
   }
-  return cluster_lib.parse_tf_config(
+  info = cluster_lib.parse_tf_config(
       tf_config, source="flags --cluster_spec/--job_name/--task_index")
+  cluster_lib.check_servable(info)
+  return info
 
 
 def _wait_for_stop_signal():

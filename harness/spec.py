@@ -149,25 +149,35 @@ def _keras_metric_class():
     return None
 
 
-def check_hooks(hooks, where, error_cls=errors.ConfigError):
+# tf.estimator 2.15's sentences for a hook that is not a SessionRunHook.
+HOOKS_SENTENCE_SPECS = "All hooks must be `SessionRunHook` instances, given: "
+HOOKS_SENTENCE_ESTIMATOR = "Hooks must be a SessionRunHook, given: "
+HOOKS_SENTENCE_MODEL_FN = "All hooks must be SessionRunHook instances, given: "
+
+
+def check_hooks(hooks, where, error_cls=errors.ConfigTypeError,
+                sentence=HOOKS_SENTENCE_ESTIMATOR):
   """Returns `hooks` as a list after checking each is a SessionRunHook.
 
   Args:
     hooks: an iterable of hooks, or None.
     where: what held them, for the message ("TrainSpec.hooks", ...).
-    error_cls: the HarnessError class to raise.
+    error_cls: the HarnessError class to raise (a TypeError, as 2.15's).
+    sentence: 2.15's sentence for that place, the hook follows it.
   """
   hooks = list(hooks or ())
   for hook in hooks:
     if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
       raise error_cls(
-          f"All hooks must be SessionRunHook instances, given: {hook!r} in "
-          f"{where}. Fix: pass tf.compat.v1.train.SessionRunHook objects.")
+          f"{sentence}{hook}\n{where} holds {hook!r}, which is not a "
+          "tf.compat.v1.train.SessionRunHook. Fix: pass SessionRunHook "
+          "objects (subclass it for your own).")
   return hooks
 
 
 def _validate_hooks(hooks, name):
-  return tuple(check_hooks(hooks, f"EstimatorSpec.{name}", errors.ModelFnError))
+  return tuple(check_hooks(hooks, f"EstimatorSpec.{name}",
+                           errors.ModelFnTypeError, HOOKS_SENTENCE_MODEL_FN))
 
 
 def _default_export_outputs(export_outputs, predictions):

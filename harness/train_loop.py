@@ -381,9 +381,10 @@ def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
   saving_listeners = list(saving_listeners or [])
   for listener in saving_listeners:
     if not isinstance(listener, tf.compat.v1.train.CheckpointSaverListener):
-      raise errors.ConfigError(
-          "saving_listeners must be CheckpointSaverListener instances, "
-          f"given: {listener!r}.")
+      raise errors.ConfigTypeError(
+          "saving_listeners must be a list of CheckpointSaverListener, "
+          f"given: {listener}\nFix: pass tf.compat.v1.train."
+          "CheckpointSaverListener objects (subclass it for your own).")
   if not any(s.op.name == "loss" for s in tf.compat.v1.get_collection(
       tf.compat.v1.GraphKeys.SUMMARIES)):
     tf.compat.v1.summary.scalar("loss", spec.loss)

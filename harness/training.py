@@ -29,9 +29,10 @@ __all__ = ["TrainSpec", "EvalSpec", "train_and_evaluate"]
 
 def _check_callable(input_fn, spec_name):
   if not callable(input_fn):
-    raise errors.ConfigError(
-        f"`input_fn` of {spec_name} must be callable, given: {input_fn!r}. "
-        "Fix: pass the function itself (not its result).")
+    raise errors.ConfigTypeError(
+        f"`input_fn` must be callable, given: {input_fn}\n{spec_name}'s "
+        "input_fn is not a function. Fix: pass the function itself (not its "
+        "result).")
 
 
 class TrainSpec(collections.namedtuple(
@@ -48,13 +49,15 @@ class TrainSpec(collections.namedtuple(
           f"Must specify max_steps > 0, given: {max_steps} (TrainSpec). "
           "Fix: a positive global step to stop at, or None to run until "
           "input_fn's data ends.")
-    hooks = tuple(spec_lib.check_hooks(hooks, "TrainSpec.hooks"))
+    hooks = tuple(spec_lib.check_hooks(
+        hooks, "TrainSpec.hooks", sentence=spec_lib.HOOKS_SENTENCE_SPECS))
     saving_listeners = tuple(saving_listeners or ())
     for listener in saving_listeners:
       if not isinstance(listener, tf.compat.v1.train.CheckpointSaverListener):
-        raise errors.ConfigError(
-            "All saving_listeners must be CheckpointSaverListener "
-            f"instances, given: {listener!r}.")
+        raise errors.ConfigTypeError(
+            "All saving_listeners must be `CheckpointSaverListener` "
+            f"instances, given: {listener}\nFix: pass tf.compat.v1.train."
+            "CheckpointSaverListener objects (subclass it for your own).")
     return super().__new__(cls, input_fn=input_fn, max_steps=max_steps,
                            hooks=hooks, saving_listeners=saving_listeners)
 
@@ -74,16 +77,20 @@ class EvalSpec(collections.namedtuple("EvalSpec", [
           f"Must specify steps > 0, given: {steps} (EvalSpec). Fix: a "
           "positive number of batches, or None for the whole input.")
     if name is not None and not isinstance(name, str):
-      raise errors.ConfigError(
-          f"`name` must be string, given: {name!r} (EvalSpec).")
-    hooks = tuple(spec_lib.check_hooks(hooks, "EvalSpec.hooks"))
+      raise errors.ConfigTypeError(
+          f"`name` must be string, given: {name}\nEvalSpec's name names the"
+          " eval/ subfolder of its metrics. Fix: pass a str or None.")
+    hooks = tuple(spec_lib.check_hooks(
+        hooks, "EvalSpec.hooks", sentence=spec_lib.HOOKS_SENTENCE_SPECS))
     exporters = _validate_exporters(exporters)
     if start_delay_secs < 0:
       raise errors.ConfigError(
-          f"Must specify start_delay_secs >= 0, given: {start_delay_secs}.")
+          f"Must specify start_delay_secs >= 0, given: {start_delay_secs}\n"
+          "Fix: 0 starts evaluating at once.")
     if throttle_secs < 0:
       raise errors.ConfigError(
-          f"Must specify throttle_secs >= 0, given: {throttle_secs}.")
+          f"Must specify throttle_secs >= 0, given: {throttle_secs}\n"
+          "Fix: 0 evaluates every new checkpoint.")
     return super().__new__(
         cls, input_fn=input_fn, steps=steps, name=name, hooks=hooks,
         exporters=exporters, start_delay_secs=start_delay_secs,
@@ -92,26 +99,37 @@ class EvalSpec(collections.namedtuple("EvalSpec", [
 
 def _validate_exporters(exporters):
   from harness import exporter as exporter_lib  # pylint: disable=g-import-not-at-top
-  if exporters is None:
+  if not exporters:
     return ()
-  if not isinstance(exporters, (list, tuple)):
+  if isinstance(exporters, exporter_lib.Exporter):
+    exporters = [exporters]
+  try:
+    exporters = list(exporters)
+  except TypeError:
     exporters = [exporters]
   names = set()
   for exporter in exporters:
     if not isinstance(exporter, exporter_lib.Exporter):
+      raise errors.ConfigTypeError(
+          "`exporters` must be an Exporter, an iterable of Exporter, or "
+          f"`None`, found {exporters}.\n{exporter!r} is not a harness "
+          "Exporter. Fix: pass LatestExporter, BestExporter, FinalExporter "
+          "or an Exporter subclass.")
+    all_names = [e.name for e in exporters]
+    if not exporter.name:
       raise errors.ConfigError(
-          f"`exporters` must be an Exporter, an iterable of Exporter, or "
-          f"None, found {exporter!r}.")
-    if not exporter.name or not exporter.name.strip():
-      raise errors.ConfigError(
-          f"An Exporter cannot have a name that is None or empty: {exporter!r}.")
+          "An Exporter cannot have a name that is `None` or empty. All "
+          f"exporter names: {all_names}\nFix: give each exporter a name "
+          "(its folder under export/).")
     if not isinstance(exporter.name, str):
       raise errors.ConfigError(
-          f"An Exporter must have a string name, given: {exporter.name!r}.")
+          "An Exporter must have a string name. Given: "
+          f"{type(exporter.name)}\nFix: name it with a str.")
     if exporter.name in names:
       raise errors.ConfigError(
-          f"`exporters` must have unique names. Such a name cannot be "
-          f"`None`. {exporter.name!r} is used twice.")
+          "`exporters` must have unique names. Such a name cannot be `None`."
+          f" All exporter names: {all_names}\nFix: {exporter.name!r} is "
+          "used twice; each exporter writes to export/<name>, so rename one.")
     names.add(exporter.name)
   return tuple(exporters)
 
@@ -124,16 +142,21 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
     evaluator roles; (None, []) for chief, worker and ps tasks.
   """
   from harness import estimator as estimator_lib  # pylint: disable=g-import-not-at-top
-  if not isinstance(estimator, estimator_lib.Estimator):
-    raise errors.ConfigError(
-        "`estimator` must have type `harness.Estimator` (tf.estimator."
-        f"Estimator), given {type(estimator)}.")
-  if not isinstance(train_spec, TrainSpec):
-    raise errors.ConfigError(
-        f"`train_spec` must have type `TrainSpec`. Got: {type(train_spec)}")
   if not isinstance(eval_spec, EvalSpec):
-    raise errors.ConfigError(
-        f"`eval_spec` must have type `EvalSpec`. Got: {type(eval_spec)}")
+    raise errors.ConfigTypeError(
+        "`eval_spec` must have type `tf.estimator.EvalSpec`. Got: "
+        f"{type(eval_spec)}\nFix: pass harness.EvalSpec(...) (tf.estimator."
+        "EvalSpec under harness.compat).")
+  if not isinstance(estimator, estimator_lib.Estimator):
+    raise errors.ConfigTypeError(
+        "`estimator` must have type `tf.estimator.Estimator`. Got: "
+        f"{type(estimator)}\nFix: pass a harness.Estimator (tf.estimator."
+        "Estimator under harness.compat); canned estimators are not "
+        "provided.")
+  if not isinstance(train_spec, TrainSpec):
+    raise errors.ConfigTypeError(
+        "`train_spec` must have type `tf.estimator.TrainSpec`. Got: "
+        f"{type(train_spec)}\nFix: pass harness.TrainSpec(...).")
   config = estimator.config
   run_config_lib.check_supported_config(config)
   task_type = config.task_type
@@ -146,17 +169,28 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
     logging.info("train_and_evaluate | local | training and evaluating in "
                  "this process (no TF_CONFIG cluster)")
     return _run_local(estimator, train_spec, eval_spec)
+  if task_type == "evaluator" and config.task_id > 0:
+    raise errors.ClusterConfigError(
+        "For distributed training, there can only be one `evaluator` task "
+        f"(with task id 0).  Given task id {config.task_id}\nFix: run one "
+        'evaluator with "index": 0 in TF_CONFIG.')
   if not task_type:
     raise errors.ClusterConfigError(
         "`estimator.config` must have task_type set. This usually means "
         "TF_CONFIG environment is not set correctly: it has a cluster but "
         'no "task". Fix: add "task": {"type": ..., "index": ...}.')
+  if task_type == "local":
+    raise errors.ClusterConfigError(
+        "`task.type` in TF_CONFIG cannot be `local`. Leaving `cluster` and "
+        "`task` properties in TF_CONFIG absent triggers train and evaluate "
+        "`Estimator` locally (non-distributed).\nFix: drop them for local "
+        "training, or name a job of the cluster.")
   runner = _runners().get(task_type)
   if runner is None:
     raise errors.ClusterConfigError(
-        f"Task type {task_type!r} is not supported. Supported task types "
-        f"are {sorted(_runners())}. Leave `cluster` and `task` out of "
-        "TF_CONFIG to train locally.")
+        f"Task type {task_type} is not supported. Supported task types are "
+        f"{sorted(_runners())}\nFix: use one of those; leave `cluster` and "
+        "`task` out of TF_CONFIG to train locally.")
   return runner(estimator, train_spec, eval_spec)
 
 

@@ -117,24 +117,30 @@ class BadInputTest(absltest.TestCase):
                           "Fix:")
     self.assert_model_dir_not_created()
 
+  # Without a strategy 2.15 wanted a chief first; these name a task wrongly.
+  _CHIEF_WORKER = {"chief": ["127.0.0.1:2"], "worker": ["127.0.0.1:1"]}
+
   def test_tf_config_unknown_task_type(self):
     result = _run(_NO_TF + _TRAIN + [f"--model_dir={self.model_dir}"],
-                  env=_tf_config({"worker": ["127.0.0.1:1"]}, "boss", 0))
-    self.assert_one_error(result, 2, "task type 'boss'",
-                          "valid task types are ['worker', 'evaluator']",
-                          "Fix:")
+                  env=_tf_config(self._CHIEF_WORKER, "boss", 0))
+    self.assert_one_error(result, 2, "boss is not a valid task_type in the "
+                          "cluster_spec:", "task type 'boss'",
+                          "valid task types are ['chief', 'worker', "
+                          "'evaluator']", "Fix:")
     self.assert_model_dir_not_created()
 
   def test_tf_config_index_out_of_range(self):
     result = _run(_NO_TF + _TRAIN + [f"--model_dir={self.model_dir}"],
-                  env=_tf_config({"worker": ["127.0.0.1:1"]}, "worker", 3))
-    self.assert_one_error(result, 2, '{"type": "worker", "index": 3}',
+                  env=_tf_config(self._CHIEF_WORKER, "worker", 3))
+    self.assert_one_error(result, 2, "3 is not a valid task_id for task_type "
+                          "worker in the cluster_spec:",
+                          '{"type": "worker", "index": 3}',
                           "valid index 0..0", "Fix:")
     self.assert_model_dir_not_created()
 
   def test_tf_config_task_type_not_in_cluster(self):
     result = _run(_NO_TF + _TRAIN + [f"--model_dir={self.model_dir}"],
-                  env=_tf_config({"worker": ["127.0.0.1:1"]}, "ps", 0))
+                  env=_tf_config(self._CHIEF_WORKER, "ps", 0))
     self.assert_one_error(result, 2, "task type 'ps' is not a job of the "
                           "cluster", "Fix:")
     self.assert_model_dir_not_created()

@@ -1,0 +1,99 @@
+"""The README's launch example ends soon after its workers (issue 12.B).
+
+`python -m harness.launch --workers=2 --evaluator -- python -m harness.main
+--strategy=collective --model_fn=mnist_mlp --input_fn=synthetic ...
+--max_steps=200`, with and without `--num_gpus_per_worker=2
+--cpu_stand_in`, run through the real binaries: it exits 0, the evaluator
+prints its final table at step 200, and the launcher ends within 60 s of the
+workers' last line (the evaluator used to sleep throttle_secs=600 first).
+"""
+
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+
+from absl.testing import absltest
+from absl.testing import parameterized
+import pytest
+
+from tests import conftest
+
+_GPU_STAND_IN = ("--num_gpus_per_worker=2", "--cpu_stand_in")
+# The whole launch normally takes ~20 s on 2 idle cores; this only bounds a
+# hang (the old behaviour took > 600 s).
+_BOUND_SECS = 420
+
+
+def _command(model_dir, gpus):
+  return ([sys.executable, "-m", "harness.launch", "--workers=2",
+           "--evaluator", "--", "python", "-m", "harness.main",
+           "--strategy=collective"] + (list(_GPU_STAND_IN) if gpus else []) +
+          ["--model_fn=mnist_mlp", "--input_fn=synthetic",
+           f"--model_dir={model_dir}", "--max_steps=200"])
+
+
+def _run_timed(command, env):
+  """Runs `command`; returns (exit code, [(monotonic time, line)])."""
+  proc = subprocess.Popen(command, env=env, cwd=conftest.REPO_ROOT,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, start_new_session=True)
+  lines = []
+
+  def read():
+    for line in proc.stdout:
+      lines.append((time.monotonic(), line.rstrip("\n")))
+
+  reader = threading.Thread(target=read, daemon=True)
+  reader.start()
+  try:
+    code = proc.wait(timeout=_BOUND_SECS)
+  except subprocess.TimeoutExpired:
+    os.killpg(proc.pid, 9)  # Our own child's process group only.
+    proc.wait(timeout=30)
+    code = None
+  ended = time.monotonic()
+  reader.join(30)
+  return code, lines, ended
+
+
+@pytest.mark.slow
+class ReadmeLaunchTest(parameterized.TestCase):
+
+  def test_the_command_is_the_readme_s(self):
+    readme = " ".join((conftest.REPO_ROOT / "README.md").read_text().replace(
+        "\\\n", " ").split())
+    self.assertIn(
+        "python -m harness.launch --workers=2 --evaluator -- python -m "
+        "harness.main --strategy=collective --num_gpus_per_worker=2 "
+        "--cpu_stand_in --model_fn=mnist_mlp --input_fn=synthetic "
+        "--model_dir=/tmp/mw --max_steps=200", readme)
+
+  @parameterized.named_parameters(("one_cpu_each", False),
+                                  ("two_cpu_stand_ins_each", True))
+  def test_launch_ends_soon_after_the_workers(self, gpus):
+    model_dir = self.create_tempdir().full_path
+    env = conftest.child_env()
+    # `python` in the README's command is this interpreter.
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get(
+        "PATH", "")
+    command = _command(model_dir, gpus)
+    code, lines, ended = _run_timed(command, env)
+    text = "\n".join(line for _, line in lines)
+    detail = f"{' '.join(command)}\nexit {code}\n{text[-5000:]}"
+    self.assertEqual(code, 0, detail)
+    self.assertIn("[evaluator/0] eval results | evaluator/0 | global_step 200",
+                  text, detail)
+    self.assertRegex(text, r"\[evaluator/0\] .*done: evaluated global_step "
+                     r"200 >= max_steps 200", detail)
+    worker_times = [t for t, line in lines
+                    if re.match(r"\[worker/\d\] ", line)]
+    self.assertTrue(worker_times, detail)
+    self.assertLessEqual(ended - max(worker_times), 60, detail)
+    self.assertIn("launch | exit 0", text, detail)
+
+
+if __name__ == "__main__":
+  absltest.main()
