@@ -21,6 +21,7 @@ __all__ = [
     "CheckpointError",
     "RemoteClusterError",
     "PeerLostError",
+    "ModelDirLeaseError",
     "LegacyKerasError",
     "NotSupportedError",
 ]
@@ -60,6 +61,10 @@ class RemoteClusterError(HarnessError, ConnectionError):
 
 class PeerLostError(HarnessError, RuntimeError):
   """A task of the training cluster stopped answering."""
+
+
+class ModelDirLeaseError(HarnessError, RuntimeError):
+  """Another trainer holds (or took over) the lease of this model_dir."""
 
 
 class TrainingPreemptedError(HarnessError, RuntimeError):

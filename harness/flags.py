@@ -217,6 +217,12 @@ _REMOTE_CONNECT_TIMEOUT_SECS = _int(
     "remote_connect_timeout_secs", 1, "a positive number of seconds.",
     "With --remote_cluster: fail if a server does not answer (connect, "
     "device list) within this many seconds.")
+# One writer per model_dir (harness.lease).
+_FORCE_TAKEOVER = flags.DEFINE_bool(
+    "force_takeover", _D.force_takeover, "Train even while another live "
+    "trainer holds model_dir's lease (it stops at its next refresh). A dead "
+    "or stale holder's lease is taken over without this flag.",
+    flag_values=_FLAGS)
 # Steps and batches.
 _MAX_STEPS = _int(
     "max_steps", 0, "a global step to stop at, or 0 to train until the "

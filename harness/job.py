@@ -71,6 +71,7 @@ class JobConfig:
   cpu_stand_in: bool = False
   remote_cluster: Mapping[str, list[str]] | None = None
   remote_connect_timeout_secs: int = 30
+  force_takeover: bool = False
   # Steps and batches.
   max_steps: int | None = 1000
   eval_steps: int | None = 100
@@ -398,6 +399,7 @@ def _build_estimator(job, environ, info):
       log_step_count_steps=job.log_step_count_steps,
       session_config=session_config, steps_per_loop=job.steps_per_loop,
       remote_connect_timeout_secs=float(job.remote_connect_timeout_secs),
+      force_takeover=job.force_takeover,
       environ=environ, **kwargs)
   return estimator_lib.Estimator(
       registry.resolve_model_fn(job.model_fn), config=config,

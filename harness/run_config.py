@@ -8,7 +8,7 @@ Usage::
     config = config.replace(keep_checkpoint_max=10)
 
 `RunConfig` keeps 2.15's constructor (plus keyword-only `steps_per_loop`,
-`remote_connect_timeout_secs` and `environ`), properties, `replace()`
+`remote_connect_timeout_secs`, `force_takeover` and `environ`), properties, `replace()`
 allow-list and messages. It is a thin shell over data: the user's values,
 the `ClusterInfo` read once from TF_CONFIG (`harness.cluster`), and facts
 derived from both. Unlike 2.15:
@@ -50,7 +50,8 @@ _CONSTRUCTOR_ARGS = (
     "experimental_max_worker_delay_secs", "session_creation_timeout_secs",
     "checkpoint_save_graph_def")
 # 2.15's list (everything the constructor takes) plus harness's own fields.
-_HARNESS_FIELDS = ("steps_per_loop", "remote_connect_timeout_secs")
+_HARNESS_FIELDS = ("steps_per_loop", "remote_connect_timeout_secs",
+                   "force_takeover")
 _DEFAULT_REPLACEABLE_LIST = list(_CONSTRUCTOR_ARGS) + list(_HARNESS_FIELDS)
 # Bound of each start-up check of a remote_cluster's servers (seconds).
 DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS = 30.0
@@ -221,6 +222,10 @@ def _validate_properties(values):
     _raise("remote_connect_timeout_secs must be a number of seconds > 0 (how "
            "long the servers of remote_cluster may take to answer).",
            f"use e.g. {DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS:g}.", timeout)
+  if not isinstance(values["force_takeover"], bool):
+    _raise("force_takeover must be True or False (take over model_dir's "
+           "lease from a live trainer).", "use False unless the other "
+           "trainer is gone.", values["force_takeover"])
 
 
 def _merged_strategy(values, name):
@@ -278,6 +283,7 @@ class RunConfig:
                *,
                steps_per_loop=1,
                remote_connect_timeout_secs=DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS,
+               force_takeover=False,
                environ=None):
     """Constructs a RunConfig; arguments as tf.estimator 2.15's, plus:
 
@@ -285,6 +291,8 @@ class RunConfig:
       steps_per_loop: training steps run inside one `session.run` (>= 1).
       remote_connect_timeout_secs: with `remote_cluster`, how long each
         server may take to accept a connection and answer (seconds, > 0).
+      force_takeover: a trainer takes over model_dir's lease even while
+        another live trainer holds it (see `harness.lease`).
       environ: mapping read for TF_CONFIG instead of `os.environ`.
 
     Raises:
@@ -316,6 +324,7 @@ class RunConfig:
     self._values["model_dir"] = _model_dir_from(info, model_dir)
     self._values["steps_per_loop"] = steps_per_loop
     self._values["remote_connect_timeout_secs"] = remote_connect_timeout_secs
+    self._values["force_takeover"] = force_takeover
     _validate_properties(self._values)
     self._derive()
 
@@ -369,8 +378,8 @@ class RunConfig:
   def replace(self, **kwargs):
     """Returns a new RunConfig with the given properties replaced.
 
-    Allowed: the constructor's arguments (2.15's list), `steps_per_loop` and
-    `remote_connect_timeout_secs`.
+    Allowed: the constructor's arguments (2.15's list), `steps_per_loop`,
+    `remote_connect_timeout_secs` and `force_takeover`.
     Setting one of `save_checkpoints_steps` / `save_checkpoints_secs` to a
     value clears the other. TF_CONFIG is not read again.
 
@@ -439,6 +448,7 @@ class RunConfig:
   steps_per_loop = property(lambda self: self._values["steps_per_loop"])
   remote_connect_timeout_secs = property(
       lambda self: self._values["remote_connect_timeout_secs"])
+  force_takeover = property(lambda self: self._values["force_takeover"])
 
   # Derived from the values and TF_CONFIG.
   train_distribute = property(lambda self: self._train_distribute)

@@ -57,6 +57,7 @@ class SignatureTest(absltest.TestCase):
                     if p.kind == p.KEYWORD_ONLY}
     self.assertEqual(keyword_only, {"steps_per_loop": 1,
                                     "remote_connect_timeout_secs": 30.0,
+                                    "force_takeover": False,
                                     "environ": None})
 
   def test_defaults(self):
@@ -163,6 +164,8 @@ class PropertyValidationTest(parameterized.TestCase):
        "remote_connect_timeout_secs must be a number of seconds > 0"),
       ("remote_connect_timeout_text", {"remote_connect_timeout_secs": "5"},
        "remote_connect_timeout_secs must be a number of seconds > 0"),
+      ("force_takeover_text", {"force_takeover": "yes"},
+       "force_takeover must be True or False"),
       ("not_a_strategy", {"train_distribute": "mirrored"},
        "'mirrored' is not a tf.distribute.Strategy"),
   )
@@ -361,7 +364,7 @@ class ReplaceTest(parameterized.TestCase):
         "'eval_distribute', 'experimental_distribute', "
         "'experimental_max_worker_delay_secs', "
         "'session_creation_timeout_secs', 'checkpoint_save_graph_def', "
-        "'steps_per_loop', 'remote_connect_timeout_secs'].")
+        "'steps_per_loop', 'remote_connect_timeout_secs', 'force_takeover'].")
 
   @parameterized.named_parameters(
       ("model_dir", "model_dir", "/x"), ("seed", "tf_random_seed", 3),
