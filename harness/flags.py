@@ -223,6 +223,17 @@ _FORCE_TAKEOVER = flags.DEFINE_bool(
     "trainer holds model_dir's lease (it stops at its next refresh). A dead "
     "or stale holder's lease is taken over without this flag.",
     flag_values=_FLAGS)
+_BIND_ADDRESS = flags.DEFINE_string(
+    "bind_address", _D.bind_address, "Where this TF_CONFIG task's server "
+    "listens. Default: its cluster address's host, which TensorFlow 2.21 "
+    "cannot honour (it listens on every interface; a warning says so); '*' "
+    "acknowledges all interfaces. One host is refused.", flag_values=_FLAGS)
+flags.register_validator(
+    "bind_address", lambda value: value in (None, "", "*", "0.0.0.0", "::")
+    or _check(False, "TensorFlow 2.21 cannot listen on one address (it binds "
+              "every interface). Fix: leave it out, or use '*'; restrict "
+              "access with harness.launch's network namespace, a firewall or "
+              "the k8s NetworkPolicy."), flag_values=_FLAGS)
 # Steps and batches.
 _MAX_STEPS = _int(
     "max_steps", 0, "a global step to stop at, or 0 to train until the "

@@ -72,6 +72,7 @@ class JobConfig:
   remote_cluster: Mapping[str, list[str]] | None = None
   remote_connect_timeout_secs: int = 30
   force_takeover: bool = False
+  bind_address: str | None = None
   # Steps and batches.
   max_steps: int | None = 1000
   eval_steps: int | None = 100
@@ -400,6 +401,7 @@ def _build_estimator(job, environ, info):
       session_config=session_config, steps_per_loop=job.steps_per_loop,
       remote_connect_timeout_secs=float(job.remote_connect_timeout_secs),
       force_takeover=job.force_takeover,
+      bind_address=job.bind_address,
       environ=environ, **kwargs)
   return estimator_lib.Estimator(
       registry.resolve_model_fn(job.model_fn), config=config,

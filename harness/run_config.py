@@ -8,7 +8,8 @@ Usage::
     config = config.replace(keep_checkpoint_max=10)
 
 `RunConfig` keeps 2.15's constructor (plus keyword-only `steps_per_loop`,
-`remote_connect_timeout_secs`, `force_takeover` and `environ`), properties, `replace()`
+`remote_connect_timeout_secs`, `force_takeover`, `bind_address` and
+`environ`), properties, `replace()`
 allow-list and messages. It is a thin shell over data: the user's values,
 the `ClusterInfo` read once from TF_CONFIG (`harness.cluster`), and facts
 derived from both. Unlike 2.15:
@@ -32,6 +33,7 @@ from absl import logging
 
 from harness import cluster
 from harness import errors
+from harness import listen
 from harness._tf import tf
 from harness.spec import fn_args
 
@@ -51,7 +53,7 @@ _CONSTRUCTOR_ARGS = (
     "checkpoint_save_graph_def")
 # 2.15's list (everything the constructor takes) plus harness's own fields.
 _HARNESS_FIELDS = ("steps_per_loop", "remote_connect_timeout_secs",
-                   "force_takeover")
+                   "force_takeover", "bind_address")
 _DEFAULT_REPLACEABLE_LIST = list(_CONSTRUCTOR_ARGS) + list(_HARNESS_FIELDS)
 # Bound of each start-up check of a remote_cluster's servers (seconds).
 DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS = 30.0
@@ -226,6 +228,7 @@ def _validate_properties(values):
     _raise("force_takeover must be True or False (take over model_dir's "
            "lease from a live trainer).", "use False unless the other "
            "trainer is gone.", values["force_takeover"])
+  listen.check_bind_address(values["bind_address"])
 
 
 def _merged_strategy(values, name):
@@ -284,6 +287,7 @@ class RunConfig:
                steps_per_loop=1,
                remote_connect_timeout_secs=DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS,
                force_takeover=False,
+               bind_address=None,
                environ=None):
     """Constructs a RunConfig; arguments as tf.estimator 2.15's, plus:
 
@@ -293,6 +297,10 @@ class RunConfig:
         server may take to accept a connection and answer (seconds, > 0).
       force_takeover: a trainer takes over model_dir's lease even while
         another live trainer holds it (see `harness.lease`).
+      bind_address: where this task's in-process TF server listens: None
+        (the host of its cluster address; TensorFlow 2.21 listens on every
+        interface instead, and a warning says so) or "*" (all interfaces,
+        acknowledged). One host raises NotSupportedError (`harness.listen`).
       environ: mapping read for TF_CONFIG instead of `os.environ`.
 
     Raises:
@@ -325,6 +333,7 @@ class RunConfig:
     self._values["steps_per_loop"] = steps_per_loop
     self._values["remote_connect_timeout_secs"] = remote_connect_timeout_secs
     self._values["force_takeover"] = force_takeover
+    self._values["bind_address"] = bind_address
     _validate_properties(self._values)
     self._derive()
 
@@ -379,7 +388,7 @@ class RunConfig:
     """Returns a new RunConfig with the given properties replaced.
 
     Allowed: the constructor's arguments (2.15's list), `steps_per_loop`,
-    `remote_connect_timeout_secs` and `force_takeover`.
+    `remote_connect_timeout_secs`, `force_takeover` and `bind_address`.
     Setting one of `save_checkpoints_steps` / `save_checkpoints_secs` to a
     value clears the other. TF_CONFIG is not read again.
 
@@ -449,6 +458,7 @@ class RunConfig:
   remote_connect_timeout_secs = property(
       lambda self: self._values["remote_connect_timeout_secs"])
   force_takeover = property(lambda self: self._values["force_takeover"])
+  bind_address = property(lambda self: self._values["bind_address"])
 
   # Derived from the values and TF_CONFIG.
   train_distribute = property(lambda self: self._train_distribute)

@@ -15,8 +15,12 @@ The server runs no model code: clients (a `Session("grpc://h2:2222")`, a
 standalone-client strategy, a parameter-server trainer) place ops on it. It is
 configured so that collective-strategy clients work (the collective group
 leader is set, as TensorFlow's `run_standard_tensorflow_server` did) and logs
-one line, `server | worker/1 | listening on h2:2222 | 2 CPU devices`, then
-serves until SIGTERM or SIGINT, on which it exits 0. A bad flag or TF_CONFIG
+where it really listens, `server | worker/1 | listening on *:2222 (all
+interfaces; cluster address h2:2222) | 2 CPU devices` (TensorFlow 2.21 binds
+every interface; see `harness.listen`), with a warning and a firewall hint
+unless `--bind_address='*'` acknowledges it or harness.launch runs it in a
+private network namespace. Then it serves until SIGTERM or SIGINT, on which
+it exits 0. A bad flag or TF_CONFIG
 is one message on stderr and exit status 2.
 
 Library use, e.g. for parameter servers or in-process workers::
@@ -38,6 +42,7 @@ from absl import logging
 from harness import cluster as cluster_lib
 from harness import cli
 from harness import errors
+from harness import listen
 
 __all__ = [
     "start_server",
@@ -177,7 +182,7 @@ def start_server(cluster, job_name, task_index, *, num_cpu_devices=1,
     raise errors.ClusterConfigError(
         f"Cannot start the {protocol} server of {job_name}/{task_index} on "
         f"{address!r}: {e}. TensorFlow listens on this port on all "
-        "interfaces: check that no other process uses the port, or give the "
+        "interfaces (see harness.listen): check that no other process uses the port, or give the "
         "task a free one.") from e
 
 
@@ -204,7 +209,12 @@ def _define_flags():
           lower_bound=1),
       num_gpus_per_worker=flags.DEFINE_integer(
           "num_gpus_per_worker", 0, "GPUs this task may use (0: none "
-          "visible).", lower_bound=0))
+          "visible).", lower_bound=0),
+      bind_address=flags.DEFINE_string(
+          "bind_address", None, "Where to listen. Default: the host of this "
+          "task's cluster address, which TensorFlow 2.21 cannot honour (it "
+          "listens on every interface), so a warning is logged; '*' "
+          "acknowledges all interfaces. One host is refused."))
 
 
 def _cluster_info(flag, environ):
@@ -259,17 +269,22 @@ def _main(flag, argv):
     cli.usage_error("server", f"unexpected arguments {argv[1:]}; this binary "
                     "takes only flags.")
   try:
+    bind_address = listen.check_bind_address(flag.bind_address.value,
+                                             source="--bind_address")
     info = _cluster_info(flag, os.environ)
     server = start_server(
         info.cluster, info.task_type, info.task_id,
         num_cpu_devices=flag.num_cpu_devices.value,
         num_gpus=flag.num_gpus_per_worker.value, protocol=info.rpc_layer)
-  except errors.ConfigError as e:
+  except (errors.ConfigError, errors.NotSupportedError) as e:
     cli.usage_error("server", str(e))
   task = f"{info.task_type}/{info.task_id}"
-  address = info.task_address
-  logging.info("server | %s | listening on %s | %d CPU devices", task,
-               address, flag.num_cpu_devices.value)
+  line, warning = listen.describe(info.task_address, environ=os.environ,
+                                  bind_address=bind_address)
+  logging.info("server | %s | listening on %s | %d CPU devices", task, line,
+               flag.num_cpu_devices.value)
+  if warning:
+    logging.warning("server | %s | %s", task, warning)
   signum = _wait_for_stop_signal()
   logging.info("server | %s | stopping on %s", task,
                signal.Signals(signum).name)

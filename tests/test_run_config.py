@@ -58,6 +58,7 @@ class SignatureTest(absltest.TestCase):
     self.assertEqual(keyword_only, {"steps_per_loop": 1,
                                     "remote_connect_timeout_secs": 30.0,
                                     "force_takeover": False,
+                                    "bind_address": None,
                                     "environ": None})
 
   def test_defaults(self):
@@ -364,7 +365,8 @@ class ReplaceTest(parameterized.TestCase):
         "'eval_distribute', 'experimental_distribute', "
         "'experimental_max_worker_delay_secs', "
         "'session_creation_timeout_secs', 'checkpoint_save_graph_def', "
-        "'steps_per_loop', 'remote_connect_timeout_secs', 'force_takeover'].")
+        "'steps_per_loop', 'remote_connect_timeout_secs', 'force_takeover', "
+        "'bind_address'].")
 
   @parameterized.named_parameters(
       ("model_dir", "model_dir", "/x"), ("seed", "tf_random_seed", 3),
