@@ -20,6 +20,7 @@ __all__ = [
     "InputFnError",
     "CheckpointError",
     "RemoteClusterError",
+    "RemoteClusterBusyError",
     "PeerLostError",
     "ModelDirLeaseError",
     "LegacyKerasError",
@@ -57,6 +58,10 @@ class CheckpointError(HarnessError, RuntimeError):
 
 class RemoteClusterError(HarnessError, ConnectionError):
   """Servers of a remote cluster cannot be reached in the allowed time."""
+
+
+class RemoteClusterBusyError(RemoteClusterError):
+  """Another live standalone client drives the remote cluster's servers."""
 
 
 class PeerLostError(HarnessError, RuntimeError):

@@ -217,6 +217,11 @@ _REMOTE_CONNECT_TIMEOUT_SECS = _int(
     "remote_connect_timeout_secs", 1, "a positive number of seconds.",
     "With --remote_cluster: fail if a server does not answer (connect, "
     "device list) within this many seconds.")
+_REMOTE_CLAIM_TIMEOUT_SECS = _int(
+    "remote_claim_timeout_secs", 1, "a positive number of seconds.",
+    "With --remote_cluster: this client's claim of the servers expires this "
+    "long after its last renewal; a second client is refused meanwhile, and "
+    "the servers restart once it expires.")
 # One writer per model_dir (harness.lease).
 _FORCE_TAKEOVER = flags.DEFINE_bool(
     "force_takeover", _D.force_takeover, "Train even while another live "

@@ -73,6 +73,7 @@ class JobConfig:
   remote_connect_timeout_secs: int = 30
   force_takeover: bool = False
   bind_address: str | None = None
+  remote_claim_timeout_secs: int = 15
   # Steps and batches.
   max_steps: int | None = 1000
   eval_steps: int | None = 100
@@ -402,6 +403,7 @@ def _build_estimator(job, environ, info):
       remote_connect_timeout_secs=float(job.remote_connect_timeout_secs),
       force_takeover=job.force_takeover,
       bind_address=job.bind_address,
+      remote_claim_timeout_secs=float(job.remote_claim_timeout_secs),
       environ=environ, **kwargs)
   return estimator_lib.Estimator(
       registry.resolve_model_fn(job.model_fn), config=config,

@@ -8,8 +8,8 @@ Usage::
     config = config.replace(keep_checkpoint_max=10)
 
 `RunConfig` keeps 2.15's constructor (plus keyword-only `steps_per_loop`,
-`remote_connect_timeout_secs`, `force_takeover`, `bind_address` and
-`environ`), properties, `replace()`
+`remote_connect_timeout_secs`, `force_takeover`, `bind_address`,
+`remote_claim_timeout_secs` and `environ`), properties, `replace()`
 allow-list and messages. It is a thin shell over data: the user's values,
 the `ClusterInfo` read once from TF_CONFIG (`harness.cluster`), and facts
 derived from both. Unlike 2.15:
@@ -53,10 +53,14 @@ _CONSTRUCTOR_ARGS = (
     "checkpoint_save_graph_def")
 # 2.15's list (everything the constructor takes) plus harness's own fields.
 _HARNESS_FIELDS = ("steps_per_loop", "remote_connect_timeout_secs",
-                   "force_takeover", "bind_address")
+                   "force_takeover", "bind_address",
+                   "remote_claim_timeout_secs")
 _DEFAULT_REPLACEABLE_LIST = list(_CONSTRUCTOR_ARGS) + list(_HARNESS_FIELDS)
 # Bound of each start-up check of a remote_cluster's servers (seconds).
 DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS = 30.0
+# How long a standalone client's claim of its servers outlives its last
+# renewal (seconds); see harness.server_claim.
+DEFAULT_REMOTE_CLAIM_TIMEOUT_SECS = 15.0
 _SAVE_CKPT_ERR = (
     "`save_checkpoints_steps` and `save_checkpoints_secs` cannot be both set.")
 INDEPENDENT_WORKER = "independent_worker"
@@ -229,6 +233,13 @@ def _validate_properties(values):
            "lease from a live trainer).", "use False unless the other "
            "trainer is gone.", values["force_takeover"])
   listen.check_bind_address(values["bind_address"])
+  claim = values["remote_claim_timeout_secs"]
+  if isinstance(claim, bool) or not isinstance(claim, numbers.Real) or (
+      not claim > 0):
+    _raise("remote_claim_timeout_secs must be a number of seconds > 0 (how "
+           "long a standalone client's claim of its servers outlives its "
+           "last renewal).",
+           f"use e.g. {DEFAULT_REMOTE_CLAIM_TIMEOUT_SECS:g}.", claim)
 
 
 def _merged_strategy(values, name):
@@ -288,6 +299,7 @@ class RunConfig:
                remote_connect_timeout_secs=DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS,
                force_takeover=False,
                bind_address=None,
+               remote_claim_timeout_secs=DEFAULT_REMOTE_CLAIM_TIMEOUT_SECS,
                environ=None):
     """Constructs a RunConfig; arguments as tf.estimator 2.15's, plus:
 
@@ -301,6 +313,10 @@ class RunConfig:
         (the host of its cluster address; TensorFlow 2.21 listens on every
         interface instead, and a warning says so) or "*" (all interfaces,
         acknowledged). One host raises NotSupportedError (`harness.listen`).
+      remote_claim_timeout_secs: with `remote_cluster`, the client's claim
+        of the servers expires this long after its last renewal (renewed
+        every quarter of it); the servers then restart in place, releasing
+        what a killed client left (`harness.server_claim`), seconds > 0.
       environ: mapping read for TF_CONFIG instead of `os.environ`.
 
     Raises:
@@ -334,6 +350,7 @@ class RunConfig:
     self._values["remote_connect_timeout_secs"] = remote_connect_timeout_secs
     self._values["force_takeover"] = force_takeover
     self._values["bind_address"] = bind_address
+    self._values["remote_claim_timeout_secs"] = remote_claim_timeout_secs
     _validate_properties(self._values)
     self._derive()
 
@@ -388,7 +405,8 @@ class RunConfig:
     """Returns a new RunConfig with the given properties replaced.
 
     Allowed: the constructor's arguments (2.15's list), `steps_per_loop`,
-    `remote_connect_timeout_secs`, `force_takeover` and `bind_address`.
+    `remote_connect_timeout_secs`, `force_takeover`, `bind_address` and
+    `remote_claim_timeout_secs`.
     Setting one of `save_checkpoints_steps` / `save_checkpoints_secs` to a
     value clears the other. TF_CONFIG is not read again.
 
@@ -459,6 +477,8 @@ class RunConfig:
       lambda self: self._values["remote_connect_timeout_secs"])
   force_takeover = property(lambda self: self._values["force_takeover"])
   bind_address = property(lambda self: self._values["bind_address"])
+  remote_claim_timeout_secs = property(
+      lambda self: self._values["remote_claim_timeout_secs"])
 
   # Derived from the values and TF_CONFIG.
   train_distribute = property(lambda self: self._train_distribute)

@@ -43,6 +43,7 @@ from harness import cluster as cluster_lib
 from harness import cli
 from harness import errors
 from harness import listen
+from harness import server_claim
 
 __all__ = [
     "start_server",
@@ -51,6 +52,8 @@ __all__ = [
 ]
 
 _STOP_POLL_SECS = 0.1
+_WATCH_SECS = 1.0  # How often the server checks its client's claim.
+_RESTARTS_ENV = "HARNESS_SERVER_RESTARTS"
 _EVALUATOR = "evaluator"
 
 
@@ -246,11 +249,18 @@ def _cluster_info(flag, environ):
       tf_config, source="flags --cluster_spec/--job_name/--task_index")
 
 
-def _wait_for_stop_signal():
-  """Blocks until SIGTERM or SIGINT; returns the signal's number.
+def _wait_for_stop_signal(lost_client=None):
+  """Blocks until SIGTERM or SIGINT, or until a claiming client is lost.
 
   The server's own `join()` blocks in C++ where Python signal handlers never
   run; a short sleep loop lets the handler end the wait within 0.1 s.
+
+  Args:
+    lost_client: optional callable, polled every `_WATCH_SECS`, returning
+      the lost client's description or None.
+
+  Returns:
+    (signal number, None) or (None, lost client description).
   """
   received = []
 
@@ -259,9 +269,46 @@ def _wait_for_stop_signal():
 
   signal.signal(signal.SIGTERM, on_signal)
   signal.signal(signal.SIGINT, on_signal)
+  next_watch = time.monotonic() + _WATCH_SECS
   while not received:
     time.sleep(_STOP_POLL_SECS)
-  return received[0]
+    if lost_client is not None and time.monotonic() >= next_watch:
+      next_watch = time.monotonic() + _WATCH_SECS
+      try:
+        lost = lost_client()
+      except Exception as e:  # pylint: disable=broad-except
+        logging.warning("server | cannot check the client claim: %s", e)
+        lost = None
+      if lost:
+        return None, lost
+  return received[0], None
+
+
+def _process_usage():
+  """(threads, RSS in MiB) of this process, from /proc (None elsewhere)."""
+  try:
+    with open("/proc/self/status", encoding="ascii") as f:
+      fields = dict(line.split(":", 1) for line in f if ":" in line)
+    return (int(fields["Threads"]), int(fields["VmRSS"].split()[0]) / 1024)
+  except (OSError, KeyError, ValueError):
+    return None, None
+
+
+def _restart_in_place(task, lost):
+  """Re-executes this server (same pid, flags and port): a clean slate."""
+  threads, rss = _process_usage()
+  restarts = int(os.environ.get(_RESTARTS_ENV, "0")) + 1
+  logging.warning(
+      "server | %s | client %s stopped renewing its claim: restarting this "
+      "server in place (restart %d) to release what it left (%s threads, "
+      "%s MiB RSS now)", task, lost, restarts, threads,
+      f"{rss:.0f}" if rss is not None else "?")
+  logging.flush()
+  sys.stdout.flush()
+  sys.stderr.flush()
+  os.environ[_RESTARTS_ENV] = str(restarts)
+  os.execv(sys.executable, [sys.executable, "-m", "harness.server"]
+           + sys.argv[1:])
 
 
 def _main(flag, argv):
@@ -285,7 +332,11 @@ def _main(flag, argv):
                flag.num_cpu_devices.value)
   if warning:
     logging.warning("server | %s | %s", task, warning)
-  signum = _wait_for_stop_signal()
+  watchdog = server_claim.Watchdog(server.target, info.task_type,
+                                   info.task_id)
+  signum, lost = _wait_for_stop_signal(watchdog.lost_client)
+  if lost:
+    _restart_in_place(task, lost)
   logging.info("server | %s | stopping on %s", task,
                signal.Signals(signum).name)
   del server  # Serves until the process exits; gRPC has no clean stop.

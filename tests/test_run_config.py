@@ -59,6 +59,7 @@ class SignatureTest(absltest.TestCase):
                                     "remote_connect_timeout_secs": 30.0,
                                     "force_takeover": False,
                                     "bind_address": None,
+                                    "remote_claim_timeout_secs": 15.0,
                                     "environ": None})
 
   def test_defaults(self):
@@ -366,7 +367,7 @@ class ReplaceTest(parameterized.TestCase):
         "'experimental_max_worker_delay_secs', "
         "'session_creation_timeout_secs', 'checkpoint_save_graph_def', "
         "'steps_per_loop', 'remote_connect_timeout_secs', 'force_takeover', "
-        "'bind_address'].")
+        "'bind_address', 'remote_claim_timeout_secs'].")
 
   @parameterized.named_parameters(
       ("model_dir", "model_dir", "/x"), ("seed", "tf_random_seed", 3),
