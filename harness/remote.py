@@ -22,12 +22,19 @@ this process, tagged "remote worker/1" and so on.
 Checkpoint data is written by the server that holds the variables, the
 `checkpoint` index file by this process: model_dir must name the same
 storage for both (trivially so on one machine). A new client resumes from the
-latest checkpoint on the same servers; they never need a restart:
+latest checkpoint on the same servers:
 
-* Nothing is reset on the servers. A client killed inside a step can leave
-  that step waiting in an all-reduce on a server for good; aborting it
-  (`Session.reset`, a collective timeout) would leave the server's collective
-  runtime aborted for every later client ("collective ops already aborted").
+* One client at a time: before any graph is sent, the client claims every
+  server (`harness.server_claim`) and renews the claim while it trains; a
+  second live client gets `RemoteClusterBusyError` naming the first.
+* A client killed inside a step can leave that step waiting in an
+  all-reduce on a server. Aborting it (`Session.reset`, a collective
+  timeout) would leave the server's collective runtime aborted for every
+  later client ("collective ops already aborted"), so instead a
+  `harness.server` whose client's claim expired restarts itself in place
+  (same pid and port), releasing everything that client left. A new client
+  on the same host expires a dead client's claim at once and waits for the
+  restart (up to `remote_connect_timeout_secs`).
 * Each client numbers its collective groups from a fresh random base, so its
   all-reduces never meet buffers a killed client left under the same keys.
 

@@ -20,7 +20,13 @@ interfaces; cluster address h2:2222) | 2 CPU devices` (TensorFlow 2.21 binds
 every interface; see `harness.listen`), with a warning and a firewall hint
 unless `--bind_address='*'` acknowledges it or harness.launch runs it in a
 private network namespace. Then it serves until SIGTERM or SIGINT, on which
-it exits 0. A bad flag or TF_CONFIG
+it exits 0. A standalone client (`harness.remote`) claims the server while it
+trains (`harness.server_claim`); once a claim expires unrenewed (the client
+was killed) or its client ends it after a failure, the server logs
+`client ... stopped renewing its claim: restarting this server in place` and
+re-executes itself with the same flags (same pid and port), which releases
+whatever that client left (sessions, steps blocked in an all-reduce, their
+threads and memory) without aborting collectives. A bad flag or TF_CONFIG
 is one message on stderr and exit status 2.
 
 Library use, e.g. for parameter servers or in-process workers::
