@@ -78,8 +78,13 @@ def _prepare_task(config, strategy):
         graph_strategy, cluster=cluster, task_type=config.task_type,
         task_id=config.task_id, session_config=config.session_config)
   if target:
-    logging.info("server | %s | using the strategy's server %s",
-                 _label(config), target)
+    line, warning = listen.describe(
+        cluster[config.task_type][config.task_id], environ=os.environ,
+        bind_address=config.bind_address)
+    logging.info("server | %s | using the strategy's server %s, listening "
+                 "on %s", _label(config), target, line)
+    if warning:
+      logging.warning("server | %s | %s", _label(config), warning)
     return target, session_config, graph_strategy
   server_config = strategies.server_config_for(
       session_config, cluster=cluster, task_type=config.task_type,
