@@ -57,8 +57,7 @@ TIMEOUT_EXIT_CODE = 124
 _POLL_SECS = 0.05
 _READER_JOIN_SECS = 5.0
 _REAP_SECS = 10.0
-NETWORK_ISOLATIONS = ("auto", "netns", "none")
-_LOOPBACK_HOSTS = ("localhost", "::1", "[::1]")
+NETWORK_ISOLATIONS = netns.MODES
 
 
 def _check_count(name, value, minimum=0):
@@ -294,38 +293,6 @@ def _open_ports(configs):
   return found
 
 
-def _isolate(network_isolation, host, out, configs):
-  """Starts the private network namespace, or warns; returns it or None."""
-  open_ports = ",".join(str(p) for p in _open_ports(configs))
-  reason = None
-  if network_isolation == "none":
-    reason = "--network_isolation=none"
-  elif not (host.startswith("127.") or host in _LOOPBACK_HOSTS):
-    reason = (f"--host={host} is not a loopback address, and a private "
-              "namespace has only loopback")
-  else:
-    try:
-      space = netns.start()
-    except netns.NetnsUnavailable as e:
-      reason = str(e)
-    else:
-      out.line(f"launch | network | tasks run in a private network namespace "
-               f"({space.path}): ports {open_ports} listen on every interface "
-               "inside it and are unreachable from outside")
-      return space
-  if network_isolation == "netns":
-    raise errors.ConfigError(
-        f"--network_isolation=netns: cannot create a private network "
-        f"namespace: {reason}. Fix: run as root or enable user namespaces, or "
-        "use --network_isolation=auto (falls back to a warning).")
-  out.line(f"launch | WARNING | TensorFlow servers listen on all interfaces: "
-           f"ports {open_ports} are open to the network while the job runs "
-           f"(no private network namespace: {reason}). Firewall them, e.g. "
-           f"`iptables -I INPUT -p tcp -m multiport --dports {open_ports} ! -i "
-           "lo -j DROP`.")
-  return None
-
-
 def launch(command, *, workers, chief=False, ps=0, evaluator=False,
            max_restarts=0, host="127.0.0.1", timeout_secs=0, env=None,
            output=None, grace_secs=10.0, stop_event=None,
@@ -382,7 +349,9 @@ def launch(command, *, workers, chief=False, ps=0, evaluator=False,
   base_env = dict(os.environ if env is None else env)
   _check_program(command, base_env, next(iter(configs)))
   out = _Output(sys.stdout if output is None else output)
-  space = _isolate(network_isolation, host, out, configs)
+  space = netns.isolate_for_launch(
+      network_isolation, host=host, open_ports=_open_ports(configs),
+      log=out.line)
   run_command = space.wrap(command) if space else command
   tasks = [_Task(name, run_command,
                  _task_env(base_env, name, config, isolated=bool(space)), out)

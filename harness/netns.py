@@ -33,7 +33,13 @@ import struct
 import subprocess
 import sys
 
-__all__ = ["NetnsUnavailable", "PrivateNetwork", "start", "unavailable_reason"]
+from harness import errors
+
+__all__ = ["NetnsUnavailable", "PrivateNetwork", "start", "unavailable_reason",
+           "isolate_for_launch", "MODES"]
+
+MODES = ("auto", "netns", "none")  # harness.launch --network_isolation.
+_LOOPBACK_HOSTS = ("localhost", "::1", "[::1]")
 
 _READY = "ready"
 _START_SECS = 30.0
@@ -128,6 +134,51 @@ def start(timeout_secs=_START_SECS):
            "(kernel.unprivileged_userns_clone / user.max_user_namespaces)"
            if user_namespace else ""))
   return PrivateNetwork(proc, user_namespace=user_namespace)
+
+
+def isolate_for_launch(mode, *, host, open_ports, log):
+  """harness.launch's network: a private namespace, or a warning line.
+
+  Args:
+    mode: one of `MODES`: "auto" (isolate when possible, else warn),
+      "netns" (isolate or raise), "none" (warn).
+    host: the address of the cluster's tasks; only loopback can be isolated.
+    open_ports: the TF ports of the cluster.
+    log: callable(line) writing one launcher line.
+
+  Returns:
+    A started `PrivateNetwork`, or None.
+
+  Raises:
+    ConfigError: mode "netns" and no namespace can be made.
+  """
+  ports_text = ",".join(str(p) for p in open_ports)
+  if mode == "none":
+    reason = "--network_isolation=none"
+  elif not (host.startswith("127.") or host in _LOOPBACK_HOSTS):
+    reason = (f"--host={host} is not a loopback address, and a private "
+              "namespace has only loopback")
+  else:
+    try:
+      space = start()
+    except NetnsUnavailable as e:
+      reason = str(e)
+    else:
+      log(f"launch | network | tasks run in a private network namespace "
+          f"({space.path}): ports {ports_text} listen on every interface "
+          "inside it and are unreachable from outside")
+      return space
+  if mode == "netns":
+    raise errors.ConfigError(
+        f"--network_isolation=netns: cannot create a private network "
+        f"namespace: {reason}. Fix: run as root or enable user namespaces, "
+        "use a loopback --host, or use --network_isolation=auto (falls back "
+        "to a warning).")
+  log(f"launch | WARNING | TensorFlow servers listen on all interfaces: "
+      f"ports {ports_text} are open to the network while the job runs (no "
+      f"private network namespace: {reason}). Firewall them, e.g. `iptables "
+      f"-I INPUT -p tcp -m multiport --dports {ports_text} ! -i lo -j DROP`.")
+  return None
 
 
 def _bring_loopback_up():

@@ -9,6 +9,7 @@ answers inside the namespace. Traffic goes only to this machine's own
 addresses and to the test's namespace.
 """
 
+import io
 import os
 import queue
 import re
@@ -25,6 +26,7 @@ from absl.testing import parameterized
 import pytest
 
 from harness import errors
+from harness import launch
 from harness import listen
 from harness import netns
 from harness import ports
@@ -129,6 +131,48 @@ class DescribeTest(parameterized.TestCase):
         r"cannot listen on one address \(GrpcServer::Init binds "
         r"0\.0\.0\.0:<port>"):
       listen.check_bind_address("10.0.0.5", source="--bind_address")
+
+
+class LaunchNetworkTest(absltest.TestCase):
+  """harness.launch's choice of network, through its Python entry point."""
+
+  def _launch(self, **kwargs):
+    out = io.StringIO()
+    code = launch.launch([sys.executable, "-c", "pass"], workers=1,
+                         output=out, timeout_secs=120, **kwargs)
+    return code, out.getvalue()
+
+  def test_none_warns_with_the_open_ports_and_a_firewall_rule(self):
+    code, out = self._launch(network_isolation="none")
+    self.assertEqual(code, 0, out)
+    match = re.search(r"launch \| WARNING \| TensorFlow servers listen on all "
+                      r"interfaces: ports (\d+) are open to the network .*"
+                      r"--network_isolation=none\). Firewall them, e\.g\. "
+                      r"`iptables -I INPUT -p tcp -m multiport --dports (\d+) "
+                      r"! -i lo -j DROP`", out)
+    self.assertIsNotNone(match, out)
+    self.assertEqual(match.group(1), match.group(2))
+    self.assertNotIn("launch | network |", out)
+
+  def test_auto_isolates_where_possible_else_warns(self):
+    code, out = self._launch()
+    self.assertEqual(code, 0, out)
+    if netns.unavailable_reason() is None:
+      self.assertIn("launch | network | tasks run in a private network "
+                    "namespace", out)
+    else:
+      self.assertIn("launch | WARNING | TensorFlow servers listen on all "
+                    "interfaces", out)
+
+  def test_netns_required_for_a_non_loopback_host_is_an_error(self):
+    address = _non_loopback_ipv4()
+    if not address:
+      self.skipTest("this machine has no non-loopback IPv4 address")
+    with self.assertRaisesRegex(
+        errors.ConfigError, rf"--network_isolation=netns: cannot create a "
+        rf"private network namespace: --host={re.escape(address)} is not a "
+        "loopback address"):
+      self._launch(network_isolation="netns", host=address)
 
 
 def _stop(proc):
