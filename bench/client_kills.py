@@ -13,6 +13,11 @@ reads the servers' threads and RSS from /proc/<pid>/status. The restart log
 line also gives the threads and RSS just before the restart, i.e. what the
 killed client left behind. Flat means: the after-restart figures do not grow
 with the cycle number. Linux only (/proc).
+
+`--baseline_repo=DIR` runs servers and clients from another checkout (e.g.
+one from before server claims existed): no claim flag is passed, nothing is
+waited for but `--settle_secs` after each kill, then the servers' threads and
+RSS are read, to show what accumulates without the restarts.
 """
 
 import argparse
@@ -37,10 +42,10 @@ _RESTART = re.compile(r"restarting this server in place \(restart (\d+)\) to "
 
 class _Proc:
 
-  def __init__(self, args, env):
+  def __init__(self, args, env, cwd):
     self.lines = []
     self.proc = subprocess.Popen(
-        [sys.executable, *args], cwd=_REPO, env=env, stdin=subprocess.DEVNULL,
+        [sys.executable, *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True)
     threading.Thread(target=self._read, daemon=True).start()
@@ -80,15 +85,19 @@ def main():
   parser.add_argument("--claim_timeout_secs", type=int, default=5)
   parser.add_argument("--out", default=None, help="also write the table here")
   parser.add_argument("--seed", type=int, default=0)
+  parser.add_argument("--baseline_repo", default=None)
+  parser.add_argument("--settle_secs", type=float, default=5.0)
   args = parser.parse_args()
   rng = random.Random(args.seed)
-  env = dict(os.environ, PYTHONPATH=_REPO)
+  repo = args.baseline_repo or _REPO
+  env = dict(os.environ, PYTHONPATH=repo)
   env.pop("TF_CONFIG", None)
   addresses = [f"127.0.0.1:{p}" for p in ports.pick_free_ports(2)]
   spec = "worker=" + ",".join(addresses)
   servers = [_Proc(["-m", "harness.server", f"--cluster_spec={spec}",
                     "--job_name=worker", f"--task_index={i}",
-                    "--bind_address=*"], env) for i in range(2)]
+                    ] + ([] if args.baseline_repo else ["--bind_address=*"]),
+                   env, repo) for i in range(2)]
   rows = []
   model_dir = None
   try:
@@ -106,8 +115,9 @@ def main():
            f"--remote_cluster={spec}", "--strategy=collective",
            "--max_steps=1000000000", "--mode=train",
            "--save_checkpoints_steps=500", "--log_step_count_steps=20",
-           f"--remote_claim_timeout_secs={args.claim_timeout_secs}",
-           f"--model_dir={model_dir}"], env)
+           f"--model_dir={model_dir}"] + ([] if args.baseline_repo else [
+               f"--remote_claim_timeout_secs={args.claim_timeout_secs}"]),
+          env, repo)
       started = time.monotonic()
       stepping = client.wait_until(
           lambda c=client: c.count(r"remote worker/0 \| step") and c.count(
@@ -119,6 +129,12 @@ def main():
       time.sleep(rng.uniform(0, 0.5))
       client.kill()
       restarted = []
+      if args.baseline_repo:
+        time.sleep(args.settle_secs)
+        restarted = [(None, None) + _usage(s.proc.pid) for s in servers]
+        rows.append((cycle, time.monotonic() - started, restarted))
+        print(f"cycle {cycle}: {restarted}", flush=True)
+        continue
       for server in servers:
         ok = server.wait_until(
             lambda s=server: s.count("listening on") >= cycle + 1, _START_SECS)
