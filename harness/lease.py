@@ -62,9 +62,9 @@ class LeaseRecord:
   def describe(self, now):
     started = datetime.datetime.fromtimestamp(
         self.start_time, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    age = max(0.0, now - self.refreshed_time)
     return (f"host {self.host}, pid {self.pid}, task {self.task}, started "
-            f"{started}, last refreshed {max(0.0, now - self.refreshed_time):.0f}"
-            " s ago")
+            f"{started}, last refreshed {age:.0f} s ago")
 
 
 def _gfile():

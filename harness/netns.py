@@ -129,7 +129,8 @@ def start(timeout_secs=_START_SECS):
     detail = err.decode("utf-8", "replace").strip().splitlines()
     raise NetnsUnavailable(
         f"`{' '.join(command[:-3])}` failed"
-        + (f": {detail[-1]}" if detail else f" (no answer in {timeout_secs:g} s)")
+        + (f": {detail[-1]}" if detail
+           else f" (no answer in {timeout_secs:g} s)")
         + ("; unprivileged user namespaces may be disabled "
            "(kernel.unprivileged_userns_clone / user.max_user_namespaces)"
            if user_namespace else ""))
