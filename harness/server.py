@@ -191,8 +191,7 @@ def start_server(cluster, job_name, task_index, *, num_cpu_devices=1,
     raise errors.ClusterConfigError(
         f"Cannot start the {protocol} server of {job_name}/{task_index} on "
         f"{address!r}: {e}. TensorFlow listens on this port on all "
-        "interfaces (see harness.listen): check that no other process uses "
-        "the port, or give the "
+        "interfaces: check that no other process uses the port, or give the "
         "task a free one.") from e
 
 
