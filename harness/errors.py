@@ -20,7 +20,9 @@ __all__ = [
     "InputFnError",
     "CheckpointError",
     "RemoteClusterError",
+    "RemoteClusterBusyError",
     "PeerLostError",
+    "ModelDirLeaseError",
     "LegacyKerasError",
     "NotSupportedError",
     "ConfigTypeError",
@@ -61,8 +63,16 @@ class RemoteClusterError(HarnessError, ConnectionError):
   """Servers of a remote cluster cannot be reached in the allowed time."""
 
 
+class RemoteClusterBusyError(RemoteClusterError):
+  """Another live standalone client drives the remote cluster's servers."""
+
+
 class PeerLostError(HarnessError, RuntimeError):
   """A task of the training cluster stopped answering."""
+
+
+class ModelDirLeaseError(HarnessError, RuntimeError):
+  """Another trainer holds (or took over) the lease of this model_dir."""
 
 
 class TrainingPreemptedError(HarnessError, RuntimeError):

@@ -219,6 +219,28 @@ _REMOTE_CONNECT_TIMEOUT_SECS = _int(
     "remote_connect_timeout_secs", 1, "a positive number of seconds.",
     "With --remote_cluster: fail if a server does not answer (connect, "
     "device list) within this many seconds.")
+_REMOTE_CLAIM_TIMEOUT_SECS = _int(
+    "remote_claim_timeout_secs", 1, "a positive number of seconds.",
+    "With --remote_cluster: this client's claim of the servers expires this "
+    "long after its last renewal; a second client is refused meanwhile, and "
+    "the servers restart once it expires.")
+# One writer per model_dir (harness.lease).
+_FORCE_TAKEOVER = flags.DEFINE_bool(
+    "force_takeover", _D.force_takeover, "Train even while another live "
+    "trainer holds model_dir's lease (it stops at its next refresh). A dead "
+    "or stale holder's lease is taken over without this flag.",
+    flag_values=_FLAGS)
+_BIND_ADDRESS = flags.DEFINE_string(
+    "bind_address", _D.bind_address, "Where this TF_CONFIG task's server "
+    "listens. Default: its cluster address's host, which TensorFlow 2.21 "
+    "cannot honour (it listens on every interface; a warning says so); '*' "
+    "acknowledges all interfaces. One host is refused.", flag_values=_FLAGS)
+flags.register_validator(
+    "bind_address", lambda value: value in (None, "", "*", "0.0.0.0", "::")
+    or _check(False, "TensorFlow 2.21 cannot listen on one address (it binds "
+              "every interface). Fix: leave it out, or use '*'; restrict "
+              "access with harness.launch's network namespace, a firewall or "
+              "the k8s NetworkPolicy."), flag_values=_FLAGS)
 # Steps and batches.
 _MAX_STEPS = _int(
     "max_steps", 0, "a global step to stop at, or 0 to train until the "

@@ -74,6 +74,9 @@ class JobConfig:
   cpu_stand_in: bool = False
   remote_cluster: Mapping[str, list[str]] | None = None
   remote_connect_timeout_secs: int = 30
+  force_takeover: bool = False
+  bind_address: str | None = None
+  remote_claim_timeout_secs: int = 15
   # Steps and batches.
   max_steps: int | None = 1000
   eval_steps: int | None = 100
@@ -420,7 +423,10 @@ def run_config_kwargs(job):
       eval_poll_secs=float(job.eval_poll_secs),
       eval_idle_timeout_secs=job.eval_idle_timeout_secs,
       peer_timeout_secs=job.peer_timeout_secs,
-      restart_wait_secs=job.restart_wait_secs)
+      restart_wait_secs=job.restart_wait_secs,
+      force_takeover=job.force_takeover,
+      bind_address=job.bind_address,
+      remote_claim_timeout_secs=float(job.remote_claim_timeout_secs))
   if job.save_checkpoints_steps is not None:
     kwargs["save_checkpoints_steps"] = job.save_checkpoints_steps
   elif job.save_checkpoints_secs is not None:

@@ -30,12 +30,13 @@ import sys
 
 from harness import cluster as cluster_lib
 from harness import errors
+from harness import k8s_policy
 
 __all__ = [
     "K8sConfig", "render", "to_yaml", "tf_config_from_environ",
     "training_tasks", "parse_args", "main",
     "CLUSTER_ENV", "TASK_TYPE_ENV", "TASK_INDEX_ENV", "JOB_INDEX_ENV",
-    "CONTAINER", "MODEL_MOUNT", "ENTRYPOINT", "CONFIG_ERROR_EXIT_CODE",
+    "CONTAINER", "MODEL_MOUNT", "SCRATCH_MOUNT", "ENTRYPOINT", "CONFIG_ERROR_EXIT_CODE",
 ]
 
 CLUSTER_ENV = "HARNESS_K8S_CLUSTER"
@@ -44,6 +45,7 @@ TASK_INDEX_ENV = "HARNESS_K8S_TASK_INDEX"
 JOB_INDEX_ENV = "JOB_COMPLETION_INDEX"  # Set by Kubernetes in Indexed Jobs.
 CONTAINER = "harness"
 MODEL_MOUNT = "/mnt/harness"
+SCRATCH_MOUNT = k8s_policy.SCRATCH_MOUNT
 CONFIG_ERROR_EXIT_CODE = 2  # harness binaries' "bad flag / TF_CONFIG" status.
 # The container's command: TF_CONFIG from this pod's index, then exec args.
 ENTRYPOINT = (
@@ -101,8 +103,10 @@ class K8sConfig:
   restarts_per_task: int = _field(3, "Retries of one task before the job "
                                   "fails.")
   allow_cidr: tuple[str, ...] = _field((), "Extra source range admitted to "
-                                       "the TF port, e.g. a private load "
-                                       "balancer's (repeatable).")
+                                       "the TF port: the standalone "
+                                       "client's (e.g. 10.1.2.3/32) or a "
+                                       "private load balancer's "
+                                       "(repeatable; /0 is refused).")
   main_args: tuple[str, ...] = dataclasses.field(default=())
 
   def __post_init__(self):
@@ -124,6 +128,7 @@ class K8sConfig:
       if isinstance(value, bool) or not isinstance(value, int) or value < low:
         _flag_error(flag, value, f"must be an integer >= {low}.",
                     f"give --{flag}={max(low, 1)} or more.")
+    k8s_policy.check_cidrs(self.allow_cidr)
     if not self.chief and self.workers == 0:
       _flag_error("workers", 0, "a cluster needs a chief or a worker.",
                   "use --workers=1 or more, or --chief.")
@@ -292,16 +297,18 @@ def _container(config, *, args, env, gpus, ports=True, name=CONTAINER,
     container["command"] = list(command)
   container.update({
       "args": list(args),
-      "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}] + env,
+      "env": ([{"name": "PYTHONUNBUFFERED", "value": "1"}]
+              + k8s_policy.scratch_env() + env),
       "resources": _resources(config, gpus),
-      "securityContext": {"allowPrivilegeEscalation": False,
-                          "capabilities": {"drop": ["ALL"]}},
+      "securityContext": k8s_policy.container_security(),
+      "volumeMounts": [k8s_policy.scratch_mount()],
   })
   if ports:
     container["ports"] = [{"name": "tf" if name == CONTAINER else "tfjob-port",
                            "containerPort": config.port, "protocol": "TCP"}]
   if config.pvc:
-    container["volumeMounts"] = [{"name": "model", "mountPath": MODEL_MOUNT}]
+    container["volumeMounts"].append({"name": "model",
+                                      "mountPath": MODEL_MOUNT})
   return container
 
 
@@ -309,9 +316,6 @@ def _pod_spec(config, container, *, restart_policy, subdomain=True):
   spec = {
       "restartPolicy": restart_policy,
       "enableServiceLinks": False,
-      "securityContext": {"runAsNonRoot": True, "runAsUser": 1000,
-                          "runAsGroup": 1000, "fsGroup": 1000,
-                          "seccompProfile": {"type": "RuntimeDefault"}},
       "containers": [container],
   }
   if subdomain:
@@ -319,7 +323,7 @@ def _pod_spec(config, container, *, restart_policy, subdomain=True):
   if config.pvc:
     spec["volumes"] = [{"name": "model", "persistentVolumeClaim": {
         "claimName": config.pvc}}]
-  return spec
+  return k8s_policy.pod_security(spec)
 
 
 def _cluster_env(config):
@@ -366,18 +370,13 @@ def _headless_service(config, component):
 
 
 def _network_policy(config, component):
-  """Only the job's own pods (and `allow_cidrs`) reach the TF port."""
-  peers = [{"podSelector": {"matchLabels": {
-      "app.kubernetes.io/name": "harness",
-      "app.kubernetes.io/instance": config.name}}}]
-  peers += [{"ipBlock": {"cidr": cidr}} for cidr in config.allow_cidr]
-  return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-          "metadata": _meta(config, f"{config.name}-tf", component),
-          "spec": {"podSelector": {"matchLabels": _labels(config,
-                                                            component)},
-                   "policyTypes": ["Ingress"],
-                   "ingress": [{"from": peers, "ports": [
-                       {"protocol": "TCP", "port": config.port}]}]}}
+  """Only the job's own pods (and `allow_cidr`) reach the TF port."""
+  labels = _labels(config, component)
+  return k8s_policy.network_policy(
+      name=f"{config.name}-tf", namespace=config.namespace, labels=labels,
+      instance_labels={k: labels[k] for k in (
+          "app.kubernetes.io/name", "app.kubernetes.io/instance")},
+      port=config.port, allow_cidr=config.allow_cidr)
 
 
 def _evaluator_job(config):

@@ -9,6 +9,14 @@ on free ports of `--host`, and its task), `HARNESS_TASK=<job>/<index>` and
 the leader of its own process group. Output lines are prefixed by the task,
 `[worker/1] ...`, and the launcher's own lines start with `launch | `.
 
+Network: TensorFlow servers listen on every interface (`harness.listen`), so
+by default (`--network_isolation=auto`) the tasks run inside one private
+network namespace (`harness.netns`: Linux, root or user namespaces) where
+only they can reach their ports; the launcher logs `launch | network | ...`
+saying which. Where that is impossible (or with `--network_isolation=none`,
+needed by jobs that use the network, e.g. a gs:// model_dir) it prints one
+warning line naming the open ports and a firewall rule for them.
+
 The run ends with 0 once every chief/worker/evaluator task has exited 0 (ps
 tasks, which never exit by themselves, are then stopped); with the exit status
 of the first task that failed (a signal N counts as 128+N) once its restarts
@@ -25,6 +33,7 @@ import functools
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -38,14 +47,18 @@ from absl import flags
 from harness import cli
 from harness import cluster as cluster_lib
 from harness import errors
+from harness import listen
+from harness import netns
 from harness import ports
 
-__all__ = ["launch", "build_tf_configs", "task_names", "TIMEOUT_EXIT_CODE"]
+__all__ = ["launch", "build_tf_configs", "task_names", "TIMEOUT_EXIT_CODE",
+           "NETWORK_ISOLATIONS"]
 
 TIMEOUT_EXIT_CODE = 124
 _POLL_SECS = 0.05
 _READER_JOIN_SECS = 5.0
 _REAP_SECS = 10.0
+NETWORK_ISOLATIONS = netns.MODES
 
 
 def _check_count(name, value, minimum=0):
@@ -244,17 +257,47 @@ def _stop_all(tasks, grace_secs):
         time.sleep(_POLL_SECS)
 
 
-def _task_env(base, name, tf_config):
+def _task_env(base, name, tf_config, isolated=False):
   env = dict(os.environ if base is None else base)
   env["TF_CONFIG"] = json.dumps(tf_config)
   env["HARNESS_TASK"] = name
   env["PYTHONUNBUFFERED"] = "1"
+  if isolated:
+    env[listen.ISOLATION_ENV] = listen.NETNS
+  else:
+    env.pop(listen.ISOLATION_ENV, None)
   return env
+
+
+def _check_program(command, env, task):
+  """Raises ConfigError unless `command[0]` can be executed."""
+  program = command[0]
+  if os.sep in program:
+    found = os.path.isfile(program) and os.access(program, os.X_OK)
+  else:
+    found = shutil.which(program, path=env.get("PATH", os.defpath))
+  if not found:
+    raise errors.ConfigError(
+        f"Cannot start task {task} with command {command}: {program!r} is "
+        "not an executable file. Give a program on PATH (or its path) after "
+        "`--`.")
+
+
+def _open_ports(configs):
+  found = []
+  for config in configs.values():
+    for addresses in config["cluster"].values():
+      for address in addresses:
+        port = listen.port_of(address)
+        if port not in found:
+          found.append(port)
+  return found
 
 
 def launch(command, *, workers, chief=False, ps=0, evaluator=False,
            max_restarts=0, host="127.0.0.1", timeout_secs=0, env=None,
-           output=None, grace_secs=10.0, stop_event=None):
+           output=None, grace_secs=10.0, stop_event=None,
+           network_isolation="auto"):
   """Runs `command` once per task of a local cluster; returns the exit status.
 
   Args:
@@ -272,6 +315,9 @@ def launch(command, *, workers, chief=False, ps=0, evaluator=False,
     grace_secs: seconds between SIGTERM and SIGKILL when stopping tasks.
     stop_event: optional `threading.Event`; once set, every task is stopped
       and 130 is returned, as after Ctrl-C.
+    network_isolation: "auto" (a private network namespace when the platform
+      allows and `host` is loopback, else a warning), "netns" (required) or
+      "none" (a warning that the ports are open).
 
   Returns:
     0 if every non-ps task exited 0; else the exit status of the first task
@@ -295,13 +341,24 @@ def launch(command, *, workers, chief=False, ps=0, evaluator=False,
         value < 0):
       raise errors.ConfigError(
           f"`{name}` must be a number of seconds >= 0, got {value!r}.")
+  if network_isolation not in NETWORK_ISOLATIONS:
+    raise errors.ConfigError(
+        f"`network_isolation` must be one of {NETWORK_ISOLATIONS}, got "
+        f"{network_isolation!r}.")
   configs = build_tf_configs(workers=workers, chief=chief, ps=ps,
                              evaluator=evaluator, host=host)
   for name, config in configs.items():  # E.g. a --host that is no host.
     cluster_lib.check_servable(cluster_lib.parse_tf_config(
         config, source=f"the TF_CONFIG launch made for {name}"))
+  base_env = dict(os.environ if env is None else env)
+  _check_program(command, base_env, next(iter(configs)))
   out = _Output(sys.stdout if output is None else output)
-  tasks = [_Task(name, command, _task_env(env, name, config), out)
+  space = netns.isolate_for_launch(
+      network_isolation, host=host, open_ports=_open_ports(configs),
+      log=out.line)
+  run_command = space.wrap(command) if space else command
+  tasks = [_Task(name, run_command,
+                 _task_env(base_env, name, config, isolated=bool(space)), out)
            for name, config in configs.items()]
   try:
     return _supervise(tasks, out, max_restarts=max_restarts,
@@ -309,6 +366,8 @@ def launch(command, *, workers, chief=False, ps=0, evaluator=False,
                       grace_secs=grace_secs)
   finally:  # Also on KeyboardInterrupt or any error of the launcher itself.
     _stop_all(tasks, grace_secs)
+    if space:
+      space.close()
 
 
 def _supervise(tasks, out, *, max_restarts, timeout_secs, stop_event,
@@ -389,7 +448,13 @@ def _define_flags():
           "seconds and exit 124.", lower_bound=0),
       grace_secs=flags.DEFINE_float(
           "grace_secs", 10, "Seconds between SIGTERM and SIGKILL when "
-          "stopping tasks.", lower_bound=0))
+          "stopping tasks.", lower_bound=0),
+      network_isolation=flags.DEFINE_enum(
+          "network_isolation", "auto", NETWORK_ISOLATIONS, "auto: run the "
+          "tasks in a private network namespace when the platform allows "
+          "(TensorFlow servers listen on every interface), else warn; netns: "
+          "require it; none: share this machine's network (needed for "
+          "gs:// model_dirs) and warn."))
 
 
 _USAGE = ("usage: python -m harness.launch --workers=N [--chief] [--ps=P] "
@@ -417,7 +482,8 @@ def _main(flag, argv):
         ps=flag.ps.value, evaluator=flag.evaluator.value,
         max_restarts=flag.max_restarts.value, host=flag.host.value,
         timeout_secs=flag.timeout_secs.value,
-        grace_secs=flag.grace_secs.value, stop_event=stop_event)
+        grace_secs=flag.grace_secs.value, stop_event=stop_event,
+        network_isolation=flag.network_isolation.value)
   except errors.ConfigError as e:
     cli.usage_error("launch", str(e), _USAGE)
   if received and status == 130:

@@ -22,12 +22,19 @@ this process, tagged "remote worker/1" and so on.
 Checkpoint data is written by the server that holds the variables, the
 `checkpoint` index file by this process: model_dir must name the same
 storage for both (trivially so on one machine). A new client resumes from the
-latest checkpoint on the same servers; they never need a restart:
+latest checkpoint on the same servers:
 
-* Nothing is reset on the servers. A client killed inside a step can leave
-  that step waiting in an all-reduce on a server for good; aborting it
-  (`Session.reset`, a collective timeout) would leave the server's collective
-  runtime aborted for every later client ("collective ops already aborted").
+* One client at a time: before any graph is sent, the client claims every
+  server (`harness.server_claim`) and renews the claim while it trains; a
+  second live client gets `RemoteClusterBusyError` naming the first.
+* A client killed inside a step can leave that step waiting in an
+  all-reduce on a server. Aborting it (`Session.reset`, a collective
+  timeout) would leave the server's collective runtime aborted for every
+  later client ("collective ops already aborted"), so instead a
+  `harness.server` whose client's claim expired restarts itself in place
+  (same pid and port), releasing everything that client left. A new client
+  on the same host expires a dead client's claim at once and waits for the
+  restart (up to `remote_connect_timeout_secs`).
 * Each client numbers its collective groups from a fresh random base, so its
   all-reduces never meet buffers a killed client left under the same keys.
 
@@ -50,6 +57,7 @@ from harness import _tf_private
 from harness import cluster as cluster_lib
 from harness import errors
 from harness import run_config as run_config_lib
+from harness import server_claim
 from harness import strategies
 from harness import train_loop
 from harness._tf import tf
@@ -303,6 +311,28 @@ def train_remote(estimator, input_fn, *, hooks=None, steps=None,
     connect_timeout_secs = config.remote_connect_timeout_secs
   check_servers(cluster, num_cpu_devices=_num_cpu_devices(graph_strategy),
                 timeout_secs=connect_timeout_secs)
+  # One client at a time: claim every server (or fail naming the holder).
+  claims = server_claim.claim_all(
+      cluster, timeout_secs=config.remote_claim_timeout_secs,
+      wait_secs=connect_timeout_secs)
+  clean = False
+  try:
+    result = _train_claimed(estimator, input_fn, cluster, graph_strategy,
+                            chief, claims, hooks=hooks, steps=steps,
+                            max_steps=max_steps,
+                            saving_listeners=saving_listeners)
+    clean = True
+    return result
+  finally:
+    # A failed run may leave steps blocked on the servers: an expired
+    # claim makes them restart at once.
+    claims.release(clean=clean)
+
+
+def _train_claimed(estimator, input_fn, cluster, graph_strategy, chief,
+                   claims, *, hooks, steps, max_steps, saving_listeners):
+  """train_remote's work once this client holds the servers."""
+  config = estimator.config
   kind = run_config_lib.strategy_kind(graph_strategy)
   session_config = (config.session_config or
                     run_config_lib.get_default_session_config())
@@ -328,7 +358,8 @@ def train_remote(estimator, input_fn, *, hooks=None, steps=None,
     everyone_ready.append(runs[-1].ready)
   logging.info("remote | client | training on %d task(s): %s (chief %s/%d)",
                len(runs), ", ".join(r.label for r in runs), *chief)
-  return _run_all(runs, stop, config.session_creation_timeout_secs)[0]
+  return _run_all(runs, stop, config.session_creation_timeout_secs,
+                  claims)[0]
 
 
 class _TaskRun:
@@ -363,7 +394,7 @@ class _TaskRun:
       self.ready.set()  # A task that stops early is not waited for either.
 
 
-def _run_all(runs, stop, session_creation_timeout_secs):
+def _run_all(runs, stop, session_creation_timeout_secs, claims):
   """Runs every task's thread; stops all on the first error and raises it."""
   for run in runs:
     run.thread.start()
@@ -371,6 +402,13 @@ def _run_all(runs, stop, session_creation_timeout_secs):
   next_log = started + _WAIT_LOG_SECS
   try:
     while any(run.thread.is_alive() for run in runs):
+      if claims.lost:
+        _stop(runs, stop, "claim lost", _STOP_SECS)
+        raise errors.RemoteClusterBusyError(
+            f"This client lost its claim of the servers ({claims.lost}); it "
+            "stopped so that two clients do not interleave steps. Fix: keep "
+            "one client per cluster; raise --remote_claim_timeout_secs if "
+            "this client was only slow to renew it.")
       failed = _first_failed(runs)
       if failed is not None:
         _stop(runs, stop, f"{failed.label} failed", _STOP_SECS)

@@ -13,12 +13,14 @@
 The evaluator's loop is `harness.evaluator.run_continuous`.
 """
 
+import os
 import time
 
 from absl import logging
 
 from harness import errors
 from harness import evaluator as evaluator_lib
+from harness import listen
 from harness import preemption
 from harness import run_config as run_config_lib
 from harness import run_state
@@ -76,8 +78,13 @@ def _prepare_task(config, strategy):
         graph_strategy, cluster=cluster, task_type=config.task_type,
         task_id=config.task_id, session_config=config.session_config)
   if target:
-    logging.info("server | %s | using the strategy's server %s",
-                 _label(config), target)
+    line, warning = listen.describe(
+        cluster[config.task_type][config.task_id], environ=os.environ,
+        bind_address=config.bind_address)
+    logging.info("server | %s | using the strategy's server %s, listening "
+                 "on %s", _label(config), target, line)
+    if warning:
+      logging.warning("server | %s | %s", _label(config), warning)
     return target, session_config, graph_strategy
   server_config = strategies.server_config_for(
       session_config, cluster=cluster, task_type=config.task_type,
@@ -95,7 +102,11 @@ def _prepare_task(config, strategy):
         "Fix: free the port, or give this task another address in "
         "TF_CONFIG.") from e
   _SERVERS.append(server)  # Keep it alive for the life of the process.
-  logging.info("server | %s | listening on %s", _label(config), address)
+  line, warning = listen.describe(address, environ=os.environ,
+                                  bind_address=config.bind_address)
+  logging.info("server | %s | listening on %s", _label(config), line)
+  if warning:
+    logging.warning("server | %s | %s", _label(config), warning)
   return server.target, session_config, graph_strategy
 
 

@@ -9,7 +9,8 @@ Usage::
 
 `RunConfig` keeps 2.15's constructor (plus keyword-only `steps_per_loop`,
 `remote_connect_timeout_secs`, the evaluator's `eval_poll_secs` and
-`eval_idle_timeout_secs`, `peer_timeout_secs`, `restart_wait_secs` and
+`eval_idle_timeout_secs`, `peer_timeout_secs`, `restart_wait_secs`,
+`force_takeover`, `bind_address`, `remote_claim_timeout_secs` and
 `environ`), properties, `replace()`
 allow-list and messages. It is a thin shell over data: the user's values,
 the `ClusterInfo` read once from TF_CONFIG (`harness.cluster`), and facts
@@ -39,6 +40,7 @@ from harness import cluster
 from harness import env_knobs
 from harness import errors
 from harness import paths
+from harness import listen
 from harness._tf import tf
 from harness.spec import fn_args
 
@@ -59,7 +61,9 @@ _CONSTRUCTOR_ARGS = (
 # 2.15's list (everything the constructor takes) plus harness's own fields.
 _HARNESS_FIELDS = ("steps_per_loop", "remote_connect_timeout_secs",
                    "eval_poll_secs", "eval_idle_timeout_secs",
-                   "peer_timeout_secs", "restart_wait_secs")
+                   "peer_timeout_secs", "restart_wait_secs",
+                   "force_takeover", "bind_address",
+                   "remote_claim_timeout_secs")
 # Knobs whose None falls back to an environment variable, then a default.
 _ENV_KNOBS = (env_knobs.PEER_TIMEOUT, env_knobs.RESTART_WAIT)
 _DEFAULT_REPLACEABLE_LIST = list(_CONSTRUCTOR_ARGS) + list(_HARNESS_FIELDS)
@@ -68,6 +72,9 @@ DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS = 30.0
 # steps_per_loop's value for "choose K from the first steps' timing"
 # (harness/auto_loop.py).
 STEPS_PER_LOOP_AUTO = "auto"
+# How long a standalone client's claim of its servers outlives its last
+# renewal (seconds); see harness.server_claim.
+DEFAULT_REMOTE_CLAIM_TIMEOUT_SECS = 15.0
 _SAVE_CKPT_ERR = (
     "`save_checkpoints_steps` and `save_checkpoints_secs` cannot be both set.")
 INDEPENDENT_WORKER = "independent_worker"
@@ -246,6 +253,18 @@ def _validate_properties(values):
   for knob in _ENV_KNOBS:
     env_knobs.check_secs(knob.name, values[knob.name], allow_none=True,
                          example=knob.default)
+  if not isinstance(values["force_takeover"], bool):
+    _raise("force_takeover must be True or False (take over model_dir's "
+           "lease from a live trainer).", "use False unless the other "
+           "trainer is gone.", values["force_takeover"])
+  listen.check_bind_address(values["bind_address"])
+  claim = values["remote_claim_timeout_secs"]
+  if isinstance(claim, bool) or not isinstance(claim, numbers.Real) or (
+      not claim > 0):
+    _raise("remote_claim_timeout_secs must be a number of seconds > 0 (how "
+           "long a standalone client's claim of its servers outlives its "
+           "last renewal).",
+           f"use e.g. {DEFAULT_REMOTE_CLAIM_TIMEOUT_SECS:g}.", claim)
 
 
 def _merged_strategy(values, name):
@@ -307,6 +326,9 @@ class RunConfig:
                eval_idle_timeout_secs=None,
                peer_timeout_secs=None,
                restart_wait_secs=None,
+               force_takeover=False,
+               bind_address=None,
+               remote_claim_timeout_secs=DEFAULT_REMOTE_CLAIM_TIMEOUT_SECS,
                environ=None):
     """Constructs a RunConfig; arguments as tf.estimator 2.15's, plus:
 
@@ -329,6 +351,16 @@ class RunConfig:
       restart_wait_secs: how long the evaluator and ps tasks wait for a
         preempted or failed chief (None: $HARNESS_RESTART_WAIT_SECS, else
         600).
+      force_takeover: a trainer takes over model_dir's lease even while
+        another live trainer holds it (see `harness.lease`).
+      bind_address: where this task's in-process TF server listens: None
+        (the host of its cluster address; TensorFlow 2.21 listens on every
+        interface instead, and a warning says so) or "*" (all interfaces,
+        acknowledged). One host raises NotSupportedError (`harness.listen`).
+      remote_claim_timeout_secs: with `remote_cluster`, the client's claim
+        of the servers expires this long after its last renewal (renewed
+        every quarter of it); the servers then restart in place, releasing
+        what a killed client left (`harness.server_claim`), seconds > 0.
       environ: mapping read for TF_CONFIG (and the two variables above)
         instead of `os.environ`, once, here.
 
@@ -368,6 +400,9 @@ class RunConfig:
     # The fallback variables, read once here (the edge).
     self._env_knobs = {knob.name: environ.get(knob.env, "")
                        for knob in _ENV_KNOBS}
+    self._values["force_takeover"] = force_takeover
+    self._values["bind_address"] = bind_address
+    self._values["remote_claim_timeout_secs"] = remote_claim_timeout_secs
     _validate_properties(self._values)
     for knob in _ENV_KNOBS:  # A bad variable fails now, not mid-training.
       self._knob_secs(knob)
@@ -427,7 +462,8 @@ class RunConfig:
     Allowed: the constructor's arguments (2.15's list) and harness's
     keyword-only fields (`steps_per_loop`, `remote_connect_timeout_secs`,
     `eval_poll_secs`, `eval_idle_timeout_secs`, `peer_timeout_secs`,
-    `restart_wait_secs`).
+    `restart_wait_secs`, `force_takeover`, `bind_address`,
+    `remote_claim_timeout_secs`).
     Setting one of `save_checkpoints_steps` / `save_checkpoints_secs` to a
     value clears the other. TF_CONFIG is not read again.
 
@@ -511,6 +547,10 @@ class RunConfig:
     its default."""
     return env_knobs.resolve_secs(self._values[knob.name], knob,
                                   {knob.env: self._env_knobs[knob.name]})
+  force_takeover = property(lambda self: self._values["force_takeover"])
+  bind_address = property(lambda self: self._values["bind_address"])
+  remote_claim_timeout_secs = property(
+      lambda self: self._values["remote_claim_timeout_secs"])
 
   # Derived from the values and TF_CONFIG.
   train_distribute = property(lambda self: self._train_distribute)

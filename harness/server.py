@@ -15,8 +15,18 @@ The server runs no model code: clients (a `Session("grpc://h2:2222")`, a
 standalone-client strategy, a parameter-server trainer) place ops on it. It is
 configured so that collective-strategy clients work (the collective group
 leader is set, as TensorFlow's `run_standard_tensorflow_server` did) and logs
-one line, `server | worker/1 | listening on h2:2222 | 2 CPU devices`, then
-serves until SIGTERM or SIGINT, on which it exits 0. A bad flag or TF_CONFIG
+where it really listens, `server | worker/1 | listening on *:2222 (all
+interfaces; cluster address h2:2222) | 2 CPU devices` (TensorFlow 2.21 binds
+every interface; see `harness.listen`), with a warning and a firewall hint
+unless `--bind_address='*'` acknowledges it or harness.launch runs it in a
+private network namespace. Then it serves until SIGTERM or SIGINT, on which
+it exits 0. A standalone client (`harness.remote`) claims the server while it
+trains (`harness.server_claim`); once a claim expires unrenewed (the client
+was killed) or its client ends it after a failure, the server logs
+`client ... stopped renewing its claim: restarting this server in place` and
+re-executes itself with the same flags (same pid and port), which releases
+whatever that client left (sessions, steps blocked in an all-reduce, their
+threads and memory) without aborting collectives. A bad flag or TF_CONFIG
 is one message on stderr and exit status 2.
 
 Library use, e.g. for parameter servers or in-process workers::
@@ -38,6 +48,8 @@ from absl import logging
 from harness import cluster as cluster_lib
 from harness import cli
 from harness import errors
+from harness import listen
+from harness import server_claim
 
 __all__ = [
     "start_server",
@@ -46,6 +58,8 @@ __all__ = [
 ]
 
 _STOP_POLL_SECS = 0.1
+_WATCH_SECS = 1.0  # How often the server checks its client's claim.
+_RESTARTS_ENV = "HARNESS_SERVER_RESTARTS"
 _EVALUATOR = "evaluator"
 
 
@@ -204,7 +218,12 @@ def _define_flags():
           lower_bound=1),
       num_gpus_per_worker=flags.DEFINE_integer(
           "num_gpus_per_worker", 0, "GPUs this task may use (0: none "
-          "visible).", lower_bound=0))
+          "visible).", lower_bound=0),
+      bind_address=flags.DEFINE_string(
+          "bind_address", None, "Where to listen. Default: the host of this "
+          "task's cluster address, which TensorFlow 2.21 cannot honour (it "
+          "listens on every interface), so a warning is logged; '*' "
+          "acknowledges all interfaces. One host is refused."))
 
 
 def _cluster_info(flag, environ):
@@ -239,11 +258,18 @@ def _cluster_info(flag, environ):
   return info
 
 
-def _wait_for_stop_signal():
-  """Blocks until SIGTERM or SIGINT; returns the signal's number.
+def _wait_for_stop_signal(lost_client=None):
+  """Blocks until SIGTERM or SIGINT, or until a claiming client is lost.
 
   The server's own `join()` blocks in C++ where Python signal handlers never
   run; a short sleep loop lets the handler end the wait within 0.1 s.
+
+  Args:
+    lost_client: optional callable, polled every `_WATCH_SECS`, returning
+      the lost client's description or None.
+
+  Returns:
+    (signal number, None) or (None, lost client description).
   """
   received = []
 
@@ -252,9 +278,46 @@ def _wait_for_stop_signal():
 
   signal.signal(signal.SIGTERM, on_signal)
   signal.signal(signal.SIGINT, on_signal)
+  next_watch = time.monotonic() + _WATCH_SECS
   while not received:
     time.sleep(_STOP_POLL_SECS)
-  return received[0]
+    if lost_client is not None and time.monotonic() >= next_watch:
+      next_watch = time.monotonic() + _WATCH_SECS
+      try:
+        lost = lost_client()
+      except Exception as e:  # pylint: disable=broad-except
+        logging.warning("server | cannot check the client claim: %s", e)
+        lost = None
+      if lost:
+        return None, lost
+  return received[0], None
+
+
+def _process_usage():
+  """(threads, RSS in MiB) of this process, from /proc (None elsewhere)."""
+  try:
+    with open("/proc/self/status", encoding="ascii") as f:
+      fields = dict(line.split(":", 1) for line in f if ":" in line)
+    return (int(fields["Threads"]), int(fields["VmRSS"].split()[0]) / 1024)
+  except (OSError, KeyError, ValueError):
+    return None, None
+
+
+def _restart_in_place(task, lost):
+  """Re-executes this server (same pid, flags and port): a clean slate."""
+  threads, rss = _process_usage()
+  restarts = int(os.environ.get(_RESTARTS_ENV, "0")) + 1
+  logging.warning(
+      "server | %s | client %s stopped renewing its claim: restarting this "
+      "server in place (restart %d) to release what it left (%s threads, "
+      "%s MiB RSS now)", task, lost, restarts, threads,
+      f"{rss:.0f}" if rss is not None else "?")
+  logging.flush()
+  sys.stdout.flush()
+  sys.stderr.flush()
+  os.environ[_RESTARTS_ENV] = str(restarts)
+  os.execv(sys.executable, [sys.executable, "-m", "harness.server"]
+           + sys.argv[1:])
 
 
 def _main(flag, argv):
@@ -262,18 +325,27 @@ def _main(flag, argv):
     cli.usage_error("server", f"unexpected arguments {argv[1:]}; this binary "
                     "takes only flags.")
   try:
+    bind_address = listen.check_bind_address(flag.bind_address.value,
+                                             source="--bind_address")
     info = _cluster_info(flag, os.environ)
     server = start_server(
         info.cluster, info.task_type, info.task_id,
         num_cpu_devices=flag.num_cpu_devices.value,
         num_gpus=flag.num_gpus_per_worker.value, protocol=info.rpc_layer)
-  except errors.ConfigError as e:
+  except (errors.ConfigError, errors.NotSupportedError) as e:
     cli.usage_error("server", str(e))
   task = f"{info.task_type}/{info.task_id}"
-  address = info.task_address
-  logging.info("server | %s | listening on %s | %d CPU devices", task,
-               address, flag.num_cpu_devices.value)
-  signum = _wait_for_stop_signal()
+  line, warning = listen.describe(info.task_address, environ=os.environ,
+                                  bind_address=bind_address)
+  logging.info("server | %s | listening on %s | %d CPU devices", task, line,
+               flag.num_cpu_devices.value)
+  if warning:
+    logging.warning("server | %s | %s", task, warning)
+  watchdog = server_claim.Watchdog(server.target, info.task_type,
+                                   info.task_id)
+  signum, lost = _wait_for_stop_signal(watchdog.lost_client)
+  if lost:
+    _restart_in_place(task, lost)
   logging.info("server | %s | stopping on %s", task,
                signal.Signals(signum).name)
   del server  # Serves until the process exits; gRPC has no clean stop.

@@ -19,6 +19,7 @@ from harness import _tf_private
 from harness import errors
 from harness import hooks as hooks_lib
 from harness import input_pipeline
+from harness import lease as lease_lib
 from harness import preemption
 from harness import retention
 from harness import run_config as run_config_lib
@@ -460,6 +461,12 @@ def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
   worker_hooks.append(guard.hook)
   loss = None
   steps_done = 0
+  # One writer per model_dir: the chief (or local trainer) holds a lease.
+  held = lease_lib.acquire(
+      model_dir, task_label=context.task_label,
+      force_takeover=config.force_takeover) if context.is_chief else None
+  if held is not None:
+    worker_hooks.append(held.hook)
   try:
     with tf.compat.v1.train.MonitoredSession(
         session_creator=creator, hooks=worker_hooks,
@@ -470,6 +477,9 @@ def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
         steps_done += 1
   except (ValueError, TypeError, KeyError) as e:
     step_loop.raise_if_fetched_in_loop(e, steps_per_loop)
+  finally:
+    if held is not None:
+      held.release()
   if not steps_done:
     logging.warning(
         "train | %s | training made no steps: the input is empty or the "

@@ -29,6 +29,7 @@ _NONE_MEANS = {
     "eval_idle_timeout_secs": None,
     "peer_timeout_secs": env_knobs.PEER_TIMEOUT.default,
     "restart_wait_secs": env_knobs.RESTART_WAIT.default,
+    "bind_address": None,  # The host of the task's cluster address.
 }
 
 
@@ -44,7 +45,8 @@ def _run_values(job):
           "log_step_count_steps", "steps_per_loop",
           "remote_connect_timeout_secs", "eval_poll_secs",
           "eval_idle_timeout_secs", "peer_timeout_secs", "restart_wait_secs",
-          "save_checkpoints_steps", "save_checkpoints_secs")}
+          "save_checkpoints_steps", "save_checkpoints_secs",
+          "force_takeover", "bind_address", "remote_claim_timeout_secs")}
   values.update(max_steps=train_spec.max_steps, eval_steps=eval_spec.steps,
                 throttle_secs=eval_spec.throttle_secs,
                 start_delay_secs=eval_spec.start_delay_secs)

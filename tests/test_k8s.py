@@ -12,6 +12,7 @@ import io
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -421,6 +422,97 @@ class FlagsTest(parameterized.TestCase):
     with self.assertRaises(errors.FlagError):
       flags.parse(_after(_argv(container), "harness.main"),
                   environ=dict(pod["env"], TF_CONFIG=pod["tf_config"]))
+
+
+
+def _pod_templates(obj):
+  """Every pod template of a rendered object (TFJob: one per replica type)."""
+  if obj["kind"] == "TFJob":
+    return [r["template"] for r in obj["spec"]["tfReplicaSpecs"].values()]
+  if obj["kind"] in ("Job", "StatefulSet", "Deployment"):
+    return [obj["spec"]["template"]]
+  return []
+
+
+class SecurityTest(parameterized.TestCase):
+  """Every pod of every rendered shape: non-root, read-only, no privileges."""
+
+  @parameterized.named_parameters((s, s) for s in _SHAPES)
+  def test_every_pod_is_unprivileged_with_a_read_only_root(self, shape):
+    objects = k8s.render(_config(shape, tensorboard=True) if shape not in (
+        "standalone",) else _config(shape))
+    kinds = {o["kind"] for o in objects}
+    self.assertLessEqual(kinds, {"Service", "Job", "StatefulSet",
+                                 "Deployment", "TFJob", "NetworkPolicy"})
+    templates = [t for o in objects for t in _pod_templates(o)]
+    self.assertNotEmpty(templates)
+    for template in templates:
+      spec = template["spec"]
+      with self.subTest(pod=template["metadata"]["labels"]):
+        pod_security = spec["securityContext"]
+        self.assertIs(pod_security["runAsNonRoot"], True)
+        self.assertGreater(pod_security["runAsUser"], 0)
+        self.assertGreater(pod_security["runAsGroup"], 0)
+        self.assertEqual(pod_security["seccompProfile"],
+                         {"type": "RuntimeDefault"})
+        self.assertIs(spec["automountServiceAccountToken"], False)
+        volumes = {v["name"]: v for v in spec["volumes"]}
+        for container in spec["containers"]:
+          security = container["securityContext"]
+          self.assertIs(security["readOnlyRootFilesystem"], True)
+          self.assertIs(security["allowPrivilegeEscalation"], False)
+          self.assertIs(security["runAsNonRoot"], True)
+          self.assertEqual(security["capabilities"], {"drop": ["ALL"]})
+          self.assertNotIn("add", security["capabilities"])
+          self.assertNotIn("privileged", security)
+          # The only writable paths: the scratch emptyDir (HOME, TMPDIR)
+          # and the model volume.
+          mounts = {m["mountPath"]: m["name"]
+                    for m in container["volumeMounts"]}
+          self.assertIn("emptyDir", volumes[mounts[k8s.SCRATCH_MOUNT]])
+          env = {e["name"]: e.get("value") for e in container["env"]}
+          self.assertEqual(env["HOME"], k8s.SCRATCH_MOUNT)
+          self.assertEqual(env["TMPDIR"], k8s.SCRATCH_MOUNT)
+          self.assertLessEqual(set(mounts), {k8s.SCRATCH_MOUNT,
+                                             k8s.MODEL_MOUNT})
+          self.assertNotIn("hostNetwork", spec)
+          self.assertNotIn("hostPID", spec)
+
+  @parameterized.named_parameters((s, s) for s in _SHAPES)
+  def test_tf_port_is_admitted_only_from_the_job_and_given_ranges(self,
+                                                                   shape):
+    config = _config(shape)
+    objects = k8s.render(config)
+    policies = [o for o in objects if o["kind"] == "NetworkPolicy"]
+    self.assertLen(policies, 1)
+    spec = policies[0]["spec"]
+    self.assertEqual(spec["policyTypes"], ["Ingress"])
+    for rule in spec["ingress"]:
+      self.assertNotEmpty(rule.get("from"))  # No rule admits everyone.
+      self.assertEqual(rule["ports"], [{"protocol": "TCP",
+                                        "port": config.port}])
+      for peer in rule["from"]:
+        if "ipBlock" in peer:
+          self.assertIn(peer["ipBlock"]["cidr"], config.allow_cidr)
+        else:
+          self.assertEqual(peer["podSelector"]["matchLabels"][
+              "app.kubernetes.io/instance"], config.name)
+          self.assertNotIn("namespaceSelector", peer)
+    # Every pod that opens the TF port is selected by the policy.
+    selected = spec["podSelector"]["matchLabels"].items()
+    for obj in objects:
+      for template in _pod_templates(obj):
+        ports = [p["containerPort"] for c in template["spec"]["containers"]
+                 for p in c.get("ports", ())]
+        if config.port in ports:
+          self.assertLessEqual(selected, template["metadata"][
+              "labels"].items())
+
+  @parameterized.parameters("0.0.0.0/0", "::/0", "not-a-range")
+  def test_allow_cidr_must_be_a_bounded_range(self, cidr):
+    with self.assertRaisesRegex(errors.FlagError,
+                                f"flag --allow_cidr='{re.escape(cidr)}'"):
+      _config("standalone", allow_cidr=(cidr,))
 
 
 if __name__ == "__main__":

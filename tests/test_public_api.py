@@ -32,7 +32,7 @@ EDGE_MODULES = {"main", "diagnose", "flags", "job", "results_text", "launch",
 CORE_MUST_NOT_IMPORT = ("model_fns", "input_fns") + tuple(
     f"harness.{m}" for m in EDGE_MODULES)
 NO_TF_MODULES = {"cluster.py", "errors.py", "launch.py", "paths.py",
-                 "ports.py", "cli.py"}
+                 "ports.py", "cli.py", "listen.py", "netns.py", "k8s_policy.py"}
 
 
 def _imports(path):

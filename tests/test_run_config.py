@@ -61,6 +61,9 @@ class SignatureTest(absltest.TestCase):
                                     "eval_idle_timeout_secs": None,
                                     "peer_timeout_secs": None,
                                     "restart_wait_secs": None,
+                                    "force_takeover": False,
+                                    "bind_address": None,
+                                    "remote_claim_timeout_secs": 15.0,
                                     "environ": None})
 
   def test_defaults(self):
@@ -167,6 +170,8 @@ class PropertyValidationTest(parameterized.TestCase):
        "remote_connect_timeout_secs must be a number of seconds > 0"),
       ("remote_connect_timeout_text", {"remote_connect_timeout_secs": "5"},
        "remote_connect_timeout_secs must be a number of seconds > 0"),
+      ("force_takeover_text", {"force_takeover": "yes"},
+       "force_takeover must be True or False"),
       ("not_a_strategy", {"train_distribute": "mirrored"},
        "'mirrored' is not a tf.distribute.Strategy"),
   )
@@ -369,7 +374,8 @@ class ReplaceTest(parameterized.TestCase):
         "'experimental_max_worker_delay_secs', "
         "'session_creation_timeout_secs', 'checkpoint_save_graph_def', "
         "'steps_per_loop', 'remote_connect_timeout_secs', 'eval_poll_secs', "
-        "'eval_idle_timeout_secs', 'peer_timeout_secs', 'restart_wait_secs']."
+        "'eval_idle_timeout_secs', 'peer_timeout_secs', 'restart_wait_secs', "
+        "'force_takeover', 'bind_address', 'remote_claim_timeout_secs']."
         " Fix: ")
 
   @parameterized.named_parameters(

@@ -185,12 +185,13 @@ class ServerClusterTest(absltest.TestCase):
     }
     for proc in servers.values():
       self.addCleanup(proc.kill)
+    # TensorFlow 2.21 listens on every interface; the line says so.
+    listening = [f"listening on *:{a.rsplit(':', 1)[1]} (all interfaces; "
+                 f"cluster address {a})" for a in addresses]
     expected = {
-        "worker/0": f"server | worker/0 | listening on {addresses[0]} | "
-                    "2 CPU devices",
-        "worker/1": f"server | worker/1 | listening on {addresses[1]} | "
-                    "2 CPU devices",
-        "ps/0": f"server | ps/0 | listening on {addresses[2]} | 1 CPU devices",
+        "worker/0": f"server | worker/0 | {listening[0]} | 2 CPU devices",
+        "worker/1": f"server | worker/1 | {listening[1]} | 2 CPU devices",
+        "ps/0": f"server | ps/0 | {listening[2]} | 1 CPU devices",
     }
     for task, line in expected.items():
       self.assertTrue(servers[task].wait_for(line, _START_SECS),

@@ -1,0 +1,317 @@
+"""One writer per model_dir: the trainer's lease.
+
+A trainer (the local trainer, the chief of a cluster, a standalone client's
+chief thread) holds a lease in its model_dir while it trains::
+
+    with lease.hold(model_dir, task_label="chief/0") as held:
+      ...  # train; add `held.hook` to the MonitoredSession's hooks
+
+The lease is a small JSON file, `<model_dir>/trainer.lease`, written through
+`tf.io.gfile` (so it works on ram:// and buckets) with the holder's host,
+pid, task, start time and last refresh time. A background thread refreshes
+it every `refresh_secs`. A second trainer refuses to start while a live
+lease exists, with an error that names the holder and the fix. A lease is
+stale, and is taken over with a warning, when its holder is dead on this
+host (same host name, no such pid) or its last refresh is older than
+`STALE_AFTER_REFRESHES` refresh periods. `force_takeover=True`
+(`--force_takeover`) takes over a live lease; the old holder sees the new
+owner at its next refresh and stops with `ModelDirLeaseError`.
+
+Evaluators, exports and predictions read model_dir without a lease.
+Creation is check-then-write, then re-read: two trainers starting within
+the same instant on a filesystem without atomic create may both pass; the
+one whose write lost sees it at its first refresh and stops.
+"""
+
+import dataclasses
+import datetime
+import json
+import os
+import socket
+import threading
+import time
+import uuid
+
+from absl import logging
+
+from harness import errors
+
+__all__ = [
+    "LEASE_FILE", "DEFAULT_REFRESH_SECS", "STALE_AFTER_REFRESHES",
+    "LeaseRecord", "Lease", "hold", "read", "stale_reason",
+]
+
+LEASE_FILE = "trainer.lease"
+DEFAULT_REFRESH_SECS = 5.0
+# A lease not refreshed for this many periods is stale (a holder on another
+# host that died, or lost its filesystem).
+STALE_AFTER_REFRESHES = 6
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LeaseRecord:
+  """What a lease file says about its holder (times: seconds since epoch)."""
+  host: str
+  pid: int
+  task: str
+  start_time: float
+  refreshed_time: float
+  refresh_secs: float
+  token: str
+
+  def describe(self, now):
+    started = datetime.datetime.fromtimestamp(
+        self.start_time, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    age = max(0.0, now - self.refreshed_time)
+    return (f"host {self.host}, pid {self.pid}, task {self.task}, started "
+            f"{started}, last refreshed {age:.0f} s ago")
+
+
+def _gfile():
+  from harness._tf import tf  # pylint: disable=g-import-not-at-top
+  return tf.io.gfile
+
+
+def _path(model_dir):
+  return os.path.join(os.fspath(model_dir), LEASE_FILE)
+
+
+def read(model_dir):
+  """The lease of `model_dir`, or None if there is none (or it is unreadable).
+
+  An unreadable or malformed lease file counts as no lease; a warning says so.
+  """
+  gfile = _gfile()
+  path = _path(model_dir)
+  try:
+    if not gfile.exists(path):
+      return None
+    with gfile.GFile(path, "r") as f:
+      data = json.loads(f.read())
+    return LeaseRecord(
+        host=str(data["host"]), pid=int(data["pid"]), task=str(data["task"]),
+        start_time=float(data["start_time"]),
+        refreshed_time=float(data["refreshed_time"]),
+        refresh_secs=float(data["refresh_secs"]), token=str(data["token"]))
+  except (ValueError, KeyError, TypeError) as e:
+    logging.warning("lease | %s is malformed (%s); treating it as no lease",
+                    path, e)
+    return None
+  except Exception as e:  # pylint: disable=broad-except
+    if type(e).__name__ == "NotFoundError":  # Released in between.
+      return None
+    raise
+
+
+def _write(model_dir, record):
+  gfile = _gfile()
+  path = _path(model_dir)
+  tmp = f"{path}.tmp-{record.token}"
+  with gfile.GFile(tmp, "w") as f:
+    f.write(json.dumps(dataclasses.asdict(record), sort_keys=True))
+  gfile.rename(tmp, path, overwrite=True)
+
+
+def _pid_alive(pid):
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  except PermissionError:
+    return True
+  return True
+
+
+def stale_reason(record, *, now, host, pid, pid_alive=_pid_alive):
+  """Why `record`'s holder is gone, or None while it may still be training.
+
+  Args:
+    record: a `LeaseRecord`.
+    now: the current time (seconds since epoch).
+    host: this machine's host name.
+    pid: this process's pid.
+    pid_alive: callable(pid) -> bool for processes of this host.
+
+  Returns:
+    A short reason ("holder pid 12 is not running on this host", ...) or None.
+  """
+  if record.host == host:
+    if record.pid == pid:
+      return (f"the holder was this process (pid {pid}) in an earlier run or "
+              "container")
+    if not pid_alive(record.pid):
+      return f"holder pid {record.pid} is not running on this host"
+  limit = STALE_AFTER_REFRESHES * record.refresh_secs
+  if now - record.refreshed_time > limit:
+    return (f"not refreshed for {now - record.refreshed_time:.0f} s (> "
+            f"{STALE_AFTER_REFRESHES} x {record.refresh_secs:g} s refresh "
+            "period)")
+  return None
+
+
+class Lease:
+  """A held lease: refreshed in the background until `release()`."""
+
+  def __init__(self, model_dir, record, *, clock):
+    self.model_dir = os.fspath(model_dir)
+    self.record = record
+    self._clock = clock
+    self._stop = threading.Event()
+    self._lost = None  # The record that replaced ours, once seen.
+    self._thread = threading.Thread(
+        target=self._refresh_loop, name="harness-lease", daemon=True)
+    self._hook = None
+
+  @property
+  def lost_to(self):
+    """The record of the trainer that took the lease over, or None."""
+    return self._lost
+
+  def _refresh_loop(self):
+    while not self._stop.wait(self.record.refresh_secs):
+      try:
+        self.refresh()
+      except Exception as e:  # pylint: disable=broad-except
+        logging.warning("lease | cannot refresh %s: %s", _path(self.model_dir),
+                        e)
+      if self._lost is not None:
+        return
+
+  def refresh(self):
+    """Rewrites the lease with the current time, unless another took it."""
+    current = read(self.model_dir)
+    if current is not None and current.token != self.record.token:
+      self._lost = current
+      logging.error(
+          "lease | %s | model_dir %s was taken over by %s; this trainer "
+          "stops writing it", self.record.task, self.model_dir,
+          current.describe(self._clock()))
+      return
+    self.record = dataclasses.replace(self.record,
+                                      refreshed_time=self._clock())
+    _write(self.model_dir, self.record)
+
+  def check(self):
+    """Raises ModelDirLeaseError once another trainer took the lease over."""
+    if self._lost is not None:
+      raise errors.ModelDirLeaseError(
+          f"model_dir {self.model_dir} was taken over by another trainer "
+          f"({self._lost.describe(self._clock())}) while this one "
+          f"({self.record.task}, pid {self.record.pid}) trained; it stopped so "
+          "that checkpoints of two runs do not interleave. Fix: let one "
+          "trainer own a model_dir; use --force_takeover only when the old "
+          "trainer is gone.")
+
+  @property
+  def hook(self):
+    """A SessionRunHook that stops training with an error once lost."""
+    if self._hook is None:
+      from harness._tf import tf  # pylint: disable=g-import-not-at-top
+      lease = self
+
+      class _LeaseHook(tf.compat.v1.train.SessionRunHook):
+
+        def after_run(self, run_context, run_values):
+          del run_context, run_values
+          lease.check()
+
+      self._hook = _LeaseHook()
+    return self._hook
+
+  def release(self):
+    """Stops refreshing and removes the lease file if it is still ours."""
+    self._stop.set()
+    if self._thread.is_alive():
+      self._thread.join(timeout=self.record.refresh_secs + 5)
+    current = read(self.model_dir)
+    if current is not None and current.token == self.record.token:
+      try:
+        _gfile().remove(_path(self.model_dir))
+      except Exception as e:  # pylint: disable=broad-except
+        if type(e).__name__ != "NotFoundError":
+          raise
+      logging.info("lease | %s | released %s", self.record.task,
+                   _path(self.model_dir))
+
+  def __enter__(self):
+    return self
+
+  def __exit__(self, *unused_exc):
+    self.release()
+
+
+def acquire(model_dir, *, task_label="local", force_takeover=False,
+            refresh_secs=DEFAULT_REFRESH_SECS, clock=time.time,
+            host=None, pid=None, pid_alive=_pid_alive):
+  """Takes the trainer's lease of `model_dir` and starts refreshing it.
+
+  Args:
+    model_dir: the directory (any `tf.io.gfile` path); created if missing.
+    task_label: who trains, e.g. "local" or "chief/0" (shown to others).
+    force_takeover: take over a live lease of another trainer.
+    refresh_secs: seconds between refreshes (> 0).
+    clock, host, pid, pid_alive: injectable time, identity and liveness.
+
+  Returns:
+    A started `Lease`; call `release()` (or use it as a context manager).
+
+  Raises:
+    ModelDirLeaseError: another trainer holds a live lease.
+    ConfigError: `refresh_secs` is not > 0.
+  """
+  if isinstance(refresh_secs, bool) or not isinstance(
+      refresh_secs, (int, float)) or refresh_secs <= 0:
+    raise errors.ConfigError(
+        f"`refresh_secs` must be a number of seconds > 0, got "
+        f"{refresh_secs!r}.")
+  host = socket.gethostname() if host is None else host
+  pid = os.getpid() if pid is None else pid
+  model_dir = os.fspath(model_dir)
+  _gfile().makedirs(model_dir)
+  now = clock()
+  current = read(model_dir)
+  if current is not None:
+    reason = stale_reason(current, now=now, host=host, pid=pid,
+                          pid_alive=pid_alive)
+    if reason is not None:
+      logging.warning(
+          "lease | %s | taking over the stale lease of model_dir %s (%s): %s",
+          task_label, model_dir, current.describe(now), reason)
+    elif force_takeover:
+      logging.warning(
+          "lease | %s | --force_takeover: taking over the live lease of "
+          "model_dir %s from %s; that trainer stops at its next refresh",
+          task_label, model_dir, current.describe(now))
+    else:
+      raise errors.ModelDirLeaseError(_held_message(
+          model_dir, current, now, refresh_secs=current.refresh_secs))
+  record = LeaseRecord(host=host, pid=pid, task=task_label, start_time=now,
+                       refreshed_time=now, refresh_secs=float(refresh_secs),
+                       token=uuid.uuid4().hex)
+  _write(model_dir, record)
+  check = read(model_dir)
+  if check is None or check.token != record.token:  # Lost a start-up race.
+    raise errors.ModelDirLeaseError(_held_message(
+        model_dir, check or record, now, refresh_secs=record.refresh_secs))
+  lease = Lease(model_dir, record, clock=clock)
+  lease._thread.start()  # pylint: disable=protected-access
+  logging.info("lease | %s | holds %s (host %s, pid %d, refreshed every "
+               "%g s)", task_label, _path(model_dir), host, pid, refresh_secs)
+  return lease
+
+
+def _held_message(model_dir, holder, now, *, refresh_secs):
+  stale_after = STALE_AFTER_REFRESHES * refresh_secs
+  return (
+      f"model_dir {model_dir} is in use by another trainer: "
+      f"{holder.describe(now)} (lease file {_path(model_dir)}). Two trainers "
+      "on one model_dir would interleave their checkpoints. Fix: wait for "
+      "that trainer to finish (or stop it), use another --model_dir, or, if "
+      "it is gone, pass --force_takeover (RunConfig(force_takeover=True)); a "
+      f"lease not refreshed for {stale_after:g} s, or whose process is dead "
+      "on this host, is taken over automatically.")
+
+
+def hold(model_dir, **kwargs):
+  """`acquire(...)` for a `with` statement; the lease is released at exit."""
+  return acquire(model_dir, **kwargs)

@@ -1,0 +1,196 @@
+"""One writer per model_dir: harness.lease, alone and through harness.main.
+
+The unit tests inject the clock, host and pid liveness. The slow tests run
+real `python -m harness.main` trainers on one model_dir: a second trainer
+fails fast naming the first; a trainer killed with SIGKILL leaves a lease
+that the next one takes over with a warning.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from absl.testing import absltest
+import pytest
+
+from harness import errors
+from harness import lease
+from harness._tf import tf
+from tests import conftest
+
+_HOST = "host-a"
+_WAIT_SECS = 180  # TF start-up of a trainer on a loaded 2-core machine.
+_RUN_SECS = 240
+
+
+class _Clock:
+
+  def __init__(self, now=1000.0):
+    self.now = now
+
+  def __call__(self):
+    return self.now
+
+
+def _acquire(model_dir, clock, **kwargs):
+  kwargs.setdefault("host", _HOST)
+  kwargs.setdefault("pid_alive", lambda pid: True)
+  kwargs.setdefault("refresh_secs", 3600)  # No background refresh in tests.
+  return lease.acquire(model_dir, clock=clock, **kwargs)
+
+
+class LeaseTest(absltest.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.model_dir = self.create_tempdir().full_path
+    self.clock = _Clock()
+
+  def test_second_trainer_is_refused_naming_the_holder(self):
+    first = _acquire(self.model_dir, self.clock, pid=111, task_label="chief/0")
+    self.addCleanup(first.release)
+    self.clock.now += 20
+    with self.assertRaises(errors.ModelDirLeaseError) as raised:
+      _acquire(self.model_dir, self.clock, pid=222)
+    message = str(raised.exception)
+    self.assertIn(f"model_dir {self.model_dir} is in use by another trainer: "
+                  "host host-a, pid 111, task chief/0", message)
+    self.assertIn("last refreshed 20 s ago", message)
+    self.assertIn("--force_takeover", message)
+    self.assertEqual(lease.read(self.model_dir).pid, 111)
+
+  def test_dead_holder_on_this_host_is_taken_over(self):
+    _acquire(self.model_dir, self.clock, pid=111)  # Never released: "killed".
+    with self.assertLogs(level="WARNING") as logs:
+      second = _acquire(self.model_dir, self.clock, pid=222,
+                        pid_alive=lambda pid: pid != 111)
+    self.addCleanup(second.release)
+    self.assertIn("holder pid 111 is not running on this host",
+                  "\n".join(logs.output))
+    self.assertEqual(lease.read(self.model_dir).pid, 222)
+
+  def test_live_holder_on_another_host_is_stale_only_after_n_refreshes(self):
+    first = _acquire(self.model_dir, self.clock, pid=111, host="host-b",
+                     refresh_secs=10)
+    del first  # Its holder "lost the filesystem": never refreshed again.
+    self.clock.now += lease.STALE_AFTER_REFRESHES * 10 - 1
+    with self.assertRaises(errors.ModelDirLeaseError):
+      _acquire(self.model_dir, self.clock, pid=222)
+    self.clock.now += 2
+    with self.assertLogs(level="WARNING") as logs:
+      second = _acquire(self.model_dir, self.clock, pid=222)
+    self.addCleanup(second.release)
+    self.assertIn(f"> {lease.STALE_AFTER_REFRESHES} x 10 s refresh period",
+                  "\n".join(logs.output))
+
+  def test_force_takeover_stops_the_old_holder_at_its_refresh(self):
+    first = _acquire(self.model_dir, self.clock, pid=111)
+    second = _acquire(self.model_dir, self.clock, pid=222,
+                      force_takeover=True)
+    self.addCleanup(second.release)
+    first.check()  # Not noticed before its refresh.
+    first.refresh()
+    with self.assertRaises(errors.ModelDirLeaseError) as raised:
+      first.check()
+    self.assertIn("was taken over by another trainer (host host-a, pid 222",
+                  str(raised.exception))
+    first.release()  # Leaves the new holder's lease alone.
+    self.assertEqual(lease.read(self.model_dir).pid, 222)
+
+  def test_refresh_and_release_on_ram_filesystem(self):
+    model_dir = "ram://lease_test/model"
+    held = _acquire(model_dir, self.clock, pid=111)
+    self.clock.now += 7
+    held.refresh()
+    self.assertEqual(lease.read(model_dir).refreshed_time, self.clock.now)
+    held.release()
+    self.assertIsNone(lease.read(model_dir))
+    self.assertFalse(tf.io.gfile.exists(f"{model_dir}/{lease.LEASE_FILE}"))
+
+  def test_refresh_secs_must_be_positive(self):
+    with self.assertRaisesRegex(errors.ConfigError, "`refresh_secs` must be"):
+      lease.acquire(self.model_dir, refresh_secs=0)
+
+
+def _main_command(model_dir, *extra):
+  return [sys.executable, "-m", "harness.main", "--model_fn=linear",
+          "--input_fn=constant", "--mode=train", f"--model_dir={model_dir}",
+          "--save_checkpoints_steps=100000000", "--log_step_count_steps=1000",
+          *extra]
+
+
+def _describe(name, command, code, out):
+  return f"{name}: {command}\nexit: {code}\noutput tail:\n{out[-3000:]}"
+
+
+@pytest.mark.slow
+class TwoTrainersTest(absltest.TestCase):
+  """Real `python -m harness.main` processes on one model_dir."""
+
+  def _start_holder(self, model_dir):
+    command = _main_command(model_dir, "--max_steps=1000000000")
+    log_path = os.path.join(self.create_tempdir().full_path, "holder.log")
+    log = open(log_path, "wb")  # pylint: disable=consider-using-with
+    self.addCleanup(log.close)
+    proc = subprocess.Popen(command, cwd=conftest.REPO_ROOT,
+                            env=conftest.child_env(), stdout=log,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    self.addCleanup(self._kill, proc)
+    deadline = time.monotonic() + _WAIT_SECS
+    while lease.read(model_dir) is None and proc.poll() is None and (
+        time.monotonic() < deadline):
+      time.sleep(0.2)
+    with open(log_path, "rb") as f:
+      out = f.read().decode("utf-8", "replace")
+    self.assertIsNotNone(
+        lease.read(model_dir),
+        "the first trainer took no lease in time\n" + _describe(
+            "first", command, proc.poll(), out))
+    return proc
+
+  def _kill(self, proc):
+    if proc.poll() is None:
+      os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+
+  def _run(self, command):
+    proc = subprocess.run(command, cwd=conftest.REPO_ROOT,
+                          env=conftest.child_env(), capture_output=True,
+                          text=True, timeout=_RUN_SECS, check=False)
+    return proc, proc.stdout + proc.stderr
+
+  def test_second_fails_naming_first_and_killed_holder_is_taken_over(self):
+    model_dir = self.create_tempdir().full_path
+    first = self._start_holder(model_dir)
+    holder = lease.read(model_dir)
+    self.assertEqual(holder.pid, first.pid)
+
+    command = _main_command(model_dir, "--max_steps=20")
+    second, out = self._run(command)
+    detail = _describe("second", command, second.returncode, out)
+    self.assertEqual(second.returncode, 1, detail)
+    self.assertIn(f"model_dir {model_dir} is in use by another trainer: host "
+                  f"{holder.host}, pid {first.pid}", out, detail)
+    self.assertIn("--force_takeover", out, detail)
+    self.assertIsNone(first.poll(), "the first trainer stopped")
+    self.assertEqual(lease.read(model_dir).pid, first.pid)
+
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait(timeout=30)
+    self.assertEqual(lease.read(model_dir).pid, first.pid)  # Left behind.
+    third, out = self._run(command)
+    detail = _describe("third", command, third.returncode, out)
+    self.assertEqual(third.returncode, 0, detail)
+    self.assertIn("taking over the stale lease", out, detail)
+    self.assertIn(f"holder pid {first.pid} is not running on this host", out,
+                  detail)
+    self.assertIsNone(lease.read(model_dir), "the lease was not released")
+    self.assertEqual(
+        tf.train.load_variable(tf.train.latest_checkpoint(model_dir),
+                               "global_step"), 20)
+
+
+if __name__ == "__main__":
+  absltest.main()

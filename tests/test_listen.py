@@ -1,0 +1,255 @@
+"""Where servers really listen, and who can reach them.
+
+TensorFlow 2.21 binds every interface. `python -m harness.server` must say
+so (`listening on *:PORT`) and warn; a cluster run by `python -m
+harness.launch` must be unreachable from outside its private network
+namespace: connections through this machine's non-loopback address (and
+through 127.0.0.1 of the host namespace) are refused while the server
+answers inside the namespace. Traffic goes only to this machine's own
+addresses and to the test's namespace.
+"""
+
+import io
+import os
+import queue
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+from absl.testing import absltest
+from absl.testing import parameterized
+import pytest
+
+from harness import errors
+from harness import launch
+from harness import listen
+from harness import netns
+from harness import ports
+from tests import conftest
+
+_START_SECS = 180  # TF start-up on a loaded 2-core machine.
+_CONNECT_SECS = 5
+_LISTENING = re.compile(r"listening on \*:(\d+)(.*)$")
+
+
+def _non_loopback_ipv4():
+  """An IPv4 address of this machine other than loopback, or None."""
+  if shutil.which("ip") is None:
+    return None
+  out = subprocess.run(["ip", "-o", "-4", "addr", "show", "scope", "global"],
+                       capture_output=True, text=True, timeout=10,
+                       check=False).stdout
+  found = re.findall(r"inet (\d+\.\d+\.\d+\.\d+)/", out)
+  return found[0] if found else None
+
+
+def _connect(host, port):
+  """None if a TCP connection to host:port opens, else the OSError."""
+  try:
+    with socket.create_connection((host, port), timeout=_CONNECT_SECS):
+      return None
+  except OSError as e:
+    return e
+
+
+class _Lines:
+  """Reads a process's merged output in a thread; waits for patterns."""
+
+  def __init__(self, proc):
+    self.lines = []
+    self._queue = queue.Queue()
+    self._thread = threading.Thread(target=self._pump, args=(proc.stdout,),
+                                    daemon=True)
+    self._thread.start()
+
+  def _pump(self, pipe):
+    for raw in iter(pipe.readline, b""):
+      self._queue.put(raw.decode("utf-8", "replace").rstrip("\n"))
+
+  def wait_for(self, pattern, timeout):
+    deadline = time.monotonic() + timeout
+    for line in self.lines:
+      match = pattern.search(line)
+      if match:
+        return match
+    while time.monotonic() < deadline:
+      try:
+        line = self._queue.get(timeout=0.2)
+      except queue.Empty:
+        continue
+      self.lines.append(line)
+      match = pattern.search(line)
+      if match:
+        return match
+    return None
+
+  def text(self):
+    while True:
+      try:
+        self.lines.append(self._queue.get_nowait())
+      except queue.Empty:
+        return "\n".join(self.lines[-60:])
+
+
+class DescribeTest(parameterized.TestCase):
+
+  def test_default_says_all_interfaces_and_warns(self):
+    line, warning = listen.describe("127.0.0.1:2222", environ={})
+    self.assertEqual(line, "*:2222 (all interfaces; cluster address "
+                     "127.0.0.1:2222)")
+    self.assertIn("listens on all interfaces (*:2222), not only on "
+                  "127.0.0.1:2222", warning)
+    self.assertIn("iptables -I INPUT -p tcp --dport 2222 ! -i lo -j DROP",
+                  warning)
+
+  def test_acknowledged_all_interfaces_does_not_warn(self):
+    line, warning = listen.describe("[::1]:2222", environ={},
+                                    bind_address="*")
+    self.assertTrue(line.startswith("*:2222 (all interfaces"))
+    self.assertIsNone(warning)
+
+  def test_inside_launch_namespace(self):
+    line, warning = listen.describe(
+        "127.0.0.1:7", environ={listen.ISOLATION_ENV: listen.NETNS})
+    self.assertEqual(line, "*:7 inside harness.launch's private network "
+                     "namespace (unreachable from outside it)")
+    self.assertIsNone(warning)
+
+  @parameterized.parameters(None, "", "*", "0.0.0.0", "::")
+  def test_accepted_bind_addresses(self, value):
+    self.assertIn(listen.check_bind_address(value), (None, "*"))
+
+  def test_one_host_is_refused_with_the_reason(self):
+    with self.assertRaisesRegex(
+        errors.NotSupportedError,
+        r"--bind_address='10\.0\.0\.5': TensorFlow 2\.21's gRPC server "
+        r"cannot listen on one address \(GrpcServer::Init binds "
+        r"0\.0\.0\.0:<port>"):
+      listen.check_bind_address("10.0.0.5", source="--bind_address")
+
+
+class LaunchNetworkTest(absltest.TestCase):
+  """harness.launch's choice of network, through its Python entry point."""
+
+  def _launch(self, **kwargs):
+    out = io.StringIO()
+    code = launch.launch([sys.executable, "-c", "pass"], workers=1,
+                         output=out, timeout_secs=120, **kwargs)
+    return code, out.getvalue()
+
+  def test_none_warns_with_the_open_ports_and_a_firewall_rule(self):
+    code, out = self._launch(network_isolation="none")
+    self.assertEqual(code, 0, out)
+    match = re.search(r"launch \| WARNING \| TensorFlow servers listen on all "
+                      r"interfaces: ports (\d+) are open to the network .*"
+                      r"--network_isolation=none\). Firewall them, e\.g\. "
+                      r"`iptables -I INPUT -p tcp -m multiport --dports (\d+) "
+                      r"! -i lo -j DROP`", out)
+    self.assertIsNotNone(match, out)
+    self.assertEqual(match.group(1), match.group(2))
+    self.assertNotIn("launch | network |", out)
+
+  def test_auto_isolates_where_possible_else_warns(self):
+    code, out = self._launch()
+    self.assertEqual(code, 0, out)
+    if netns.unavailable_reason() is None:
+      self.assertIn("launch | network | tasks run in a private network "
+                    "namespace", out)
+    else:
+      self.assertIn("launch | WARNING | TensorFlow servers listen on all "
+                    "interfaces", out)
+
+  def test_netns_required_for_a_non_loopback_host_is_an_error(self):
+    address = _non_loopback_ipv4()
+    if not address:
+      self.skipTest("this machine has no non-loopback IPv4 address")
+    with self.assertRaisesRegex(
+        errors.ConfigError, rf"--network_isolation=netns: cannot create a "
+        rf"private network namespace: --host={re.escape(address)} is not a "
+        "loopback address"):
+      self._launch(network_isolation="netns", host=address)
+
+
+def _stop(proc):
+  if proc.poll() is None:
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+      proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+      os.killpg(proc.pid, signal.SIGKILL)
+      proc.wait(timeout=30)
+
+
+@pytest.mark.slow
+class ReachabilityTest(absltest.TestCase):
+
+  def _start(self, command, env):
+    proc = subprocess.Popen(command, cwd=conftest.REPO_ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    self.addCleanup(_stop, proc)
+    return proc, _Lines(proc)
+
+  def test_standalone_server_says_all_interfaces_and_warns(self):
+    port = ports.pick_free_port()
+    env = conftest.child_env({"cluster": {"worker": [f"127.0.0.1:{port}"]},
+                              "task": {"type": "worker", "index": 0}})
+    command = [sys.executable, "-m", "harness.server"]
+    proc, out = self._start(command, env)
+    match = out.wait_for(_LISTENING, _START_SECS)
+    self.assertIsNotNone(match, f"{command}: no listen line\n{out.text()}")
+    self.assertEqual(int(match.group(1)), port)
+    self.assertIn("(all interfaces; cluster address 127.0.0.1:", match.group(2))
+    warned = out.wait_for(re.compile(
+        rf"listens on all interfaces \(\*:{port}\).*iptables"), 10)
+    self.assertIsNotNone(warned, out.text())
+    address = _non_loopback_ipv4()
+    if address:  # The warning is true: the port answers off loopback.
+      self.assertIsNone(_connect(address, port), out.text())
+    self.assertIsNone(proc.poll())
+
+  def test_launch_cluster_is_unreachable_from_outside_its_namespace(self):
+    reason = netns.unavailable_reason()
+    if reason:
+      self.skipTest(f"no private network namespace here: {reason}")
+    command = [sys.executable, "-m", "harness.launch", "--workers=1",
+               "--ps=1", "--network_isolation=netns", "--timeout_secs=300",
+               "--", sys.executable, "-m", "harness.server"]
+    proc, out = self._start(command, conftest.child_env())
+    space = out.wait_for(re.compile(
+        r"launch \| network \| tasks run in a private network namespace "
+        r"\((/proc/\d+/ns/net)\)"), 60)
+    self.assertIsNotNone(space, out.text())
+    match = out.wait_for(re.compile(
+        r"\[(worker/0)\].*listening on \*:(\d+) inside harness.launch's "
+        "private network namespace"), _START_SECS)
+    self.assertIsNotNone(match, out.text())
+    port = int(match.group(2))
+    self.assertIsNone(out.wait_for(re.compile("WARNING"), 0), out.text())
+    # Inside the namespace the server answers ...
+    inside = subprocess.run(
+        ["nsenter", f"--net={space.group(1)}", "--", sys.executable, "-c",
+         "import socket; socket.create_connection(('127.0.0.1', "
+         f"{port}), timeout={_CONNECT_SECS}).close(); print('connected')"],
+        capture_output=True, text=True, timeout=60, check=False)
+    self.assertIn("connected", inside.stdout, inside.stderr)
+    # ... from this machine's own addresses outside it, nothing does.
+    targets = ["127.0.0.1"]
+    address = _non_loopback_ipv4()
+    if address:
+      targets.insert(0, address)
+    for host in targets:
+      error = _connect(host, port)
+      self.assertIsInstance(error, ConnectionRefusedError,
+                            f"{host}:{port} from outside the namespace: "
+                            f"{error!r}\n{out.text()}")
+    self.assertIsNone(proc.poll(), out.text())
+
+
+if __name__ == "__main__":
+  absltest.main()

@@ -1,0 +1,140 @@
+"""One standalone client per cluster; servers restart after a lost client.
+
+Fast: claims against an in-process server (granted, refused naming the
+holder, cleared, expired and seen by the server's watchdog). Slow: real
+`python -m harness.server` and `python -m harness.main --remote_cluster`
+processes: a second client is refused while the first trains; the first is
+killed with SIGKILL; the next client expires the dead client's claim, the
+server restarts in place (same pid and port) and the client finishes.
+"""
+
+import json
+import os
+import re
+import socket
+import time
+
+from absl.testing import absltest
+import pytest
+
+from harness import errors
+from harness import ports
+from harness import server_claim
+from harness._tf import tf
+from tests import test_remote
+
+_CLIENT_SECS = 240
+
+
+def _in_process_server():
+  address = f"127.0.0.1:{ports.pick_free_port()}"
+  server = tf.distribute.Server(
+      tf.train.ClusterSpec({"worker": [address]}), job_name="worker",
+      task_index=0, start=True)
+  return server, address
+
+
+class ClaimTest(absltest.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.server, cls.address = _in_process_server()
+    cls.cluster = {"worker": [cls.address]}
+    cls.watchdog = server_claim.Watchdog(cls.server.target, "worker", 0)
+
+  def test_claims_refusal_release_and_expiry(self):
+    self.assertIsNone(self.watchdog.lost_client())
+    first = server_claim.claim_all(self.cluster, timeout_secs=60,
+                                   wait_secs=10)
+    with self.assertRaises(errors.RemoteClusterBusyError) as raised:
+      server_claim.claim_all(self.cluster, timeout_secs=60, wait_secs=10)
+    message = str(raised.exception)
+    self.assertIn(f"The server of worker/0 at {self.address} is driven by "
+                  f"another client: host {socket.gethostname()}, pid "
+                  f"{os.getpid()}", message)
+    self.assertIn("would interleave their steps", message)
+    self.assertIsNone(self.watchdog.lost_client())  # Still renewed.
+    first.release(clean=True)
+    second = server_claim.claim_all(self.cluster, timeout_secs=60,
+                                    wait_secs=10)
+    second.release(clean=False)  # A failed client: restart the server.
+    self.assertIn("expired", self.watchdog.lost_client())
+    with self.assertRaisesRegex(errors.RemoteClusterError,
+                                "did not restart within 1 s"):
+      server_claim.claim_all(self.cluster, timeout_secs=60, wait_secs=1)
+
+  def setUp(self):
+    super().setUp()
+    # Each test starts from a server nobody holds (as after a restart).
+    ops = server_claim.ClaimOps(server_claim.server_device("worker", 0))
+    with tf.compat.v1.Session(self.server.target, graph=ops.graph) as sess:
+      holder = sess.run(ops.watch)[0].decode()
+      if holder:
+        sess.run(ops.change, feed_dict={ops.token: holder, ops.timeout: 1,
+                                        ops.action: "clean"})
+
+  def test_unrenewed_claim_is_reported_by_the_watchdog(self):
+    claims = server_claim.claim_all(self.cluster, timeout_secs=1,
+                                    wait_secs=10)
+    claims._stop.set()  # pylint: disable=protected-access  # "Killed".
+    deadline = time.monotonic() + 30
+    lost = None
+    while lost is None and time.monotonic() < deadline:
+      time.sleep(0.3)
+      lost = self.watchdog.lost_client()
+    self.assertIsNotNone(lost)
+    self.assertEqual(json.loads(lost)["pid"], os.getpid())
+
+
+def _client_args(cluster, model_dir, max_steps):
+  spec = ";".join(f"{job}={','.join(a)}" for job, a in cluster.items())
+  return ["-m", "harness.main", "--model_fn=linear", "--input_fn=constant",
+          f"--remote_cluster={spec}", "--strategy=collective",
+          f"--max_steps={max_steps}", "--save_checkpoints_steps=20",
+          "--log_step_count_steps=10", "--mode=train",
+          "--remote_claim_timeout_secs=6", f"--model_dir={model_dir}"]
+
+
+@pytest.mark.slow
+class TwoClientsTest(absltest.TestCase):
+
+  def test_second_client_refused_then_killed_client_replaced(self):
+    cluster = test_remote._cluster(worker=1)  # pylint: disable=protected-access
+    server, = test_remote._start_servers(self, cluster)  # pylint: disable=protected-access
+    model_dir = self.create_tempdir().full_path
+    first = test_remote._Process(  # pylint: disable=protected-access
+        _client_args(cluster, model_dir, 10**9), "client 1")
+    self.addCleanup(first.kill_group)
+    self.assertTrue(first.wait_for(
+        lambda: re.search(r"train \| remote worker/0 \| step \d+",
+                          first.output), _CLIENT_SECS), first.describe())
+
+    second = test_remote._Process(  # pylint: disable=protected-access
+        _client_args(cluster, model_dir + "-2", 20), "client 2")
+    self.addCleanup(second.kill_group)
+    self.assertEqual(second.wait(_CLIENT_SECS), 1, second.describe())
+    self.assertIn(f"is driven by another client: host {socket.gethostname()}"
+                  f", pid {first.proc.pid}", second.output, second.describe())
+    self.assertNotIn("train | remote", second.output)
+    self.assertIsNone(first.proc.poll(), first.describe())
+
+    first.kill_group()  # SIGKILL mid-run: its claim is never released.
+    step = test_remote._checkpoint_step(model_dir) or 0  # pylint: disable=protected-access
+    third = test_remote._Process(  # pylint: disable=protected-access
+        _client_args(cluster, model_dir, step + 30), "client 3")
+    self.addCleanup(third.kill_group)
+    self.assertEqual(third.wait(_CLIENT_SECS), 0,
+                     third.describe() + "\n" + server.describe())
+    # Either it expired the dead client's claim itself, or found it expired
+    # already; either way the server restarted before the claim was granted.
+    self.assertRegex(third.output, "no longer running on this host|claimed 1",
+                     third.describe())
+    self.assertIn("restarting this server in place", server.output,
+                  server.describe())
+    self.assertIsNone(server.proc.poll(), server.describe())  # Same pid.
+    self.assertEqual(test_remote._checkpoint_step(model_dir), step + 30)  # pylint: disable=protected-access
+
+
+if __name__ == "__main__":
+  absltest.main()
