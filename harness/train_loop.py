@@ -20,6 +20,7 @@ from harness import input_pipeline
 from harness import preemption
 from harness import spec as spec_lib
 from harness import step_loop
+from harness import step_rate
 from harness._tf import tf
 
 __all__ = [
@@ -145,12 +146,15 @@ class TrainGraph:
     global_step: the global step variable.
     steps_per_loop: training steps one `session.run` makes.
     loop: the `step_loop.LoopedStep` (None without a loop).
+    examples_per_step: the global batch of a step, for `examples/sec`: a
+      scalar Tensor, an int (static batch under a loop), or None (unknown).
   """
   spec: object
   input_hooks: list
   global_step: object
   steps_per_loop: int = 1
   loop: object = None
+  examples_per_step: object = None
 
 
 def build_local(call_model_fn, input_fn, params, config):
@@ -170,7 +174,8 @@ def build_local(call_model_fn, input_fn, params, config):
         result)
     spec = call_model_fn(features, labels, ModeKeys.TRAIN, config)
     return TrainGraph(spec=spec, input_hooks=input_hooks,
-                      global_step=global_step)
+                      global_step=global_step,
+                      examples_per_step=step_rate.examples_in(features, labels))
   iterator = tf.compat.v1.data.make_initializable_iterator(result)
   _register_global_step_read(global_step.read_value)
 
@@ -185,7 +190,17 @@ def build_local(call_model_fn, input_fn, params, config):
   return TrainGraph(
       spec=looped.spec, global_step=global_step, steps_per_loop=steps_per_loop,
       input_hooks=[input_pipeline.DatasetInitializerHook(iterator)],
-      loop=looped)
+      loop=looped, examples_per_step=_static_batch(result.element_spec))
+
+
+def _static_batch(element_spec):
+  """The batch of a dataset's elements if static (a loop's tensors cannot
+  be fetched from outside it), else None."""
+  first = next(iter(tf.nest.flatten(element_spec)), None)
+  shape = getattr(first, "shape", None)
+  if shape is None or not shape.rank or shape[0] is None:
+    return None
+  return int(shape[0])
 
 
 def _loss_reduce_op():
@@ -220,9 +235,13 @@ def build_distributed(strategy, call_model_fn, input_fn, params, config):
       read_step = lambda: strategy.extended.read_var(global_step)
       _register_global_step_read(read_step)
 
+      examples = []  # This step's global batch (used without a loop).
+
       def step_fn():
         features, labels = input_pipeline.parse_features_and_labels(
             iterator.get_next(), check=False)
+        examples.append(step_rate.replicated_examples_in(
+            strategy, features, labels))
         grouped = strategy.extended.call_for_each_replica(
             call_model_fn, args=(features, labels, ModeKeys.TRAIN, config))
         loss = _local_reported_loss(strategy, grouped.loss)
@@ -238,7 +257,8 @@ def build_distributed(strategy, call_model_fn, input_fn, params, config):
 
       if config.steps_per_loop == 1:
         return TrainGraph(spec=step_fn(), input_hooks=input_hooks,
-                          global_step=global_step)
+                          global_step=global_step,
+                          examples_per_step=examples[0])
       looped = step_loop.build(
           step_fn, steps_per_loop=config.steps_per_loop, step_read=read_step,
           global_step=global_step)
@@ -314,12 +334,14 @@ def _ensure_saver(scaffold, config):
           defer_build=True, save_relative_paths=True))
 
 
-def _chief_summary_hooks(model_dir, config, scaffold):
-  """The summary and steps/s hooks MonitoredTrainingSession adds on chiefs."""
+def _chief_summary_hooks(model_dir, config, scaffold, examples_per_step):
+  """The summary and steps/s hooks MonitoredTrainingSession adds on chiefs,
+  plus examples/s."""
   hooks = []
   if config.log_step_count_steps and config.log_step_count_steps > 0:
-    hooks.append(tf.compat.v1.train.StepCounterHook(
-        output_dir=model_dir, every_n_steps=config.log_step_count_steps))
+    hooks.append(step_rate.StepRateHook(
+        output_dir=model_dir, every_n_steps=config.log_step_count_steps,
+        examples_per_step=examples_per_step))
   if config.save_summary_steps and config.save_summary_steps > 0:
     hooks.append(step_loop.SummarySaverHook(
         scaffold=scaffold, save_steps=config.save_summary_steps,
@@ -381,7 +403,8 @@ def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
         "RunConfig.save_checkpoints_secs.")
 
   if context.is_chief:
-    worker_hooks.extend(_chief_summary_hooks(model_dir, config, scaffold))
+    worker_hooks.extend(_chief_summary_hooks(
+        model_dir, config, scaffold, train_graph.examples_per_step))
     worker_hooks.extend(chief_hooks + list(spec.training_chief_hooks))
   if context.should_init:
     creator = tf.compat.v1.train.ChiefSessionCreator(
