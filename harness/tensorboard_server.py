@@ -38,7 +38,8 @@ from harness import errors
 
 __all__ = [
     "DEFAULT_PORT", "HOST", "REQUIREMENT", "START_TIMEOUT_SECS",
-    "command_text", "is_installed", "model_dir_in_command", "serving",
+    "command_text", "expand_bare_flag", "is_installed", "model_dir_in_command",
+    "serving",
     "Server",
 ]
 
@@ -86,6 +87,18 @@ def command_text(logdir, *, python=None):
   elif program != "tensorboard":
     program = shlex.quote(program)
   return f"{program} --logdir {shlex.quote(os.fspath(logdir))}"
+
+
+def expand_bare_flag(argv, name="tensorboard"):
+  """`argv` with a bare `--tensorboard` (before any `--`) written as
+  `--tensorboard=DEFAULT_PORT`, for absl parsers that need a value."""
+  result = list(argv)
+  for i, arg in enumerate(result):
+    if arg == "--":
+      break
+    if arg in (f"--{name}", f"-{name}"):
+      result[i] = f"--{name}={DEFAULT_PORT}"
+  return result
 
 
 def model_dir_in_command(command):
@@ -213,7 +226,8 @@ class Server:
 
 
 def _say(out, text):
-  print(text, file=out, flush=True)
+  out.write(text + "\n")  # One write: other threads may print too.
+  out.flush()
 
 
 @contextlib.contextmanager
