@@ -274,8 +274,8 @@ def serving(logdir, *, port, keep=False, out=None, label="tensorboard",
     watcher.join(timeout=_STOP_GRACE_SECS)
     if keep and server.exited() is None:
       where = f"{server.url}/" if server.url else f"port {server.port}"
-      _say(out, f"{label} | kept running at {where} (pid {server.pid}); "
-           f"stop it with: kill {server.pid}")
+      _say(out, f"{label} | kept running at {where} (pid {server.pid}, "
+           f"output in {server.log_path}); stop it with: kill {server.pid}")
     else:
       server.stop()
       with contextlib.suppress(OSError):

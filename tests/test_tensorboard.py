@@ -33,7 +33,7 @@ _TIMEOUT_SECS = 300
 _HTTP_WAIT_SECS = 120
 _LINEAR = ["--model_fn=linear", "--input_fn=constant"]  # Global batch 10.
 _URL = re.compile(r"tensorboard \| (http://127\.0\.0\.1:\d+)/ \| serving")
-_KEPT_PID = re.compile(r"kept running at \S+ \(pid (\d+)\)")
+_KEPT_PID = re.compile(r"kept running at \S+ \(pid (\d+), output in (\S+)\)")
 _MAX_LINE = 160
 _NEEDS_TB = absltest.skipIf(
     event_multiplexer is None,
@@ -97,13 +97,15 @@ def _wait_for_series(url, run, tag, want_steps):
                        f"within {_HTTP_WAIT_SECS} s; last answer: {series}")
 
 
-def _stop_group(test, pid):
+def _stop_group(test, pid, log_path=None):
   """Stops a TensorBoard this test's command started (its own group)."""
   def stop():
     try:
       os.killpg(pid, signal.SIGTERM)
     except ProcessLookupError:
       pass
+    if log_path and os.path.exists(log_path):
+      os.remove(log_path)
   test.addCleanup(stop)
 
 
@@ -292,7 +294,7 @@ class ServerTest(absltest.TestCase):
             "--tensorboard_keep"])
     kept = _KEPT_PID.search(process.stdout)
     if kept:
-      _stop_group(self, int(kept.group(1)))
+      _stop_group(self, int(kept.group(1)), kept.group(2))
     self.assertEqual(process.returncode, 0, process.description)
     url = _URL.search(process.stdout)
     self.assertIsNotNone(url, process.description)
@@ -352,7 +354,7 @@ class ServerTest(absltest.TestCase):
         f"--model_dir={model_dir}"] + _LINEAR)
     kept = _KEPT_PID.search(process.stdout)
     if kept:
-      _stop_group(self, int(kept.group(1)))
+      _stop_group(self, int(kept.group(1)), kept.group(2))
     self.assertEqual(process.returncode, 0, process.description)
     urls = _URL.findall(process.stdout)
     self.assertLen(urls, 1, process.description)
