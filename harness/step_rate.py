@@ -8,8 +8,9 @@ tf.estimator's chief wrote `global_step/sec` (TF's `StepCounterHook`) every
 same step, `examples/sec`: the examples of one global step (the global batch:
 every replica's batch of that step, times the workers that train in sync)
 times the steps per second. The examples are read from the step's features
-on the steps the hook writes (a scalar fetch, no extra `session.run`), so a
-short last batch counts as what it is. `examples_per_step` may also be a
+on the steps the hook writes (a scalar fetch, no extra `session.run`; under
+`steps_per_loop`, the loop's last step), so a short last batch counts as
+what it is. `examples_per_step` may also be a
 plain int, or None to write `global_step/sec` alone.
 """
 

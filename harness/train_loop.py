@@ -178,29 +178,21 @@ def build_local(call_model_fn, input_fn, params, config):
                       examples_per_step=step_rate.examples_in(features, labels))
   iterator = tf.compat.v1.data.make_initializable_iterator(result)
   _register_global_step_read(global_step.read_value)
+  examples = []  # The body's batch, carried out of the loop.
 
   def step_fn():
     features, labels = input_pipeline.parse_features_and_labels(
         iterator.get_next())
+    examples.append(step_rate.examples_in(features, labels))
     return call_model_fn(features, labels, ModeKeys.TRAIN, config)
 
   looped = step_loop.build(
       step_fn, steps_per_loop=steps_per_loop, step_read=global_step.read_value,
-      global_step=global_step)
+      global_step=global_step, examples_fn=lambda: examples[-1])
   return TrainGraph(
       spec=looped.spec, global_step=global_step, steps_per_loop=steps_per_loop,
       input_hooks=[input_pipeline.DatasetInitializerHook(iterator)],
-      loop=looped, examples_per_step=_static_batch(result.element_spec))
-
-
-def _static_batch(element_spec):
-  """The batch of a dataset's elements if static (a loop's tensors cannot
-  be fetched from outside it), else None."""
-  first = next(iter(tf.nest.flatten(element_spec)), None)
-  shape = getattr(first, "shape", None)
-  if shape is None or not shape.rank or shape[0] is None:
-    return None
-  return int(shape[0])
+      loop=looped, examples_per_step=looped.examples_per_step)
 
 
 def _loss_reduce_op():
@@ -235,7 +227,7 @@ def build_distributed(strategy, call_model_fn, input_fn, params, config):
       read_step = lambda: strategy.extended.read_var(global_step)
       _register_global_step_read(read_step)
 
-      examples = []  # This step's global batch (used without a loop).
+      examples = []  # This step's global batch (carried out of a loop).
 
       def step_fn():
         features, labels = input_pipeline.parse_features_and_labels(
@@ -261,10 +253,11 @@ def build_distributed(strategy, call_model_fn, input_fn, params, config):
                           examples_per_step=examples[0])
       looped = step_loop.build(
           step_fn, steps_per_loop=config.steps_per_loop, step_read=read_step,
-          global_step=global_step)
+          global_step=global_step, examples_fn=lambda: examples[-1])
   return TrainGraph(spec=looped.spec, input_hooks=input_hooks,
                     global_step=global_step,
-                    steps_per_loop=config.steps_per_loop, loop=looped)
+                    steps_per_loop=config.steps_per_loop, loop=looped,
+                    examples_per_step=looped.examples_per_step)
 
 
 def _register_global_step_read(read_step):

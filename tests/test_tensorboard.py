@@ -227,17 +227,24 @@ class EventFilesTest(absltest.TestCase):
     self.assertEqual([s for s, _ in scalars["eval"]["loss"]], [20, 40])
     self.assertEqual([s for s, _ in scalars["eval_holdout"]["loss"]], [40])
 
-  def test_mirrored_examples_count_every_replica(self):
+  def _train(self, *args):
     model_dir = self.create_tempdir().full_path
     job = flags.parse(["harness.main"] + _LINEAR + [
-        "--strategy=mirrored", "--num_gpus_per_worker=2", "--cpu_stand_in",
-        "--batch_size=8", "--max_steps=30", "--log_step_count_steps=10",
-        "--mode=train", f"--model_dir={model_dir}", "--verbosity=quiet"],
-                       environ={})
+        "--max_steps=30", "--log_step_count_steps=10", "--mode=train",
+        f"--model_dir={model_dir}", "--verbosity=quiet"] + list(args),
+                      environ={})
     job_lib.run_job(job, environ={}, out=io.StringIO())
-    scalars = _scalars(model_dir)
+    return _scalars(model_dir)
+
+  def test_mirrored_examples_count_every_replica(self):
+    scalars = self._train("--strategy=mirrored", "--num_gpus_per_worker=2",
+                          "--cpu_stand_in", "--batch_size=8")
     self.assertEqual(set(scalars), {"."})  # One stream.
     _check_rates(self, scalars["."], global_batch=8)
+
+  def test_steps_per_loop_carries_the_batch_out_of_the_loop(self):
+    scalars = self._train("--steps_per_loop=5", "--batch_size=6")
+    _check_rates(self, scalars["."], global_batch=6)
 
 
 # ------------------------------------------------------------- slow tests
