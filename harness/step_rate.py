@@ -33,7 +33,16 @@ def _first_tensor(*structures):
 
 
 def _batch_of(tensor):
-  return tf.shape(tensor, out_type=tf.int64)[0]
+  """int64 scalar: the first dimension of `tensor` (None if it has none).
+
+  A summary must never stop training: odd feature types (a composite whose
+  shape cannot be read) give None, and `examples/sec` is left out.
+  """
+  try:
+    return tf.cast(tf.shape(tensor, out_type=tf.int64)[0], tf.int64)
+  except (TypeError, ValueError) as e:
+    logging.debug("step rate | no batch size from %r: %s", tensor, e)
+    return None
 
 
 def examples_in(features, labels=None):
@@ -59,7 +68,10 @@ def replicated_examples_in(strategy, features, labels=None):
            if t is not None and t.shape.rank]
   if not local:
     return None
-  total = tf.add_n([_batch_of(t) for t in local])
+  batches = [_batch_of(t) for t in local]
+  if any(b is None for b in batches):
+    return None
+  total = tf.add_n(batches)
   workers = max(1, strategy.num_replicas_in_sync // len(local))
   return total * workers if workers > 1 else total
 
