@@ -27,6 +27,9 @@ setuptools.setup(
         "tf-keras>=2.16,<2.22",
         "absl-py>=1.0",
         "tensorflow-datasets>=4.9",
+        # TensorFlow 2.16+ no longer depends on TensorBoard; harness prints
+        # its command and serves it (--tensorboard). Same range as TF's.
+        "tensorboard>=2.16,<2.22",
         "numpy",
     ],
     extras_require={

@@ -278,7 +278,9 @@ class FinalExporter(Exporter):
              is_the_final_export):
     if not is_the_final_export:
       return None
-    logging.info("Performing the final export in the end of training.")
+    logging.info("export | %s | final export of %s", self.name,
+                 os.path.basename(os.fsdecode(checkpoint_path or "")) or
+                 "the latest checkpoint")
     return self._saved_model_exporter.export(
         estimator, export_path, checkpoint_path, eval_result,
         is_the_final_export)

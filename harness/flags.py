@@ -36,11 +36,15 @@ from harness import env_knobs
 from harness import errors
 from harness import job as job_lib
 from harness import paths
+from harness import tensorboard_server
 
 __all__ = ["FLAG_NAMES", "parse", "to_argv", "help_text",
            "normalize_strategy", "visible_gpu_count"]
 
 _FLAGS = flags.FlagValues()
+_TB_DEFAULT_PORT = tensorboard_server.DEFAULT_PORT
+# Flags whose value may be left out: the value a bare --name stands for.
+_BARE_VALUES = {"tensorboard": str(_TB_DEFAULT_PORT)}
 _LOCK = threading.Lock()
 _D = job_lib.JobConfig()  # The defaults, shared by flags and JobConfig.
 
@@ -309,6 +313,15 @@ _EXPORTERS = flags.DEFINE_list(
     "exporters", list(_D.exporters), "SavedModel exporters to run after "
     "evaluations: comma list of " + ",".join(job_lib.EXPORTERS) + ".",
     flag_values=_FLAGS)
+# TensorBoard (harness.tensorboard_server).
+_TENSORBOARD = flags.DEFINE_integer(
+    "tensorboard", _D.tensorboard, "--tensorboard[=PORT]: serve model_dir "
+    "with TensorBoard on 127.0.0.1:PORT while the job runs and print its URL"
+    f"; a bare --tensorboard is port {_TB_DEFAULT_PORT}, 0 picks a free port."
+    " Under a cluster, the chief starts it.", flag_values=_FLAGS)
+_TENSORBOARD_KEEP = flags.DEFINE_bool(
+    "tensorboard_keep", _D.tensorboard_keep, "Leave --tensorboard's server "
+    "running after the job ends (prints its pid).", flag_values=_FLAGS)
 # Run control.
 _TF_RANDOM_SEED = flags.DEFINE_integer(
     "tf_random_seed", _D.tf_random_seed, "Graph-level random seed.",
@@ -372,6 +385,22 @@ def _validate_exporters(names):
          f"{', '.join(job_lib.EXPORTERS)}.")
   return _check(len(set(names)) == len(names),
                 "lists an exporter twice. Fix: name each once.")
+
+
+@flags.validator("tensorboard", flag_values=_FLAGS)
+def _validate_tensorboard_port(port):
+  return port is None or _check(
+      0 <= port <= 65535, "is not a TCP port (0..65535). Fix: --tensorboard "
+      f"for port {_TB_DEFAULT_PORT}, or --tensorboard=0 for a free one.")
+
+
+@flags.multi_flags_validator(["tensorboard", "tensorboard_keep"],
+                             flag_values=_FLAGS)
+def _validate_tensorboard_keep(values):
+  return _check(values["tensorboard"] is not None or not values[
+      "tensorboard_keep"], "--tensorboard_keep keeps the server that "
+      "--tensorboard starts. Fix: add --tensorboard, or drop "
+      "--tensorboard_keep.")
 
 
 @flags.multi_flags_validator(
@@ -441,6 +470,8 @@ def _scan(args):
                       "them.)")
       continue
     flag = _FLAGS[name]
+    if not has_value and name in _BARE_VALUES:
+      has_value, value = True, _BARE_VALUES[name]
     if not has_value:
       if flag.boolean:
         clean.append(arg)

@@ -18,6 +18,7 @@ come from the Estimator's `ProgressLoggerHook`. Only running imports
 TensorFlow: importing this module and `dry_run` need none.
 """
 
+import contextlib
 import dataclasses
 import inspect
 import json
@@ -98,6 +99,9 @@ class JobConfig:
   # its default).
   peer_timeout_secs: float | None = None
   restart_wait_secs: float | None = None
+  # TensorBoard (port None: not started; 0: a free port).
+  tensorboard: int | None = None
+  tensorboard_keep: bool = False
   # Run control.
   tf_random_seed: int | None = None
   verbosity: str = "info"
@@ -343,8 +347,9 @@ def run_job(job, *, environ=None, out=None):
   estimator = _build_estimator(job, environ, info)
   if job.verbosity != "quiet":
     _emit(out, describe(job, info, model_dir=estimator.model_dir))
-  metrics, export_paths, predictions_path = _MODE_RUNNERS[job.mode](
-      estimator, job, info)
+  with _tensorboard(job, info, estimator.model_dir, out):
+    metrics, export_paths, predictions_path = _MODE_RUNNERS[job.mode](
+        estimator, job, info)
   result = JobResult(
       mode=job.mode, task=label, model_dir=estimator.model_dir,
       metrics=dict(metrics) if metrics else None,
@@ -354,6 +359,24 @@ def run_job(job, *, environ=None, out=None):
     _emit(out, results_text.format_metrics(result.metrics, label))
   _emit(out, results_text.summary(result, job))
   return result
+
+
+def _tensorboard(job, info, model_dir, out):
+  """TensorBoard for `model_dir` while the job runs (`--tensorboard`).
+
+  Started once per cluster: by the chief (or the local process / client).
+  """
+  from harness import tensorboard_server  # pylint: disable=g-import-not-at-top
+  if job.tensorboard is None:
+    return contextlib.nullcontext()
+  if not job.remote_cluster and not (
+      cluster_lib.is_chief(info, job.strategy != "default") and
+      not _is_task(info, cluster_lib.EVALUATOR)):
+    logging.info("tensorboard | %s | not started here: the chief serves it",
+                 task_label(info))
+    return contextlib.nullcontext()
+  return tensorboard_server.serving(model_dir, port=job.tensorboard,
+                                    keep=job.tensorboard_keep, out=out)
 
 
 def _emit(out, text):

@@ -29,6 +29,7 @@ case every task still running gets SIGTERM, then SIGKILL after
 This module imports nothing from TensorFlow, so that it starts fast.
 """
 
+import contextlib
 import functools
 import json
 import os
@@ -50,6 +51,7 @@ from harness import errors
 from harness import listen
 from harness import netns
 from harness import ports
+from harness import tensorboard_server
 
 __all__ = ["launch", "build_tf_configs", "task_names", "TIMEOUT_EXIT_CODE",
            "NETWORK_ISOLATIONS"]
@@ -273,9 +275,9 @@ def _check_program(command, env, task):
   """Raises ConfigError unless `command[0]` can be executed."""
   program = command[0]
   if os.sep in program:
-    found = os.path.isfile(program) and os.access(program, os.X_OK)
+    found = os.path.isfile(program) and os.access(program, os.X_OK)  # local-fs: an executable
   else:
-    found = shutil.which(program, path=env.get("PATH", os.defpath))
+    found = shutil.which(program, path=env.get("PATH", os.defpath))  # local-fs: an executable
   if not found:
     raise errors.ConfigError(
         f"Cannot start task {task} with command {command}: {program!r} is "
@@ -454,11 +456,40 @@ def _define_flags():
           "tasks in a private network namespace when the platform allows "
           "(TensorFlow servers listen on every interface), else warn; netns: "
           "require it; none: share this machine's network (needed for "
-          "gs:// model_dirs) and warn."))
+          "gs:// model_dirs) and warn."),
+      # TensorBoard: one server for the cluster's model_dir.
+      tensorboard=flags.DEFINE_integer(
+          "tensorboard", None, "--tensorboard[=PORT]: serve the tasks' "
+          "--model_dir with TensorBoard on 127.0.0.1:PORT while the cluster "
+          "runs and print its URL; a bare --tensorboard is port "
+          f"{tensorboard_server.DEFAULT_PORT}, 0 picks a free port.",
+          lower_bound=0, upper_bound=65535),
+      tensorboard_keep=flags.DEFINE_bool(
+          "tensorboard_keep", False, "Leave --tensorboard's server running "
+          "after the cluster ends (prints its pid)."))
 
 
 _USAGE = ("usage: python -m harness.launch --workers=N [--chief] [--ps=P] "
-          "[--evaluator] [--max_restarts=R] [--timeout_secs=S] -- COMMAND...")
+          "[--evaluator] [--max_restarts=R] [--timeout_secs=S] "
+          "[--tensorboard[=PORT]] -- COMMAND...")
+
+
+def _tensorboard(flag, command):
+  """One TensorBoard for the cluster (`--tensorboard`), or a null context."""
+  if flag.tensorboard.value is None:
+    if flag.tensorboard_keep.value:
+      cli.usage_error("launch", "--tensorboard_keep keeps the server that "
+                      "--tensorboard starts: add --tensorboard.", _USAGE)
+    return contextlib.nullcontext()
+  model_dir = tensorboard_server.model_dir_in_command(command)
+  if not model_dir:
+    cli.usage_error(
+        "launch", f"--tensorboard={flag.tensorboard.value}: the command "
+        "after `--` passes no --model_dir to serve. Fix: add "
+        "--model_dir=<shared path> to the command.", _USAGE)
+  return tensorboard_server.serving(
+      model_dir, port=flag.tensorboard.value,
+      keep=flag.tensorboard_keep.value, label="launch | tensorboard")
 
 
 def _main(flag, argv):
@@ -477,13 +508,14 @@ def _main(flag, argv):
   signal.signal(signal.SIGTERM, on_signal)
   signal.signal(signal.SIGINT, on_signal)
   try:
-    status = launch(
-        command, workers=flag.workers.value, chief=flag.chief.value,
-        ps=flag.ps.value, evaluator=flag.evaluator.value,
-        max_restarts=flag.max_restarts.value, host=flag.host.value,
-        timeout_secs=flag.timeout_secs.value,
-        grace_secs=flag.grace_secs.value, stop_event=stop_event,
-        network_isolation=flag.network_isolation.value)
+    with _tensorboard(flag, command):
+      status = launch(
+          command, workers=flag.workers.value, chief=flag.chief.value,
+          ps=flag.ps.value, evaluator=flag.evaluator.value,
+          max_restarts=flag.max_restarts.value, host=flag.host.value,
+          timeout_secs=flag.timeout_secs.value,
+          grace_secs=flag.grace_secs.value, stop_event=stop_event,
+          network_isolation=flag.network_isolation.value)
   except errors.ConfigError as e:
     cli.usage_error("launch", str(e), _USAGE)
   if received and status == 130:
@@ -492,5 +524,7 @@ def _main(flag, argv):
 
 
 if __name__ == "__main__":
+  _parse = cli.flags_parser("launch", _USAGE)
   app.run(functools.partial(_main, _define_flags()),
-          flags_parser=cli.flags_parser("launch", _USAGE))
+          flags_parser=lambda argv: _parse(
+              tensorboard_server.expand_bare_flag(argv)))

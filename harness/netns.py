@@ -58,7 +58,7 @@ def unavailable_reason():
   if not sys.platform.startswith("linux"):
     return f"network namespaces are Linux-only (platform {sys.platform})"
   for tool in ("unshare", "nsenter"):
-    if shutil.which(tool) is None:
+    if shutil.which(tool) is None:  # local-fs: an executable
       return f"`{tool}` (util-linux) is not installed"
   return None
 
@@ -110,7 +110,7 @@ def start(timeout_secs=_START_SECS):
     command += ["--user", "--map-root-user"]
   command += ["--", sys.executable, "-m", "harness.netns"]
   env = dict(os.environ)
-  here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # local-fs: the package folder
   env["PYTHONPATH"] = os.pathsep.join(
       p for p in (here, env.get("PYTHONPATH")) if p)
   proc = subprocess.Popen(command, stdin=subprocess.PIPE,

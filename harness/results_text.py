@@ -3,7 +3,7 @@
 No TensorFlow; `harness.job` calls it with a `JobResult` and its `JobConfig`.
 """
 
-import shlex
+from harness import tensorboard_server
 
 __all__ = ["format_metrics", "summary"]
 
@@ -36,8 +36,7 @@ def summary(result, job):
   rows += [("export", path) for path in result.export_paths]
   if result.predictions_path:
     rows.append(("predictions", result.predictions_path))
-  # Shell-quoted: the line is meant to be pasted into a shell as is.
-  rows.append(("tensorboard",
-               f"tensorboard --logdir {shlex.quote(str(result.model_dir))}"))
+  rows.append(("tensorboard", tensorboard_server.command_text(
+      result.model_dir)))
   lines += [f"  {key + ':':<19} {value}" for key, value in rows]
   return "\n".join(lines)

@@ -296,7 +296,7 @@ def _wait_for_stop_signal(lost_client=None):
 def _process_usage():
   """(threads, RSS in MiB) of this process, from /proc (None elsewhere)."""
   try:
-    with open("/proc/self/status", encoding="ascii") as f:
+    with open("/proc/self/status", encoding="ascii") as f:  # local-fs: procfs
       fields = dict(line.split(":", 1) for line in f if ":" in line)
     return (int(fields["Threads"]), int(fields["VmRSS"].split()[0]) / 1024)
   except (OSError, KeyError, ValueError):

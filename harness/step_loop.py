@@ -64,6 +64,8 @@ class LoopedStep:
     steps_per_loop: K, the most steps a run makes.
     max_steps: int32 placeholder (default K): the most steps of this run.
     steps_done: int32, the steps this run made (this worker's).
+    examples_per_step: the last step's batch (int64, from `examples_fn`),
+      or None.
   """
   spec: object
   stop_at: object
@@ -71,9 +73,11 @@ class LoopedStep:
   steps_per_loop: int
   max_steps: object = None
   steps_done: object = None
+  examples_per_step: object = None
 
 
-def build(step_fn, *, steps_per_loop, step_read, global_step):
+def build(step_fn, *, steps_per_loop, step_read, global_step,
+          examples_fn=None):
   """Builds the training loop in the default graph.
 
   Args:
@@ -84,6 +88,9 @@ def build(step_fn, *, steps_per_loop, step_read, global_step):
       inside the loop; under a strategy, a local read needing no peer).
     global_step: the global step variable (a fetch of it, like the hooks'
       read, is taken before the loop starts).
+    examples_fn: optional `fn() -> int64 Tensor or None`, called in the body
+      after `step_fn`: the step's batch, carried out of the loop (for
+      `examples/sec`).
 
   Returns:
     A LoopedStep.
@@ -101,14 +108,17 @@ def build(step_fn, *, steps_per_loop, step_read, global_step):
   max_steps = tf.compat.v1.placeholder_with_default(
       tf.constant(steps_per_loop), shape=[], name="steps_per_loop_max")
 
-  def cond(i, step, loss, summary):
-    del loss, summary
+  def cond(i, step, loss, summary, examples):
+    del loss, summary, examples
     return tf.logical_and(i < max_steps, step < stop_at)
 
-  def body(i, step, loss, summary):
+  def body(i, step, loss, summary, examples):
     del step, loss, summary
     spec = step_fn()
     built["spec"] = spec
+    batch = examples_fn() if examples_fn is not None else None
+    built["has_examples"] = batch is not None
+    batch = examples if batch is None else tf.cast(batch, tf.int64)
     built["summaries"] = [
         s for s in graph.get_collection(_SUMMARIES)
         if not any(s is o for o in outer_summaries)]
@@ -117,7 +127,7 @@ def build(step_fn, *, steps_per_loop, step_read, global_step):
     with tf.control_dependencies([spec.train_op]):
       return (i + 1, tf.cast(step_read(), tf.int64),
               tf.identity(tf.cast(spec.loss, tf.float32)),
-              tf.identity(merged))
+              tf.identity(merged), tf.identity(batch))
 
   # The hooks' global step reads (fetched in the same run) are taken before
   # the loop starts, so what they see is the step before the run.
@@ -126,9 +136,10 @@ def build(step_fn, *, steps_per_loop, step_read, global_step):
   read_before.append(_tf_private.variable_fetch_tensor(global_step))
   with tf.control_dependencies(read_before):
     start = tf.cast(step_read(), tf.int64)
-  steps_done, final_step, loss, summary = tf.while_loop(
+  steps_done, final_step, loss, summary, examples = tf.while_loop(
       cond, body,
-      [tf.constant(0), start, tf.constant(0.0), tf.constant("")],
+      [tf.constant(0), start, tf.constant(0.0), tf.constant(""),
+       tf.constant(0, tf.int64)],
       parallel_iterations=1, name="steps_per_loop")
   # Summary tensors made inside the loop body cannot be run from outside:
   # replace them by the loop's output, the merged summaries of its last
@@ -142,7 +153,9 @@ def build(step_fn, *, steps_per_loop, step_read, global_step):
                                 train_op=loss.op)
   return LoopedStep(spec=looped, stop_at=stop_at, final_step=final_step,
                     steps_per_loop=steps_per_loop, max_steps=max_steps,
-                    steps_done=steps_done)
+                    steps_done=steps_done,
+                    examples_per_step=examples if built["has_examples"]
+                    else None)
 
 
 def set_steps_per_run(hooks, steps_per_run):

@@ -25,6 +25,7 @@ from harness import retention
 from harness import run_config as run_config_lib
 from harness import spec as spec_lib
 from harness import step_loop
+from harness import step_rate
 from harness._tf import tf
 
 __all__ = [
@@ -153,6 +154,8 @@ class TrainGraph:
     auto_bound: under steps_per_loop="auto", (K's bound, what sets it);
       None for a fixed K.
     same_k_everywhere: every worker must run the same K (collective).
+    examples_per_step: the global batch of a step, for `examples/sec`: a
+      scalar Tensor, an int (static batch under a loop), or None (unknown).
   """
   spec: object
   input_hooks: list
@@ -161,6 +164,7 @@ class TrainGraph:
   loop: object = None
   auto_bound: tuple = None
   same_k_everywhere: bool = False
+  examples_per_step: object = None
 
 
 def _loop_size(config, is_dataset):
@@ -194,22 +198,26 @@ def build_local(call_model_fn, input_fn, params, config):
         result)
     spec = call_model_fn(features, labels, ModeKeys.TRAIN, config)
     return TrainGraph(spec=spec, input_hooks=input_hooks,
-                      global_step=global_step)
+                      global_step=global_step,
+                      examples_per_step=step_rate.examples_in(features, labels))
   iterator = tf.compat.v1.data.make_initializable_iterator(result)
   _register_global_step_read(global_step.read_value)
+  examples = []  # The body's batch, carried out of the loop.
 
   def step_fn():
     features, labels = input_pipeline.parse_features_and_labels(
         iterator.get_next())
+    examples.append(step_rate.examples_in(features, labels))
     return call_model_fn(features, labels, ModeKeys.TRAIN, config)
 
   looped = step_loop.build(
       step_fn, steps_per_loop=steps_per_loop, step_read=global_step.read_value,
-      global_step=global_step)
+      global_step=global_step, examples_fn=lambda: examples[-1])
   return TrainGraph(
       spec=looped.spec, global_step=global_step, steps_per_loop=steps_per_loop,
       input_hooks=[input_pipeline.DatasetInitializerHook(iterator)],
-      loop=looped, auto_bound=auto_bound)
+      loop=looped, auto_bound=auto_bound,
+      examples_per_step=looped.examples_per_step)
 
 
 def _loss_reduce_op():
@@ -244,9 +252,13 @@ def build_distributed(strategy, call_model_fn, input_fn, params, config):
       read_step = lambda: strategy.extended.read_var(global_step)
       _register_global_step_read(read_step)
 
+      examples = []  # This step's global batch (carried out of a loop).
+
       def step_fn():
         features, labels = input_pipeline.parse_features_and_labels(
             iterator.get_next(), check=False)
+        examples.append(step_rate.replicated_examples_in(
+            strategy, features, labels))
         grouped = strategy.extended.call_for_each_replica(
             call_model_fn, args=(features, labels, ModeKeys.TRAIN, config))
         loss = _local_reported_loss(strategy, grouped.loss)
@@ -263,14 +275,16 @@ def build_distributed(strategy, call_model_fn, input_fn, params, config):
       steps_per_loop, auto_bound = _loop_size(config, True)
       if steps_per_loop == 1:
         return TrainGraph(spec=step_fn(), input_hooks=input_hooks,
-                          global_step=global_step)
+                          global_step=global_step,
+                          examples_per_step=examples[0])
       looped = step_loop.build(
           step_fn, steps_per_loop=steps_per_loop, step_read=read_step,
-          global_step=global_step)
+          global_step=global_step, examples_fn=lambda: examples[-1])
   return TrainGraph(spec=looped.spec, input_hooks=input_hooks,
                     global_step=global_step, steps_per_loop=steps_per_loop,
                     loop=looped, auto_bound=auto_bound,
-                    same_k_everywhere=_is_collective(strategy))
+                    same_k_everywhere=_is_collective(strategy),
+                    examples_per_step=looped.examples_per_step)
 
 
 def _is_collective(strategy):
@@ -345,12 +359,14 @@ def _ensure_saver(scaffold, config):
           defer_build=True, save_relative_paths=True))
 
 
-def _chief_summary_hooks(model_dir, config, scaffold):
-  """The summary and steps/s hooks MonitoredTrainingSession adds on chiefs."""
+def _chief_summary_hooks(model_dir, config, scaffold, examples_per_step):
+  """The summary and steps/s hooks MonitoredTrainingSession adds on chiefs,
+  plus examples/s."""
   hooks = []
   if config.log_step_count_steps and config.log_step_count_steps > 0:
-    hooks.append(tf.compat.v1.train.StepCounterHook(
-        output_dir=model_dir, every_n_steps=config.log_step_count_steps))
+    hooks.append(step_rate.StepRateHook(
+        output_dir=model_dir, every_n_steps=config.log_step_count_steps,
+        examples_per_step=examples_per_step))
   if config.save_summary_steps and config.save_summary_steps > 0:
     hooks.append(step_loop.SummarySaverHook(
         scaffold=scaffold, save_steps=config.save_summary_steps,
@@ -433,7 +449,8 @@ def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
     worker_hooks.append(retention.RecoverCheckpointsHook(
         model_dir, scaffold, keep_checkpoint_max=config.keep_checkpoint_max,
         restore_from=restore_from))
-    worker_hooks.extend(_chief_summary_hooks(model_dir, config, scaffold))
+    worker_hooks.extend(_chief_summary_hooks(
+        model_dir, config, scaffold, train_graph.examples_per_step))
     worker_hooks.extend(chief_hooks + list(spec.training_chief_hooks))
   if context.should_init:
     creator = tf.compat.v1.train.ChiefSessionCreator(

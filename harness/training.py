@@ -207,11 +207,13 @@ def _runners():
 
 def _run_local(estimator, train_spec, eval_spec, label="local"):
   config = estimator.config
+  every = (f"{config.save_checkpoints_steps} steps"
+           if config.save_checkpoints_steps else
+           f"{config.save_checkpoints_secs} s"
+           if config.save_checkpoints_secs else "- (none saved)")
   logging.info(
-      "train_and_evaluate | %s | evaluating after each checkpoint "
-      "(save_checkpoints_steps=%s, save_checkpoints_secs=%s, "
-      "throttle_secs=%s)", label, config.save_checkpoints_steps,
-      config.save_checkpoints_secs, eval_spec.throttle_secs)
+      "train_and_evaluate | %s | checkpoint every %s, then evaluate "
+      "(throttle_secs=%s)", label, every, eval_spec.throttle_secs)
   evaluator = evaluator_lib.CheckpointEvaluator(
       estimator, eval_spec, train_spec.max_steps)
   listener = evaluator_lib.NewCheckpointListener(

@@ -96,6 +96,25 @@ class ExportOutput(abc.ABC):
     return checked
 
 
+class _UnservableError(errors.ModelFnError):
+  """A signature TensorFlow Serving could not serve; `short` says why in a
+  few words (the export's INFO line), the message in full (DEBUG)."""
+
+  def __init__(self, message, short):
+    super().__init__(message)
+    self.short = short
+
+
+def _describe_inputs(receiver_tensors, limit=3):
+  """"'image' float32" / "'a', 'b', 'c', ..." for a one-line reason."""
+  names = [f"'{k}'" for k in list(receiver_tensors)[:limit]]
+  if len(receiver_tensors) == 1:
+    (tensor,) = receiver_tensors.values()
+    return f"{names[0]} {tf.as_dtype(tensor.dtype).name}"
+  more = ", ..." if len(receiver_tensors) > limit else ""
+  return ", ".join(names) + more if names else "none"
+
+
 def _single_string_input(receiver_tensors, kind):
   """The one string input a Classify/Regress signature accepts."""
   message = (
@@ -105,11 +124,13 @@ def _single_string_input(receiver_tensors, kind):
       "placeholder. If your model function expects multiple inputs, then use "
       "`tf.io.parse_example()` to parse the string into multiple tensors.\n "
       f"Received: {receiver_tensors}")
+  short = (f"needs a tf.string input, got "
+           f"{_describe_inputs(receiver_tensors)}")
   if len(receiver_tensors) != 1:
-    raise errors.ModelFnError(message)
+    raise _UnservableError(message, short)
   (_, examples), = receiver_tensors.items()
   if tf.as_dtype(examples.dtype) != tf.string:
-    raise errors.ModelFnError(message)
+    raise _UnservableError(message, short)
   return examples
 
 
@@ -435,12 +456,13 @@ def _ensure_servable(input_tensors, signature):
     seen.add(op.name)
     if op.type in ("Placeholder", "PlaceholderV2") and not all(
         t.name in fed for t in op.outputs):
-      raise errors.ModelFnError(
+      raise _UnservableError(
           f"The signature's input tensors {[t.name for t in inputs]} are "
           f"insufficient to compute its output keys {list(signature.outputs)} "
           f"because of the dependency on `{op.name}` which is not given as a "
           "signature input. Fix: feed it from the serving_input_receiver_fn "
-          "(receiver_tensors) or do not use it in the exported outputs.")
+          "(receiver_tensors) or do not use it in the exported outputs.",
+          f"needs `{op.name}`, which the receiver does not feed")
     stack.extend(t.op for t in op.inputs if t.name not in fed)
     stack.extend(op.control_inputs)
 
@@ -455,11 +477,14 @@ def _log_signature_report(included, excluded, serving_only):
   for name, signature in included.items():
     by_method[friendly.get(signature.method_name,
                            signature.method_name)].append(name)
-  logging.info("Signatures INCLUDED in export: %s", "; ".join(
+  logging.info("export | signatures INCLUDED: %s", "; ".join(
       f"{method}: {names}" for method, names in by_method.items()) or "None")
-  for name, why in excluded.items():
-    logging.info("Signature EXCLUDED from export because it cannot be "
-                 "served via TensorFlow Serving APIs: '%s' : %s", name, why)
+  for name, (why, short) in excluded.items():
+    # One line at INFO; the whole reason (with the fix) at DEBUG.
+    logging.info("export | signature '%s' EXCLUDED: %s", name,
+                 short or why.split(". ")[0][:80])
+    logging.debug("Signature EXCLUDED from export because it cannot be "
+                  "served via TensorFlow Serving APIs: '%s' : %s", name, why)
   if not included:
     logging.warning("Export includes no signatures!")
   elif serving_only and DEFAULT_SERVING_KEY not in included:
@@ -512,7 +537,7 @@ def build_all_signature_defs(receiver_tensors, export_outputs,
         signature = export_output.as_signature_def(inputs)
         _ensure_servable(inputs.values(), signature)
       except ValueError as e:
-        excluded[name] = str(e)
+        excluded[name] = (str(e), getattr(e, "short", None))
         continue
       included[name] = signature
   _log_signature_report(included, excluded, serving_only)

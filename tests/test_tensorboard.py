@@ -1,0 +1,379 @@
+"""TensorBoard in the box: summaries read back with TensorBoard's own reader,
+the server harness starts (`--tensorboard`), and one-line output."""
+
+import io
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+from absl.testing import absltest
+import pytest
+
+from harness import errors
+from harness import flags
+from harness import job as job_lib
+from harness import tensorboard_server
+from tests import conftest
+
+try:
+  from tensorboard.backend.event_processing import event_multiplexer
+except ImportError:  # pragma: no cover - setup.py installs it.
+  event_multiplexer = None
+
+_TIMEOUT_SECS = 300
+_HTTP_WAIT_SECS = 120
+_LINEAR = ["--model_fn=linear", "--input_fn=constant"]  # Global batch 10.
+_URL = re.compile(r"tensorboard \| (http://127\.0\.0\.1:\d+)/ \| serving")
+_KEPT_PID = re.compile(r"kept running at \S+ \(pid (\d+), output in (\S+)\)")
+_MAX_LINE = 160
+_NEEDS_TB = absltest.skipIf(
+    event_multiplexer is None,
+    "tensorboard is not installed (setup.py installs it: pip install -e .)")
+
+
+def _scalars(model_dir):
+  """{run: {tag: [(step, value), ...]}} read by TensorBoard's reader."""
+  mux = event_multiplexer.EventMultiplexer()
+  mux.AddRunsFromDirectory(model_dir)
+  mux.Reload()
+  return {run: {tag: [(e.step, e.value) for e in mux.Scalars(run, tag)]
+                for tag in tags["scalars"]}
+          for run, tags in mux.Runs().items()}
+
+
+def _check_rates(test, series, global_batch):
+  """examples/sec = global batch x global_step/sec, at the same steps."""
+  steps_per_sec = dict(series["global_step/sec"])
+  examples_per_sec = dict(series["examples/sec"])
+  test.assertNotEmpty(steps_per_sec)
+  test.assertEqual(sorted(examples_per_sec), sorted(steps_per_sec))
+  for step, rate in steps_per_sec.items():
+    test.assertGreater(rate, 0)
+    test.assertAlmostEqual(examples_per_sec[step] / rate, global_batch,
+                           places=3)
+
+
+def _run(command, timeout=_TIMEOUT_SECS):
+  env = conftest.child_env()
+  process = subprocess.run(command, cwd=conftest.REPO_ROOT, env=env,
+                           capture_output=True, text=True, timeout=timeout,
+                           check=False)
+  process.description = (
+      f"command: {shlex.join(command)}\nexit: {process.returncode}\n"
+      f"stdout tail:\n{process.stdout[-4000:]}\n"
+      f"stderr tail:\n{process.stderr[-4000:]}")
+  return process
+
+
+def _get_json(url, path, timeout=30):
+  with urllib.request.urlopen(url + path, timeout=timeout) as response:
+    return json.loads(response.read().decode("utf-8"))
+
+
+def _wait_for_series(url, run, tag, want_steps):
+  """The scalar series `run`/`tag` from TensorBoard's HTTP API, polled until
+  it holds `want_steps` (TensorBoard loads event files in the background)."""
+  query = urllib.parse.urlencode({"run": run, "tag": tag})
+  deadline = time.monotonic() + _HTTP_WAIT_SECS
+  series = None
+  while time.monotonic() < deadline:
+    try:
+      series = _get_json(url, f"/data/plugin/scalars/scalars?{query}")
+      if {int(step) for _, step, _ in series} >= set(want_steps):
+        return series
+    except urllib.error.HTTPError as e:  # 400 until the run/tag is loaded.
+      series = f"HTTP {e.code}"
+    time.sleep(1)
+  raise AssertionError(f"{url}: {run}/{tag} did not reach steps {want_steps} "
+                       f"within {_HTTP_WAIT_SECS} s; last answer: {series}")
+
+
+def _stop_group(test, pid, log_path=None):
+  """Stops a TensorBoard this test's command started (its own group)."""
+  def stop():
+    try:
+      os.killpg(pid, signal.SIGTERM)
+    except ProcessLookupError:
+      pass
+    if log_path and os.path.exists(log_path):
+      os.remove(log_path)
+  test.addCleanup(stop)
+
+
+# ------------------------------------------------------------- fast tests
+
+
+class FlagsTest(absltest.TestCase):
+
+  def _parse(self, *args):
+    return flags.parse(["harness.main"] + _LINEAR + list(args), environ={})
+
+  def test_bare_flag_is_default_port_and_round_trips(self):
+    job = self._parse("--tensorboard")
+    self.assertEqual(job.tensorboard, tensorboard_server.DEFAULT_PORT)
+    self.assertFalse(job.tensorboard_keep)
+    job = self._parse("--tensorboard=0", "--tensorboard_keep")
+    self.assertEqual((job.tensorboard, job.tensorboard_keep), (0, True))
+    self.assertEqual(flags.parse(flags.to_argv(job), environ={}), job)
+    self.assertIsNone(self._parse().tensorboard)
+
+  def test_bad_values_are_reported_with_the_fix(self):
+    with self.assertRaisesRegex(errors.FlagError,
+                                r"flag --tensorboard=70000: is not a TCP port"
+                                r".*--tensorboard=0"):
+      self._parse("--tensorboard=70000")
+    with self.assertRaisesRegex(errors.FlagError,
+                                "tensorboard_keep.*Fix: add --tensorboard"):
+      self._parse("--tensorboard_keep")
+
+  def test_help_prints_the_default_port(self):
+    self.assertIn("--tensorboard[=PORT]", flags.help_text())
+    self.assertIn(f"port {tensorboard_server.DEFAULT_PORT}", flags.help_text())
+
+
+class CommandTextTest(absltest.TestCase):
+
+  def test_command_names_this_environment_and_quotes_the_path(self):
+    text = tensorboard_server.command_text("/tmp/a dir/m")
+    self.assertTrue(text.endswith("--logdir '/tmp/a dir/m'"), text)
+    program = shlex.split(text)[0]
+    if tensorboard_server.is_installed():
+      self.assertIn(program, ("tensorboard", sys.executable,
+                              os.path.join(os.path.dirname(sys.executable),
+                                           "tensorboard")))
+    else:
+      self.assertIn("pip install", text)
+
+  def test_model_dir_of_a_task_command(self):
+    find = tensorboard_server.model_dir_in_command
+    self.assertEqual(find(["python", "-m", "harness.main", "--model_dir=/m"]),
+                     "/m")
+    self.assertEqual(find(["train.py", "--model_dir", "/n", "--x=1"]), "/n")
+    self.assertIsNone(find(["train.py", "--max_steps=3"]))
+
+  def test_bare_launch_flag_gets_the_default_port(self):
+    self.assertEqual(
+        tensorboard_server.expand_bare_flag(
+            ["launch", "--tensorboard", "--workers=2", "--", "x",
+             "--tensorboard"]),
+        ["launch", f"--tensorboard={tensorboard_server.DEFAULT_PORT}",
+         "--workers=2", "--", "x", "--tensorboard"])
+
+
+class SignatureNoteTest(absltest.TestCase):
+
+  def test_excluded_signature_is_one_info_line_full_text_at_debug(self):
+    # pylint: disable=g-import-not-at-top
+    from harness import export
+    from harness._tf import tf
+    from harness.export import outputs as outputs_lib
+    # pylint: enable=g-import-not-at-top
+    with tf.Graph().as_default():
+      image = tf.compat.v1.placeholder(tf.float32, [None, 28, 28, 1])
+      scores = tf.reduce_sum(image, axis=[1, 2])
+      with self.assertLogs("absl", level="DEBUG") as logs:
+        outputs_lib.build_all_signature_defs(
+            {"image": image}, {
+                "serving_default": export.PredictOutput({"s": scores}),
+                "classification": export.ClassificationOutput(scores=scores)})
+    info = [r.getMessage() for r in logs.records if r.levelname == "INFO"]
+    debug = [r.getMessage() for r in logs.records if r.levelname == "DEBUG"]
+    note = [m for m in info if "'classification'" in m]
+    self.assertEqual(note, ["export | signature 'classification' EXCLUDED: "
+                            "needs a tf.string input, got 'image' float32"])
+    self.assertTrue(all("\n" not in m for m in info), info)
+    self.assertTrue(any("tf.io.parse_example()" in m for m in debug), debug)
+
+
+@_NEEDS_TB
+class EventFilesTest(absltest.TestCase):
+  """A short run's event files, read with TensorBoard's EventMultiplexer."""
+
+  def test_train_and_evaluate_scalars_and_steps(self):
+    model_dir = self.create_tempdir().full_path
+    job = flags.parse(["harness.main"] + _LINEAR + [
+        "--max_steps=40", "--save_checkpoints_steps=20",
+        "--log_step_count_steps=10", "--save_summary_steps=10",
+        "--eval_steps=2", "--throttle_secs=0", f"--model_dir={model_dir}",
+        "--steps_per_loop=1",  # Summaries at every 10th step exactly.
+        "--verbosity=quiet"], environ={})
+    job_lib.run_job(job, environ={}, out=io.StringIO())
+    # A named evaluation goes to eval_<name>/.
+    # pylint: disable=g-import-not-at-top
+    from harness import estimator as estimator_lib
+    from harness import registry
+    # pylint: enable=g-import-not-at-top
+    params = job_lib.merged_params(job)
+    estimator = estimator_lib.Estimator(
+        registry.resolve_model_fn("linear"), model_dir=model_dir,
+        params=params)
+    estimator.evaluate(registry.resolve_input_fn("constant")(
+        "eval", batch_size=10, params=params), steps=2, name="holdout")
+
+    scalars = _scalars(model_dir)
+    self.assertEqual(set(scalars), {".", "eval", "eval_holdout"})
+    train = scalars["."]
+    self.assertEqual([s for s, _ in train["loss"]], [1, 11, 21, 31])
+    self.assertEqual(sorted(dict(train["global_step/sec"])), [11, 21, 31])
+    _check_rates(self, train, global_batch=10)
+    self.assertEqual([s for s, _ in scalars["eval"]["loss"]], [20, 40])
+    self.assertEqual([s for s, _ in scalars["eval_holdout"]["loss"]], [40])
+
+  def _train(self, *args):
+    model_dir = self.create_tempdir().full_path
+    job = flags.parse(["harness.main"] + _LINEAR + [
+        "--max_steps=30", "--log_step_count_steps=10", "--mode=train",
+        f"--model_dir={model_dir}", "--verbosity=quiet"] + list(args),
+                      environ={})
+    job_lib.run_job(job, environ={}, out=io.StringIO())
+    return _scalars(model_dir)
+
+  def test_mirrored_examples_count_every_replica(self):
+    scalars = self._train("--strategy=mirrored", "--num_gpus_per_worker=2",
+                          "--cpu_stand_in", "--batch_size=8")
+    self.assertEqual(set(scalars), {"."})  # One stream.
+    _check_rates(self, scalars["."], global_batch=8)
+
+  def test_steps_per_loop_carries_the_batch_out_of_the_loop(self):
+    scalars = self._train("--steps_per_loop=5", "--batch_size=6")
+    _check_rates(self, scalars["."], global_batch=6)
+
+
+# ------------------------------------------------------------- slow tests
+
+
+def _long_lines(text):
+  """Lines over 160 characters once paths (words with a '/') are left out."""
+  return [line for line in text.splitlines()
+          if len(re.sub(r"\S*/\S*", "", line)) > _MAX_LINE]
+
+
+@pytest.mark.slow
+class DefaultOutputTest(absltest.TestCase):
+  """The README's main job, shortened: every line fits, notes are one line."""
+
+  def test_default_run_lines_fit_debug_keeps_full_text(self):
+    if not (conftest.MNIST_DIR / "t10k-images-idx3-ubyte.gz").exists():
+      self.skipTest(f"real MNIST IDX files not found at {conftest.MNIST_DIR}")
+    model_dir = self.create_tempdir().full_path
+    command = [
+        sys.executable, "-m", "harness.main", "--model_fn=mnist_cnn",
+        "--input_fn=mnist_idx", f"--data_dir={conftest.MNIST_DIR}",
+        f"--model_dir={model_dir}", "--max_steps=60", "--batch_size=64",
+        "--eval_steps=0", "--save_checkpoints_steps=30", "--exporters=final"]
+    process = _run(command)
+    self.assertEqual(process.returncode, 0, process.description)
+    output = process.stdout + process.stderr
+    self.assertEqual(_long_lines(output), [], process.description)
+    notes = [l for l in output.splitlines() if "EXCLUDED" in l]
+    self.assertLen(notes, 1, process.description)
+    self.assertIn("signature 'classification' EXCLUDED: needs a tf.string "
+                  "input, got 'image' float32", notes[0])
+    self.assertNotIn("Received:", output)
+    self.assertIn("train | local | step 60/60", output)
+    self.assertRegex(process.stdout, r"\n  tensorboard: +\S*tensorboard")
+
+    debug = _run(command + ["--verbosity=debug", "--max_steps=90"])
+    self.assertEqual(debug.returncode, 0, debug.description)
+    self.assertIn("If your model function expects multiple inputs",
+                  debug.stderr, debug.description)
+
+
+@pytest.mark.slow
+@_NEEDS_TB
+class ServerTest(absltest.TestCase):
+  """Real TensorBoard servers on free 127.0.0.1 ports, read over HTTP."""
+
+  def test_main_tensorboard_url_serves_the_loss_series(self):
+    model_dir = self.create_tempdir().full_path
+    process = _run([
+        sys.executable, "-m", "harness.main"] + _LINEAR + [
+            "--max_steps=30", "--save_summary_steps=10", "--mode=train",
+            f"--model_dir={model_dir}", "--tensorboard=0",
+            "--tensorboard_keep"])
+    kept = _KEPT_PID.search(process.stdout)
+    if kept:
+      _stop_group(self, int(kept.group(1)), kept.group(2))
+    self.assertEqual(process.returncode, 0, process.description)
+    url = _URL.search(process.stdout)
+    self.assertIsNotNone(url, process.description)
+    self.assertIsNotNone(kept, process.description)
+    series = _wait_for_series(url.group(1), ".", "loss", [1, 11, 21])
+    # What the server answers is what the event files hold.
+    self.assertEqual([(int(step), value) for _, step, value in series],
+                     _scalars(model_dir)["."]["loss"])
+
+  def test_printed_command_serves_the_run(self):
+    model_dir = self.create_tempdir().full_path
+    process = _run([sys.executable, "-m", "harness.main"] + _LINEAR + [
+        "--max_steps=20", "--save_summary_steps=10", "--mode=train",
+        f"--model_dir={model_dir}", "--verbosity=quiet"])
+    self.assertEqual(process.returncode, 0, process.description)
+    printed = re.search(r"^  tensorboard: +(.+)$", process.stdout, re.M)
+    self.assertIsNotNone(printed, process.description)
+    command = shlex.split(printed.group(1)) + ["--host", "127.0.0.1",
+                                               "--port", "0"]
+    with tempfile.TemporaryFile() as log:
+      server = subprocess.Popen(  # pylint: disable=consider-using-with
+          command, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+          start_new_session=True)
+      _stop_group(self, server.pid)
+      deadline = time.monotonic() + _HTTP_WAIT_SECS
+      url = None
+      while url is None and time.monotonic() < deadline and (
+          server.poll() is None):
+        time.sleep(0.5)
+        log.seek(0)
+        found = re.search(rb"at (http://127\.0\.0\.1:\d+)/", log.read())
+        url = found and found.group(1).decode()
+      log.seek(0)
+      self.assertIsNotNone(url, f"{command}: {log.read()[-2000:]!r}")
+    _wait_for_series(url, ".", "loss", [1, 11])
+    server.terminate()
+    server.wait(timeout=30)
+
+  def test_server_is_stopped_when_the_block_ends(self):
+    logdir = self.create_tempdir().full_path
+    with tensorboard_server.serving(logdir, port=0, out=io.StringIO()) as server:
+      url = server.wait_for_url()
+      self.assertIsNotNone(url, server.failure_text())
+      self.assertIsInstance(_get_json(url, "/data/runs"), list)
+    self.assertIsNotNone(server.exited())
+    with self.assertRaises(OSError):
+      urllib.request.urlopen(url + "/data/runs", timeout=5)
+
+  def test_launch_serves_the_chiefs_single_stream(self):
+    model_dir = self.create_tempdir().full_path
+    process = _run([
+        sys.executable, "-m", "harness.launch", "--workers=2",
+        "--tensorboard=0", "--tensorboard_keep", "--timeout_secs=240", "--",
+        sys.executable, "-m", "harness.main", "--strategy=collective",
+        "--batch_size=8", "--max_steps=40", "--log_step_count_steps=10",
+        "--save_summary_steps=10", "--mode=train",
+        f"--model_dir={model_dir}"] + _LINEAR)
+    kept = _KEPT_PID.search(process.stdout)
+    if kept:
+      _stop_group(self, int(kept.group(1)), kept.group(2))
+    self.assertEqual(process.returncode, 0, process.description)
+    urls = _URL.findall(process.stdout)
+    self.assertLen(urls, 1, process.description)
+    events = [f for f in os.listdir(model_dir) if f.startswith("events.")]
+    self.assertLen(events, 1, f"one event stream (the chief's): {events}")
+    scalars = _scalars(model_dir)
+    self.assertEqual(set(scalars), {"."})
+    # Collective: each worker's batch of 4, times 2 workers in sync.
+    _check_rates(self, scalars["."], global_batch=8)
+    _wait_for_series(urls[0], ".", "loss", [1, 11, 21, 31])
+
+
+if __name__ == "__main__":
+  absltest.main()
