@@ -23,6 +23,7 @@ __all__ = [
     "PeerLostError",
     "LegacyKerasError",
     "NotSupportedError",
+    "TrainingStalledError",
 ]
 
 
@@ -76,3 +77,7 @@ class LegacyKerasError(HarnessError, ImportError):
 
 class NotSupportedError(HarnessError, NotImplementedError):
   """A tf.estimator feature harness does not implement (yet)."""
+
+
+class TrainingStalledError(HarnessError, RuntimeError):
+  """The train_op ran many times without advancing the global step."""

@@ -31,6 +31,7 @@ from absl import logging
 from harness import cluster as cluster_lib
 from harness import errors
 from harness import results_text
+from harness import stall
 
 __all__ = [
     "MODES", "STRATEGIES", "VERBOSITIES", "EXPORTERS",
@@ -76,6 +77,7 @@ class JobConfig:
   eval_steps: int | None = 100
   batch_size: int | None = None
   steps_per_loop: int = 1
+  max_runs_without_progress: int = stall.DEFAULT_MAX_RUNS_WITHOUT_PROGRESS
   # Checkpoints and summaries.
   save_checkpoints_steps: int | None = None
   save_checkpoints_secs: int | None = None
@@ -398,6 +400,7 @@ def _build_estimator(job, environ, info):
       log_step_count_steps=job.log_step_count_steps,
       session_config=session_config, steps_per_loop=job.steps_per_loop,
       remote_connect_timeout_secs=float(job.remote_connect_timeout_secs),
+      max_runs_without_progress=job.max_runs_without_progress,
       environ=environ, **kwargs)
   return estimator_lib.Estimator(
       registry.resolve_model_fn(job.model_fn), config=config,

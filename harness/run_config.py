@@ -8,8 +8,8 @@ Usage::
     config = config.replace(keep_checkpoint_max=10)
 
 `RunConfig` keeps 2.15's constructor (plus keyword-only `steps_per_loop`,
-`remote_connect_timeout_secs` and `environ`), properties, `replace()`
-allow-list and messages. It is a thin shell over data: the user's values,
+`remote_connect_timeout_secs`, `max_runs_without_progress` and `environ`),
+properties, `replace()` allow-list and messages. It is a thin shell over data: the user's values,
 the `ClusterInfo` read once from TF_CONFIG (`harness.cluster`), and facts
 derived from both. Unlike 2.15:
 
@@ -32,6 +32,7 @@ from absl import logging
 
 from harness import cluster
 from harness import errors
+from harness import stall
 from harness._tf import tf
 from harness.spec import fn_args
 
@@ -50,7 +51,8 @@ _CONSTRUCTOR_ARGS = (
     "experimental_max_worker_delay_secs", "session_creation_timeout_secs",
     "checkpoint_save_graph_def")
 # 2.15's list (everything the constructor takes) plus harness's own fields.
-_HARNESS_FIELDS = ("steps_per_loop", "remote_connect_timeout_secs")
+_HARNESS_FIELDS = ("steps_per_loop", "remote_connect_timeout_secs",
+                   "max_runs_without_progress")
 _DEFAULT_REPLACEABLE_LIST = list(_CONSTRUCTOR_ARGS) + list(_HARNESS_FIELDS)
 # Bound of each start-up check of a remote_cluster's servers (seconds).
 DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS = 30.0
@@ -221,6 +223,7 @@ def _validate_properties(values):
     _raise("remote_connect_timeout_secs must be a number of seconds > 0 (how "
            "long the servers of remote_cluster may take to answer).",
            f"use e.g. {DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS:g}.", timeout)
+  stall.check_max_runs(values["max_runs_without_progress"])
 
 
 def _merged_strategy(values, name):
@@ -278,6 +281,8 @@ class RunConfig:
                *,
                steps_per_loop=1,
                remote_connect_timeout_secs=DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS,
+               max_runs_without_progress=(
+                   stall.DEFAULT_MAX_RUNS_WITHOUT_PROGRESS),
                environ=None):
     """Constructs a RunConfig; arguments as tf.estimator 2.15's, plus:
 
@@ -285,6 +290,9 @@ class RunConfig:
       steps_per_loop: training steps run inside one `session.run` (>= 1).
       remote_connect_timeout_secs: with `remote_cluster`, how long each
         server may take to accept a connection and answer (seconds, > 0).
+      max_runs_without_progress: training stops with `TrainingStalledError`
+        after this many `session.run` calls leave the global step where it
+        was (a train_op that never advances it); None never stops.
       environ: mapping read for TF_CONFIG instead of `os.environ`.
 
     Raises:
@@ -316,6 +324,7 @@ class RunConfig:
     self._values["model_dir"] = _model_dir_from(info, model_dir)
     self._values["steps_per_loop"] = steps_per_loop
     self._values["remote_connect_timeout_secs"] = remote_connect_timeout_secs
+    self._values["max_runs_without_progress"] = max_runs_without_progress
     _validate_properties(self._values)
     self._derive()
 
@@ -369,8 +378,8 @@ class RunConfig:
   def replace(self, **kwargs):
     """Returns a new RunConfig with the given properties replaced.
 
-    Allowed: the constructor's arguments (2.15's list), `steps_per_loop` and
-    `remote_connect_timeout_secs`.
+    Allowed: the constructor's arguments (2.15's list), `steps_per_loop`,
+    `remote_connect_timeout_secs` and `max_runs_without_progress`.
     Setting one of `save_checkpoints_steps` / `save_checkpoints_secs` to a
     value clears the other. TF_CONFIG is not read again.
 
@@ -439,6 +448,8 @@ class RunConfig:
   steps_per_loop = property(lambda self: self._values["steps_per_loop"])
   remote_connect_timeout_secs = property(
       lambda self: self._values["remote_connect_timeout_secs"])
+  max_runs_without_progress = property(
+      lambda self: self._values["max_runs_without_progress"])
 
   # Derived from the values and TF_CONFIG.
   train_distribute = property(lambda self: self._train_distribute)
