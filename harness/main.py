@@ -104,7 +104,8 @@ def main(argv, *, environ=None):
     return _fail(e, 1, debug)
   except Exception as e:  # pylint: disable=broad-except
     label, message = diagnose.explain(
-        e, diagnose.model_dir_of(job_config, environ))
+        e, diagnose.model_dir_of(job_config, environ),
+        params=job_config.params)
     if message is None:
       raise  # A harness bug: its traceback is what helps.
     return _fail(message, 1, debug, label)
