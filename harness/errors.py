@@ -67,8 +67,11 @@ class TrainingPreemptedError(HarnessError, RuntimeError):
   """Training stopped early on SIGTERM; the chief checkpointed that step.
 
   A supervisor (harness.launch --max_restarts, a k8s Job) restarts the task
-  and training resumes at exactly that step.
+  and training resumes at exactly that step. SIGINT (Ctrl-C) stops training
+  the same way; `signal_name` says which signal it was.
   """
+
+  signal_name = "SIGTERM"
 
 
 class LegacyKerasError(HarnessError, ImportError):

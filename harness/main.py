@@ -9,7 +9,9 @@ This module wires `harness.flags.parse` -> `harness.diagnose.preflight` ->
 `harness.job.run_job`, and turns what goes wrong into one message and an
 exit status (`harness.diagnose.explain` says what a failure means).
 Exit status: 0 done, 1 a problem the user can fix (one message on stderr,
-no traceback unless --verbosity=debug), 2 bad flags or TF_CONFIG. Before the
+no traceback unless --verbosity=debug), 2 bad flags or TF_CONFIG, 130
+interrupted by SIGINT (Ctrl-C; during training, after a checkpoint at the
+current step). Before the
 job runs, the binary checks that `--model_dir` can be written and that
 `--mode=evaluate|predict` finds a checkpoint; after, an exception raised in
 the user's own model_fn/input_fn code, a TensorFlow error while running the
@@ -38,6 +40,7 @@ __all__ = ["main", "run"]
 _ABSL_LEVELS = {"quiet": logging.WARNING, "info": logging.INFO,
                 "debug": logging.DEBUG}
 _HELP_ARGS = ("-h", "--help", "--helpfull", "-?", "--helpshort")
+_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C.
 
 
 def _requested_verbosity(argv):
@@ -65,7 +68,7 @@ def _fail(error, code, debug, label=None):
   if debug:
     traceback.print_exc()
   message = str(error)
-  if code == 1:
+  if code != 2:
     message = f"{label or type(error).__name__}: {message}"
   print(f"harness.main: {message}", file=sys.stderr, flush=True)
   return code
@@ -100,8 +103,15 @@ def main(argv, *, environ=None):
     job.run_job(job_config, environ=environ)
   except errors.FlagError as e:
     return _fail(e, 2, debug)
+  except errors.TrainingPreemptedError as e:
+    return _fail(e, _INTERRUPTED if e.signal_name == "SIGINT" else 1, debug)
   except errors.HarnessError as e:
     return _fail(e, 1, debug)
+  except KeyboardInterrupt as e:  # Ctrl-C outside the training loop.
+    return _fail(
+        "interrupted (SIGINT) before or after the training loop; the newest "
+        "checkpoint in --model_dir is intact. Run the same command again to "
+        "resume.", _INTERRUPTED, debug, type(e).__name__)
   except Exception as e:  # pylint: disable=broad-except
     label, message = diagnose.explain(
         e, diagnose.model_dir_of(job_config, environ),

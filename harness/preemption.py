@@ -6,7 +6,7 @@
     creator = guard.wrap_creator(creator)   # session: lost-peer errors
     hooks.append(guard.hook)                # last hook: SIGTERM -> stop
 
-* SIGTERM while training only sets a flag; the loop stops after the current
+* SIGTERM (or SIGINT, Ctrl-C) while training only sets a flag; the loop stops after the current
   step, the chief's CheckpointSaverHook saves at that step in `end()`, and
   the guard's hook (the last one) raises `TrainingPreemptedError`, so that a
   supervisor restarts the task, which resumes at that step. Under a
@@ -131,15 +131,21 @@ def resumable_reason(reason):
   return reason == PREEMPTED_REASON or reason.startswith("failed")
 
 
+# Signals that stop training after the current step with a checkpoint.
+# SIGINT (Ctrl-C) is handled like SIGTERM; harness.main exits 130 on it.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
 class _Sigterm:
-  """The process-wide SIGTERM flag, live while at least one loop trains."""
+  """The process-wide stop flag (SIGTERM, SIGINT), live while a loop trains."""
 
   def __init__(self):
     self._lock = threading.Lock()
     self._users = 0
-    self._previous = None
+    self._previous = {}
     self._installed = False
     self.event = threading.Event()
+    self.signal_name = None  # "SIGTERM" / "SIGINT" once one arrived.
 
   def acquire(self):
     with self._lock:
@@ -147,12 +153,14 @@ class _Sigterm:
       if self._users > 1:
         return
       self.event.clear()
+      self.signal_name = None
       if threading.current_thread() is not threading.main_thread():
         logging.info("preempt | training runs outside the main thread: no "
                      "SIGTERM handler installed (call harness.preemption."
                      "notify_preemption() from the main thread's own)")
         return
-      self._previous = signal.signal(signal.SIGTERM, self._on_signal)
+      self._previous = {signum: signal.signal(signum, self._on_signal)
+                        for signum in STOP_SIGNALS}
       self._installed = True
 
   def release(self):
@@ -162,24 +170,28 @@ class _Sigterm:
         return
       self._installed = False
       if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, self._previous or signal.SIG_DFL)
+        for signum, previous in self._previous.items():
+          signal.signal(signum, signal.SIG_DFL if previous is None
+                        else previous)
       else:  # Cannot restore from here; forward from now on instead.
         self._users = 0
 
   def _on_signal(self, signum, frame):
     if self._users > 0 and not self.event.is_set():
+      self.signal_name = signal.Signals(signum).name
       self.event.set()
-      logging.warning("preempt | SIGTERM: stopping after the current step "
-                      "and saving a checkpoint (send it again to exit now)")
+      logging.warning("preempt | %s: stopping after the current step "
+                      "and saving a checkpoint (send it again to exit now)",
+                      self.signal_name)
       return
-    previous = self._previous
+    previous = self._previous.get(signum)
     if callable(previous):
       previous(signum, frame)
       return
     if previous == signal.SIG_IGN:
       return
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    os.kill(os.getpid(), signal.SIGTERM)
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
 
 
 _SIGTERM = _Sigterm()
@@ -253,8 +265,9 @@ class _GuardHook(tf.compat.v1.train.SessionRunHook):
       votes = 1
     if stop and not self._stop_requested:
       self._stop_requested = True
-      logging.warning("preempt | %s | stopping: SIGTERM on %d task(s)%s",
-                      self._guard.label, votes,
+      logging.warning("preempt | %s | stopping: %s on %d task(s)%s",
+                      self._guard.label, _SIGTERM.signal_name or "SIGTERM",
+                      votes,
                       " (agreed by every worker)" if self._vote is not None
                       else "")
       run_context.request_stop()
@@ -264,12 +277,17 @@ class _GuardHook(tf.compat.v1.train.SessionRunHook):
       self._guard.loop_ended_cleanly()
       return
     step = session.run(self._step) if self._step is not None else None
-    raise TrainingPreemptedError(
-        f"{self._guard.label}: training was preempted (SIGTERM) and stopped "
+    name = _SIGTERM.signal_name or "SIGTERM"  # A peer's, under a vote.
+    how = "interrupted (SIGINT)" if name == "SIGINT" else (
+        f"preempted ({name})")
+    error = TrainingPreemptedError(
+        f"{self._guard.label}: training was {how} and stopped "
         f"at step {step}"
         + (", saved in a checkpoint" if self._guard.is_chief else "")
         + ". Run the same command again (a supervisor such as harness.launch"
         " --max_restarts or Kubernetes does) to resume from that step.")
+    error.signal_name = name
+    raise error
 
 
 # ------------------------------------------------------------ the guard --
