@@ -24,6 +24,7 @@ __all__ = [
     "LegacyKerasError",
     "NotSupportedError",
     "TrainingStalledError",
+    "PeersNotReadyError",
 ]
 
 
@@ -84,3 +85,7 @@ class NotSupportedError(HarnessError, NotImplementedError):
 
 class TrainingStalledError(HarnessError, RuntimeError):
   """The train_op ran many times without advancing the global step."""
+
+
+class PeersNotReadyError(HarnessError, TimeoutError):
+  """Tasks a training session needs did not answer in the allowed time."""

@@ -237,6 +237,10 @@ _MAX_RUNS_WITHOUT_PROGRESS = _int(
     "max_runs_without_progress", 1, "a positive number of session.run "
     "calls.", "Stop training with an error after this many session.run calls "
     "leave the global step unchanged.")
+_SESSION_CREATION_TIMEOUT_SECS = _int(
+    "session_creation_timeout_secs", 1, "a positive number of seconds.",
+    "A trainer waits this long for the cluster tasks it needs (logging "
+    "which, every 10 s), then fails naming them.")
 # Checkpoints and summaries.
 _SAVE_CHECKPOINTS_STEPS = _int(
     "save_checkpoints_steps", 1, "a positive step count.", "Save a "

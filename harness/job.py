@@ -78,6 +78,8 @@ class JobConfig:
   batch_size: int | None = None
   steps_per_loop: int = 1
   max_runs_without_progress: int = stall.DEFAULT_MAX_RUNS_WITHOUT_PROGRESS
+  # RunConfig's (tf.estimator's) default; tests/test_failures.py pins them.
+  session_creation_timeout_secs: int = 7200
   # Checkpoints and summaries.
   save_checkpoints_steps: int | None = None
   save_checkpoints_secs: int | None = None
@@ -401,6 +403,7 @@ def _build_estimator(job, environ, info):
       session_config=session_config, steps_per_loop=job.steps_per_loop,
       remote_connect_timeout_secs=float(job.remote_connect_timeout_secs),
       max_runs_without_progress=job.max_runs_without_progress,
+      session_creation_timeout_secs=job.session_creation_timeout_secs,
       environ=environ, **kwargs)
   return estimator_lib.Estimator(
       registry.resolve_model_fn(job.model_fn), config=config,

@@ -34,6 +34,7 @@ from absl import logging
 from harness import _tf_private
 from harness import cluster as cluster_lib
 from harness import errors
+from harness import peer_wait
 from harness import peers
 from harness import run_config as run_config_lib
 from harness import run_state
@@ -302,7 +303,8 @@ class TrainingGuard:
 
   def __init__(self, *, task_label, is_chief, model_dir=None, cluster=None,
                collective=False, peer_timeout_secs=DEFAULT_PEER_TIMEOUT_SECS,
-               handle_sigterm=True, clock=time.time, sleep=time.sleep):
+               handle_sigterm=True, clock=time.time, sleep=time.sleep,
+               session_creation_timeout_secs=7200, probe_peer=None):
     """Makes the guard.
 
     Args:
@@ -315,6 +317,10 @@ class TrainingGuard:
       handle_sigterm: stop on SIGTERM (False in a standalone client).
       clock, sleep: time source and sleep for records and waits (injected
         by tests).
+      session_creation_timeout_secs: how long to wait for the peers the
+        session needs (RunConfig's value) before `PeersNotReadyError`.
+      probe_peer: `fn(address) -> None or why not` telling whether a peer
+        answers as a TensorFlow server (default `peer_wait.probe`).
     """
     self.label = task_label
     self.is_chief = is_chief
@@ -339,6 +345,8 @@ class TrainingGuard:
     self._opened_at = None
     self._open = False
     self._handle_sigterm = handle_sigterm
+    self._session_creation_timeout_secs = session_creation_timeout_secs
+    self._probe_peer = probe_peer or peer_wait.probe
     self.hook = _GuardHook(self)
 
   @classmethod
@@ -355,7 +363,9 @@ class TrainingGuard:
     return cls(task_label=context.task_label, is_chief=context.is_chief,
                model_dir=model_dir, cluster=cluster, collective=collective,
                peer_timeout_secs=peer_timeout_secs(environ),
-               handle_sigterm=config.remote_cluster is None)
+               handle_sigterm=config.remote_cluster is None,
+               session_creation_timeout_secs=(
+                   config.session_creation_timeout_secs))
 
   def wrap_creator(self, creator):
     """The session creator to give MonitoredSession instead of `creator`."""
@@ -423,26 +433,22 @@ class TrainingGuard:
       self._sleep(_RENDEZVOUS_POLL_SECS)
 
   def _wait_for_ports(self):
-    """Waits until the peers this session talks to accept connections.
+    """Waits until the peers this session talks to answer as TF servers.
 
     With fail-fast RPCs (`fail_fast_rpcs`) a session created before its
     parameter servers (or, under collective, its peers) listen would fail
-    at once instead of waiting; tasks of one job start seconds apart.
+    at once instead of waiting; tasks of one job start seconds apart. The
+    wait is logged every 10 s and ends after session_creation_timeout_secs
+    with `PeersNotReadyError` naming the missing tasks (`peer_wait`).
     """
-    needed = self._peers.ps() if not self.vote_group_size else (
-        self._peers.trainers())
-    limit = 3 * self.peer_timeout_secs + 60
-    deadline = self._clock() + limit
-    while True:
-      silent = sorted(set(needed) & set(self._peers.silent()))
-      if not silent:
-        return
-      if self._clock() > deadline:
-        logging.warning("train | %s | %s still not listening after %g s; "
-                        "creating the session anyway", self.label,
-                        ", ".join(silent), limit)
-        return
-      self._sleep(_RENDEZVOUS_POLL_SECS)
+    needed = set(self._peers.ps() if not self.vote_group_size else
+                 self._peers.trainers())
+    peer_wait.wait_for_peers(
+        {name: address for address, name in self._peers.by_address.items()
+         if name in needed},
+        task_label=self.label,
+        timeout_secs=self._session_creation_timeout_secs,
+        sleep=self._sleep, check=self._probe_peer)
 
   def loop_ended_cleanly(self):
     if self.model_dir and self.multi_task:
