@@ -34,6 +34,7 @@ from harness import diagnose
 from harness import errors
 from harness import flags
 from harness import job
+from harness import legacy_imports
 
 __all__ = ["main", "run"]
 
@@ -90,6 +91,8 @@ def main(argv, *, environ=None):
     return 0
   debug = _requested_verbosity(argv[1:]) == "debug"
   _set_verbosity(_requested_verbosity(argv[1:]) or "info")
+  # A --model_fn/--input_fn module written for tf.estimator runs unchanged.
+  legacy_imports.install_on_first_import()
   try:
     job_config = flags.parse(argv, environ=environ)
   except errors.FlagError as e:
@@ -100,6 +103,8 @@ def main(argv, *, environ=None):
   debug = job_config.verbosity == "debug"
   try:
     diagnose.preflight(job_config, environ)
+    if not job_config.dry_run:
+      legacy_imports.install()
     job.run_job(job_config, environ=environ)
   except errors.FlagError as e:
     return _fail(e, 2, debug)
