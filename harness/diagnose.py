@@ -332,9 +332,10 @@ def _disk_full(error, model_dir, tf):
   """The message for "No space left on device"."""
   path = getattr(error, "filename", None) or (
       _path_in(_op_error_chain(error, tf)[-1].message) if tf is not None and
-      isinstance(error, tf.errors.OpError) else None) or model_dir
-  local = path and "://" not in path
-  where = _mount_point(path) if local else (path or "the model_dir's disk")
+      isinstance(error, tf.errors.OpError) else None)
+  folder = path or model_dir  # An OSError of a write() names no file.
+  local = bool(folder) and "://" not in folder
+  where = _mount_point(folder) if local else (folder or "the model_dir's disk")
   free = ""
   if local:
     stats = os.statvfs(where)
@@ -348,7 +349,8 @@ def _disk_full(error, model_dir, tf):
           "from it." if usable else
           "No usable checkpoint was written: the next run starts from step 0.")
   return (
-      f"No space left on device while writing {path or 'a file'}. {kept} "
+      "No space left on device"
+      + (f" while writing {path}" if path else "") + f". {kept} "
       f"Fix: free space in {where}{free}, or pass a --model_dir on a disk "
       "with more room (a lower --keep_checkpoint_max keeps fewer "
       "checkpoints).")

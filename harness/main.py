@@ -115,8 +115,8 @@ def main(argv, *, environ=None):
   except KeyboardInterrupt as e:  # Ctrl-C outside the training loop.
     return _fail(
         "interrupted (SIGINT) before or after the training loop; the newest "
-        "checkpoint in --model_dir is intact. Run the same command again to "
-        "resume.", _INTERRUPTED, debug, type(e).__name__)
+        "checkpoint in --model_dir is intact. Fix: run the same command "
+        "again to resume from it.", _INTERRUPTED, debug, type(e).__name__)
   except Exception as e:  # pylint: disable=broad-except
     label, message = diagnose.explain(
         e, diagnose.model_dir_of(job_config, environ),

@@ -285,8 +285,9 @@ class _GuardHook(tf.compat.v1.train.SessionRunHook):
         f"{self._guard.label}: training was {how} and stopped "
         f"at step {step}"
         + (", saved in a checkpoint" if self._guard.is_chief else "")
-        + ". Run the same command again (a supervisor such as harness.launch"
-        " --max_restarts or Kubernetes does) to resume from that step.")
+        + ". Fix: nothing is lost; run the same command again (a supervisor "
+        "such as harness.launch --max_restarts or Kubernetes does) to resume "
+        "from that step.")
     error.signal_name = name
     raise error
 

@@ -57,6 +57,7 @@ class SignatureTest(absltest.TestCase):
                     if p.kind == p.KEYWORD_ONLY}
     self.assertEqual(keyword_only, {"steps_per_loop": 1,
                                     "remote_connect_timeout_secs": 30.0,
+                                    "max_runs_without_progress": 100,
                                     "environ": None})
 
   def test_defaults(self):
@@ -361,7 +362,8 @@ class ReplaceTest(parameterized.TestCase):
         "'eval_distribute', 'experimental_distribute', "
         "'experimental_max_worker_delay_secs', "
         "'session_creation_timeout_secs', 'checkpoint_save_graph_def', "
-        "'steps_per_loop', 'remote_connect_timeout_secs'].")
+        "'steps_per_loop', 'remote_connect_timeout_secs', "
+        "'max_runs_without_progress'].")
 
   @parameterized.named_parameters(
       ("model_dir", "model_dir", "/x"), ("seed", "tf_random_seed", 3),
