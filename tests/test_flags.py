@@ -67,7 +67,7 @@ class ParseTest(parameterized.TestCase):
         "--save_checkpoints_steps=10", "--save_checkpoints_secs=60",
         "--mode=dance", "stray", "--throttle_secs")
     for expected in (
-        "flag --max_steps=-3: must be >= 0",
+        "flag --max_steps=-3: must be >= 1",
         "flag --batch_size=abc:",
         "flag --strategy=warp_drive: unknown strategy",
         "flag --exporters=['latest', 'worst']: unknown exporter(s) ['worst']",
