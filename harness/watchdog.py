@@ -6,10 +6,10 @@
               watchdog.NoProgressHook(max_runs=100, task_label="chief/0")]
 
 * `NanLossHook` replaces TensorFlow's `NanTensorHook(fail_on_nan_loss=True)`
-  (what tf.estimator used): it raises `NanLossError`, a
-  `tf.compat.v1.train.NanLossDuringTrainingError` with the same message
-  ("NaN loss during training.", the compatibility contract) that also
-  carries the global step and the loss tensor's name, which
+  (what tf.estimator used): it raises `NanLossDuringTrainingError`, a
+  subclass of `tf.compat.v1.train.NanLossDuringTrainingError` with its name
+  and message ("NaN loss during training.", the compatibility contract) that
+  also carries the global step and the loss tensor's name, which
   `harness.diagnose` prints.
 * `NoProgressHook` raises `errors.TrainingStalledError` when the global step
   has not moved for `max_runs` session.run calls (`harness.stall`).
@@ -24,7 +24,7 @@ from harness import _tf_private
 from harness import stall
 from harness._tf import tf
 
-__all__ = ["NanLossError", "NanLossHook", "NoProgressHook"]
+__all__ = ["NanLossDuringTrainingError", "NanLossHook", "NoProgressHook"]
 
 
 def _global_step_read():
@@ -37,8 +37,9 @@ def _global_step_read():
   return cached[0] if cached else tf.compat.v1.train.get_global_step()
 
 
-class NanLossError(tf.compat.v1.train.NanLossDuringTrainingError):
-  """The loss became NaN; `str()` is tf.estimator's message.
+class NanLossDuringTrainingError(
+    tf.compat.v1.train.NanLossDuringTrainingError):
+  """The loss became NaN; name and `str()` are tf.estimator's.
 
   Attributes:
     step: the global step after the run whose loss was NaN (None: unknown).
@@ -54,7 +55,7 @@ class NanLossError(tf.compat.v1.train.NanLossDuringTrainingError):
 
 
 class NanLossHook(tf.compat.v1.train.SessionRunHook):
-  """Raises `NanLossError` after a run whose loss is NaN."""
+  """Raises `NanLossDuringTrainingError` after a run whose loss is NaN."""
 
   def __init__(self, loss_tensor, *, task_label="local"):
     """Creates the hook.
@@ -81,7 +82,7 @@ class NanLossHook(tf.compat.v1.train.SessionRunHook):
       step = int(run_context.session.run(self._step))
     except tf.errors.OpError:  # The session is unusable: say "unknown".
       step = None
-    raise NanLossError(step=step, tensor_name=self._loss.name,
+    raise NanLossDuringTrainingError(step=step, tensor_name=self._loss.name,
                        task_label=self._task_label)
 
 

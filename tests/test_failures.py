@@ -177,7 +177,7 @@ class FailureLineTest(_BinaryTestCase):
     rc, output = self._train("linear", "constant",
                              "--params=learning_rate=nan")
     self.assert_one_line(
-        rc, output, 1, "harness.main: NanLossError: the loss tensor "
+        rc, output, 1, "harness.main: NanLossDuringTrainingError: the loss tensor "
         "'mean_squared_error/value:0' is NaN at global step ",
         "Fix: --params=learning_rate=nan is not a number",
         absent=("writable", "NaN or Inf values in the input"))
@@ -185,7 +185,7 @@ class FailureLineTest(_BinaryTestCase):
   def test_nan_labels(self):
     rc, output = self._train("linear", f"{_FAILING}:make_nan_labels_input_fn")
     self.assert_one_line(
-        rc, output, 1, "harness.main: NanLossError: the loss tensor "
+        rc, output, 1, "harness.main: NanLossDuringTrainingError: the loss tensor "
         "'mean_squared_error/value:0' is NaN at global step 1",
         "Fix: look for NaN or Inf values in the input's features and labels",
         absent=("learning_rate=nan", "writable"))
