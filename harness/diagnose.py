@@ -209,10 +209,10 @@ def _explain_op_error(error, model_dir, tf):
   if raised is not None:  # The user's Python code, run by tf.py_function.
     kind, first_line, where = raised
     role = ("the input_fn's tf.data pipeline" if _in_input_pipeline(
-        inner.message) else "a tf.py_function of the model")
+        inner.message) else "a tf.py_function of the model_fn")
     place = (f" at {where[0]}:{where[1]}, in {where[2]}" if where else "")
     return kind, (
-        f"{first_line} (raised in {role}{place}, run by tf.py_function). "
+        f"{first_line} (raised in {role}{place}). "
         "Fix: correct that code; --verbosity=debug prints TensorFlow's full "
         "message.")
   if isinstance(inner, tf.errors.PermissionDeniedError) or (
