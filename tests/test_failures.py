@@ -182,6 +182,14 @@ class FailureLineTest(_BinaryTestCase):
         "Fix: --params=learning_rate=nan is not a number",
         absent=("writable", "NaN or Inf values in the input"))
 
+  def test_traceback_only_with_debug_verbosity(self):
+    rc, output = self._train("linear", "constant",
+                             "--params=learning_rate=nan", "--verbosity=debug")
+    self.assertEqual(rc, 1, output[-3000:])
+    self.assertIn("Traceback (most recent call last)", output)
+    self.assertTrue(_last_line(output).startswith(
+        "harness.main: NanLossDuringTrainingError: the loss tensor"), output[-3000:])
+
   def test_nan_labels(self):
     rc, output = self._train("linear", f"{_FAILING}:make_nan_labels_input_fn")
     self.assert_one_line(
