@@ -280,6 +280,19 @@ class DiskAndPermissionTest(_BinaryTestCase):
         f"{export}/latest: Read-only file system.",
         f"Fix: make {export} writable for this user")
 
+  def test_read_only_model_dir_is_refused_before_the_run(self):
+    if not _privileged_mount_works():
+      self.skipTest(_MOUNT_SKIP)
+    mount = self.create_tempdir().full_path
+    script = (f"mount -t tmpfs -o size=1m,ro tmpfs {mount} && "
+              '"$1" -m harness.main --model_fn=linear --input_fn=constant '
+              f"--mode=train --max_steps=2 --model_dir={mount}/m")
+    rc, output = self._in_private_mount(script)
+    self.assert_one_line(
+        rc, output, 1, f"harness.main: ConfigError: --model_dir={mount}/m "
+        f"cannot be created or written: {mount} is not writable by this user "
+        "(or is read-only). Fix: pass a --model_dir in a writable folder.")
+
   def test_enospc_oserror_without_root(self):
     # /dev/full answers every write with a real ENOSPC.
     from harness import diagnose  # pylint: disable=g-import-not-at-top
