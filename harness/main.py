@@ -11,11 +11,13 @@ exit status (`harness.diagnose.explain` says what a failure means).
 Exit status: 0 done, 1 a problem the user can fix (one message on stderr,
 no traceback unless --verbosity=debug), 2 bad flags or TF_CONFIG, 130
 interrupted by SIGINT (Ctrl-C; during training, after a checkpoint at the
-current step). Before the job runs, the binary checks that `--model_dir` can be written and that
-`--mode=evaluate|predict` finds a checkpoint; after, an exception raised in
-the user's own model_fn/input_fn code, a TensorFlow error while running the
-graph, or a checkpoint that does not fit the model is also one line and exit
-status 1 (docs/ERRORS.md lists the cases). Anything else is a harness bug and
+current step). Before the job runs, the binary checks that `--model_dir`
+can be written and that `--mode=evaluate|predict` finds a checkpoint;
+after, an exception raised in the user's own model_fn/input_fn code (or in
+its tf.data pipeline), a NaN loss, a TensorFlow error while running the
+graph, a full disk, a read-only folder, or a checkpoint that does not fit
+the model is also one line and exit status 1 (docs/ERRORS.md lists the
+cases). Anything else is a harness bug and
 keeps its traceback.
 """
 
