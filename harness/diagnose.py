@@ -10,7 +10,9 @@ own model_fn / input_fn (named by file and line). Anything else is a harness
 bug and keeps its traceback. The cases and messages: docs/ERRORS.md.
 """
 
+import errno
 import glob
+import math
 import os
 import re
 import sys
@@ -94,13 +96,9 @@ def _user_frame(error):
   it: "the model_fn", "the input_fn" or "your code". None when there is no
   such frame (the error is harness's own).
   """
-  # pylint: disable=g-import-not-at-top
-  import sysconfig
-  import traceback as traceback_lib
-  # pylint: enable=g-import-not-at-top
+  import traceback as traceback_lib  # pylint: disable=g-import-not-at-top
   harness_dir = os.path.dirname(os.path.abspath(errors.__file__)) + os.sep
-  library_dirs = tuple(os.path.realpath(sysconfig.get_paths()[key]) + os.sep
-                       for key in ("stdlib", "purelib", "platlib"))
+  library_dirs = _library_dirs()
   found, role = None, "your code"
   for frame in traceback_lib.extract_tb(error.__traceback__):
     path = os.path.abspath(frame.filename)
@@ -112,8 +110,7 @@ def _user_frame(error):
     if frame.filename.startswith("<") or os.path.realpath(path).startswith(
         library_dirs):
       continue
-    found = (os.path.relpath(path) if path.startswith(os.getcwd() + os.sep)
-             else path, frame.lineno, frame.name)
+    found = (_shown_path(path), frame.lineno, frame.name)
   return None if found is None else found + (role,)
 
 
@@ -136,7 +133,8 @@ def _op_error_text(message):
   """TensorFlow's error text without its stack listings: "why (op name)"."""
   lines, node = [], None
   for line in message.splitlines():
-    if line.startswith("Original stack trace"):
+    if line.startswith(("Original stack trace",
+                        "Traceback (most recent call last)")):
       break
     found = re.search(r"\{\{node ([^}]+)\}\}", line)
     if found:
@@ -144,7 +142,10 @@ def _op_error_text(message):
     if not line.strip() or line[0].isspace() or line.startswith((
         "Graph execution error", "Detected at node", "Node: ")):
       continue
-    lines.append(line.strip())
+    # TensorFlow appends an out-of-memory hint to every
+    # ResourceExhaustedError, a full disk included.
+    lines.append(re.sub(r"\s*Hint: If you want to see a list of allocated "
+                        r"tensors.*$", "", line.strip()))
   text = " ".join(lines[:2]) or _first_lines(message)
   return f"{text} (op {node})" if node else text
 
@@ -167,29 +168,22 @@ def _checkpoint_mismatch(detail, model_dir):
       "wrote it.")
 
 
-def explain(error, model_dir):
+def explain(error, model_dir, *, params=None):
   """(label, message) saying what went wrong; (None, None): a harness bug.
 
   Args:
     error: an exception that escaped `job.run_job`.
     model_dir: the job's model_dir (None: a temporary one).
+    params: the model's params (to name a NaN learning rate), or None.
   """
   tf = sys.modules.get("tensorflow")
+  if tf is not None and isinstance(
+      error, tf.compat.v1.train.NanLossDuringTrainingError):
+    return type(error).__name__, _nan_loss(error, params)
+  if _errno_of(error, tf) == errno.ENOSPC:
+    return type(error).__name__, _disk_full(error, model_dir, tf)
   if tf is not None and isinstance(error, tf.errors.OpError):
-    chain = _op_error_chain(error, tf)
-    name, text = type(chain[-1]).__name__, _op_error_text(chain[-1].message)
-    if any("Restoring from checkpoint failed" in e.message or
-           "not found in checkpoint" in e.message for e in chain):
-      return "CheckpointError", _checkpoint_mismatch(text, model_dir)
-    if isinstance(error, tf.errors.InvalidArgumentError):
-      fix = ("make the features and labels the input_fn yields match the "
-             "shapes and dtypes the model_fn expects")
-    else:
-      fix = ("check the path, folder or server it names (--model_dir and "
-             "its export/ and eval/ folders must be writable folders)")
-    return name, (
-        f"{text} (TensorFlow, while running the job). "
-        f"Fix: {fix}; --verbosity=debug shows TensorFlow's full message.")
+    return _explain_op_error(error, model_dir, tf)
   where = _user_frame(error)
   if where is not None:
     filename, line, function, role = where
@@ -198,8 +192,205 @@ def explain(error, model_dir):
         f"{line}, in {function}). Fix: correct that code; --verbosity=debug "
         "prints the full traceback.")
   if isinstance(error, OSError) and error.filename:
-    return type(error).__name__, (
-        f"cannot use {error.filename!r}: "
-        f"{error.strerror}. Fix: check that path (--model_dir must be a "
-        "writable folder).")
+    return type(error).__name__, _unwritable(
+        error.filename, error.strerror, model_dir)
   return None, None
+
+
+def _explain_op_error(error, model_dir, tf):
+  """(label, message) for a TensorFlow error raised while the graph ran."""
+  chain = _op_error_chain(error, tf)
+  inner = chain[-1]
+  name, text = type(inner).__name__, _op_error_text(inner.message)
+  if any("Restoring from checkpoint failed" in e.message or
+         "not found in checkpoint" in e.message for e in chain):
+    return "CheckpointError", _checkpoint_mismatch(text, model_dir)
+  raised = _py_function_error(inner.message)
+  if raised is not None:  # The user's Python code, run by tf.py_function.
+    kind, first_line, where = raised
+    role = ("the input_fn's tf.data pipeline" if _in_input_pipeline(
+        inner.message) else "a tf.py_function of the model_fn")
+    place = (f" at {where[0]}:{where[1]}, in {where[2]}" if where else "")
+    return kind, (
+        f"{first_line} (raised in {role}{place}). "
+        "Fix: correct that code; --verbosity=debug prints TensorFlow's full "
+        "message.")
+  if isinstance(inner, tf.errors.PermissionDeniedError) or (
+      "Read-only file system" in inner.message):
+    return name, _unwritable(_path_in(inner.message), text, model_dir)
+  if _in_input_pipeline(inner.message):
+    fix = ("check the input data and the input_fn's tf.data "
+           "transformations (run the input_fn alone to see its first "
+           "batch)")
+    where = "while reading the input (the input_fn's tf.data pipeline)"
+  elif isinstance(inner, tf.errors.InvalidArgumentError):
+    fix = ("make the features and labels the input_fn yields match the "
+           "shapes and dtypes the model_fn expects")
+    where = "while running the job"
+  elif isinstance(inner, tf.errors.NotFoundError):
+    fix = "check the file or folder it names"
+    where = "while running the job"
+  else:
+    fix = "see TensorFlow's reason above"
+    where = "while running the job"
+  return name, (
+      f"{text} (TensorFlow, {where}). "
+      f"Fix: {fix}; --verbosity=debug shows TensorFlow's full message.")
+
+
+# ------------------------------------------------ what each failure means
+
+
+_PY_FRAME_RE = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)')
+_EXCEPTION_LINE_RE = re.compile(
+    r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)): ?(.*)$")
+
+
+def _py_function_error(message):
+  """(type, first line, (file, line, function) or None) of the Python
+  exception a tf.py_function raised, read from TensorFlow's message (which
+  embeds the traceback); None when the message holds none."""
+  marker = "Traceback (most recent call last):"
+  if marker not in message:
+    return None
+  body = message[message.index(marker) + len(marker):]
+  library = _library_dirs()
+  where = None
+  kind = first_line = None
+  for line in body.splitlines():
+    frame = _PY_FRAME_RE.match(line)
+    if frame:
+      path = os.path.abspath(frame.group(1))
+      if not os.path.realpath(path).startswith(library):
+        where = (_shown_path(path), int(frame.group(2)), frame.group(3))
+      continue
+    found = _EXCEPTION_LINE_RE.match(line.strip())
+    if found and kind is None and not line.startswith(" "):
+      kind = found.group(1).rpartition(".")[2]
+      first_line = found.group(2) or kind
+  if kind is None:
+    return None
+  return kind, first_line, where
+
+
+def _in_input_pipeline(message):
+  return ("Iterator::" in message or "IteratorGetNext" in message or
+          "user-defined function passed to" in message)
+
+
+def _library_dirs():
+  import sysconfig  # pylint: disable=g-import-not-at-top
+  return tuple(os.path.realpath(sysconfig.get_paths()[key]) + os.sep
+               for key in ("stdlib", "purelib", "platlib"))
+
+
+def _shown_path(path):
+  return (os.path.relpath(path) if path.startswith(os.getcwd() + os.sep)
+          else path)
+
+
+def _path_in(message):
+  """The first absolute path in a TensorFlow message, or None."""
+  found = re.search(r"(?:^|[\s'\"(])(/[^\s;:'\"]+)", message)
+  return found.group(1).rstrip(".,") if found else None
+
+
+def _errno_of(error, tf):
+  """The OS errno of `error` (an OSError, or a TensorFlow error saying
+  "No space left on device"), looking through its causes; else None."""
+  seen = 0
+  while error is not None and seen < 20:
+    seen += 1
+    if isinstance(error, OSError) and error.errno:
+      return error.errno
+    if tf is not None and isinstance(error, tf.errors.OpError) and (
+        "No space left on device" in error.message):
+      return errno.ENOSPC
+    error = error.__cause__ or error.__context__
+  return None
+
+
+def _mount_point(path):
+  path = os.path.abspath(path)
+  while not os.path.exists(path) and os.path.dirname(path) != path:
+    path = os.path.dirname(path)
+  while not os.path.ismount(path):
+    path = os.path.dirname(path)
+  return path
+
+
+def _size_text(num_bytes):
+  for unit in ("bytes", "KiB", "MiB", "GiB"):
+    if num_bytes < 1024 or unit == "GiB":
+      return (f"{num_bytes:.0f} {unit}" if unit == "bytes"
+              else f"{num_bytes:.1f} {unit}")
+    num_bytes /= 1024
+  return f"{num_bytes:.1f} TiB"
+
+
+def _disk_full(error, model_dir, tf):
+  """The message for "No space left on device"."""
+  path = getattr(error, "filename", None) or (
+      _path_in(_op_error_chain(error, tf)[-1].message) if tf is not None and
+      isinstance(error, tf.errors.OpError) else None)
+  folder = path or model_dir  # An OSError of a write() names no file.
+  local = bool(folder) and "://" not in folder
+  where = _mount_point(folder) if local else (folder or "the model_dir's disk")
+  free = ""
+  if local:
+    stats = os.statvfs(where)
+    free = (f" ({_size_text(stats.f_bavail * stats.f_frsize)} free of "
+            f"{_size_text(stats.f_blocks * stats.f_frsize)})")
+  usable = None
+  if model_dir and tf is not None:
+    from harness import checkpoints  # pylint: disable=g-import-not-at-top
+    usable = checkpoints.latest_usable_checkpoint(model_dir)
+  kept = (f"The newest usable checkpoint is {usable}: the next run resumes "
+          "from it." if usable else
+          "No usable checkpoint was written: the next run starts from step 0.")
+  return (
+      "No space left on device"
+      + (f" while writing {path}" if path else "") + f". {kept} "
+      f"Fix: free space in {where}{free}, or pass a --model_dir on a disk "
+      "with more room (a lower --keep_checkpoint_max keeps fewer "
+      "checkpoints).")
+
+
+def _unwritable(path, why, model_dir):
+  """The message for a path this process may not write."""
+  why = str(why)
+  if path and why.startswith(path):
+    why = why[len(path):].lstrip(";: ") or why
+  why = re.sub(r"\s*\(op [^)]*\)$", "", why)
+  local = bool(path) and "://" not in path
+  folder = path
+  if local:
+    folder = os.path.abspath(path)
+    while not os.path.isdir(folder) and os.path.dirname(folder) != folder:
+      folder = os.path.dirname(folder)
+  inside = local and model_dir and folder.startswith(
+      os.path.abspath(model_dir))
+  fix = (f"make {folder} writable for this user (is it a read-only mount, "
+         "or owned by another user?), or pass a --model_dir in a writable "
+         "folder" if inside else
+         f"make {folder or 'that path'} writable for this user, or point the "
+         "flag that names it elsewhere")
+  return f"cannot write {path or 'a file'}: {why}. Fix: {fix}."
+
+
+def _nan_loss(error, params):
+  """The message for a NaN loss: where, and the likely cause."""
+  step = getattr(error, "step", None)
+  tensor = getattr(error, "tensor_name", None)
+  rate = (params or {}).get("learning_rate")
+  at = f"at global step {step}" if step is not None else "during training"
+  what = f"the loss tensor {tensor!r}" if tensor else "the loss"
+  if isinstance(rate, float) and math.isnan(rate):
+    fix = ("--params=learning_rate=nan is not a number: pass a real "
+           "learning rate, e.g. --params=learning_rate=0.01")
+  else:
+    fix = ("look for NaN or Inf values in the input's features and labels, "
+           "and lower the learning rate (--params=learning_rate=...) if the "
+           "loss grew before it became NaN")
+  return (f"{what} is NaN {at}; training stopped without saving that step. "
+          f"Fix: {fix}.")

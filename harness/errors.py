@@ -28,6 +28,8 @@ __all__ = [
     "ConfigTypeError",
     "ModelFnTypeError",
     "ClusterConfigTypeError",
+    "TrainingStalledError",
+    "PeersNotReadyError",
 ]
 
 
@@ -79,8 +81,11 @@ class TrainingPreemptedError(HarnessError, RuntimeError):
   """Training stopped early on SIGTERM; the chief checkpointed that step.
 
   A supervisor (harness.launch --max_restarts, a k8s Job) restarts the task
-  and training resumes at exactly that step.
+  and training resumes at exactly that step. SIGINT (Ctrl-C) stops training
+  the same way; `signal_name` says which signal it was.
   """
+
+  signal_name = "SIGTERM"
 
 
 class LegacyKerasError(HarnessError, ImportError):
@@ -104,3 +109,11 @@ class ModelFnTypeError(ModelFnError, TypeError):
 class ClusterConfigTypeError(ClusterConfigError, TypeError):
   """TF_CONFIG has a value of the wrong type where tf.estimator raised
   TypeError (e.g. a non-dict "service")."""
+
+
+class TrainingStalledError(HarnessError, RuntimeError):
+  """The train_op ran many times without advancing the global step."""
+
+
+class PeersNotReadyError(HarnessError, TimeoutError):
+  """Tasks a training session needs did not answer in the allowed time."""

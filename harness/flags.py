@@ -247,9 +247,10 @@ flags.register_validator(
               "the k8s NetworkPolicy."), flag_values=_FLAGS)
 # Steps and batches.
 _MAX_STEPS = _int(
-    "max_steps", 0, "a global step to stop at, or 0 to train until the "
-    "input ends.", "Train up to this global step; 0: until the train input "
-    "ends.")
+    "max_steps", 1, "a global step to stop at, e.g. --max_steps=1000 "
+    "(training also ends when a finite input ends first; the built-in "
+    "input_fns repeat forever, so there is no 'until the input ends' value).",
+    "Train up to this global step (or until a finite train input ends).")
 _EVAL_STEPS = _int(
     "eval_steps", 0, "a number of batches, or 0 for the whole input.",
     "Batches per evaluation; 0: the whole eval input.")
@@ -257,6 +258,15 @@ _BATCH_SIZE = _int(
     "batch_size", 1, "a positive global batch size.", "GLOBAL batch size, "
     "split over the replicas (default: the input_fn's).")
 # --steps_per_loop: its own block below (an integer or "auto").
+# A train_op that never advances the global step (issue 19.4).
+_MAX_RUNS_WITHOUT_PROGRESS = _int(
+    "max_runs_without_progress", 1, "a positive number of session.run "
+    "calls.", "Stop training with an error after this many session.run calls "
+    "leave the global step unchanged.")
+_SESSION_CREATION_TIMEOUT_SECS = _int(
+    "session_creation_timeout_secs", 1, "a positive number of seconds.",
+    "A trainer waits this long for the cluster tasks it needs (logging "
+    "which, every 10 s), then fails naming them.")
 # Checkpoints and summaries.
 _SAVE_CHECKPOINTS_STEPS = _int(
     "save_checkpoints_steps", 1, "a positive step count.", "Save a "

@@ -142,6 +142,7 @@ class ProgressLoggerHook(SessionRunHook):
     # The rate window: from the last line (or session start) to now.
     self._window_step = 0
     self._window_time = None
+    self._logged_step = None  # No line twice for one step (a stalled loop).
 
   def after_create_session(self, session, coord):
     del coord
@@ -196,6 +197,8 @@ class ProgressLoggerHook(SessionRunHook):
     self._calibrated = True  # Steps per run are known after one run.
     if not self._fetching and step < self._next_log_step:
       return
+    if step == self._logged_step:
+      return
     self._log(step, run_values.results if self._fetching else None)
     while self._next_log_step <= step:
       self._next_log_step += self._every_n_steps
@@ -204,7 +207,7 @@ class ProgressLoggerHook(SessionRunHook):
 
   def end(self, session):
     step = int(session.run(self._global_step_tensor))
-    if step != self._window_step:
+    if step not in (self._window_step, self._logged_step):
       # The loss of the last step was not fetched; reading it now would pull
       # another batch from the input pipeline.
       self._log(step, None)
@@ -229,6 +232,7 @@ class ProgressLoggerHook(SessionRunHook):
     if rate is not None and self._max_steps is not None:
       parts.append(f"eta {_format_eta((self._max_steps - step) / rate)}")
     logging.info("%s", " | ".join(parts))
+    self._logged_step = step
     self._window_step, self._window_time = step, now
 
 

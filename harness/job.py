@@ -34,6 +34,7 @@ from harness import env_knobs
 from harness import errors
 from harness import paths
 from harness import results_text
+from harness import stall
 
 __all__ = [
     "MODES", "STRATEGIES", "VERBOSITIES", "EXPORTERS",
@@ -83,6 +84,9 @@ class JobConfig:
   eval_steps: int | None = 100
   batch_size: int | None = None
   steps_per_loop: int | str = "auto"  # The binary's default: fast.
+  max_runs_without_progress: int = stall.DEFAULT_MAX_RUNS_WITHOUT_PROGRESS
+  # RunConfig's (tf.estimator's) default; tests/test_failures.py pins them.
+  session_creation_timeout_secs: int = 7200
   # Checkpoints and summaries.
   save_checkpoints_steps: int | None = None
   save_checkpoints_secs: int | None = None
@@ -449,7 +453,9 @@ def run_config_kwargs(job):
       restart_wait_secs=job.restart_wait_secs,
       force_takeover=job.force_takeover,
       bind_address=job.bind_address,
-      remote_claim_timeout_secs=float(job.remote_claim_timeout_secs))
+      remote_claim_timeout_secs=float(job.remote_claim_timeout_secs),
+      max_runs_without_progress=job.max_runs_without_progress,
+      session_creation_timeout_secs=job.session_creation_timeout_secs)
   if job.save_checkpoints_steps is not None:
     kwargs["save_checkpoints_steps"] = job.save_checkpoints_steps
   elif job.save_checkpoints_secs is not None:

@@ -9,12 +9,15 @@ This module wires `harness.flags.parse` -> `harness.diagnose.preflight` ->
 `harness.job.run_job`, and turns what goes wrong into one message and an
 exit status (`harness.diagnose.explain` says what a failure means).
 Exit status: 0 done, 1 a problem the user can fix (one message on stderr,
-no traceback unless --verbosity=debug), 2 bad flags or TF_CONFIG. Before the
-job runs, the binary checks that `--model_dir` can be written and that
-`--mode=evaluate|predict` finds a checkpoint; after, an exception raised in
-the user's own model_fn/input_fn code, a TensorFlow error while running the
-graph, or a checkpoint that does not fit the model is also one line and exit
-status 1 (docs/ERRORS.md lists the cases). Anything else is a harness bug and
+no traceback unless --verbosity=debug), 2 bad flags or TF_CONFIG, 130
+interrupted by SIGINT (Ctrl-C; during training, after a checkpoint at the
+current step). Before the job runs, the binary checks that `--model_dir`
+can be written and that `--mode=evaluate|predict` finds a checkpoint;
+after, an exception raised in the user's own model_fn/input_fn code (or in
+its tf.data pipeline), a NaN loss, a TensorFlow error while running the
+graph, a full disk, a read-only folder, or a checkpoint that does not fit
+the model is also one line and exit status 1 (docs/ERRORS.md lists the
+cases). Anything else is a harness bug and
 keeps its traceback.
 """
 
@@ -32,12 +35,14 @@ from harness import diagnose
 from harness import errors
 from harness import flags
 from harness import job
+from harness import legacy_imports
 
 __all__ = ["main", "run"]
 
 _ABSL_LEVELS = {"quiet": logging.WARNING, "info": logging.INFO,
                 "debug": logging.DEBUG}
 _HELP_ARGS = ("-h", "--help", "--helpfull", "-?", "--helpshort")
+_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C.
 
 
 def _requested_verbosity(argv):
@@ -65,7 +70,7 @@ def _fail(error, code, debug, label=None):
   if debug:
     traceback.print_exc()
   message = str(error)
-  if code == 1:
+  if code != 2:
     message = f"{label or type(error).__name__}: {message}"
   print(f"harness.main: {message}", file=sys.stderr, flush=True)
   return code
@@ -87,6 +92,8 @@ def main(argv, *, environ=None):
     return 0
   debug = _requested_verbosity(argv[1:]) == "debug"
   _set_verbosity(_requested_verbosity(argv[1:]) or "info")
+  # A --model_fn/--input_fn module written for tf.estimator runs unchanged.
+  legacy_imports.install_on_first_import()
   try:
     job_config = flags.parse(argv, environ=environ)
   except errors.FlagError as e:
@@ -97,14 +104,24 @@ def main(argv, *, environ=None):
   debug = job_config.verbosity == "debug"
   try:
     diagnose.preflight(job_config, environ)
+    if not job_config.dry_run:
+      legacy_imports.install()
     job.run_job(job_config, environ=environ)
   except errors.FlagError as e:
     return _fail(e, 2, debug)
+  except errors.TrainingPreemptedError as e:
+    return _fail(e, _INTERRUPTED if e.signal_name == "SIGINT" else 1, debug)
   except errors.HarnessError as e:
     return _fail(e, 1, debug)
+  except KeyboardInterrupt as e:  # Ctrl-C outside the training loop.
+    return _fail(
+        "interrupted (SIGINT) before or after the training loop; the newest "
+        "checkpoint in --model_dir is intact. Fix: run the same command "
+        "again to resume from it.", _INTERRUPTED, debug, type(e).__name__)
   except Exception as e:  # pylint: disable=broad-except
     label, message = diagnose.explain(
-        e, diagnose.model_dir_of(job_config, environ))
+        e, diagnose.model_dir_of(job_config, environ),
+        params=job_config.params)
     if message is None:
       raise  # A harness bug: its traceback is what helps.
     return _fail(message, 1, debug, label)

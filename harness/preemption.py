@@ -6,7 +6,7 @@
     creator = guard.wrap_creator(creator)   # session: lost-peer errors
     hooks.append(guard.hook)                # last hook: SIGTERM -> stop
 
-* SIGTERM while training only sets a flag; the loop stops after the current
+* SIGTERM (or SIGINT, Ctrl-C) while training only sets a flag; the loop stops after the current
   step, the chief's CheckpointSaverHook saves at that step in `end()`, and
   the guard's hook (the last one) raises `TrainingPreemptedError`, so that a
   supervisor restarts the task, which resumes at that step. Under a
@@ -35,6 +35,7 @@ from harness import _tf_private
 from harness import cluster as cluster_lib
 from harness import env_knobs
 from harness import errors
+from harness import peer_wait
 from harness import peers
 from harness import run_config as run_config_lib
 from harness import run_state
@@ -124,15 +125,21 @@ def resumable_reason(reason):
   return reason == PREEMPTED_REASON or reason.startswith("failed")
 
 
+# Signals that stop training after the current step with a checkpoint.
+# SIGINT (Ctrl-C) is handled like SIGTERM; harness.main exits 130 on it.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
 class _Sigterm:
-  """The process-wide SIGTERM flag, live while at least one loop trains."""
+  """The process-wide stop flag (SIGTERM, SIGINT), live while a loop trains."""
 
   def __init__(self):
     self._lock = threading.Lock()
     self._users = 0
-    self._previous = None
+    self._previous = {}
     self._installed = False
     self.event = threading.Event()
+    self.signal_name = None  # "SIGTERM" / "SIGINT" once one arrived.
 
   def acquire(self):
     with self._lock:
@@ -140,12 +147,14 @@ class _Sigterm:
       if self._users > 1:
         return
       self.event.clear()
+      self.signal_name = None
       if threading.current_thread() is not threading.main_thread():
         logging.info("preempt | training runs outside the main thread: no "
                      "SIGTERM handler installed (call harness.preemption."
                      "notify_preemption() from the main thread's own)")
         return
-      self._previous = signal.signal(signal.SIGTERM, self._on_signal)
+      self._previous = {signum: signal.signal(signum, self._on_signal)
+                        for signum in STOP_SIGNALS}
       self._installed = True
 
   def release(self):
@@ -155,24 +164,28 @@ class _Sigterm:
         return
       self._installed = False
       if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, self._previous or signal.SIG_DFL)
+        for signum, previous in self._previous.items():
+          signal.signal(signum, signal.SIG_DFL if previous is None
+                        else previous)
       else:  # Cannot restore from here; forward from now on instead.
         self._users = 0
 
   def _on_signal(self, signum, frame):
     if self._users > 0 and not self.event.is_set():
+      self.signal_name = signal.Signals(signum).name
       self.event.set()
-      logging.warning("preempt | SIGTERM: stopping after the current step "
-                      "and saving a checkpoint (send it again to exit now)")
+      logging.warning("preempt | %s: stopping after the current step "
+                      "and saving a checkpoint (send it again to exit now)",
+                      self.signal_name)
       return
-    previous = self._previous
+    previous = self._previous.get(signum)
     if callable(previous):
       previous(signum, frame)
       return
     if previous == signal.SIG_IGN:
       return
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    os.kill(os.getpid(), signal.SIGTERM)
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
 
 
 _SIGTERM = _Sigterm()
@@ -246,8 +259,9 @@ class _GuardHook(tf.compat.v1.train.SessionRunHook):
       votes = 1
     if stop and not self._stop_requested:
       self._stop_requested = True
-      logging.warning("preempt | %s | stopping: SIGTERM on %d task(s)%s",
-                      self._guard.label, votes,
+      logging.warning("preempt | %s | stopping: %s on %d task(s)%s",
+                      self._guard.label, _SIGTERM.signal_name or "SIGTERM",
+                      votes,
                       " (agreed by every worker)" if self._vote is not None
                       else "")
       run_context.request_stop()
@@ -257,12 +271,18 @@ class _GuardHook(tf.compat.v1.train.SessionRunHook):
       self._guard.loop_ended_cleanly()
       return
     step = session.run(self._step) if self._step is not None else None
-    raise TrainingPreemptedError(
-        f"{self._guard.label}: training was preempted (SIGTERM) and stopped "
+    name = _SIGTERM.signal_name or "SIGTERM"  # A peer's, under a vote.
+    how = "interrupted (SIGINT)" if name == "SIGINT" else (
+        f"preempted ({name})")
+    error = TrainingPreemptedError(
+        f"{self._guard.label}: training was {how} and stopped "
         f"at step {step}"
         + (", saved in a checkpoint" if self._guard.is_chief else "")
-        + ". Run the same command again (a supervisor such as harness.launch"
-        " --max_restarts or Kubernetes does) to resume from that step.")
+        + ". Fix: nothing is lost; run the same command again (a supervisor "
+        "such as harness.launch --max_restarts or Kubernetes does) to resume "
+        "from that step.")
+    error.signal_name = name
+    raise error
 
 
 # ------------------------------------------------------------ the guard --
@@ -277,7 +297,8 @@ class TrainingGuard:
 
   def __init__(self, *, task_label, is_chief, model_dir=None, cluster=None,
                collective=False, peer_timeout_secs=DEFAULT_PEER_TIMEOUT_SECS,
-               handle_sigterm=True, clock=time.time, sleep=time.sleep):
+               handle_sigterm=True, clock=time.time, sleep=time.sleep,
+               session_creation_timeout_secs=7200, probe_peer=None):
     """Makes the guard.
 
     Args:
@@ -290,6 +311,10 @@ class TrainingGuard:
       handle_sigterm: stop on SIGTERM (False in a standalone client).
       clock, sleep: time source and sleep for records and waits (injected
         by tests).
+      session_creation_timeout_secs: how long to wait for the peers the
+        session needs (RunConfig's value) before `PeersNotReadyError`.
+      probe_peer: `fn(address) -> None or why not` telling whether a peer
+        answers as a TensorFlow server (default `peer_wait.probe`).
     """
     self.label = task_label
     self.is_chief = is_chief
@@ -314,6 +339,8 @@ class TrainingGuard:
     self._opened_at = None
     self._open = False
     self._handle_sigterm = handle_sigterm
+    self._session_creation_timeout_secs = session_creation_timeout_secs
+    self._probe_peer = probe_peer or peer_wait.probe
     self.hook = _GuardHook(self)
 
   @classmethod
@@ -330,7 +357,9 @@ class TrainingGuard:
     return cls(task_label=context.task_label, is_chief=context.is_chief,
                model_dir=model_dir, cluster=cluster, collective=collective,
                peer_timeout_secs=_config_peer_timeout(config, environ),
-               handle_sigterm=config.remote_cluster is None)
+               handle_sigterm=config.remote_cluster is None,
+               session_creation_timeout_secs=(
+                   config.session_creation_timeout_secs))
 
   def wrap_creator(self, creator):
     """The session creator to give MonitoredSession instead of `creator`."""
@@ -398,26 +427,22 @@ class TrainingGuard:
       self._sleep(_RENDEZVOUS_POLL_SECS)
 
   def _wait_for_ports(self):
-    """Waits until the peers this session talks to accept connections.
+    """Waits until the peers this session talks to answer as TF servers.
 
     With fail-fast RPCs (`fail_fast_rpcs`) a session created before its
     parameter servers (or, under collective, its peers) listen would fail
-    at once instead of waiting; tasks of one job start seconds apart.
+    at once instead of waiting; tasks of one job start seconds apart. The
+    wait is logged every 10 s and ends after session_creation_timeout_secs
+    with `PeersNotReadyError` naming the missing tasks (`peer_wait`).
     """
-    needed = self._peers.ps() if not self.vote_group_size else (
-        self._peers.trainers())
-    limit = 3 * self.peer_timeout_secs + 60
-    deadline = self._clock() + limit
-    while True:
-      silent = sorted(set(needed) & set(self._peers.silent()))
-      if not silent:
-        return
-      if self._clock() > deadline:
-        logging.warning("train | %s | %s still not listening after %g s; "
-                        "creating the session anyway", self.label,
-                        ", ".join(silent), limit)
-        return
-      self._sleep(_RENDEZVOUS_POLL_SECS)
+    needed = set(self._peers.ps() if not self.vote_group_size else
+                 self._peers.trainers())
+    peer_wait.wait_for_peers(
+        {name: address for address, name in self._peers.by_address.items()
+         if name in needed},
+        task_label=self.label,
+        timeout_secs=self._session_creation_timeout_secs,
+        sleep=self._sleep, check=self._probe_peer)
 
   def loop_ended_cleanly(self):
     if self.model_dir and self.multi_task:

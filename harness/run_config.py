@@ -10,8 +10,8 @@ Usage::
 `RunConfig` keeps 2.15's constructor (plus keyword-only `steps_per_loop`,
 `remote_connect_timeout_secs`, the evaluator's `eval_poll_secs` and
 `eval_idle_timeout_secs`, `peer_timeout_secs`, `restart_wait_secs`,
-`force_takeover`, `bind_address`, `remote_claim_timeout_secs` and
-`environ`), properties, `replace()`
+`force_takeover`, `bind_address`, `remote_claim_timeout_secs`,
+`max_runs_without_progress` and `environ`), properties, `replace()`
 allow-list and messages. It is a thin shell over data: the user's values,
 the `ClusterInfo` read once from TF_CONFIG (`harness.cluster`), and facts
 derived from both. Unlike 2.15:
@@ -41,6 +41,7 @@ from harness import env_knobs
 from harness import errors
 from harness import paths
 from harness import listen
+from harness import stall
 from harness._tf import tf
 from harness.spec import fn_args
 
@@ -63,7 +64,8 @@ _HARNESS_FIELDS = ("steps_per_loop", "remote_connect_timeout_secs",
                    "eval_poll_secs", "eval_idle_timeout_secs",
                    "peer_timeout_secs", "restart_wait_secs",
                    "force_takeover", "bind_address",
-                   "remote_claim_timeout_secs")
+                   "remote_claim_timeout_secs",
+                   "max_runs_without_progress")
 # Knobs whose None falls back to an environment variable, then a default.
 _ENV_KNOBS = (env_knobs.PEER_TIMEOUT, env_knobs.RESTART_WAIT)
 _DEFAULT_REPLACEABLE_LIST = list(_CONSTRUCTOR_ARGS) + list(_HARNESS_FIELDS)
@@ -265,6 +267,7 @@ def _validate_properties(values):
            "long a standalone client's claim of its servers outlives its "
            "last renewal).",
            f"use e.g. {DEFAULT_REMOTE_CLAIM_TIMEOUT_SECS:g}.", claim)
+  stall.check_max_runs(values["max_runs_without_progress"])
 
 
 def _merged_strategy(values, name):
@@ -329,6 +332,8 @@ class RunConfig:
                force_takeover=False,
                bind_address=None,
                remote_claim_timeout_secs=DEFAULT_REMOTE_CLAIM_TIMEOUT_SECS,
+               max_runs_without_progress=(
+                   stall.DEFAULT_MAX_RUNS_WITHOUT_PROGRESS),
                environ=None):
     """Constructs a RunConfig; arguments as tf.estimator 2.15's, plus:
 
@@ -361,6 +366,9 @@ class RunConfig:
         of the servers expires this long after its last renewal (renewed
         every quarter of it); the servers then restart in place, releasing
         what a killed client left (`harness.server_claim`), seconds > 0.
+      max_runs_without_progress: training stops with `TrainingStalledError`
+        after this many `session.run` calls leave the global step where it
+        was (a train_op that never advances it); None never stops.
       environ: mapping read for TF_CONFIG (and the two variables above)
         instead of `os.environ`, once, here.
 
@@ -403,6 +411,7 @@ class RunConfig:
     self._values["force_takeover"] = force_takeover
     self._values["bind_address"] = bind_address
     self._values["remote_claim_timeout_secs"] = remote_claim_timeout_secs
+    self._values["max_runs_without_progress"] = max_runs_without_progress
     _validate_properties(self._values)
     for knob in _ENV_KNOBS:  # A bad variable fails now, not mid-training.
       self._knob_secs(knob)
@@ -463,7 +472,7 @@ class RunConfig:
     keyword-only fields (`steps_per_loop`, `remote_connect_timeout_secs`,
     `eval_poll_secs`, `eval_idle_timeout_secs`, `peer_timeout_secs`,
     `restart_wait_secs`, `force_takeover`, `bind_address`,
-    `remote_claim_timeout_secs`).
+    `remote_claim_timeout_secs`, `max_runs_without_progress`).
     Setting one of `save_checkpoints_steps` / `save_checkpoints_secs` to a
     value clears the other. TF_CONFIG is not read again.
 
@@ -551,6 +560,8 @@ class RunConfig:
   bind_address = property(lambda self: self._values["bind_address"])
   remote_claim_timeout_secs = property(
       lambda self: self._values["remote_claim_timeout_secs"])
+  max_runs_without_progress = property(
+      lambda self: self._values["max_runs_without_progress"])
 
   # Derived from the values and TF_CONFIG.
   train_distribute = property(lambda self: self._train_distribute)

@@ -50,6 +50,7 @@ __all__ = [
 
 _SUMMARIES = tf.compat.v1.GraphKeys.SUMMARIES
 _NO_BOUND = np.iinfo(np.int64).max
+_LOOP_NAME = "steps_per_loop"  # The while loop's name scope.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,6 +67,8 @@ class LoopedStep:
     steps_done: int32, the steps this run made (this worker's).
     examples_per_step: the last step's batch (int64, from `examples_fn`),
       or None.
+    model_loss_name: model_fn's loss tensor as named in the loop body,
+      without the loop's scope (for messages).
   """
   spec: object
   stop_at: object
@@ -74,6 +77,7 @@ class LoopedStep:
   max_steps: object = None
   steps_done: object = None
   examples_per_step: object = None
+  model_loss_name: str = None
 
 
 def build(step_fn, *, steps_per_loop, step_read, global_step,
@@ -116,6 +120,8 @@ def build(step_fn, *, steps_per_loop, step_read, global_step,
     del step, loss, summary
     spec = step_fn()
     built["spec"] = spec
+    # model_fn's name for its loss, without the loop's name scope.
+    built["loss_name"] = spec.loss.name.replace(f"{_LOOP_NAME}/", "", 1)
     batch = examples_fn() if examples_fn is not None else None
     built["has_examples"] = batch is not None
     batch = examples if batch is None else tf.cast(batch, tf.int64)
@@ -140,7 +146,7 @@ def build(step_fn, *, steps_per_loop, step_read, global_step,
       cond, body,
       [tf.constant(0), start, tf.constant(0.0), tf.constant(""),
        tf.constant(0, tf.int64)],
-      parallel_iterations=1, name="steps_per_loop")
+      parallel_iterations=1, name=_LOOP_NAME)
   # Summary tensors made inside the loop body cannot be run from outside:
   # replace them by the loop's output, the merged summaries of its last
   # step, so that merge_all (the SummarySaverHook's op) still has them.
@@ -155,7 +161,7 @@ def build(step_fn, *, steps_per_loop, step_read, global_step,
                     steps_per_loop=steps_per_loop, max_steps=max_steps,
                     steps_done=steps_done,
                     examples_per_step=examples if built["has_examples"]
-                    else None)
+                    else None, model_loss_name=built["loss_name"])
 
 
 def set_steps_per_run(hooks, steps_per_run):

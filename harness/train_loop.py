@@ -26,6 +26,7 @@ from harness import run_config as run_config_lib
 from harness import spec as spec_lib
 from harness import step_loop
 from harness import step_rate
+from harness import watchdog
 from harness._tf import tf
 
 __all__ = [
@@ -408,7 +409,15 @@ def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
   tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.LOSSES, spec.loss)
 
   worker_hooks = list(input_hooks) + hooks
-  worker_hooks.append(tf.compat.v1.train.NanTensorHook(spec.loss))
+  # NaN loss and a global step that never moves stop the loop, each with an
+  # error that says why (harness.watchdog).
+  worker_hooks.append(watchdog.NanLossHook(
+      spec.loss, task_label=context.task_label,
+      tensor_name=train_graph.loop.model_loss_name if train_graph.loop
+      else None))
+  worker_hooks.append(watchdog.NoProgressHook(
+      max_runs=config.max_runs_without_progress,
+      task_label=context.task_label))
   if config.log_step_count_steps is not None:
     worker_hooks.append(hooks_lib.ProgressLoggerHook(
         loss_tensor=spec.loss, global_step_tensor=global_step_tensor,

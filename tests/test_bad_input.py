@@ -172,12 +172,12 @@ class BadInputTest(absltest.TestCase):
   def test_negative_max_steps(self):
     result = _run(_NO_TF + ["--mode=train", "--max_steps=-1",
                              f"--model_dir={self.model_dir}"])
-    self.assert_one_error(result, 2, "flag --max_steps=-1: must be >= 0",
+    self.assert_one_error(result, 2, "flag --max_steps=-1: must be >= 1",
                           "Fix:")
     self.assert_model_dir_not_created()
 
   def test_zero_batch_size(self):
-    # --max_steps=0 is valid (train until the input ends); batch 0 is not.
+    # A zero batch is refused like --max_steps=0 (tests/test_failures.py).
     result = _run(_NO_TF + _TRAIN + ["--batch_size=0",
                                       f"--model_dir={self.model_dir}"])
     self.assert_one_error(result, 2, "flag --batch_size=0: must be >= 1",

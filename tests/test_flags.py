@@ -67,7 +67,7 @@ class ParseTest(parameterized.TestCase):
         "--save_checkpoints_steps=10", "--save_checkpoints_secs=60",
         "--mode=dance", "stray", "--throttle_secs")
     for expected in (
-        "flag --max_steps=-3: must be >= 0",
+        "flag --max_steps=-3: must be >= 1",
         "flag --batch_size=abc:",
         "flag --strategy=warp_drive: unknown strategy",
         "flag --exporters=['latest', 'worst']: unknown exporter(s) ['worst']",
@@ -277,7 +277,7 @@ class ToArgvTest(parameterized.TestCase):
 
   @parameterized.parameters(
       ([],),
-      (["--max_steps=0", "--eval_steps=0", "--exporters=best,latest",
+      (["--max_steps=7", "--eval_steps=0", "--exporters=best,latest",
         "--params=learning_rate=0.125,optimizer=adam", "--cpu_stand_in",
         "--num_gpus_per_worker=2", "--strategy=central_storage",
         "--save_checkpoints_secs=30", "--tf_random_seed=3", "--dry_run",

@@ -163,6 +163,8 @@ class GuardTest(absltest.TestCase):
 
   def _guard(self, **kwargs):
     kwargs.setdefault("sleep", lambda secs: None)
+    # The "alive" peers are plain TCP listeners, not TensorFlow servers.
+    kwargs.setdefault("probe_peer", lambda address: None)
     return preemption.TrainingGuard(
         task_label="worker/0", is_chief=True, model_dir=self.model_dir,
         cluster=self.cluster, peer_timeout_secs=5, **kwargs)

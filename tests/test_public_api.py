@@ -28,12 +28,13 @@ HARNESS_DIR = pathlib.Path(harness.__file__).parent
 # Edges may import the core; the core never imports edges or examples.
 EDGE_MODULES = {"main", "diagnose", "flags", "job", "results_text", "launch",
                 "k8s", "server", "cli", "run", "compat", "registry",
-                "keras_lib", "tensorboard_server"}
+                "keras_lib", "tensorboard_server", "legacy_imports"}
 CORE_MUST_NOT_IMPORT = ("model_fns", "input_fns") + tuple(
     f"harness.{m}" for m in EDGE_MODULES)
 NO_TF_MODULES = {"cluster.py", "errors.py", "launch.py", "paths.py",
                  "ports.py", "cli.py", "listen.py", "netns.py", "k8s_policy.py",
-                 "tensorboard_server.py"}
+                 "tensorboard_server.py", "stall.py", "peer_wait.py",
+                 "legacy_imports.py"}
 
 
 def _imports(path):

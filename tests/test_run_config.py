@@ -64,6 +64,7 @@ class SignatureTest(absltest.TestCase):
                                     "force_takeover": False,
                                     "bind_address": None,
                                     "remote_claim_timeout_secs": 15.0,
+                                    "max_runs_without_progress": 100,
                                     "environ": None})
 
   def test_defaults(self):
@@ -375,7 +376,8 @@ class ReplaceTest(parameterized.TestCase):
         "'session_creation_timeout_secs', 'checkpoint_save_graph_def', "
         "'steps_per_loop', 'remote_connect_timeout_secs', 'eval_poll_secs', "
         "'eval_idle_timeout_secs', 'peer_timeout_secs', 'restart_wait_secs', "
-        "'force_takeover', 'bind_address', 'remote_claim_timeout_secs']."
+        "'force_takeover', 'bind_address', 'remote_claim_timeout_secs', "
+        "'max_runs_without_progress']."
         " Fix: ")
 
   @parameterized.named_parameters(

@@ -59,6 +59,12 @@ _LOCAL_BY_NATURE = {
     ("diagnose.py", "preflight"):
         "local model_dirs only: it returns first for any scheme:// path",
     ("diagnose.py", "_user_frame"): "source files of a traceback",
+    ("diagnose.py", "_py_function_error"): "source files of a traceback",
+    ("diagnose.py", "_library_dirs"): "Python's own installation folders",
+    ("diagnose.py", "_mount_point"):
+        "the local mount of a path whose disk is full (ENOSPC is local)",
+    ("diagnose.py", "_unwritable"):
+        "walks up local paths only (`local` excludes scheme:// paths)",
     ("flags.py", "visible_gpu_count"): "/dev/nvidia* device nodes",
     ("run.py", "_run_script"): "the user's script file",
 }
