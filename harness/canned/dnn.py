@@ -39,6 +39,19 @@ def check_features(features):
                      f"Given type: {type(features)}")
 
 
+def v1_partitioners(config):
+  """Returns 2.15's v1 (layer, input layer) partitioners for `config`.
+
+  One part per parameter server at most (so with no parameter servers each
+  variable is one part, saved as `<name>/part_0` as 2.15's v1 classes did);
+  the input layer is split only in slices of 64 MiB or more.
+  """
+  num_ps = config.num_ps_replicas if config else 0
+  return (tf.compat.v1.min_max_variable_partitioner(max_partitions=num_ps),
+          tf.compat.v1.min_max_variable_partitioner(
+              max_partitions=num_ps, min_slice_size=64 << 20))
+
+
 def _layer_summary(value, tag):
   tf.compat.v1.summary.scalar(f"{tag}/fraction_of_zero_values",
                               tf.math.zero_fraction(value))
@@ -47,7 +60,7 @@ def _layer_summary(value, tag):
 
 def dnn_logits(features, mode, *, units, hidden_units, feature_columns,
                activation_fn, dropout, batch_norm, v1=False,
-               input_layer_partitioner=None):
+               partitioner=None, input_layer_partitioner=None):
   """Builds the DNN tower under the variable scope `dnn`.
 
   Args:
@@ -61,6 +74,7 @@ def dnn_logits(features, mode, *, units, hidden_units, feature_columns,
     dropout: drop probability, or None.
     batch_norm: batch normalisation after each hidden layer.
     v1: build as 2.15's v1 classes did (v1 layers and input layer).
+    partitioner: v1 only: partitioner of the `dnn` variable scope.
     input_layer_partitioner: v1 only: partitioner of the input layer.
 
   Returns:
@@ -74,7 +88,8 @@ def dnn_logits(features, mode, *, units, hidden_units, feature_columns,
   layers = []
   update_ops = []
   with tf.compat.v1.variable_scope(
-      "dnn", values=tuple(features.values())) as scope:
+      "dnn", values=tuple(features.values()),
+      partitioner=partitioner if v1 else None) as scope:
     if v1:
       with tf.compat.v1.variable_scope("input_from_feature_columns",
                                        partitioner=input_layer_partitioner):
@@ -160,13 +175,15 @@ def dnn_model_fn_v1(features, labels, mode, head, hidden_units,
                     input_layer_partitioner=None, config=None,
                     batch_norm=False):
   """The model_fn of the v1 DNN classes (v1 optimizer, lr 0.05)."""
-  del config  # Unused.
   check_features(features)
+  partitioner, default_input_partitioner = v1_partitioners(config)
   logits, variables, update_ops = dnn_logits(
       features, mode, units=head.logits_dimension, hidden_units=hidden_units,
       feature_columns=feature_columns, activation_fn=activation_fn,
       dropout=dropout, batch_norm=batch_norm, v1=True,
-      input_layer_partitioner=input_layer_partitioner)
+      partitioner=partitioner,
+      input_layer_partitioner=(input_layer_partitioner or
+                               default_input_partitioner))
   train_op_fn = None
   if mode == ModeKeys.TRAIN:
     opt = train_ops.optimizers.get_optimizer_instance(

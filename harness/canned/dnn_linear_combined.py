@@ -58,9 +58,14 @@ def combined_model_fn(features, labels, mode, head, *, linear_feature_columns,
                       dnn_hidden_units, dnn_activation_fn, dnn_dropout,
                       batch_norm, linear_sparse_combiner,
                       loss_reduction=_SUM_OVER_BATCH, v1=False,
-                      input_layer_partitioner=None):
+                      input_layer_partitioner=None, config=None):
   """The model_fn of the DNNLinearCombined classes (v2, or v1 if `v1`)."""
   dnn.check_features(features)
+  dnn_partitioner = None
+  if v1:
+    dnn_partitioner, default_input_partitioner = dnn.v1_partitioners(config)
+    input_layer_partitioner = (input_layer_partitioner or
+                               default_input_partitioner)
   _check_columns(linear_feature_columns, dnn_feature_columns,
                  dnn_hidden_units)
   training = mode == ModeKeys.TRAIN
@@ -70,7 +75,7 @@ def combined_model_fn(features, labels, mode, head, *, linear_feature_columns,
         features, mode, units=head.logits_dimension,
         hidden_units=dnn_hidden_units, feature_columns=dnn_feature_columns,
         activation_fn=dnn_activation_fn, dropout=dnn_dropout,
-        batch_norm=batch_norm, v1=v1,
+        batch_norm=batch_norm, v1=v1, partitioner=dnn_partitioner,
         input_layer_partitioner=input_layer_partitioner)
     parts.append((logits, variables, dnn_optimizer, _DNN_LEARNING_RATE,
                   updates))
@@ -121,11 +126,11 @@ def _model_fn_for(head, v1, loss_reduction, input_layer_partitioner,
   """Returns the `model_fn(features, labels, mode, config)` of a class."""
 
   def _model_fn(features, labels, mode, config):
-    del config  # Unused, as in 2.15.
     return combined_model_fn(
         features, labels, mode, head, v1=v1,
         loss_reduction=default_heads.keras_reduction(loss_reduction),
-        input_layer_partitioner=input_layer_partitioner, **kwargs)
+        input_layer_partitioner=input_layer_partitioner, config=config,
+        **kwargs)
 
   return _model_fn
 

@@ -100,11 +100,11 @@ def linear_model_fn_v2(features, labels, mode, head, feature_columns,
 def linear_model_fn_v1(features, labels, mode, head, feature_columns,
                        optimizer, partitioner, config, sparse_combiner="sum"):
   """The model_fn of the v1 linear classes."""
-  del config  # Unused.
   dnn.check_features(features)
   logits, variables = linear_logits(
       features, units=head.logits_dimension, feature_columns=feature_columns,
-      sparse_combiner=sparse_combiner, partitioner=partitioner)
+      sparse_combiner=sparse_combiner,
+      partitioner=partitioner or dnn.v1_partitioners(config)[1])
   train_op_fn = None
   if mode == ModeKeys.TRAIN:
     if optimizer is None:
