@@ -131,6 +131,9 @@ class CannedEstimatorsTest(parameterized.TestCase):
           model_dir=self.create_tempdir().full_path, config=_config())
       est.train(_input_fn("regression"), steps=3)
       self.assertEqual(est.get_variable_value("global_step"), 3)
+      # A second train() builds a new graph: the instance still works.
+      est.train(_input_fn("regression"), steps=2)
+      self.assertEqual(est.get_variable_value("global_step"), 5)
 
   def test_bad_optimizers_say_why(self):
     est = harness.DNNRegressor(

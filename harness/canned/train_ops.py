@@ -30,9 +30,26 @@ def keras_optimizer(optimizer, learning_rate=None, count_steps=True):
       update advances it (exactly one optimizer of a model_fn does).
   """
   opt = optimizers.get_optimizer_instance_v2(optimizer, learning_rate)
+  if opt is optimizer:
+    opt = _fresh_copy(opt)
   if count_steps:
     opt.iterations = tf.compat.v1.train.get_or_create_global_step()
   return opt
+
+
+def _fresh_copy(opt):
+  """Returns a same-config copy of a Keras optimizer instance.
+
+  Each train()/evaluate() builds a new graph, but a Keras optimizer keeps
+  the variables of the first graph it ran in (2.15 then failed the second
+  train() with "Cannot set `iterations` to a new Variable after the
+  Optimizer weights have been created"); a copy per graph avoids that.
+  Optimizers that cannot be rebuilt from their config are used as given.
+  """
+  try:
+    return type(opt).from_config(opt.get_config())
+  except (TypeError, ValueError, KeyError):
+    return opt
 
 
 def scale_for_replicas(loss, loss_reduction):
