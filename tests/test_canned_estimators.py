@@ -106,7 +106,7 @@ class CannedEstimatorsTest(parameterized.TestCase):
     names = est.get_variable_names()
     for name in ("linear/linear_model/n_bucketized_X_s/weights",
                  "linear/linear_model/i_weighted_by_w/weights",
-                 "linear/linear_model/t/weights",
+                 "linear/linear_model/t/weights", "s_t_shared_embedding",
                  "dnn/input_from_feature_columns/input_layer/"
                  "s_embedding/embedding_weights",
                  "training/Ftrl/linear/linear_model/t/weights/accumulator"):
@@ -253,6 +253,25 @@ class V1ClassesTest(absltest.TestCase):
     self.assertFalse([n for n in names if n.startswith("training/")])
     metrics = est.evaluate(_input_fn("binary", epochs=1), steps=2)
     self.assertIn("accuracy", metrics)
+
+  def test_v1_shared_embeddings_need_a_v1_class(self):
+    with tf.Graph().as_default():
+      shared = tf.compat.v1.feature_column.shared_embedding_columns(
+          [_FC.categorical_column_with_vocabulary_list("t", ["x", "y"]),
+           _FC.categorical_column_with_vocabulary_list("s", ["a", "b"])], 2)
+    model_dir = self.create_tempdir().full_path
+    v2 = harness.DNNClassifier(hidden_units=[2], feature_columns=shared,
+                               model_dir=model_dir, config=_config())
+    with self.assertRaisesRegex(ValueError, "feature column from TensorFlow "
+                                "v1.*tf.compat.v1.estimator"):
+      v2.train(_input_fn("binary"), steps=1)
+    v1 = tf.compat.v1.estimator.DNNClassifier(
+        hidden_units=[2], feature_columns=shared, model_dir=model_dir,
+        config=_config())
+    v1.train(_input_fn("binary"), steps=2)
+    self.assertIn("dnn/input_from_feature_columns/input_layer/"
+                  "s_t_shared_embedding/embedding_weights",
+                  v1.get_variable_names())
 
   def test_v1_baseline_and_linear_train(self):
     for est in (tf.compat.v1.estimator.BaselineRegressor(

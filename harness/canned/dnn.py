@@ -13,6 +13,8 @@ classes (these names) train with Keras optimizers; the `*V1` classes are
 `tf.compat.v1.estimator.*` (v1 optimizers, loss reduction SUM).
 """
 
+import contextlib
+
 import tf_keras
 
 from harness import estimator
@@ -37,6 +39,20 @@ def check_features(features):
   if not isinstance(features, dict):
     raise ValueError("features should be a dictionary of `Tensor`s. "
                      f"Given type: {type(features)}")
+
+
+def check_columns_v2(feature_columns):
+  """Raises 2.15's error for a v1-only feature column in a v2 class."""
+  v2_class = tf.__internal__.feature_column.FeatureColumn
+  for column in feature_columns:
+    if not isinstance(column, v2_class):
+      raise ValueError(
+          "Received a feature column from TensorFlow v1, but this is a "
+          "TensorFlow v2 Estimator. Please either use v2 feature columns "
+          "(accessible via tf.feature_column.* in TF 2.x) with this "
+          "Estimator, or switch to a v1 Estimator for use with v1 feature "
+          "columns (accessible via tf.compat.v1.estimator.* and "
+          f"tf.compat.v1.feature_column.*, respectively. Given: {column!r}")
 
 
 def v1_partitioners(config):
@@ -87,9 +103,7 @@ def dnn_logits(features, mode, *, units, hidden_units, feature_columns,
   init = tf.compat.v1.glorot_uniform_initializer()
   layers = []
   update_ops = []
-  with tf.compat.v1.variable_scope(
-      "dnn", values=tuple(features.values()),
-      partitioner=partitioner if v1 else None) as scope:
+  with _dnn_scope(v1, features, partitioner) as scope_name:
     if v1:
       with tf.compat.v1.variable_scope("input_from_feature_columns",
                                        partitioner=input_layer_partitioner):
@@ -112,19 +126,38 @@ def dnn_logits(features, mode, *, units, hidden_units, feature_columns,
         layers.append(norm)
         net = norm(net, training=training)
         update_ops.extend(norm.updates)
-      _layer_summary(net, f"{scope.name}/{name}")
+      _layer_summary(net, f"{scope_name}/{name}")
     logits_layer = _dense(units, None, init, "logits", v1)
     layers.append(logits_layer)
     logits = logits_layer(net)
-    _layer_summary(logits, f"{scope.name}/logits")
+    _layer_summary(logits, f"{scope_name}/logits")
   variables = []
   for layer in layers:
     variables.extend(v for v in layer.trainable_variables
                      if all(v is not seen for seen in variables))
   if v1:
     variables = tf.compat.v1.get_collection(
-        tf.compat.v1.GraphKeys.TRAINABLE_VARIABLES, scope=scope.name + "/")
+        tf.compat.v1.GraphKeys.TRAINABLE_VARIABLES, scope=scope_name + "/")
   return logits, variables, update_ops
+
+
+@contextlib.contextmanager
+def _dnn_scope(v1, features, partitioner):
+  """Yields the name of the `dnn` scope the tower is built in.
+
+  v1 (2.15's v1 layers): a variable scope, whose partitioner the layers
+  inherit. v2 (2.15's Keras model named "dnn"): a name scope only, so Keras
+  layers name their variables `dnn/...` while `get_variable` users keep
+  2.15's names (shared embeddings: `<a>_<b>_shared_embedding`, top level).
+  """
+  if v1:
+    with tf.compat.v1.variable_scope(
+        "dnn", values=tuple(features.values()),
+        partitioner=partitioner) as scope:
+      yield scope.name
+  else:
+    with tf.compat.v1.name_scope("dnn") as scope:
+      yield scope.rstrip("/")
 
 
 def _dense(width, activation, init, name, v1):
@@ -158,6 +191,7 @@ def dnn_model_fn_v2(features, labels, mode, head, hidden_units,
   """The model_fn of the v2 DNN classes (a string optimizer: Keras lr)."""
   del config  # Unused, as in 2.15.
   check_features(features)
+  check_columns_v2(feature_columns)
   logits, variables, update_ops = dnn_logits(
       features, mode, units=head.logits_dimension, hidden_units=hidden_units,
       feature_columns=feature_columns, activation_fn=activation_fn,

@@ -62,6 +62,9 @@ def combined_model_fn(features, labels, mode, head, *, linear_feature_columns,
   """The model_fn of the DNNLinearCombined classes (v2, or v1 if `v1`)."""
   dnn.check_features(features)
   dnn_partitioner = None
+  if not v1:
+    dnn.check_columns_v2(tuple(linear_feature_columns) +
+                         tuple(dnn_feature_columns))
   if v1:
     dnn_partitioner, default_input_partitioner = dnn.v1_partitioners(config)
     input_layer_partitioner = (input_layer_partitioner or

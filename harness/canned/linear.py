@@ -83,6 +83,7 @@ def linear_model_fn_v2(features, labels, mode, head, feature_columns,
   """The model_fn of the v2 linear classes."""
   del config  # Unused, as in 2.15.
   dnn.check_features(features)
+  dnn.check_columns_v2(feature_columns)
   logits, variables = linear_logits(
       features, units=head.logits_dimension, feature_columns=feature_columns,
       sparse_combiner=sparse_combiner)
