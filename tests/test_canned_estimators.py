@@ -284,6 +284,43 @@ class V1ClassesTest(absltest.TestCase):
       self.assertEqual(est.get_variable_value("global_step"), 2)
 
 
+class LogitFnsTest(absltest.TestCase):
+
+  def test_logit_fn_builders_in_a_model_fn(self):
+    experimental = tf.compat.v1.estimator.experimental
+    column = _FC.numeric_column("n")
+
+    def model_fn(features, labels, mode, config):
+      with tf.compat.v1.variable_scope("dnn"):
+        logits = experimental.call_logit_fn(
+            experimental.dnn_logit_fn_builder(
+                units=3, hidden_units=[4], feature_columns=[column],
+                activation_fn=tf.nn.relu, dropout=None,
+                input_layer_partitioner=None, batch_norm=False),
+            features, mode, None, config)
+      with tf.compat.v1.variable_scope("linear"):
+        logits += experimental.call_logit_fn(
+            experimental.linear_logit_fn_builder(3, [column]), features,
+            mode, None, config)
+      optimizer = tf.compat.v1.train.AdagradOptimizer(0.1)
+      return harness.MultiClassHead(3).create_estimator_spec(
+          features=features, mode=mode, logits=logits, labels=labels,
+          train_op_fn=lambda loss: optimizer.minimize(
+              loss, global_step=tf.compat.v1.train.get_global_step()))
+
+    est = harness.Estimator(model_fn, model_dir=self.create_tempdir().full_path,
+                            config=_config())
+    est.train(_input_fn("binary"), steps=2)
+    names = est.get_variable_names()
+    for name in ("dnn/hiddenlayer_0/kernel", "dnn/logits/bias",
+                 "linear/linear_model/n/weights",
+                 "linear/linear_model/bias_weights"):
+      self.assertIn(name, names)
+    with self.assertRaisesRegex(ValueError, "logit_fn should return a Tensor"):
+      experimental.call_logit_fn(lambda features: [1], {}, "train", None,
+                                 None)
+
+
 class BaselineTest(absltest.TestCase):
 
   def test_baseline_classifier_learns_the_label_mix(self):

@@ -76,7 +76,8 @@ def _layer_summary(value, tag):
 
 def dnn_logits(features, mode, *, units, hidden_units, feature_columns,
                activation_fn, dropout, batch_norm, v1=False,
-               partitioner=None, input_layer_partitioner=None):
+               partitioner=None, input_layer_partitioner=None,
+               scope="dnn"):
   """Builds the DNN tower under the variable scope `dnn`.
 
   Args:
@@ -92,6 +93,8 @@ def dnn_logits(features, mode, *, units, hidden_units, feature_columns,
     v1: build as 2.15's v1 classes did (v1 layers and input layer).
     partitioner: v1 only: partitioner of the `dnn` variable scope.
     input_layer_partitioner: v1 only: partitioner of the input layer.
+    scope: the scope to open, or None to build in the caller's scope (the
+      v1 `dnn_logit_fn_builder`, whose caller opened it).
 
   Returns:
     (logits, trainable variables, update ops).
@@ -103,7 +106,7 @@ def dnn_logits(features, mode, *, units, hidden_units, feature_columns,
   init = tf.compat.v1.glorot_uniform_initializer()
   layers = []
   update_ops = []
-  with _dnn_scope(v1, features, partitioner) as scope_name:
+  with _dnn_scope(v1, features, partitioner, scope) as scope_name:
     if v1:
       with tf.compat.v1.variable_scope("input_from_feature_columns",
                                        partitioner=input_layer_partitioner):
@@ -137,12 +140,13 @@ def dnn_logits(features, mode, *, units, hidden_units, feature_columns,
                      if all(v is not seen for seen in variables))
   if v1:
     variables = tf.compat.v1.get_collection(
-        tf.compat.v1.GraphKeys.TRAINABLE_VARIABLES, scope=scope_name + "/")
+        tf.compat.v1.GraphKeys.TRAINABLE_VARIABLES,
+        scope=(scope_name + "/") if scope_name else None)
   return logits, variables, update_ops
 
 
 @contextlib.contextmanager
-def _dnn_scope(v1, features, partitioner):
+def _dnn_scope(v1, features, partitioner, name):
   """Yields the name of the `dnn` scope the tower is built in.
 
   v1 (2.15's v1 layers): a variable scope, whose partitioner the layers
@@ -150,13 +154,15 @@ def _dnn_scope(v1, features, partitioner):
   layers name their variables `dnn/...` while `get_variable` users keep
   2.15's names (shared embeddings: `<a>_<b>_shared_embedding`, top level).
   """
-  if v1:
+  if name is None:
+    yield tf.compat.v1.get_variable_scope().name
+  elif v1:
     with tf.compat.v1.variable_scope(
-        "dnn", values=tuple(features.values()),
+        name, values=tuple(features.values()),
         partitioner=partitioner) as scope:
       yield scope.name
   else:
-    with tf.compat.v1.name_scope("dnn") as scope:
+    with tf.compat.v1.name_scope(name) as scope:
       yield scope.rstrip("/")
 
 

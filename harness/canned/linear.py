@@ -41,8 +41,11 @@ def default_learning_rate(feature_columns):
 
 
 def linear_logits(features, *, units, feature_columns, sparse_combiner="sum",
-                  partitioner=None):
+                  partitioner=None, scope="linear"):
   """Builds the linear model under the variable scope `linear`.
+
+  `scope=None` builds in the caller's variable scope (the v1
+  `linear_logit_fn_builder`, whose caller opened `linear`).
 
   Returns:
     (logits, trainable variables: the weights and the bias).
@@ -52,13 +55,15 @@ def linear_logits(features, *, units, feature_columns, sparse_combiner="sum",
         f"sparse_combiner={sparse_combiner!r} is not supported. Choose one of "
         f"{_COMBINERS} (how a multivalent categorical column is reduced).")
   with tf.compat.v1.variable_scope(
-      "linear", values=tuple(features.values()),
+      scope or tf.compat.v1.get_variable_scope(),
+      values=tuple(features.values()),
       partitioner=partitioner) as scope:
     logits = tf.compat.v1.feature_column.linear_model(
         features, list(feature_columns), units=units,
         sparse_combiner=sparse_combiner)
   variables = tf.compat.v1.get_collection(
-      tf.compat.v1.GraphKeys.TRAINABLE_VARIABLES, scope=scope.name + "/")
+      tf.compat.v1.GraphKeys.TRAINABLE_VARIABLES,
+      scope=(scope.name + "/") if scope.name else None)
   _summaries(variables, units)
   return logits, variables
 
