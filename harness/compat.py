@@ -232,6 +232,7 @@ _LAYOUT = {
     "canned.metric_keys": ({}, ("harness.canned.head.metric_keys",)),
     "canned.prediction_keys": ({}, ("harness.canned.head.prediction_keys",)),
     "head": ({}, ("harness.canned.head",)),
+    "head.head_utils": ({}, ("harness.canned.default_heads",)),
     **{f"head.{module}": ({}, (f"harness.canned.head.{module}",))
        for module in ("base_head", "binary_class_head", "multi_class_head",
                       "multi_label_head", "regression_head", "multi_head")},

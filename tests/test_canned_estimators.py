@@ -412,6 +412,14 @@ class SurfaceTest(absltest.TestCase):
     heads = importlib.import_module(
         "tensorflow_estimator.python.estimator.head.regression_head")
     self.assertIs(heads.RegressionHead, harness.RegressionHead)
+    head_utils = importlib.import_module(
+        "tensorflow_estimator.python.estimator.head.head_utils")
+    self.assertIsInstance(
+        head_utils.binary_or_multi_class_head(3, None, None, "sum"),
+        harness.MultiClassHead)
+    with self.assertRaisesRegex(harness.errors.NotSupportedError,
+                                "LinearSDCA"):
+      tf.estimator.experimental.LinearSDCA  # pylint: disable=pointless-statement
     with self.assertRaisesRegex(harness.errors.NotSupportedError,
                                 "BoostedTreesEstimator.*Decision Forests"):
       tf.estimator.BoostedTreesEstimator  # pylint: disable=pointless-statement

@@ -123,15 +123,6 @@ def linear_model_fn_v1(features, labels, mode, head, feature_columns,
       train_op_fn=train_op_fn)
 
 
-def _check_sdca(optimizer):
-  if type(optimizer).__name__ == "LinearSDCA":
-    from harness import errors  # pylint: disable=g-import-not-at-top
-    raise errors.NotSupportedError(
-        "optimizer=LinearSDCA is not provided by harness (its SDCA kernels "
-        "are gone from TensorFlow 2.21). Fix: use optimizer='Ftrl' (the "
-        "default) or another gradient optimizer.")
-
-
 class LinearClassifier(estimator.Estimator):
   """tf.estimator.LinearClassifier, same arguments and defaults as 2.15."""
 
@@ -139,7 +130,6 @@ class LinearClassifier(estimator.Estimator):
                weight_column=None, label_vocabulary=None, optimizer="Ftrl",
                config=None, warm_start_from=None,
                loss_reduction=_SUM_OVER_BATCH, sparse_combiner="sum"):
-    _check_sdca(optimizer)
     head = default_heads.binary_or_multi_class_head(
         n_classes, weight_column, label_vocabulary, loss_reduction)
     columns = tuple(feature_columns or [])
@@ -159,7 +149,6 @@ class LinearRegressor(estimator.Estimator):
                weight_column=None, optimizer="Ftrl", config=None,
                warm_start_from=None, loss_reduction=_SUM_OVER_BATCH,
                sparse_combiner="sum"):
-    _check_sdca(optimizer)
     head = default_heads.regression_head(label_dimension, weight_column,
                                          loss_reduction)
     columns = tuple(feature_columns or [])
@@ -177,7 +166,6 @@ class LinearEstimator(estimator.Estimator):
 
   def __init__(self, head, feature_columns, model_dir=None, optimizer="Ftrl",
                config=None, sparse_combiner="sum", warm_start_from=None):
-    _check_sdca(optimizer)
     columns = tuple(feature_columns or [])
 
     def _model_fn(features, labels, mode, config):
@@ -195,7 +183,6 @@ class LinearClassifierV1(estimator.Estimator):
                weight_column=None, label_vocabulary=None, optimizer="Ftrl",
                config=None, partitioner=None, warm_start_from=None,
                loss_reduction=_V1_SUM, sparse_combiner="sum"):
-    _check_sdca(optimizer)
     head = default_heads.binary_or_multi_class_head(
         n_classes, weight_column, label_vocabulary, loss_reduction)
     columns = tuple(feature_columns or [])
@@ -216,7 +203,6 @@ class LinearRegressorV1(estimator.Estimator):
                weight_column=None, optimizer="Ftrl", config=None,
                partitioner=None, warm_start_from=None,
                loss_reduction=_V1_SUM, sparse_combiner="sum"):
-    _check_sdca(optimizer)
     head = default_heads.regression_head(label_dimension, weight_column,
                                          loss_reduction)
     columns = tuple(feature_columns or [])
@@ -236,7 +222,6 @@ class LinearEstimatorV1(estimator.Estimator):
   def __init__(self, head, feature_columns, model_dir=None, optimizer="Ftrl",
                config=None, partitioner=None, sparse_combiner="sum",
                warm_start_from=None):
-    _check_sdca(optimizer)
     columns = tuple(feature_columns or [])
 
     def _model_fn(features, labels, mode, config):
