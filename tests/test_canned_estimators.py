@@ -273,6 +273,16 @@ class V1ClassesTest(absltest.TestCase):
                   "s_t_shared_embedding/embedding_weights",
                   v1.get_variable_names())
 
+  def test_v1_batch_norm_names_and_updates(self):
+    est = tf.compat.v1.estimator.DNNRegressor(
+        hidden_units=[3], feature_columns=[_FC.numeric_column("n")],
+        batch_norm=True, model_dir=self.create_tempdir().full_path,
+        config=_config())
+    est.train(_input_fn("regression"), steps=3)
+    mean = est.get_variable_value("dnn/batchnorm_0/moving_mean")
+    self.assertEqual(mean.shape, (3,))
+    self.assertTrue(np.any(mean != 0), "batch-norm statistics never updated")
+
   def test_v1_baseline_and_linear_train(self):
     for est in (tf.compat.v1.estimator.BaselineRegressor(
         model_dir=self.create_tempdir().full_path, config=_config()),
