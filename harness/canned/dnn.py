@@ -20,6 +20,7 @@ import tf_keras
 from harness import estimator
 from harness._tf import tf
 from harness.canned import default_heads
+from harness.canned import feature_columns as feature_columns_lib
 from harness.canned import train_ops
 from harness.spec import ModeKeys
 
@@ -39,20 +40,6 @@ def check_features(features):
   if not isinstance(features, dict):
     raise ValueError("features should be a dictionary of `Tensor`s. "
                      f"Given type: {type(features)}")
-
-
-def check_columns_v2(feature_columns):
-  """Raises 2.15's error for a v1-only feature column in a v2 class."""
-  v2_class = tf.__internal__.feature_column.FeatureColumn
-  for column in feature_columns:
-    if not isinstance(column, v2_class):
-      raise ValueError(
-          "Received a feature column from TensorFlow v1, but this is a "
-          "TensorFlow v2 Estimator. Please either use v2 feature columns "
-          "(accessible via tf.feature_column.* in TF 2.x) with this "
-          "Estimator, or switch to a v1 Estimator for use with v1 feature "
-          "columns (accessible via tf.compat.v1.estimator.* and "
-          f"tf.compat.v1.feature_column.*, respectively. Given: {column!r}")
 
 
 def v1_partitioners(config):
@@ -110,11 +97,9 @@ def dnn_logits(features, mode, *, units, hidden_units, feature_columns,
     if v1:
       with tf.compat.v1.variable_scope("input_from_feature_columns",
                                        partitioner=input_layer_partitioner):
-        net = tf.compat.v1.feature_column.input_layer(
-            features, list(feature_columns))
+        net = feature_columns_lib.input_layer(features, feature_columns)
     else:
-      input_layer = tf_keras.layers.DenseFeatures(
-          list(feature_columns), name="input_from_feature_columns/input_layer")
+      input_layer = feature_columns_lib.dense_features(feature_columns)
       layers.append(input_layer)
       net = input_layer(features, training=training)
     for layer_id, width in enumerate(hidden_units):
@@ -197,7 +182,7 @@ def dnn_model_fn_v2(features, labels, mode, head, hidden_units,
   """The model_fn of the v2 DNN classes (a string optimizer: Keras lr)."""
   del config  # Unused, as in 2.15.
   check_features(features)
-  check_columns_v2(feature_columns)
+  feature_columns_lib.check_v2(feature_columns)
   logits, variables, update_ops = dnn_logits(
       features, mode, units=head.logits_dimension, hidden_units=hidden_units,
       feature_columns=feature_columns, activation_fn=activation_fn,

@@ -19,6 +19,7 @@ from harness import estimator
 from harness._tf import tf
 from harness.canned import default_heads
 from harness.canned import dnn
+from harness.canned import feature_columns as feature_columns_lib
 from harness.canned import linear
 from harness.canned import optimizers
 from harness.canned import train_ops
@@ -63,8 +64,8 @@ def combined_model_fn(features, labels, mode, head, *, linear_feature_columns,
   dnn.check_features(features)
   dnn_partitioner = None
   if not v1:
-    dnn.check_columns_v2(tuple(linear_feature_columns) +
-                         tuple(dnn_feature_columns))
+    feature_columns_lib.check_v2(tuple(linear_feature_columns) +
+                                 tuple(dnn_feature_columns))
   if v1:
     dnn_partitioner, default_input_partitioner = dnn.v1_partitioners(config)
     input_layer_partitioner = (input_layer_partitioner or

@@ -18,6 +18,7 @@ from harness import estimator
 from harness._tf import tf
 from harness.canned import default_heads
 from harness.canned import dnn
+from harness.canned import feature_columns as feature_columns_lib
 from harness.canned import optimizers
 from harness.canned import train_ops
 from harness.spec import ModeKeys
@@ -58,8 +59,8 @@ def linear_logits(features, *, units, feature_columns, sparse_combiner="sum",
       scope or tf.compat.v1.get_variable_scope(),
       values=tuple(features.values()),
       partitioner=partitioner) as scope:
-    logits = tf.compat.v1.feature_column.linear_model(
-        features, list(feature_columns), units=units,
+    logits = feature_columns_lib.linear_model(
+        features, feature_columns, units=units,
         sparse_combiner=sparse_combiner)
   variables = tf.compat.v1.get_collection(
       tf.compat.v1.GraphKeys.TRAINABLE_VARIABLES,
@@ -88,7 +89,7 @@ def linear_model_fn_v2(features, labels, mode, head, feature_columns,
   """The model_fn of the v2 linear classes."""
   del config  # Unused, as in 2.15.
   dnn.check_features(features)
-  dnn.check_columns_v2(feature_columns)
+  feature_columns_lib.check_v2(feature_columns)
   logits, variables = linear_logits(
       features, units=head.logits_dimension, feature_columns=feature_columns,
       sparse_combiner=sparse_combiner)
