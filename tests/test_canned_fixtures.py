@@ -178,6 +178,9 @@ class CannedFixtureTest(parameterized.TestCase):
     est.train(_input_fn(label_fn, train=True), steps=50)
     self.assertEqual(est.get_variable_value("global_step"), 1050)
     self.assertEqual(est.latest_checkpoint().rsplit("-", 1)[1], "1050")
+    # What harness wrote holds exactly 2.15's variables (so 2.15 restores it).
+    saved = dict(tf.train.list_variables(est.latest_checkpoint()))
+    self.assertEqual(saved, want["variables"])
     after = est.evaluate(_input_fn(label_fn, train=False))
     self.assertEqual(after["global_step"], 1050)
     self.assertTrue(np.isfinite(after["loss"]), after)
