@@ -178,6 +178,14 @@ class CannedFixtureTest(parameterized.TestCase):
     est.train(_input_fn(label_fn, train=True), steps=50)
     self.assertEqual(est.get_variable_value("global_step"), 1050)
     self.assertEqual(est.latest_checkpoint().rsplit("-", 1)[1], "1050")
+    # Optimizer state resumed: accumulators (+= g^2) only grow from the
+    # restored values (re-initialised ones would restart at 0.1).
+    restored = str(FIXTURES / name / "model.ckpt-1000")
+    for slot in [v for v in want["variables"] if v.endswith("/accumulator")]:
+      before = tf.train.load_variable(restored, slot)
+      self.assertTrue(np.all(est.get_variable_value(slot) >= before - 1e-6),
+                      f"{name}: {slot} restarted instead of resuming")
+      self.assertGreater(float(np.max(before)), 0.11, slot)
     # What harness wrote holds exactly 2.15's variables (so 2.15 restores it).
     saved = dict(tf.train.list_variables(est.latest_checkpoint()))
     self.assertEqual(saved, want["variables"])
