@@ -21,6 +21,7 @@ from harness import estimator
 from harness._tf import tf
 from harness.canned import default_heads
 from harness.canned import feature_columns as feature_columns_lib
+from harness.canned import optimizers
 from harness.canned import train_ops
 from harness.spec import ModeKeys
 
@@ -211,7 +212,7 @@ def dnn_model_fn_v1(features, labels, mode, head, hidden_units,
                                default_input_partitioner))
   train_op_fn = None
   if mode == ModeKeys.TRAIN:
-    opt = train_ops.optimizers.get_optimizer_instance(
+    opt = optimizers.get_optimizer_instance(
         optimizer, learning_rate=_LEARNING_RATE)
     train_op_fn = train_ops.v1_train_op_fn([(opt, variables)], update_ops)
   return head.create_estimator_spec(

@@ -15,7 +15,6 @@ incremented once.
 
 from harness._tf import tf
 from harness.canned import optimizers
-from harness.spec import ModeKeys
 
 __all__ = ["keras_optimizer", "scale_for_replicas", "v1_train_op_fn"]
 
@@ -78,7 +77,3 @@ def v1_train_op_fn(optimizer_and_variables, update_ops=()):
       return tf.compat.v1.assign_add(global_step, 1).op
 
   return train_op_fn
-
-
-def is_training(mode):
-  return mode == ModeKeys.TRAIN
