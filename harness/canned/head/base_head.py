@@ -338,14 +338,20 @@ def classification_output(scores, n_classes, label_vocabulary=None):
 
 
 def check_label_range(labels, n_classes, message=None):
-  """Asserts (at run time) that labels are in [0, n_classes)."""
+  """Asserts (at run time) that labels are in [0, n_classes).
+
+  One `Assert` whose data are only strings, so TF runs it as a plain op,
+  not as a conditional per step (what `assert_less_equal` on int64 labels
+  builds): it runs on every training step.
+  """
   with tf.compat.v1.name_scope("check_label_range", values=(labels,)):
-    assert_less = tf.compat.v1.debugging.assert_less_equal(
-        labels, tf.cast(n_classes - 1, labels.dtype),
-        message=message or "Labels must be <= n_classes - 1")
-    assert_greater = tf.compat.v1.debugging.assert_non_negative(
-        labels, message=message or "Labels must be >= 0")
-    with tf.control_dependencies((assert_less, assert_greater)):
+    in_range = tf.reduce_all(tf.logical_and(
+        labels >= tf.constant(0, labels.dtype),
+        labels <= tf.constant(n_classes - 1, labels.dtype)))
+    check = tf.debugging.Assert(in_range, [
+        message or f"Labels must be <= n_classes - 1 ({n_classes - 1}) and "
+        ">= 0"])
+    with tf.control_dependencies([check]):
       return tf.identity(labels)
 
 
