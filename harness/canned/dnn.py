@@ -17,6 +17,7 @@ import contextlib
 
 import tf_keras
 
+from harness import errors
 from harness import estimator
 from harness._tf import tf
 from harness.canned import default_heads
@@ -179,9 +180,13 @@ def _batch_norm(layer_id, v1):
 def dnn_model_fn_v2(features, labels, mode, head, hidden_units,
                     feature_columns, optimizer="Adagrad",
                     activation_fn=tf.nn.relu, dropout=None, config=None,
-                    batch_norm=False):
+                    use_tpu=False, batch_norm=False):
   """The model_fn of the v2 DNN classes (a string optimizer: Keras lr)."""
   del config  # Unused, as in 2.15.
+  if use_tpu:
+    raise errors.NotSupportedError(
+        "dnn_model_fn_v2(use_tpu=True): harness does not run TPUEstimator. "
+        "Fix: pass use_tpu=False (the default).")
   check_features(features)
   feature_columns_lib.check_v2(feature_columns)
   logits, variables, update_ops = dnn_logits(
@@ -236,7 +241,7 @@ class DNNClassifier(estimator.Estimator):
     def _model_fn(features, labels, mode, config):
       return dnn_model_fn_v2(
           features, labels, mode, head, hidden_units, columns, optimizer,
-          activation_fn, dropout, config, batch_norm)
+          activation_fn, dropout, config, batch_norm=batch_norm)
 
     super().__init__(model_fn=_model_fn, model_dir=model_dir, config=config,
                      warm_start_from=warm_start_from)
@@ -258,7 +263,7 @@ class DNNRegressor(estimator.Estimator):
     def _model_fn(features, labels, mode, config):
       return dnn_model_fn_v2(
           features, labels, mode, head, hidden_units, columns, optimizer,
-          activation_fn, dropout, config, batch_norm)
+          activation_fn, dropout, config, batch_norm=batch_norm)
 
     super().__init__(model_fn=_model_fn, model_dir=model_dir, config=config,
                      warm_start_from=warm_start_from)
@@ -275,7 +280,7 @@ class DNNEstimator(estimator.Estimator):
     def _model_fn(features, labels, mode, config):
       return dnn_model_fn_v2(
           features, labels, mode, head, hidden_units, columns, optimizer,
-          activation_fn, dropout, config, batch_norm)
+          activation_fn, dropout, config, batch_norm=batch_norm)
 
     super().__init__(model_fn=_model_fn, model_dir=model_dir, config=config,
                      warm_start_from=warm_start_from)
