@@ -99,7 +99,14 @@ def _model_fn_for(head, optimizer, weight_column, loss_reduction, v1):
 
 
 class BaselineClassifier(estimator.Estimator):
-  """tf.estimator.BaselineClassifier: predicts the training label mix."""
+  """tf.estimator.BaselineClassifier: predicts the training label mix.
+
+  Args:
+    model_dir, n_classes, weight_column, label_vocabulary, config,
+      loss_reduction: as `DNNClassifier`'s.
+    optimizer: 'Ftrl' (default, learning rate 0.3) or another name, a
+      `tf.keras.optimizers.legacy` instance, or a callable returning one.
+  """
 
   def __init__(self, model_dir=None, n_classes=2, weight_column=None,
                label_vocabulary=None, optimizer="Ftrl", config=None,

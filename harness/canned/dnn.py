@@ -226,8 +226,33 @@ def dnn_model_fn_v1(features, labels, mode, head, hidden_units,
 
 
 class DNNClassifier(estimator.Estimator):
-  """tf.estimator.DNNClassifier: a feed-forward classifier (softmax or
-  sigmoid cross-entropy), same arguments and defaults as 2.15."""
+  """tf.estimator.DNNClassifier: a feed-forward classifier.
+
+  Sigmoid cross-entropy for `n_classes=2`, softmax otherwise; arguments and
+  defaults are 2.15's.
+
+  Args:
+    hidden_units: units of each hidden layer, e.g. `[64, 32]`.
+    feature_columns: dense `tf.feature_column`s (numeric, bucketized,
+      embedding, indicator, shared embeddings).
+    model_dir: where checkpoints and summaries go (a temporary directory if
+      None and `config.model_dir` is unset).
+    n_classes: number of classes, > 1.
+    weight_column: feature key (str) or `numeric_column` of per-example
+      loss weights.
+    label_vocabulary: the string labels, in class-id order; None means
+      integer labels in [0, n_classes).
+    optimizer: 'Adagrad' (default, Keras learning rate 0.001), 'Adam',
+      'Ftrl', 'RMSProp', 'SGD', a `tf.keras.optimizers.legacy` instance, or a
+      callable returning one.
+    activation_fn: hidden-layer activation (`tf.nn.relu`).
+    dropout: probability of dropping a hidden unit in training, or None.
+    config: a `RunConfig`.
+    warm_start_from: checkpoint path or `WarmStartSettings`.
+    loss_reduction: `tf.keras.losses.Reduction.SUM_OVER_BATCH_SIZE`
+      (default) or `SUM`.
+    batch_norm: batch normalisation after each hidden layer.
+  """
 
   def __init__(self, hidden_units, feature_columns, model_dir=None,
                n_classes=2, weight_column=None, label_vocabulary=None,
@@ -248,8 +273,11 @@ class DNNClassifier(estimator.Estimator):
 
 
 class DNNRegressor(estimator.Estimator):
-  """tf.estimator.DNNRegressor: a feed-forward regressor (mean squared
-  error), same arguments and defaults as 2.15."""
+  """tf.estimator.DNNRegressor: a feed-forward regressor (squared error).
+
+  Arguments as `DNNClassifier`'s, with `label_dimension` (regression targets
+  per example) for `n_classes` and `label_vocabulary`.
+  """
 
   def __init__(self, hidden_units, feature_columns, model_dir=None,
                label_dimension=1, weight_column=None, optimizer="Adagrad",
@@ -270,7 +298,11 @@ class DNNRegressor(estimator.Estimator):
 
 
 class DNNEstimator(estimator.Estimator):
-  """tf.estimator.DNNEstimator: a feed-forward model with a given head."""
+  """tf.estimator.DNNEstimator: a feed-forward model with a given head.
+
+  Arguments as `DNNClassifier`'s; `head` (e.g. `MultiLabelHead(3)`) decides
+  the loss, predictions, metrics and export signatures.
+  """
 
   def __init__(self, head, hidden_units, feature_columns, model_dir=None,
                optimizer="Adagrad", activation_fn=tf.nn.relu, dropout=None,

@@ -156,7 +156,24 @@ def _parts(linear_feature_columns, linear_optimizer, dnn_feature_columns,
 
 
 class DNNLinearCombinedClassifier(estimator.Estimator):
-  """tf.estimator.DNNLinearCombinedClassifier (wide & deep), as 2.15."""
+  """tf.estimator.DNNLinearCombinedClassifier: wide & deep classification.
+
+  Args:
+    model_dir, n_classes, weight_column, label_vocabulary, config,
+      warm_start_from, loss_reduction, batch_norm: as `DNNClassifier`'s.
+    linear_feature_columns: columns of the linear ("wide") part.
+    linear_optimizer: its optimizer ('Ftrl', learning rate
+      min(0.005, 1/sqrt(len(linear_feature_columns)))).
+    dnn_feature_columns: dense columns of the DNN ("deep") part.
+    dnn_optimizer: its optimizer ('Adagrad', learning rate 0.001).
+    dnn_hidden_units, dnn_activation_fn, dnn_dropout: as `DNNClassifier`'s
+      `hidden_units`, `activation_fn`, `dropout`.
+    linear_sparse_combiner: as `LinearClassifier`'s `sparse_combiner`.
+
+  Raises:
+    ValueError: neither part has columns, or the DNN part has no
+      `dnn_hidden_units`.
+  """
 
   def __init__(self, model_dir=None, linear_feature_columns=None,
                linear_optimizer="Ftrl", dnn_feature_columns=None,
@@ -177,7 +194,11 @@ class DNNLinearCombinedClassifier(estimator.Estimator):
 
 
 class DNNLinearCombinedRegressor(estimator.Estimator):
-  """tf.estimator.DNNLinearCombinedRegressor (wide & deep), as 2.15."""
+  """tf.estimator.DNNLinearCombinedRegressor: wide & deep regression.
+
+  Arguments as `DNNLinearCombinedClassifier`'s, with `label_dimension` for
+  `n_classes` and `label_vocabulary`.
+  """
 
   def __init__(self, model_dir=None, linear_feature_columns=None,
                linear_optimizer="Ftrl", dnn_feature_columns=None,
@@ -198,7 +219,12 @@ class DNNLinearCombinedRegressor(estimator.Estimator):
 
 
 class DNNLinearCombinedEstimator(estimator.Estimator):
-  """tf.estimator.DNNLinearCombinedEstimator: wide & deep with a head."""
+  """tf.estimator.DNNLinearCombinedEstimator: wide & deep with a head.
+
+  Arguments as `DNNLinearCombinedClassifier`'s (2.15 took no
+  `warm_start_from` or `loss_reduction` here); `head` decides the loss,
+  predictions, metrics and export signatures.
+  """
 
   def __init__(self, head, model_dir=None, linear_feature_columns=None,
                linear_optimizer="Ftrl", dnn_feature_columns=None,

@@ -125,7 +125,18 @@ def linear_model_fn_v1(features, labels, mode, head, feature_columns,
 
 
 class LinearClassifier(estimator.Estimator):
-  """tf.estimator.LinearClassifier, same arguments and defaults as 2.15."""
+  """tf.estimator.LinearClassifier: logistic / softmax regression.
+
+  Args:
+    feature_columns: any `tf.feature_column`s; categorical ones get one
+      weight per id (no embedding needed).
+    model_dir, n_classes, weight_column, label_vocabulary, config,
+      warm_start_from, loss_reduction: as `DNNClassifier`'s.
+    optimizer: 'Ftrl' (default, learning rate 0.2) or another name, a
+      `tf.keras.optimizers.legacy` instance, or a callable returning one.
+    sparse_combiner: how a multivalent categorical column's weights are
+      reduced per example: 'sum' (default), 'mean' or 'sqrtn'.
+  """
 
   def __init__(self, feature_columns, model_dir=None, n_classes=2,
                weight_column=None, label_vocabulary=None, optimizer="Ftrl",
@@ -144,7 +155,11 @@ class LinearClassifier(estimator.Estimator):
 
 
 class LinearRegressor(estimator.Estimator):
-  """tf.estimator.LinearRegressor, same arguments and defaults as 2.15."""
+  """tf.estimator.LinearRegressor: linear regression (squared error).
+
+  Arguments as `LinearClassifier`'s, with `label_dimension` for `n_classes`
+  and `label_vocabulary`.
+  """
 
   def __init__(self, feature_columns, model_dir=None, label_dimension=1,
                weight_column=None, optimizer="Ftrl", config=None,
@@ -163,7 +178,11 @@ class LinearRegressor(estimator.Estimator):
 
 
 class LinearEstimator(estimator.Estimator):
-  """tf.estimator.LinearEstimator: a linear model with a given head."""
+  """tf.estimator.LinearEstimator: a linear model with a given head.
+
+  Arguments as `LinearClassifier`'s; `head` decides the loss, predictions,
+  metrics and export signatures.
+  """
 
   def __init__(self, head, feature_columns, model_dir=None, optimizer="Ftrl",
                config=None, sparse_combiner="sum", warm_start_from=None):
