@@ -5,6 +5,7 @@ import numpy as np
 from absl.testing import absltest
 from absl.testing import parameterized
 
+import harness
 from harness import errors
 from harness._tf import tf
 from harness.canned import head as head_lib
@@ -405,6 +406,51 @@ class EstimatorSpecTest(_GraphTest):
   def test_head_interface_is_abstract(self):
     with self.assertRaises(TypeError):
       base_head.Head()  # pylint: disable=abstract-class-instantiated
+
+
+class MultiHeadEstimatorTest(absltest.TestCase):
+  """A custom model_fn with a MultiHead through harness.Estimator."""
+
+  def test_train_evaluate_predict_export(self):
+    x = np.random.RandomState(0).randn(64, 3).astype(np.float32)
+    labels = {"kind": (x[:, 0] > 0).astype(np.int64) + (x[:, 1] > 0),
+              "price": x[:, 2:3]}
+
+    def input_fn():
+      return tf.data.Dataset.from_tensor_slices(({"x": x}, labels)).batch(16)
+
+    def model_fn(features, labels, mode):
+      head = head_lib.MultiHead([head_lib.MultiClassHead(3, name="kind"),
+                                 head_lib.RegressionHead(name="price")])
+      logits = tf.compat.v1.layers.dense(features["x"], head.logits_dimension)
+      optimizer = tf.keras.optimizers.legacy.Adagrad(0.1)
+      optimizer.iterations = tf.compat.v1.train.get_or_create_global_step()
+      return head.create_estimator_spec(
+          features=features, mode=mode, logits=logits, labels=labels,
+          optimizer=optimizer,
+          trainable_variables=tf.compat.v1.trainable_variables())
+
+    est = harness.Estimator(model_fn,
+                            model_dir=self.create_tempdir().full_path)
+    est.train(lambda: input_fn().repeat(), steps=20)
+    self.assertEqual(est.get_variable_value("global_step"), 20)
+    metrics = est.evaluate(input_fn)
+    self.assertEqual(set(metrics), {
+        "accuracy/kind", "average_loss/kind", "average_loss/price",
+        "label/mean/price", "prediction/mean/price", "loss/kind",
+        "loss/price", "loss", "global_step"})
+    np.testing.assert_allclose(metrics["label/mean/price"], x[:, 2].mean(),
+                               rtol=1e-5)
+    prediction = next(iter(est.predict(input_fn)))
+    self.assertIn(("kind", "class_ids"), prediction)
+    self.assertIn(("price", "predictions"), prediction)
+    spec = {"x": tf.io.FixedLenFeature([3], tf.float32)}
+    path = est.export_saved_model(
+        self.create_tempdir().full_path,
+        harness.export.build_parsing_serving_input_receiver_fn(spec))
+    self.assertEqual(sorted(tf.saved_model.load(path).signatures.keys()), [
+        "kind", "kind/classification", "kind/predict", "predict", "price",
+        "price/predict", "price/regression", "serving_default"])
 
 
 if __name__ == "__main__":
