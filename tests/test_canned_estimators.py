@@ -12,6 +12,7 @@ import sys
 import numpy as np
 from absl.testing import absltest
 from absl.testing import parameterized
+import pytest
 
 import harness
 import harness.compat  # pylint: disable=unused-import
@@ -460,6 +461,7 @@ print("REPLICAS", strategy.num_replicas_in_sync, "STEP",
 """
 
 
+@pytest.mark.slow  # A child process; test_canned_programs covers Mirrored too.
 class MirroredTest(absltest.TestCase):
 
   def test_dnn_linear_combined_under_mirrored_strategy(self):
