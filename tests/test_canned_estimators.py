@@ -143,6 +143,13 @@ class CannedEstimatorsTest(parameterized.TestCase):
     with self.assertRaisesRegex(ValueError, "Unsupported optimizer name: "
                                 "Adamax.*'Adagrad'"):
       est.train(_input_fn("regression"), steps=1)
+    est = harness.LinearRegressor(
+        feature_columns=[_FC.numeric_column("n")],
+        optimizer=tf.compat.v1.train.FtrlOptimizer(0.1),
+        model_dir=self.create_tempdir().full_path)
+    with self.assertRaisesRegex(ValueError, "not a tf.keras.optimizers.Opt"
+                                ".*tf.compat.v1.estimator.* classes take"):
+      est.train(_input_fn("regression"), steps=1)
 
   def test_dropout_batch_norm_activation(self):
     est = harness.DNNClassifier(

@@ -129,9 +129,12 @@ def get_optimizer_instance_v2(opt, learning_rate=None):
         f"`tf.keras.optimizers.legacy.{type(opt).__name__}`. Received "
         f"optimizer type: {type(opt)}.")
   if not isinstance(opt, tf_keras.optimizers.legacy.Optimizer):
+    v1_hint = (" The tf.compat.v1.estimator.* classes take tf.compat.v1.train "
+               "optimizers; these (tf.estimator.*) take Keras ones." if
+               isinstance(opt, tf.compat.v1.train.Optimizer) else "")
     raise ValueError(
         "The given object is not a tf.keras.optimizers.Optimizer instance. "
-        f"Given: {opt!r}. Fix: pass an optimizer name, a "
+        f"Given: {opt!r}.{v1_hint} Fix: pass an optimizer name, a "
         "tf.keras.optimizers.legacy optimizer, or a callable returning one.")
   return opt
 
