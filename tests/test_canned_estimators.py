@@ -416,6 +416,15 @@ class SurfaceTest(absltest.TestCase):
     for cls, want in _SIGNATURES.items():
       self.assertEqual(_describe(cls), want, cls.__name__)
 
+  def test_submodules_are_attributes(self):
+    code = ("import harness.canned as c; print(hasattr(c, 'head'), "
+            "c.head.MultiClassHead is c.MultiClassHead, c.dnn.__name__)")
+    result = subprocess.run([sys.executable, "-c", code],
+                            env=conftest.child_env(), capture_output=True,
+                            text=True, timeout=120, check=False)
+    self.assertEqual(result.stdout.split(),
+                     ["True", "True", "harness.canned.dnn"], result.stderr)
+
   def test_aliases(self):
     self.assertIs(tf.estimator.DNNClassifier, harness.DNNClassifier)
     self.assertIs(tf.estimator.MultiClassHead, harness.MultiClassHead)

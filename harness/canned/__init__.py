@@ -63,7 +63,17 @@ __all__ = [
 V1_NAMES = {name[:-2]: name for name in _EXPORTS if name.endswith("V1")}
 
 
+# Submodules, also reachable as attributes before their first import.
+_SUBMODULES = frozenset([
+    "baseline", "default_heads", "dnn", "dnn_linear_combined",
+    "feature_columns", "head", "linear", "logit_fns", "optimizers",
+    "train_ops",
+])
+
+
 def __getattr__(name):
+  if name in _SUBMODULES:
+    return importlib.import_module(f"harness.canned.{name}")
   if name in _EXPORTS:
     value = getattr(importlib.import_module(_EXPORTS[name]), name)
     globals()[name] = value
@@ -72,4 +82,4 @@ def __getattr__(name):
 
 
 def __dir__():
-  return sorted(set(globals()) | set(_EXPORTS))
+  return sorted(set(globals()) | set(_EXPORTS) | _SUBMODULES)
