@@ -194,5 +194,22 @@ class CannedFixtureTest(parameterized.TestCase):
     self.assertTrue(np.isfinite(after["loss"]), after)
 
 
+@absltest.skipUnless(FIXTURES.is_dir(), f"fixture dir {FIXTURES} is absent")
+class CannedWarmStartTest(absltest.TestCase):
+
+  def test_warm_start_a_new_model_from_a_215_model_dir(self):
+    x, _ = _columns()
+    est = harness.DNNClassifier(
+        hidden_units=[32, 16], feature_columns=[x], n_classes=10,
+        optimizer=tf.keras.optimizers.legacy.SGD(0.0),
+        warm_start_from=str(FIXTURES / "dnn_classifier"),
+        model_dir=self.create_tempdir().full_path, config=_config())
+    est.train(_input_fn(_digit, train=True), steps=1)
+    old = str(FIXTURES / "dnn_classifier" / "model.ckpt-1000")
+    for name in ("dnn/hiddenlayer_0/kernel", "dnn/logits/bias"):
+      np.testing.assert_allclose(est.get_variable_value(name),
+                                 tf.train.load_variable(old, name), err_msg=name)
+    self.assertEqual(est.get_variable_value("global_step"), 1)
+
 if __name__ == "__main__":
   absltest.main()
