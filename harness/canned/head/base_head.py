@@ -21,6 +21,7 @@ from harness import errors
 from harness import spec as spec_lib
 from harness._tf import tf
 from harness.canned.head import metric_keys
+from harness.export import outputs
 # 2.15 kept these in base_head; programs import them from there.
 from harness.canned.head.spec_builder import build_estimator_spec  # pylint: disable=unused-import
 from harness.canned.head.spec_builder import create_estimator_spec_summary  # pylint: disable=unused-import
@@ -303,7 +304,6 @@ def all_classes(logits, n_classes, label_vocabulary=None):
 
 
 def classification_output(scores, n_classes, label_vocabulary=None):
-  from harness.export import outputs  # pylint: disable=g-import-not-at-top
   return outputs.ClassificationOutput(
       scores=scores, classes=all_classes(scores, n_classes, label_vocabulary))
 

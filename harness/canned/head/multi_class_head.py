@@ -12,6 +12,7 @@ from harness._tf import tf
 from harness.canned.head import base_head
 from harness.canned.head import metric_keys
 from harness.canned.head import prediction_keys
+from harness.export import outputs
 
 __all__ = ["MultiClassHead"]
 
@@ -191,7 +192,6 @@ class MultiClassHead(base_head.Head):
                             regularization_losses=None):
     """EstimatorSpec; serving_default and `classification` classify,
     `predict` returns every prediction."""
-    from harness.export import outputs  # pylint: disable=g-import-not-at-top
 
     def export_outputs(predictions):
       classifier = base_head.classification_output(

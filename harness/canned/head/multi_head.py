@@ -15,6 +15,7 @@ from harness import spec as spec_lib
 from harness._tf import tf
 from harness.canned.head import base_head
 from harness.canned.head import metric_keys
+from harness.export import outputs
 
 __all__ = ["MultiHead"]
 
@@ -174,7 +175,6 @@ class MultiHead(base_head.Head):
                             train_op_fn=None, update_ops=None,
                             regularization_losses=None):
     """EstimatorSpec over all heads; see the module docstring."""
-    from harness.export import outputs  # pylint: disable=g-import-not-at-top
     mode_keys = spec_lib.ModeKeys
     with tf.compat.v1.name_scope(self.name, "multi_head"):
       logits_dict = self._check_logits_and_labels(logits, labels)

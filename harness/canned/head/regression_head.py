@@ -14,6 +14,7 @@ from harness._tf import tf
 from harness.canned.head import base_head
 from harness.canned.head import metric_keys
 from harness.canned.head import prediction_keys
+from harness.export import outputs
 
 __all__ = ["RegressionHead", "PoissonRegressionHead",
            "LogisticRegressionHead"]
@@ -159,7 +160,6 @@ class RegressionHead(base_head.Head):
                             regularization_losses=None):
     """EstimatorSpec; serving_default and `regression` regress, `predict`
     returns every prediction."""
-    from harness.export import outputs  # pylint: disable=g-import-not-at-top
 
     def export_outputs(predictions):
       regressor = outputs.RegressionOutput(value=predictions[_PRED.PREDICTIONS])
