@@ -11,7 +11,6 @@ import sys
 
 import numpy as np
 from absl.testing import absltest
-import pytest
 
 import harness
 from harness._tf import tf
@@ -142,7 +141,6 @@ print("RESULT " + json.dumps({
 """
 
 
-@pytest.mark.slow
 class WideDeepMirroredTest(absltest.TestCase):
 
   def test_train_and_evaluate_with_final_exporter_on_two_cpu_replicas(self):
