@@ -61,8 +61,18 @@ _EXPORTS = {
     "stop_if_lower_hook": "harness.early_stopping",
     "stop_if_no_decrease_hook": "harness.early_stopping",
     "stop_if_no_increase_hook": "harness.early_stopping",
+    # Canned estimators and heads (tf.estimator 2.15's v2 classes).
+    **{name: "harness.canned" for name in (
+        "DNNClassifier", "DNNRegressor", "DNNEstimator", "LinearClassifier",
+        "LinearRegressor", "LinearEstimator", "DNNLinearCombinedClassifier",
+        "DNNLinearCombinedRegressor", "DNNLinearCombinedEstimator",
+        "BaselineClassifier", "BaselineRegressor", "BaselineEstimator",
+        "Head", "BinaryClassHead", "MultiClassHead", "MultiLabelHead",
+        "RegressionHead", "PoissonRegressionHead", "LogisticRegressionHead",
+        "MultiHead")},
 }
-_SUBMODULES = frozenset(["errors", "export", "experimental", "inputs"])
+_SUBMODULES = frozenset(["canned", "errors", "export", "experimental",
+                         "inputs"])
 
 __version__ = "0.1.0"
 
@@ -117,19 +127,40 @@ __all__ = [
     "stop_if_no_increase_hook",
     "stop_if_no_decrease_hook",
     "read_eval_metrics",
+    # Canned estimators.
+    "DNNClassifier",
+    "DNNRegressor",
+    "DNNEstimator",
+    "LinearClassifier",
+    "LinearRegressor",
+    "LinearEstimator",
+    "DNNLinearCombinedClassifier",
+    "DNNLinearCombinedRegressor",
+    "DNNLinearCombinedEstimator",
+    "BaselineClassifier",
+    "BaselineRegressor",
+    "BaselineEstimator",
+    # Heads.
+    "Head",
+    "BinaryClassHead",
+    "MultiClassHead",
+    "MultiLabelHead",
+    "RegressionHead",
+    "PoissonRegressionHead",
+    "LogisticRegressionHead",
+    "MultiHead",
 ]
 
-# Canned estimators of tf.estimator 2.15 that harness does not provide.
-_CANNED = frozenset([
-    "BaselineClassifier", "BaselineEstimator", "BaselineRegressor",
-    "BoostedTreesClassifier", "BoostedTreesEstimator",
-    "BoostedTreesRegressor", "DNNClassifier", "DNNEstimator",
-    "DNNLinearCombinedClassifier", "DNNLinearCombinedEstimator",
-    "DNNLinearCombinedRegressor", "DNNRegressor", "LinearClassifier",
-    "LinearEstimator", "LinearRegressor", "BinaryClassHead", "Head",
-    "LogisticRegressionHead", "MultiClassHead", "MultiHead",
-    "MultiLabelHead", "PoissonRegressionHead", "RegressionHead",
-])
+# Canned estimators of tf.estimator 2.15 that harness does not provide,
+# with the alternative to name.
+_NOT_PROVIDED = {
+    **dict.fromkeys(
+        ("BoostedTreesClassifier", "BoostedTreesEstimator",
+         "BoostedTreesRegressor"),
+        "its C++ tree kernels are gone from TensorFlow 2.21. Fix: use "
+        "TensorFlow Decision Forests (tfdf.keras.GradientBoostedTreesModel) "
+        "or keep that job on tf.estimator 2.15"),
+}
 
 
 def __getattr__(name):
@@ -140,13 +171,11 @@ def __getattr__(name):
     value = getattr(importlib.import_module(_EXPORTS[name]), name)
     globals()[name] = value
     return value
-  if name in _CANNED:
+  if name in _NOT_PROVIDED:
     from harness import errors  # pylint: disable=g-import-not-at-top
     raise errors.NotSupportedError(
-        f"tf.estimator.{name} (a canned estimator or head) is not provided "
-        "by harness. Fix: express the model as a model_fn (harness runs any "
-        "model_fn, and checkpoints written by the canned estimator restore "
-        "by variable name), or keep that job on tf.estimator 2.15.")
+        f"tf.estimator.{name} is not provided by harness: "
+        f"{_NOT_PROVIDED[name]}.")
   raise AttributeError(f"module 'harness' has no attribute {name!r}")
 
 

@@ -53,8 +53,12 @@ _MARKER = "_harness_alias"
 _FIX = ("Fix: use the tf.estimator name harness provides (see "
         "`dir(harness)`), express the model as a model_fn, or keep that job "
         "on tf.estimator 2.15.")
-_CANNED_WHY = ("canned estimators and heads are not provided. Fix: express the model as a model_fn (checkpoints written by "
-               "the canned estimator restore by variable name), or keep that "
+_CANNED_WHY = ("harness provides the canned modules dnn, linear, "
+               "dnn_linear_combined, baseline, optimizers, metric_keys, "
+               "prediction_keys and head.* (the v2 heads), not this one "
+               "(BoostedTrees, RNN, KMeans, TimeSeries and the v1 "
+               "canned.head module are not provided). Fix: use those "
+               "classes, express the model as a model_fn, or keep that "
                "job on tf.estimator 2.15.")
 _TPU_WHY = ("TPUEstimator is not provided (TPUs need TF2 distribution "
             "strategies). Fix: keep that job on tf.estimator "
@@ -143,6 +147,29 @@ def _names(module, *attrs):
   return {attr: f"{module}:{attr}" for attr in attrs}
 
 
+def _canned_names(module, *classes):
+  """{2.15 name: harness target} of a canned module: X is v1, XV2 is v2."""
+  names = {}
+  for cls in classes:
+    names[cls] = f"harness.canned.{module}:{cls}V1"
+    names[f"{cls}V2"] = f"harness.canned.{module}:{cls}"
+  return names
+
+
+# tf.compat.v1.estimator names whose class differs from tf.estimator's.
+_V1_CANNED = {
+    **_canned_names("dnn", "DNNClassifier", "DNNRegressor", "DNNEstimator"),
+    **_canned_names("linear", "LinearClassifier", "LinearRegressor",
+                    "LinearEstimator"),
+    **_canned_names("dnn_linear_combined", "DNNLinearCombinedClassifier",
+                    "DNNLinearCombinedRegressor",
+                    "DNNLinearCombinedEstimator"),
+    **_canned_names("baseline", "BaselineClassifier", "BaselineRegressor",
+                    "BaselineEstimator"),
+}
+_V1_CANNED = {k: v for k, v in _V1_CANNED.items() if not k.endswith("V2")}
+
+
 # The tf.estimator API namespaces: (relative path, sources, unsupported).
 _NAMESPACE_PARTS = (
     ("", ("harness",), {}),
@@ -192,6 +219,27 @@ _LAYOUT = {
     "inputs.pandas_io": (_names("harness.inputs", "pandas_input_fn"), ()),
     "canned": ({}, ()),
     "canned.parsing_utils": ({}, ("harness.parsing",)),
+    # Canned estimators: `X` is the v1 class there, `XV2` the v2 one.
+    "canned.dnn": (_canned_names("dnn", "DNNClassifier", "DNNRegressor",
+                                 "DNNEstimator"), ("harness.canned.dnn",)),
+    "canned.linear": (_canned_names(
+        "linear", "LinearClassifier", "LinearRegressor", "LinearEstimator"),
+                      ("harness.canned.linear",)),
+    "canned.dnn_linear_combined": (_canned_names(
+        "dnn_linear_combined", "DNNLinearCombinedClassifier",
+        "DNNLinearCombinedRegressor", "DNNLinearCombinedEstimator"),
+                                   ("harness.canned.dnn_linear_combined",)),
+    "canned.baseline": (_canned_names(
+        "baseline", "BaselineClassifier", "BaselineRegressor",
+        "BaselineEstimator"), ("harness.canned.baseline",)),
+    "canned.optimizers": ({}, ("harness.canned.optimizers",)),
+    "canned.metric_keys": ({}, ("harness.canned.head.metric_keys",)),
+    "canned.prediction_keys": ({}, ("harness.canned.head.prediction_keys",)),
+    "head": ({}, ("harness.canned.head",)),
+    "head.head_utils": ({}, ("harness.canned.default_heads",)),
+    **{f"head.{module}": ({}, (f"harness.canned.head.{module}",))
+       for module in ("base_head", "binary_class_head", "multi_class_head",
+                      "multi_label_head", "regression_head", "multi_head")},
 }
 # Packages whose unknown names are canned estimators or TPU code.
 _WHY_BY_PACKAGE = {"canned": _CANNED_WHY, "head": _CANNED_WHY,
@@ -229,11 +277,13 @@ def _build_namespace(registry, version):
   modules = {}
   for rel, sources, unsupported in _NAMESPACE_PARTS:
     name = f"{base}.{rel}" if rel else base
+    names = {}
     if rel == "" and version == 1:
       unsupported = {"tpu": _TPU_WHY}
+      names = _V1_CANNED  # tf.compat.v1.estimator.DNNClassifier & co.
     modules[rel] = _AliasModule(
-        name, f"{display}.{rel}" if rel else display, sources=sources,
-        unsupported=unsupported, is_package=(rel == ""))
+        name, f"{display}.{rel}" if rel else display, names=names,
+        sources=sources, unsupported=unsupported, is_package=(rel == ""))
   _alias_namespace(registry, modules, base)
   return modules
 
@@ -251,13 +301,14 @@ def _build_layout(registry):
   for root in (_PACKAGE, _MIRROR):
     for rel, (names, sources) in _LAYOUT.items():
       name = f"{root}.{rel}" if rel else root
-      is_package = rel in ("", "export", "hooks", "inputs", "canned")
-      unsupported = {"tpu": _TPU_WHY, "head": _CANNED_WHY} if not rel else {}
+      is_package = rel in ("", "export", "hooks", "inputs", "canned",
+                           "head")
+      unsupported = {"tpu": _TPU_WHY} if not rel else {}
       _ensure_packages(registry, name)
       _register(registry, name, _AliasModule(
           name, name, names=names, sources=sources, is_package=is_package,
           unsupported=unsupported,
-          why=_CANNED_WHY if rel.startswith("canned") else None))
+          why=_CANNED_WHY if rel.startswith(("canned", "head")) else None))
 
 
 def register_module(rel, *, names=None, sources=(), is_package=False):
@@ -306,7 +357,7 @@ class _NotProvidedFinder(importlib.abc.MetaPathFinder):
         f"No module named {fullname!r}: harness aliases tensorflow_estimator "
         "2.15's Estimator modules (estimator, run_config, model_fn, "
         "training, exporter, export, hooks, inputs, early_stopping, "
-        f"keras_lib), not this one. {why or _FIX}")
+        f"keras_lib, canned.*, head.*), not this one. {why or _FIX}")
     error.name = fullname
     raise error
 

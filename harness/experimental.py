@@ -31,11 +31,18 @@ __all__ = [
 
 _NOT_PORTED = frozenset([
     "KMeans", "LinearSDCA", "RNNClassifier", "RNNEstimator",
+])
+
+# The canned estimators' logit_fn helpers (loaded on first access).
+_LOGIT_FNS = frozenset([
     "call_logit_fn", "dnn_logit_fn_builder", "linear_logit_fn_builder",
 ])
 
 
 def __getattr__(name):
+  if name in _LOGIT_FNS:
+    from harness.canned import logit_fns  # pylint: disable=g-import-not-at-top
+    return getattr(logit_fns, name)
   if name in _NOT_PORTED:
     raise errors.NotSupportedError(
         f"tf.estimator.experimental.{name} is not implemented by harness. "

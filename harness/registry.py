@@ -47,6 +47,7 @@ _BUILTIN_MODEL_FNS = {
     "mnist_cnn": "model_fns.mnist_cnn:model_fn",
     "mnist_mlp": "model_fns.mnist_mlp:model_fn",
     "mnist_dropout": "model_fns.mnist_dropout:model_fn",
+    "canned_dnn_regressor": "model_fns.canned_dnn_regressor:model_fn",
 }
 
 _BUILTIN_INPUT_FNS = {

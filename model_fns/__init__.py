@@ -13,6 +13,7 @@ binary coerces ``--params`` values to the defaults' types)::
 | mnist_cnn     | Conv 32x3x3 -> MaxPool 2 -> Dense 64 -> 10    | mnist*, synth |
 | mnist_mlp     | Dense 256 -> Dense 256 -> 10                  | mnist*, synth |
 | mnist_dropout | Dense 512 -> Dropout 0.2 (train) -> 10        | mnist*, synth |
+| canned_dnn_regressor | tf.estimator.DNNRegressor's model_fn     | constant      |
 
 This package also holds the two pieces the MNIST classifiers share:
 `make_optimizer` (a v1 optimizer chosen by ``params``) and `classifier_spec`

@@ -112,8 +112,9 @@ class NamespaceAliasTest(absltest.TestCase):
         tf.estimator)
 
   def test_missing_names_raise_not_supported_naming_them(self):
-    with self.assertRaisesRegex(errors.NotSupportedError, "DNNClassifier"):
-      tf.estimator.DNNClassifier  # pylint: disable=pointless-statement
+    with self.assertRaisesRegex(errors.NotSupportedError,
+                                "BoostedTreesClassifier.*Decision Forests"):
+      tf.estimator.BoostedTreesClassifier  # pylint: disable=pointless-statement
     with self.assertRaisesRegex(errors.NotSupportedError,
                                 r"tf\.compat\.v1\.estimator\.tpu"):
       tf.compat.v1.estimator.tpu  # pylint: disable=pointless-statement
@@ -121,8 +122,9 @@ class NamespaceAliasTest(absltest.TestCase):
                                 r"tf\.estimator\.NoSuchThing"):
       tf.estimator.NoSuchThing  # pylint: disable=pointless-statement
     with self.assertRaisesRegex(errors.NotSupportedError,
-                                r"estimator\.canned\.dnn'.*canned"):
-      importlib.import_module("tensorflow_estimator.python.estimator.canned.dnn")
+                                r"canned\.boosted_trees'.*BoostedTrees"):
+      importlib.import_module(
+          "tensorflow_estimator.python.estimator.canned.boosted_trees")
     # Also an ImportError, for libraries that probe with try/except.
     with self.assertRaises(ImportError):
       importlib.import_module("tensorflow_estimator.python.estimator.gc")

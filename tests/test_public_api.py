@@ -22,6 +22,13 @@ EXPECTED_ALL = [
     "make_early_stopping_hook", "stop_if_higher_hook", "stop_if_lower_hook",
     "stop_if_no_increase_hook", "stop_if_no_decrease_hook",
     "read_eval_metrics",
+    "DNNClassifier", "DNNRegressor", "DNNEstimator", "LinearClassifier",
+    "LinearRegressor", "LinearEstimator", "DNNLinearCombinedClassifier",
+    "DNNLinearCombinedRegressor", "DNNLinearCombinedEstimator",
+    "BaselineClassifier", "BaselineRegressor", "BaselineEstimator",
+    "Head", "BinaryClassHead", "MultiClassHead", "MultiLabelHead",
+    "RegressionHead", "PoissonRegressionHead", "LogisticRegressionHead",
+    "MultiHead",
 ]
 
 HARNESS_DIR = pathlib.Path(harness.__file__).parent
@@ -58,10 +65,10 @@ class PublicApiTest(absltest.TestCase):
     for name in harness.__all__:
       self.assertIsNotNone(getattr(harness, name), name)
 
-  def test_canned_estimators_say_not_supported(self):
+  def test_boosted_trees_say_not_supported_naming_the_alternative(self):
     with self.assertRaisesRegex(harness.errors.NotSupportedError,
-                                "DNNClassifier.*model_fn"):
-      harness.DNNClassifier  # pylint: disable=pointless-statement
+                                "BoostedTreesRegressor.*Decision Forests"):
+      harness.BoostedTreesRegressor  # pylint: disable=pointless-statement
 
   def test_core_does_not_import_edges_or_examples(self):
     for path in HARNESS_DIR.rglob("*.py"):

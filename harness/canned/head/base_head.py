@@ -1,0 +1,393 @@
+"""The `Head` interface (tf.estimator 2.15's v2 `tf.estimator.Head`) and the
+checks, losses and train-op plumbing every canned head shares.
+
+A head turns logits into predictions, a loss, eval metrics, a train op and
+export signatures; a model_fn only builds the logits::
+
+    head = harness.canned.head.MultiClassHead(n_classes=3)
+    logits = tf.compat.v1.layers.dense(net, head.logits_dimension)
+    return head.create_estimator_spec(
+        features=features, mode=mode, logits=logits, labels=labels,
+        optimizer=tf.keras.optimizers.legacy.Adagrad(0.05),
+        trainable_variables=tf.compat.v1.trainable_variables())
+
+Error sentences follow 2.15 where a program may match on them; the errors are
+`ValueError`s (harness `ConfigError` / `ModelFnError`) as there.
+"""
+
+import abc
+
+from harness import errors
+from harness import spec as spec_lib
+from harness._tf import tf
+from harness.canned.head import metric_keys
+from harness.export import outputs
+# 2.15 kept these in base_head; programs import them from there.
+from harness.canned.head.spec_builder import build_estimator_spec  # pylint: disable=unused-import
+from harness.canned.head.spec_builder import create_estimator_spec_summary  # pylint: disable=unused-import
+from harness.canned.head.spec_builder import create_estimator_spec_train_op  # pylint: disable=unused-import
+from harness.canned.head.spec_builder import validate_trainable_variables  # pylint: disable=unused-import
+from harness.canned.head.spec_builder import validate_update_ops  # pylint: disable=unused-import
+from harness.canned.head.spec_builder import validate_v2_optimizer  # pylint: disable=unused-import
+
+__all__ = [
+    "Head", "DEFAULT_SERVING_KEY", "CLASSIFY_SERVING_KEY",
+    "REGRESS_SERVING_KEY", "PREDICT_SERVING_KEY",
+]
+
+DEFAULT_SERVING_KEY = "serving_default"
+# A local convention of tf.estimator's heads, kept for serving compatibility.
+CLASSIFY_SERVING_KEY = "classification"
+REGRESS_SERVING_KEY = "regression"
+PREDICT_SERVING_KEY = "predict"
+
+_LABEL_NONE_ERR_MSG = (
+    "You must provide a labels Tensor. Given: None. Suggested troubleshooting "
+    "steps: Check that your data contains your label feature. Check that your "
+    "input_fn properly parses and returns labels.")
+_MISMATCHED_LABEL_DIM_ERR_MSG = (
+    "Mismatched label shape. Expected labels dimension={}.  Received {}. "
+    "Suggested Fix: If your classifier expects one-hot encoding label, check "
+    "your n_classes argument to the estimator and/or the shape of your label. "
+    "Otherwise, check the shape of your label.")
+_LABEL_SHAPE_ERR_MSG = (
+    "labels shape must be [D0, D1, ... DN, {}]. Suggested Fix: check your "
+    "n_classes argument to the head and/or the shape of your label.")
+
+
+class Head(abc.ABC):
+  """Interface for the head/top of a model (tf.estimator 2.15's v2 Head)."""
+
+  @property
+  @abc.abstractmethod
+  def name(self):
+    """The name of this head (a string or None)."""
+
+  @property
+  @abc.abstractmethod
+  def logits_dimension(self):
+    """Size of the last dimension of the logits `Tensor`."""
+
+  @property
+  @abc.abstractmethod
+  def loss_reduction(self):
+    """One of `tf.keras.losses.Reduction`: how the training loss is reduced."""
+
+  @abc.abstractmethod
+  def loss(self, labels, logits, features=None, mode=None,
+           regularization_losses=None):
+    """Returns the scalar regularized training loss."""
+
+  @abc.abstractmethod
+  def predictions(self, logits, keys=None):
+    """Returns a dict of prediction `Tensor`s keyed by prediction key."""
+
+  @abc.abstractmethod
+  def metrics(self, regularization_losses=None):
+    """Returns a dict of (not yet updated) Keras `Metric` objects."""
+
+  @abc.abstractmethod
+  def update_metrics(self, eval_metrics, features, logits, labels,
+                     regularization_losses=None):
+    """Updates `eval_metrics` for one batch and returns the dict."""
+
+  def _summary_key(self, key):
+    return f"{key}/{self.name}" if self.name else key
+
+  def create_estimator_spec(self, features, mode, logits, labels=None,
+                            optimizer=None, trainable_variables=None,
+                            train_op_fn=None, update_ops=None,
+                            regularization_losses=None):
+    """Returns the `EstimatorSpec` a model_fn can return for `mode`."""
+    raise NotImplementedError(
+        "Subclasses of Head must implement `create_estimator_spec()` or "
+        "_create_tpu_estimator_spec().")
+
+
+def check_dense_labels_match_logits_and_reshape(labels, logits,
+                                                expected_labels_dimension):
+  """Checks labels are [D0..DN, dim] (or [D0..DN] when dim is 1); reshapes."""
+  if labels is None:
+    raise errors.ModelFnError(_LABEL_NONE_ERR_MSG)
+  with tf.compat.v1.name_scope("labels", values=(labels, logits)) as scope:
+    labels = tf.compat.v1.convert_to_tensor_or_sparse_tensor(labels)
+    if isinstance(labels, tf.sparse.SparseTensor):
+      raise errors.ModelFnError(
+          f"SparseTensor labels are not supported. Labels must be a Tensor of "
+          f"shape [D0, D1, ..., DN, {expected_labels_dimension}], e.g. "
+          f"[batch_size, {expected_labels_dimension}]. Fix: in your input_fn, "
+          "use tf.sparse.to_dense() to turn labels into a Tensor.")
+    if (labels.shape.ndims is not None and logits.shape.ndims is not None and
+        labels.shape.ndims == logits.shape.ndims - 1):
+      labels = tf.expand_dims(labels, -1)
+    assert_rank = tf.compat.v1.debugging.assert_rank_at_least(
+        labels, 2,
+        message=_LABEL_SHAPE_ERR_MSG.format(expected_labels_dimension))
+    with tf.control_dependencies([assert_rank]):
+      static_shape = labels.shape
+      if static_shape.ndims is not None:
+        final_dim = static_shape[-1]
+        if final_dim is not None and final_dim != expected_labels_dimension:
+          raise errors.ModelFnError(_MISMATCHED_LABEL_DIM_ERR_MSG.format(
+              expected_labels_dimension, final_dim))
+      logits_shape = tf.shape(logits)
+      expected_shape = tf.concat(
+          [logits_shape[:-1], [expected_labels_dimension]], axis=0)
+      labels_shape = tf.shape(labels)
+      assert_dimension = tf.compat.v1.debugging.assert_equal(
+          expected_shape, labels_shape,
+          message=_LABEL_SHAPE_ERR_MSG.format(expected_labels_dimension),
+          data=["expected_labels_shape: ", expected_shape,
+                "labels_shape: ", labels_shape])
+      with tf.control_dependencies([assert_dimension]):
+        return tf.identity(labels, name=scope)
+
+
+def _weight_tensor(features, weight_column):
+  """The dense float weights named by `weight_column` (a key or a column)."""
+  if isinstance(weight_column, str):
+    weight_column = tf.feature_column.numeric_column(
+        key=weight_column, shape=(1,))
+  numeric_type = type(tf.feature_column.numeric_column("_"))
+  if not isinstance(weight_column, numeric_type):
+    raise TypeError(
+        "Weight column must be either a string or NumericColumn. Given type: "
+        f"{type(weight_column)}.")
+  if weight_column.key not in features:
+    raise errors.InputFnError(
+        f"weight_column {weight_column.key!r} is not among the features "
+        f"{sorted(features)}. Fix: return it from input_fn as "
+        f"features[{weight_column.key!r}] (a float or int Tensor).")
+  raw = features[weight_column.key]
+  if isinstance(raw, tf.sparse.SparseTensor) or not (
+      raw.dtype.is_floating or raw.dtype.is_integer):
+    raise errors.InputFnError(
+        "Weight column should be castable to float. Given dtype: "
+        f"{raw.dtype}")
+  weights = tf.cast(raw, tf.float32)
+  if weight_column.normalizer_fn is not None:
+    weights = weight_column.normalizer_fn(weights)
+  if weights.shape.ndims == 1:  # [D0] -> [D0, 1], as the column's shape (1,).
+    weights = tf.expand_dims(weights, -1)
+  return weights
+
+
+def get_weights_and_check_match_logits(features, weight_column, logits,
+                                       allow_per_logit_weights=False):
+  """Returns weights shaped [D0..DN, 1] (or per logit), or 1. when unset."""
+  if allow_per_logit_weights:
+    err_msg = ("weights shape must be [D0, D1, ... DN], [D0, D1, ... DN, 1] "
+               "or [D0, D1, ... DN, logits_dimension]")
+  else:
+    err_msg = "weights shape must be [D0, D1, ... DN] or [D0, D1, ... DN, 1]"
+  if weight_column is None:
+    return 1.
+  with tf.compat.v1.name_scope("weights") as scope:
+    weights = tf.cast(_weight_tensor(features, weight_column), tf.float32,
+                      name="weights")
+    weights_shape = tf.shape(weights, name="weights_shape")
+    logits_shape = tf.shape(logits, name="logits_shape")
+    supported = tf.concat([logits_shape[:-1], [1]], axis=0)
+    if allow_per_logit_weights:
+      condition = tf.reduce_any([
+          tf.reduce_all(tf.equal(logits_shape, weights_shape)),
+          tf.reduce_all(tf.equal(supported, weights_shape))])
+      check = tf.debugging.Assert(condition, data=[
+          err_msg, "logits_shape: ", logits_shape,
+          "weights_shape: ", weights_shape])
+    else:
+      check = tf.compat.v1.debugging.assert_equal(
+          supported, weights_shape, message=err_msg,
+          data=["logits_shape: ", logits_shape,
+                "weights_shape: ", weights_shape])
+    with tf.control_dependencies([check]):
+      return tf.identity(weights, name=scope)
+
+
+def check_logits_final_dim(logits, expected_logits_dimension):
+  """Casts logits to float32 and checks they are [D0..DN, dimension]."""
+  with tf.compat.v1.name_scope("logits", values=(logits,)) as scope:
+    logits = tf.cast(logits, tf.float32)
+    logits_shape = tf.shape(logits)
+    assert_rank = tf.compat.v1.debugging.assert_rank_at_least(
+        logits, 2, data=[logits_shape],
+        message="logits shape must be [D0, D1, ... DN, logits_dimension]")
+    with tf.control_dependencies([assert_rank]):
+      static_shape = logits.shape
+      if static_shape.ndims is not None and static_shape[-1] is not None:
+        if (isinstance(expected_logits_dimension, int) and
+            static_shape[-1] != expected_logits_dimension):
+          raise errors.ModelFnError(
+              "logits shape must be [D0, D1, ... DN, logits_dimension], "
+              f"got {static_shape}.")
+        return logits
+      assert_dimension = tf.compat.v1.debugging.assert_equal(
+          expected_logits_dimension, logits_shape[-1], data=[logits_shape],
+          message="logits shape must be [D0, D1, ... DN, logits_dimension]")
+      with tf.control_dependencies([assert_dimension]):
+        return tf.identity(logits, name=scope)
+
+
+def validate_loss_fn_args(loss_fn):
+  """`loss_fn` takes labels and logits, optionally features/loss_reduction."""
+  args = spec_lib.fn_args(loss_fn)
+  for required in ("labels", "logits"):
+    if required not in args:
+      raise errors.ConfigError(
+          f"loss_fn must contain argument: {required}. Given arguments: "
+          f"{args}")
+  invalid = sorted(
+      set(args) - {"labels", "logits", "features", "loss_reduction"})
+  if invalid:
+    raise errors.ConfigError(f"loss_fn has unexpected args: {invalid}")
+
+
+def validate_loss_reduction(loss_reduction):
+  reductions = tf.keras.losses.Reduction
+  if (loss_reduction not in reductions.all() or
+      loss_reduction == reductions.NONE):
+    raise errors.ConfigError(
+        f"Invalid loss_reduction: {loss_reduction}. See `tf.losses.Reduction` "
+        f"for valid options: {sorted(set(reductions.all()) - {'none'})}.")
+
+
+def validate_n_classes(n_classes):
+  """Multi-class heads need n_classes > 2 (BinaryClassHead covers 2)."""
+  if isinstance(n_classes, int) and n_classes <= 2:
+    raise errors.ConfigError(
+        f"n_classes must be > 2: {n_classes}. Fix: use BinaryClassHead for "
+        "two classes.")
+  return n_classes
+
+
+def call_loss_fn(loss_fn, labels, logits, features, expected_loss_dim=1):
+  """Calls a user `loss_fn` and checks it returns [D0..DN, expected_dim]."""
+  kwargs = {}
+  if "features" in spec_lib.fn_args(loss_fn):
+    kwargs["features"] = features
+  with tf.compat.v1.name_scope("call_loss_fn"):
+    unweighted_loss = loss_fn(labels=labels, logits=logits, **kwargs)
+    logits_shape = tf.shape(logits, name="logits_shape")
+    expected = tf.concat([logits_shape[:-1], [expected_loss_dim]], axis=0,
+                         name="expected_loss_shape")
+    loss_shape = tf.shape(unweighted_loss, name="loss_shape")
+    check = tf.debugging.Assert(
+        tf.reduce_all(tf.equal(loss_shape, expected)),
+        data=["loss_fn must return Tensor of shape "
+              f"[D0, D1, ... DN, {expected_loss_dim}]. ",
+              "logits_shape: ", logits_shape, "loss_shape: ", loss_shape],
+        name="check_loss_shape")
+    with tf.control_dependencies([check]):
+      return tf.identity(unweighted_loss)
+
+
+def check_prediction_keys(pred_keys, valid_keys):
+  for key in pred_keys:
+    if key not in valid_keys:
+      raise errors.ModelFnError(
+          f"Prediction key must be in PredictionKeys, given: {key}."
+          f"Valid prediction keys include {valid_keys}.")
+
+
+def all_class_ids(logits, n_classes):
+  batch_size = tf.shape(logits)[0]
+  return tf.tile(tf.expand_dims(tf.range(n_classes), 0), [batch_size, 1])
+
+
+def all_classes(logits, n_classes, label_vocabulary=None):
+  batch_size = tf.shape(logits)[0]
+  if label_vocabulary:
+    classes = tf.constant(list(label_vocabulary), dtype=tf.string)
+  else:
+    classes = tf.strings.as_string(tf.range(n_classes))
+  return tf.tile(tf.expand_dims(classes, 0), [batch_size, 1])
+
+
+def classification_output(scores, n_classes, label_vocabulary=None):
+  return outputs.ClassificationOutput(
+      scores=scores, classes=all_classes(scores, n_classes, label_vocabulary))
+
+
+def check_label_range(labels, n_classes, message=None):
+  """Asserts (at run time) that labels are in [0, n_classes).
+
+  One `Assert` whose data are only strings, so TF runs it as a plain op,
+  not as a conditional per step (what `assert_less_equal` on int64 labels
+  builds): it runs on every training step.
+  """
+  with tf.compat.v1.name_scope("check_label_range", values=(labels,)):
+    in_range = tf.reduce_all(tf.logical_and(
+        labels >= tf.constant(0, labels.dtype),
+        labels <= tf.constant(n_classes - 1, labels.dtype)))
+    check = tf.debugging.Assert(in_range, [
+        message or f"Labels must be <= n_classes - 1 ({n_classes - 1}) and "
+        ">= 0"])
+    with tf.control_dependencies([check]):
+      return tf.identity(labels)
+
+
+def class_id_table(label_vocabulary):
+  """String label -> id (-1 when absent, which the range check rejects)."""
+  return tf.compat.v1.lookup.StaticHashTable(
+      tf.compat.v1.lookup.KeyValueTensorInitializer(
+          keys=tf.constant(list(label_vocabulary), tf.string),
+          values=tf.range(len(label_vocabulary), dtype=tf.int64)),
+      default_value=-1, name="class_id_lookup")
+
+
+def class_string_table(label_vocabulary):
+  """Class id -> string label."""
+  return tf.compat.v1.lookup.StaticHashTable(
+      tf.compat.v1.lookup.KeyValueTensorInitializer(
+          keys=tf.range(len(label_vocabulary), dtype=tf.int64),
+          values=tf.constant(list(label_vocabulary), tf.string)),
+      default_value="UNK", name="class_string_lookup")
+
+
+def update_metric_with_broadcast_weights(eval_metric, values, weights):
+  values = tf.cast(values, tf.float32)
+  if weights is not None:
+    weights = tf.cast(weights, tf.float32) * tf.ones_like(values)
+  eval_metric.update_state(values=values, sample_weight=weights)
+
+
+def compute_weighted_loss(unweighted_loss, weights, loss_reduction):
+  """Keras' weighted reduction: SUM, or SUM / number of loss elements."""
+  weighted = tf.cast(unweighted_loss, tf.float32) * tf.cast(weights,
+                                                            tf.float32)
+  total = tf.reduce_sum(weighted)
+  if loss_reduction == tf.keras.losses.Reduction.SUM:
+    return total
+  count = tf.cast(tf.size(weighted), tf.float32)
+  return tf.math.divide_no_nan(total, count, name="value")
+
+
+def regularized(training_loss, regularization_losses):
+  if regularization_losses is None:
+    return training_loss
+  return training_loss + tf.math.add_n(regularization_losses)
+
+
+class AccuracyBaseline(tf.keras.metrics.Metric):
+  """max(label mean, 1 - label mean): always predicting the commoner class.
+
+  Reads the `label/mean` metric's running total and count, so it needs no
+  state of its own; `update_state()` is a no-op kept so the metric has the
+  one update op an eval metric is expected to have.
+  """
+
+  def __init__(self, label_mean_metric, name=metric_keys.MetricKeys
+               .ACCURACY_BASELINE):
+    super().__init__(name=name)
+    self._label_mean = label_mean_metric
+
+  def update_state(self):  # pylint: disable=arguments-differ
+    return tf.constant(0.)  # Keras traces update_state: it returns a Tensor.
+
+  def result(self):
+    total = self._label_mean.total
+    count = self._label_mean.count
+    return tf.math.divide_no_nan(tf.maximum(total, count - total), count)
+
+  def reset_state(self):
+    pass
