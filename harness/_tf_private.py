@@ -29,6 +29,7 @@ __all__ = [
     "set_hook_steps_per_run",
     "variable_fetch_tensor",
     "set_collective_key_base",
+    "SUMMARY_WRITER_INIT_KEY",
 ]
 
 # tensorflow.python.training.training_util.GLOBAL_STEP_READ_KEY: the graph
@@ -36,6 +37,13 @@ __all__ = [
 # private: no public name; harness registers its own read there (a plain
 # read under strategies, ordered before a steps_per_loop loop).
 GLOBAL_STEP_READ_KEY = "global_step_read_op_cache"
+
+# tensorflow.python.ops.summary_ops_v2._SUMMARY_WRITER_INIT_COLLECTION_NAME:
+# the graph collection of v2 summary writers' initialisers (what
+# `summary_writer_initializer_op()` returns). Why private: no public name;
+# a TPUEstimatorSpec host_call's writer must be initialised by its hook,
+# as tf.estimator 2.15's did.
+SUMMARY_WRITER_INIT_KEY = "_SUMMARY_WRITER_V2"
 
 # Task types whose TF_CONFIG the patched resolver hides from strategies.
 _LOCALIZED_TASK_TYPES = set()

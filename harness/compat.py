@@ -56,9 +56,12 @@ _FIX = ("Fix: use the tf.estimator name harness provides (see "
 _CANNED_WHY = ("canned estimators and heads are not provided. Fix: express the model as a model_fn (checkpoints written by "
                "the canned estimator restore by variable name), or keep that "
                "job on tf.estimator 2.15.")
-_TPU_WHY = ("TPUEstimator is not provided (TPUs need TF2 distribution "
-            "strategies). Fix: keep that job on tf.estimator "
-            "2.15, or move it to Keras with tf.distribute.TPUStrategy.")
+_TPU_WHY = ("harness provides TPUEstimator for CPU/GPU (use_tpu=False) "
+            "through the tpu, tpu.tpu_estimator and tpu.tpu_config modules "
+            "only. Fix: import TPUEstimator, TPUEstimatorSpec, RunConfig, "
+            "TPUConfig from tensorflow_estimator.python.estimator.tpu."
+            "tpu_estimator / tpu_config, or keep that job on tf.estimator "
+            "2.15.")
 
 
 class ModuleNotProvidedError(errors.NotSupportedError, ModuleNotFoundError):
@@ -149,6 +152,7 @@ _NAMESPACE_PARTS = (
     ("export", ("harness.export",), {}),
     ("experimental", ("harness.experimental",), {}),
     ("inputs", ("harness.inputs",), {}),
+    ("tpu", ("harness.tpu",), {}),  # TPUEstimator on CPU/GPU.
 )
 
 # tensorflow_estimator 2.15's module layout under `_PACKAGE`:
@@ -188,6 +192,11 @@ _LAYOUT = {
     "inputs.pandas_io": (_names("harness.inputs", "pandas_input_fn"), ()),
     "canned": ({}, ()),
     "canned.parsing_utils": ({}, ("harness.parsing",)),
+    # TPUEstimator on CPU/GPU (use_tpu=False), harness/tpu/.
+    "tpu": ({}, ("harness.tpu",)),
+    "tpu.tpu_estimator": ({}, ("harness.tpu.tpu_estimator",
+                               "harness.tpu.tpu_spec", "harness.tpu")),
+    "tpu.tpu_config": ({}, ("harness.tpu.tpu_config",)),
 }
 # Packages whose unknown names are canned estimators or TPU code.
 _WHY_BY_PACKAGE = {"canned": _CANNED_WHY, "head": _CANNED_WHY,
@@ -225,8 +234,6 @@ def _build_namespace(registry, version):
   modules = {}
   for rel, sources, unsupported in _NAMESPACE_PARTS:
     name = f"{base}.{rel}" if rel else base
-    if rel == "" and version == 1:
-      unsupported = {"tpu": _TPU_WHY}
     modules[rel] = _AliasModule(
         name, f"{display}.{rel}" if rel else display, sources=sources,
         unsupported=unsupported, is_package=(rel == ""))
@@ -247,13 +254,14 @@ def _build_layout(registry):
   for root in (_PACKAGE, _MIRROR):
     for rel, (names, sources) in _LAYOUT.items():
       name = f"{root}.{rel}" if rel else root
-      is_package = rel in ("", "export", "hooks", "inputs", "canned")
-      unsupported = {"tpu": _TPU_WHY, "head": _CANNED_WHY} if not rel else {}
+      is_package = rel in ("", "export", "hooks", "inputs", "canned", "tpu")
+      unsupported = {"head": _CANNED_WHY} if not rel else {}
       _ensure_packages(registry, name)
       _register(registry, name, _AliasModule(
           name, name, names=names, sources=sources, is_package=is_package,
           unsupported=unsupported,
-          why=_CANNED_WHY if rel.startswith("canned") else None))
+          why=_CANNED_WHY if rel.startswith("canned") else (
+              _TPU_WHY if rel.startswith("tpu") else None)))
 
 
 class _NotProvidedFinder(importlib.abc.MetaPathFinder):
@@ -272,7 +280,7 @@ class _NotProvidedFinder(importlib.abc.MetaPathFinder):
         f"No module named {fullname!r}: harness aliases tensorflow_estimator "
         "2.15's Estimator modules (estimator, run_config, model_fn, "
         "training, exporter, export, hooks, inputs, early_stopping, "
-        f"keras_lib), not this one. {why or _FIX}")
+        f"keras_lib, tpu), not this one. {why or _FIX}")
     error.name = fullname
     raise error
 
