@@ -62,7 +62,8 @@ _EXPORTS = {
     "stop_if_no_decrease_hook": "harness.early_stopping",
     "stop_if_no_increase_hook": "harness.early_stopping",
 }
-_SUBMODULES = frozenset(["errors", "export", "experimental", "inputs"])
+_SUBMODULES = frozenset([
+    "errors", "export", "experimental", "inputs", "tpu"])
 
 __version__ = "0.1.0"
 
@@ -72,6 +73,7 @@ __all__ = [
     "export",
     "experimental",
     "inputs",
+    "tpu",
     # Core.
     "Estimator",
     "EstimatorSpec",
