@@ -279,6 +279,13 @@ class TrainingLoopTest(absltest.TestCase):
         if any(v.tag == "host_loss" for v in event.summary.value):
           steps.append(event.step)
     self.assertLen(steps, 9)
+    # In evaluation too: once per eval batch (64 examples / 16).
+    est.evaluate(eval_input_fn)
+    eval_steps = 0
+    for path in glob.glob(os.path.join(host_dir, "events*")):
+      for event in tf.compat.v1.train.summary_iterator(path):
+        eval_steps += any(v.tag == "host_loss" for v in event.summary.value)
+    self.assertEqual(eval_steps, 9 + 4)
 
   def test_init_from_checkpoint_in_scaffold_fn_keeps_the_loop(self):
     source = self.create_tempdir().full_path
@@ -339,6 +346,21 @@ class TrainAndEvaluateTest(absltest.TestCase):
     self.assertEqual(metrics["global_step"], 60)
     self.assertIn("mse", metrics)
     self.assertAlmostEqual(metrics["mse"], metrics["loss"], places=4)
+
+
+  def test_mirrored_strategy_with_iterations_per_loop(self):
+    from harness import strategies  # pylint: disable=g-import-not-at-top
+    model_dir = self.create_tempdir().full_path
+    config = _config(model_dir, 50, train_distribute=strategies.make_strategy(
+        "mirrored", num_devices_per_worker=2))
+    est = tpu.TPUEstimator(model_fn, config=config, params={"hidden": 16},
+                           use_tpu=False, train_batch_size=32,
+                           eval_batch_size=16)
+    counter = RunCounter()
+    est.train(input_fn, max_steps=60, hooks=[counter])
+    self.assertLen(counter.steps, 2)  # 50, then 10.
+    self.assertEqual(est.get_variable_value("global_step"), 60)
+    self.assertEqual(est.evaluate(eval_input_fn)["global_step"], 60)
 
 
 @absltest.skipUnless(FIXTURE.is_dir(), f"fixture {FIXTURE} is absent")

@@ -95,9 +95,15 @@ def _initialisers_in_loop():
   """
   body = tf.compat.v1.get_default_graph()
   for variable in tf.compat.v1.global_variables():
-    initializer = getattr(variable, "initializer", None)
-    if initializer is not None and initializer.graph is body:
-      return variable.name
+    # A distributed variable's `initializer` builds a new group op where it
+    # is read: look at its per-device components' own initialisers.
+    parts = (variable.values
+             if isinstance(variable, tf.distribute.DistributedValues) else
+             (variable,))
+    for part in parts:
+      initializer = getattr(part, "initializer", None)
+      if initializer is not None and initializer.graph is body:
+        return variable.name
   return None
 
 
