@@ -202,6 +202,18 @@ class TPUConfigTest(absltest.TestCase):
     self.assertEqual(run_config.tpu_config.iterations_per_loop, 7)
     with self.assertRaisesRegex(errors.ConfigError, "master and cluster"):
       tpu.RunConfig(master="a", cluster=object())
+    resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
+        tf.train.ClusterSpec({"worker": ["127.0.0.1:2222"]}),
+        master="grpc://127.0.0.1:2222")
+    with_cluster = tpu.RunConfig(cluster=resolver)
+    self.assertEqual(with_cluster.master, "grpc://127.0.0.1:2222")
+    self.assertEqual(with_cluster.evaluation_master, "grpc://127.0.0.1:2222")
+    self.assertEqual(with_cluster.cluster_spec.as_dict(),
+                     {"worker": ["127.0.0.1:2222"]})
+    self.assertEqual(
+        with_cluster.session_config.cluster_def.job[0].name, "worker")
+    self.assertIs(with_cluster.replace(save_summary_steps=5).cluster,
+                  resolver)
 
   def test_iterations_per_loop_becomes_steps_per_loop(self):
     est = _estimator(None, iterations_per_loop=50)
