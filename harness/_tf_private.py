@@ -30,6 +30,7 @@ __all__ = [
     "variable_fetch_tensor",
     "set_collective_key_base",
     "SUMMARY_WRITER_INIT_KEY",
+    "initializer_ops",
 ]
 
 # tensorflow.python.training.training_util.GLOBAL_STEP_READ_KEY: the graph
@@ -272,3 +273,19 @@ def rebuild_saver(saver):
       save_relative_paths=saver._save_relative_paths,
       filename=saver._filename)
   # pylint: enable=protected-access
+
+
+def initializer_ops(variable):
+  """The initialiser ops a variable holds now, building none.
+
+  A distributed variable's public `initializer` groups its components'
+  initialisers in a new op wherever it is read; `init_from_checkpoint`
+  sets its private `_initializer_op` instead. Why private: the public
+  property builds ops. Returns the distributed variable's own op (if set)
+  and each component's `initializer`, or `[variable.initializer]`.
+  """
+  if isinstance(variable, tf.distribute.DistributedValues):
+    own = getattr(variable, "_initializer_op", None)
+    return ([own] if own is not None else []) + [
+        v.initializer for v in variable.values]
+  return [variable.initializer]

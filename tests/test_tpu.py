@@ -282,8 +282,8 @@ class TrainingLoopTest(absltest.TestCase):
     counter = RunCounter()
     with self.assertLogs(level="WARNING") as logs:
       est.train(input_fn, max_steps=9, hooks=[counter])
-    self.assertTrue(any("host_call runs on the host after every step" in line
-                        for line in logs.output), logs.output)
+    self.assertTrue(any("steps_per_loop=50 -> 1" in line and "HostCallHook"
+                        in line for line in logs.output), logs.output)
     self.assertLen(counter.steps, 9)
     steps = []
     for path in glob.glob(os.path.join(host_dir, "events*")):
@@ -373,6 +373,34 @@ class TrainAndEvaluateTest(absltest.TestCase):
     self.assertLen(counter.steps, 2)  # 50, then 10.
     self.assertEqual(est.get_variable_value("global_step"), 60)
     self.assertEqual(est.evaluate(eval_input_fn)["global_step"], 60)
+
+  def test_mirrored_falls_back_to_one_step_for_init_in_model_fn(self):
+    from harness import strategies  # pylint: disable=g-import-not-at-top
+    source = self.create_tempdir().full_path
+    _estimator(source, iterations_per_loop=1).train(input_fn, max_steps=20)
+    source_ckpt = tf.train.latest_checkpoint(source)
+
+    def warm_model_fn(features, labels, mode, params):
+      spec = model_fn(features, labels, mode, params)
+      tf.compat.v1.train.init_from_checkpoint(
+          source_ckpt, {"dense/": "dense/", "dense_1/": "dense_1/"})
+      return spec
+
+    model_dir = self.create_tempdir().full_path
+    config = _config(model_dir, 50, train_distribute=strategies.make_strategy(
+        "mirrored", num_devices_per_worker=2))
+    est = tpu.TPUEstimator(warm_model_fn, config=config,
+                           params={"hidden": 16}, use_tpu=False,
+                           train_batch_size=32)
+    counter = RunCounter()
+    with self.assertLogs(level="WARNING") as logs:
+      est.train(input_fn, max_steps=3, hooks=[counter])
+    self.assertTrue(any("InitFromCheckpointInModelFn" in line
+                        for line in logs.output), logs.output)
+    self.assertLen(counter.steps, 3)
+    np.testing.assert_allclose(
+        est.get_variable_value("dense_1/bias"),
+        tf.train.load_variable(source_ckpt, "dense_1/bias"), atol=0.031)
 
 
 @absltest.skipUnless(FIXTURE.is_dir(), f"fixture {FIXTURE} is absent")

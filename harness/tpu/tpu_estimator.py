@@ -38,16 +38,16 @@ import enum
 
 from absl import logging
 
+from harness import _tf_private
 from harness import errors
 from harness import estimator as estimator_lib
-from harness import loop_spec
 from harness import spec as spec_lib
 from harness._tf import tf
 from harness.tpu import tpu_config
 from harness.tpu import tpu_spec
 
 __all__ = ["TPUEstimator", "ExportSavedModelApiVersion",
-           "RESERVED_PARAMS_KEYS"]
+           "InitFromCheckpointInModelFn", "RESERVED_PARAMS_KEYS"]
 
 _BATCH_SIZE_KEY = "batch_size"
 _CTX_KEY = "context"
@@ -86,24 +86,24 @@ def _in_function_graph():
                       False))
 
 
-def _initialisers_in_loop():
-  """A variable whose initialiser was built in the current (loop) graph.
+def _initialiser_in_loop():
+  """A variable initialiser built in the current (loop body) graph, or None.
 
   `tf.compat.v1.train.init_from_checkpoint` called in model_fn inside the
   loop body replaces variables' initialisers with restore ops of the body,
-  which the session cannot run. Returns the first such variable's name.
+  which the session cannot run (in `scaffold_fn` it runs outside the loop).
   """
   body = tf.compat.v1.get_default_graph()
   for variable in tf.compat.v1.global_variables():
-    # A distributed variable's `initializer` builds a new group op where it
-    # is read: look at its per-device components' own initialisers.
-    parts = (variable.values
-             if isinstance(variable, tf.distribute.DistributedValues) else
-             (variable,))
-    for part in parts:
-      initializer = getattr(part, "initializer", None)
+    for initializer in _tf_private.initializer_ops(variable):
       if initializer is not None and initializer.graph is body:
-        return variable.name
+        logging.warning(
+            "train | model_fn called tf.compat.v1.train.init_from_checkpoint "
+            "(the initializer of %s is built inside the steps_per_loop "
+            "loop): training runs one step per session.run. Fix: call it in "
+            "TPUEstimatorSpec.scaffold_fn to keep iterations_per_loop.",
+            variable.name)
+        return initializer
   return None
 
 
@@ -258,23 +258,37 @@ class TPUEstimator(estimator_lib.Estimator):
       kwargs["mode"] = mode
     if "config" in args:
       kwargs["config"] = config
-    in_loop = mode == ModeKeys.TRAIN and _in_function_graph()
+    # Inside steps_per_loop's while loop (K > 1): model_fn's tensors live in
+    # the loop body.
+    in_loop = (mode == ModeKeys.TRAIN and config.steps_per_loop != 1 and
+               _in_function_graph())
     result = self._model_fn(features=features, **kwargs)
     if isinstance(result, tpu_spec.TPUEstimatorSpec):
-      if in_loop and result.host_call is not None:
-        raise loop_spec.NeedsOneStepPerRun(
-            "TPUEstimatorSpec.host_call runs on the host after every step")
+      # A host_call's hook fetches body tensors every step: loop_spec sees
+      # that after the loop is built and training falls back to K = 1.
       result = result._to_estimator_spec(lift_host_fns=in_loop)  # pylint: disable=protected-access
     elif not isinstance(result, spec_lib.EstimatorSpec):
       raise errors.ModelFnError(
           "model_fn should return a TPUEstimatorSpec or EstimatorSpec, it "
           f"returned {type(result).__name__}: {result!r:.200}.")
     if in_loop:
-      variable = _initialisers_in_loop()
-      if variable is not None:
-        raise loop_spec.NeedsOneStepPerRun(
-            f"model_fn set the initializer of {variable!r} inside the loop "
-            "(tf.compat.v1.train.init_from_checkpoint called in model_fn; "
-            "calling it in TPUEstimatorSpec.scaffold_fn keeps "
-            "iterations_per_loop)")
+      initializer = _initialiser_in_loop()
+      if initializer is not None:
+        # Raising here would be wrapped by autograph under a strategy; a
+        # hook holding the body op makes loop_spec fall back to K = 1.
+        result = result._replace(training_hooks=tuple(
+            result.training_hooks) + (InitFromCheckpointInModelFn(
+                initializer),))
     return result
+
+
+class InitFromCheckpointInModelFn(tf.compat.v1.train.SessionRunHook):
+  """Marks a model_fn that called init_from_checkpoint inside the loop.
+
+  It holds the initialiser op built in the loop body; harness's loop
+  (loop_spec) then trains one step per session.run, naming this class in
+  its log line. Running it does nothing.
+  """
+
+  def __init__(self, initializer):
+    self.initializer = initializer
