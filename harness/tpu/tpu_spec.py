@@ -13,6 +13,7 @@ tensors), scaffold_fn=fn, host_call=(fn, tensors))`. Off-TPU,
 """
 
 import collections
+import inspect
 
 from harness import _tf_private
 from harness import errors
@@ -57,7 +58,6 @@ def check_host_call(name, host_call):
 
 
 def _takes_varargs(fn):
-  import inspect  # pylint: disable=g-import-not-at-top
   try:
     parameters = inspect.signature(fn).parameters.values()
   except (TypeError, ValueError):
