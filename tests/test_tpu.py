@@ -176,6 +176,53 @@ class BatchSizeAndParamsTest(absltest.TestCase):
       tpu.TPUEstimator(model_fn, config=_config(None), train_batch_size=32)
 
 
+class TPUEstimatorSpecTest(absltest.TestCase):
+
+  def test_bad_eval_metrics_and_host_call_name_the_rule(self):
+    def metric_fn(labels, pred):
+      return {}
+
+    tensors = [tf.constant([1.0]), tf.constant([2.0])]
+    cases = (
+        ({"eval_metrics": metric_fn}, "eval_metrics should be tuple or list"),
+        ({"eval_metrics": (metric_fn,)}, "should have two elements"),
+        ({"eval_metrics": ("f", tensors)}, r"eval_metrics\[0\] should be a "
+         "function"),
+        ({"host_call": (metric_fn, tf.constant(1))},
+         r"host_call\[1\] should be tuple or list, or dict"),
+        ({"eval_metrics": (metric_fn, tensors[:1])},
+         "length of tensors 1 does not match"),
+        ({"scaffold_fn": 3}, "scaffold_fn must be callable"),
+    )
+    for kwargs, message in cases:
+      with self.assertRaisesRegex(errors.ModelFnError, message):
+        tpu.TPUEstimatorSpec("eval", loss=tf.constant(1.0), **kwargs)
+    with self.assertRaisesRegex(TypeError, "SessionRunHook"):
+      tpu.TPUEstimatorSpec("train", training_hooks=[object()])
+
+  def test_as_estimator_spec_and_plain_estimator_spec_model_fn(self):
+    with tf.Graph().as_default():
+      labels, pred = tf.constant([[1.0]]), tf.constant([[0.5]])
+      spec = tpu.TPUEstimatorSpec(
+          "eval", loss=tf.constant(0.25),
+          eval_metrics=(lambda labels, pred: {
+              "mae": tf.compat.v1.metrics.mean_absolute_error(labels, pred)},
+                        {"labels": labels, "pred": pred}),
+          scaffold_fn=lambda: tf.compat.v1.train.Scaffold(
+              init_fn=lambda scaffold, session: None))
+      converted = spec.as_estimator_spec()
+      self.assertIsInstance(converted, harness.EstimatorSpec)
+      self.assertEqual(sorted(converted.eval_metric_ops), ["mae"])
+      self.assertIsNotNone(converted.scaffold.init_fn)
+
+    def plain_model_fn(features, labels, mode, params):
+      return model_fn(features, labels, mode, params).as_estimator_spec()
+
+    est = _estimator(self.create_tempdir().full_path, fn=plain_model_fn)
+    est.train(input_fn, max_steps=2)
+    self.assertEqual(est.get_variable_value("global_step"), 2)
+
+
 class TPUConfigTest(absltest.TestCase):
 
   def test_defaults_and_checks_as_215(self):
