@@ -71,8 +71,8 @@ _EXPORTS = {
         "RegressionHead", "PoissonRegressionHead", "LogisticRegressionHead",
         "MultiHead")},
 }
-_SUBMODULES = frozenset(["canned", "errors", "export", "experimental",
-                         "inputs"])
+_SUBMODULES = frozenset([
+    "canned", "errors", "export", "experimental", "inputs", "tpu"])
 
 __version__ = "0.1.0"
 
@@ -82,6 +82,7 @@ __all__ = [
     "export",
     "experimental",
     "inputs",
+    "tpu",
     # Core.
     "Estimator",
     "EstimatorSpec",

@@ -29,6 +29,8 @@ __all__ = [
     "set_hook_steps_per_run",
     "variable_fetch_tensor",
     "set_collective_key_base",
+    "SUMMARY_WRITER_INIT_KEY",
+    "initializer_ops",
 ]
 
 # tensorflow.python.training.training_util.GLOBAL_STEP_READ_KEY: the graph
@@ -36,6 +38,13 @@ __all__ = [
 # private: no public name; harness registers its own read there (a plain
 # read under strategies, ordered before a steps_per_loop loop).
 GLOBAL_STEP_READ_KEY = "global_step_read_op_cache"
+
+# tensorflow.python.ops.summary_ops_v2._SUMMARY_WRITER_INIT_COLLECTION_NAME:
+# the graph collection of v2 summary writers' initialisers (what
+# `summary_writer_initializer_op()` returns). Why private: no public name;
+# a TPUEstimatorSpec host_call's writer must be initialised by its hook,
+# as tf.estimator 2.15's did.
+SUMMARY_WRITER_INIT_KEY = "_SUMMARY_WRITER_V2"
 
 # Task types whose TF_CONFIG the patched resolver hides from strategies.
 _LOCALIZED_TASK_TYPES = set()
@@ -264,3 +273,19 @@ def rebuild_saver(saver):
       save_relative_paths=saver._save_relative_paths,
       filename=saver._filename)
   # pylint: enable=protected-access
+
+
+def initializer_ops(variable):
+  """The initialiser ops a variable holds now, building none.
+
+  A distributed variable's public `initializer` groups its components'
+  initialisers in a new op wherever it is read; `init_from_checkpoint`
+  sets its private `_initializer_op` instead. Why private: the public
+  property builds ops. Returns the distributed variable's own op (if set)
+  and each component's `initializer`, or `[variable.initializer]`.
+  """
+  if isinstance(variable, tf.distribute.DistributedValues):
+    own = getattr(variable, "_initializer_op", None)
+    return ([own] if own is not None else []) + [
+        v.initializer for v in variable.values]
+  return [variable.initializer]

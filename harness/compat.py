@@ -60,9 +60,12 @@ _CANNED_WHY = ("harness provides the canned modules dnn, linear, "
                "canned.head module are not provided). Fix: use those "
                "classes, express the model as a model_fn, or keep that "
                "job on tf.estimator 2.15.")
-_TPU_WHY = ("TPUEstimator is not provided (TPUs need TF2 distribution "
-            "strategies). Fix: keep that job on tf.estimator "
-            "2.15, or move it to Keras with tf.distribute.TPUStrategy.")
+_TPU_WHY = ("harness provides TPUEstimator for CPU/GPU (use_tpu=False) "
+            "through the tpu, tpu.tpu_estimator and tpu.tpu_config modules "
+            "only. Fix: import TPUEstimator, TPUEstimatorSpec, RunConfig, "
+            "TPUConfig from tensorflow_estimator.python.estimator.tpu."
+            "tpu_estimator / tpu_config, or keep that job on tf.estimator "
+            "2.15.")
 
 
 class ModuleNotProvidedError(errors.NotSupportedError, ModuleNotFoundError):
@@ -176,6 +179,7 @@ _NAMESPACE_PARTS = (
     ("export", ("harness.export",), {}),
     ("experimental", ("harness.experimental",), {}),
     ("inputs", ("harness.inputs",), {}),
+    ("tpu", ("harness.tpu",), {}),  # TPUEstimator on CPU/GPU.
 )
 
 # tensorflow_estimator 2.15's module layout under `_PACKAGE`:
@@ -240,6 +244,11 @@ _LAYOUT = {
     **{f"head.{module}": ({}, (f"harness.canned.head.{module}",))
        for module in ("base_head", "binary_class_head", "multi_class_head",
                       "multi_label_head", "regression_head", "multi_head")},
+    # TPUEstimator on CPU/GPU (use_tpu=False), harness/tpu/.
+    "tpu": ({}, ("harness.tpu",)),
+    "tpu.tpu_estimator": ({}, ("harness.tpu.tpu_estimator",
+                               "harness.tpu.tpu_spec", "harness.tpu")),
+    "tpu.tpu_config": ({}, ("harness.tpu.tpu_config",)),
 }
 # Packages whose unknown names are canned estimators or TPU code.
 _WHY_BY_PACKAGE = {"canned": _CANNED_WHY, "head": _CANNED_WHY,
@@ -279,7 +288,6 @@ def _build_namespace(registry, version):
     name = f"{base}.{rel}" if rel else base
     names = {}
     if rel == "" and version == 1:
-      unsupported = {"tpu": _TPU_WHY}
       names = _V1_CANNED  # tf.compat.v1.estimator.DNNClassifier & co.
     modules[rel] = _AliasModule(
         name, f"{display}.{rel}" if rel else display, names=names,
@@ -302,13 +310,14 @@ def _build_layout(registry):
     for rel, (names, sources) in _LAYOUT.items():
       name = f"{root}.{rel}" if rel else root
       is_package = rel in ("", "export", "hooks", "inputs", "canned",
-                           "head")
-      unsupported = {"tpu": _TPU_WHY} if not rel else {}
+                           "head", "tpu")
+      unsupported = {}
       _ensure_packages(registry, name)
       _register(registry, name, _AliasModule(
           name, name, names=names, sources=sources, is_package=is_package,
           unsupported=unsupported,
-          why=_CANNED_WHY if rel.startswith(("canned", "head")) else None))
+          why=_CANNED_WHY if rel.startswith(("canned", "head")) else (
+              _TPU_WHY if rel.startswith("tpu") else None)))
 
 
 def register_module(rel, *, names=None, sources=(), is_package=False):
@@ -357,7 +366,7 @@ class _NotProvidedFinder(importlib.abc.MetaPathFinder):
         f"No module named {fullname!r}: harness aliases tensorflow_estimator "
         "2.15's Estimator modules (estimator, run_config, model_fn, "
         "training, exporter, export, hooks, inputs, early_stopping, "
-        f"keras_lib, canned.*, head.*), not this one. {why or _FIX}")
+        f"keras_lib, canned.*, head.*, tpu), not this one. {why or _FIX}")
     error.name = fullname
     raise error
 

@@ -116,8 +116,12 @@ class NamespaceAliasTest(absltest.TestCase):
                                 "BoostedTreesClassifier.*Decision Forests"):
       tf.estimator.BoostedTreesClassifier  # pylint: disable=pointless-statement
     with self.assertRaisesRegex(errors.NotSupportedError,
-                                r"tf\.compat\.v1\.estimator\.tpu"):
-      tf.compat.v1.estimator.tpu  # pylint: disable=pointless-statement
+                                r"tf\.compat\.v1\.estimator\.tpu\.NoSuch"):
+      tf.compat.v1.estimator.tpu.NoSuch  # pylint: disable=pointless-statement
+    with self.assertRaisesRegex(errors.NotSupportedError,
+                                r"tpu\.tpu_context'.*use_tpu=False"):
+      importlib.import_module(
+          "tensorflow_estimator.python.estimator.tpu.tpu_context")
     with self.assertRaisesRegex(errors.NotSupportedError,
                                 r"tf\.estimator\.NoSuchThing"):
       tf.estimator.NoSuchThing  # pylint: disable=pointless-statement

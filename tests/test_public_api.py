@@ -8,7 +8,7 @@ from absl.testing import absltest
 import harness
 
 EXPECTED_ALL = [
-    "errors", "export", "experimental", "inputs",
+    "errors", "export", "experimental", "inputs", "tpu",
     "Estimator", "EstimatorSpec", "ModeKeys", "RunConfig", "DistributeConfig",
     "TrainSpec", "EvalSpec", "train_and_evaluate",
     "Exporter", "LatestExporter", "BestExporter", "FinalExporter",
