@@ -207,7 +207,7 @@ def render(runs, *, rounds, elapsed_secs, loads, command, profiles):
     lines += [f"- round {i + 1} {k[0]} {k[1]}: {e[:300]}"
               for i, k, e in errors]
   for title, text in profiles:
-    lines += ["", f"cProfile, {title} (top by cumulative time):", "", "```",
+    lines += ["", f"cProfile, {title} (top by own time):", "", "```",
               text.rstrip(), "```"]
   lines += ["", END]
   return "\n".join(lines)
@@ -219,11 +219,23 @@ def main(argv=None):
   parser.add_argument("--out", default=os.path.join(_ROOT, "bench",
                                                     "RESULTS.md"))
   parser.add_argument("--venv_dir", default=tf215_env.DEFAULT_VENV_DIR)
+  parser.add_argument("--cases", default=None,
+                      help="comma list of cases to run, e.g. mlp_b256,cnn_b256")
+  parser.add_argument("--runners", default=None,
+                      help="comma list of runner labels, e.g. "
+                      "'tf.estimator 2.15,harness K=1'")
   parser.add_argument("--profile", action="store_true",
-                      help="cProfile one mlp b32 run of 2.15 and harness "
-                      "K=1 and K=auto after the rounds")
+                      help="cProfile one run of the first case with each "
+                      "non-bare runner after the rounds")
   args = parser.parse_args(argv)
   python215 = tf215_env.ensure(args.venv_dir)
+  global CASES, RUNNERS  # pylint: disable=global-statement
+  if args.cases:
+    wanted = args.cases.replace("_", " ").split(",")
+    CASES = tuple(c for c in CASES if c.name in wanted)
+  if args.runners:
+    wanted = args.runners.split(",")
+    RUNNERS = tuple(r for r in RUNNERS if r.label in wanted)
   start = time.time()
   runs, loads = [], []
   for round_index in range(args.rounds):
@@ -243,13 +255,15 @@ def main(argv=None):
   profiles = []
   if args.profile:
     case = CASES[0]
-    for runner in (RUNNERS[1], RUNNERS[3], RUNNERS[4]):
+    for runner in (r for r in RUNNERS if r.runner != "bare"):
       path = f"/tmp/bench_vs215_profile_{runner.runner}_{runner.steps_per_loop}.txt"
       run_one(case, runner, python215, profile_out=path)
       if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
           profiles.append((f"{case.name} {runner.label}", f.read()))
-  command = "python -m bench.vs215" + (
+  command = "python -m bench.vs215" + "".join(
+      f" --{n}='{getattr(args, n)}'" for n in ("cases", "runners")
+      if getattr(args, n)) + (
       f" --rounds={args.rounds}" if args.rounds != 3 else "") + (
           " --profile" if args.profile else "")
   text = render(runs, rounds=args.rounds, elapsed_secs=time.time() - start,

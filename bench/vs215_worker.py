@@ -127,7 +127,7 @@ def _write_profile(profiler, path):
   import pstats  # pylint: disable=g-import-not-at-top
   out = io.StringIO()
   stats = pstats.Stats(profiler, stream=out)
-  stats.sort_stats("cumulative").print_stats(22)
+  stats.sort_stats("tottime").print_stats(15)
   text = out.getvalue()
   # Drop pstats' header lines before the table; keep paths short.
   text = text[text.find("   ncalls"):] if "   ncalls" in text else text
