@@ -20,7 +20,6 @@ cadence bound, not measured. `python -m harness.main` defaults to "auto";
 """
 
 import math
-import statistics
 import time
 
 from absl import logging
@@ -34,7 +33,10 @@ MAX_STEPS_PER_LOOP = 1000
 # The per-run overhead's share of a run that auto aims below.
 OVERHEAD_FRACTION = 0.05
 _PROBE_STEPS = 8   # K of the second measurement.
-_SAMPLES = 3       # Timed runs per measurement (median taken).
+_WARMUP_RUNS = 2   # Untimed first runs (graph set-up, allocations).
+# Timed runs per measurement; the fastest is taken: on a loaded machine
+# other processes only ever add time, so the minimum is the least noisy.
+_SAMPLES = 5
 
 
 def cadence_bound(config):
@@ -69,20 +71,24 @@ def choose(overhead_secs, step_secs, bound):
 class KChooser:
   """Plans the K of each run until it has measured enough to choose.
 
-  Runs: one warm-up at K=1 (untimed: it pays for graph set-up), `samples`
-  at K=1, `samples` at K=probe, then the chosen K. A run that made fewer
-  steps than asked (it stopped at a checkpoint or the last step) is not a
-  sample. `clock` is injectable for tests.
+  Runs: `warmup` at K=1 (untimed: they pay for graph set-up), `samples`
+  at K=1, `samples` at K=probe (the fastest of each taken), then the
+  chosen K. A run that made fewer steps than asked (it stopped at a
+  checkpoint or the last step) is not a sample. `clock` is injectable.
+  Measuring costs warmup + samples * (1 + probe) steps (47 by default).
   """
 
   def __init__(self, *, bound, bound_reason, task_label="local",
-               clock=time.perf_counter, probe=_PROBE_STEPS, samples=_SAMPLES):
+               clock=time.perf_counter, probe=_PROBE_STEPS, samples=_SAMPLES,
+               warmup=_WARMUP_RUNS):
     self.bound = int(bound)
     self._bound_reason = bound_reason
     self._task_label = task_label
     self._clock = clock
     self._probe = max(2, min(probe, self.bound))
     self._samples = samples
+    self._warmup = max(1, warmup)
+    self._runs = 0
     self._times = {1: [], self._probe: []}
     self._last = None
     self._asked = None
@@ -95,7 +101,7 @@ class KChooser:
     """The K the next run may make."""
     if self.chosen is not None:
       self._asked = self.chosen
-    elif self._last is None or len(self._times[1]) < self._samples:
+    elif self._runs < self._warmup or len(self._times[1]) < self._samples:
       self._asked = 1
     else:
       self._asked = self._probe
@@ -105,7 +111,8 @@ class KChooser:
     """After a run that made `steps` steps."""
     now = self._clock()
     last, self._last = self._last, now
-    if self.chosen is not None or last is None:
+    self._runs += 1
+    if self.chosen is not None or self._runs <= self._warmup:
       return
     if steps == self._asked:
       self._times[self._asked].append(now - last)
@@ -113,8 +120,8 @@ class KChooser:
       self._choose()
 
   def _choose(self):
-    one = statistics.median(self._times[1])
-    probe = statistics.median(self._times[self._probe])
+    one = min(self._times[1])
+    probe = min(self._times[self._probe])
     step = (probe - one) / (self._probe - 1)
     overhead = max(one - max(step, 0.0), 0.0)
     self.chosen = choose(overhead, step, self.bound)

@@ -63,10 +63,10 @@ class ChooserTest(parameterized.TestCase):
     chooser = auto_loop.KChooser(bound=bound, bound_reason="test",
                                  clock=clock)
     with self.assertLogs(level="INFO") as logs:
-      asked = _drive(chooser, clock, 10)
-    # Warm-up and 3 timed runs at K=1, 3 at the probe K=8, then the choice.
-    self.assertEqual(asked[:7], [1, 1, 1, 1, 8, 8, 8])
-    self.assertEqual(asked[7:], [expected] * 3)
+      asked = _drive(chooser, clock, 15)
+    # 2 warm-up and 5 timed runs at K=1, 5 at the probe K=8, the choice.
+    self.assertEqual(asked[:12], [1] * 7 + [8] * 5)
+    self.assertEqual(asked[12:], [expected] * 3)
     self.assertEqual(chooser.chosen, expected)
     lines = [l for l in logs.output if "steps_per_loop=auto" in l]
     self.assertLen(lines, 1)
@@ -82,10 +82,21 @@ class ChooserTest(parameterized.TestCase):
   def test_runs_cut_short_by_a_bound_are_not_samples(self):
     clock = _FakeClock(1e-3, 1e-3)
     chooser = auto_loop.KChooser(bound=100, bound_reason="test", clock=clock)
-    # The 5th and 6th runs end early (a checkpoint step): measured again.
-    asked = _drive(chooser, clock, 12,
-                   cut=lambda i, k: 3 if i in (4, 5) else k)
-    self.assertEqual(asked[:9], [1, 1, 1, 1, 8, 8, 8, 8, 8])
+    # Two probe runs end early (a checkpoint step): measured again.
+    asked = _drive(chooser, clock, 16,
+                   cut=lambda i, k: 3 if i in (8, 9) else k)
+    self.assertEqual(asked[:14], [1] * 7 + [8] * 7)
+    self.assertEqual(chooser.chosen, 19)
+
+  def test_the_fastest_run_is_taken(self):
+    clock = _FakeClock(1e-3, 1e-3)
+    chooser = auto_loop.KChooser(bound=100, bound_reason="test", clock=clock)
+    for i in range(14):
+      k = chooser.next_k()
+      clock.run(k)
+      if i in (3, 9):  # Another process took the CPU for 50 ms.
+        clock.now += 0.05
+      chooser.record(k)
     self.assertEqual(chooser.chosen, 19)
 
   def test_bound_of_one_needs_no_measurement(self):
