@@ -69,6 +69,8 @@ class LoopedStep:
       or None.
     model_loss_name: model_fn's loss tensor as named in the loop body,
       without the loop's scope (for messages).
+    summary_names: op names of the summaries model_fn made in the loop body
+      (their merged output replaces them in the SUMMARIES collection).
   """
   spec: object
   stop_at: object
@@ -78,6 +80,7 @@ class LoopedStep:
   steps_done: object = None
   examples_per_step: object = None
   model_loss_name: str = None
+  summary_names: tuple = ()
 
 
 def build(step_fn, *, steps_per_loop, step_read, global_step,
@@ -161,7 +164,8 @@ def build(step_fn, *, steps_per_loop, step_read, global_step,
                     steps_per_loop=steps_per_loop, max_steps=max_steps,
                     steps_done=steps_done,
                     examples_per_step=examples if built["has_examples"]
-                    else None, model_loss_name=built["loss_name"])
+                    else None, model_loss_name=built["loss_name"],
+                    summary_names=tuple(x.op.name for x in built["summaries"]))
 
 
 def set_steps_per_run(hooks, steps_per_run):

@@ -403,8 +403,13 @@ def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
           "saving_listeners must be a list of CheckpointSaverListener, "
           f"given: {listener}\nFix: pass tf.compat.v1.train."
           "CheckpointSaverListener objects (subclass it for your own).")
-  if not any(s.op.name == "loss" for s in tf.compat.v1.get_collection(
-      tf.compat.v1.GraphKeys.SUMMARIES)):
+  # tf.estimator's rule: a "loss" summary unless model_fn made one (in the
+  # loop body too, whose summaries the loop's merged output replaced).
+  summary_names = {s.op.name for s in tf.compat.v1.get_collection(
+      tf.compat.v1.GraphKeys.SUMMARIES)}
+  if train_graph.loop is not None:
+    summary_names.update(train_graph.loop.summary_names)
+  if "loss" not in summary_names:
     tf.compat.v1.summary.scalar("loss", spec.loss)
   tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.LOSSES, spec.loss)
 

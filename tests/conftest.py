@@ -37,3 +37,13 @@ def eval_steps(model_dir):
       if any(v.tag == "loss" for v in event.summary.value):
         steps.add(event.step)
   return steps
+
+
+def summary_steps(model_dir, tag):
+  """Sorted global steps at which <model_dir>'s own event files hold `tag`."""
+  from harness._tf import tf  # pylint: disable=g-import-not-at-top
+  steps = []
+  for path in glob.glob(os.path.join(model_dir, "events.out.*")):
+    for event in tf.compat.v1.train.summary_iterator(path):
+      steps.extend(event.step for v in event.summary.value if v.tag == tag)
+  return sorted(steps)

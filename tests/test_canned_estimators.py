@@ -95,6 +95,19 @@ class CannedEstimatorsTest(parameterized.TestCase):
     prediction = next(est.predict(_input_fn(kind, epochs=1, labels=False)))
     return metrics, prediction
 
+  def test_steps_per_loop_trains_with_one_loss_summary(self):
+    # The head's "loss" summary is made inside the loop body; harness must
+    # not add a second one (TF: "Duplicate tag loss found in summary").
+    model_dir = self.create_tempdir().full_path
+    est = harness.DNNRegressor(
+        hidden_units=[4], feature_columns=[_FC.numeric_column("n")],
+        model_dir=model_dir, config=_config(steps_per_loop=5,
+                                            save_summary_steps=5))
+    est.train(_input_fn("regression"), steps=10)
+    self.assertEqual(est.get_variable_value("global_step"), 10)
+    steps = conftest.summary_steps(model_dir, "loss")
+    self.assertEqual(steps, [5, 10])
+
   def test_every_feature_column_kind_trains(self):
     linear_columns, dnn_columns = _every_column_kind(self.vocab_file)
     est = harness.DNNLinearCombinedClassifier(
