@@ -381,9 +381,8 @@ def _auto_chooser(train_graph, context):
     return None
   bound, reason = train_graph.auto_bound
   if train_graph.same_k_everywhere:
-    logging.info("train | %s | steps_per_loop=auto: K=%d (at most %d: %s; "
-                 "not measured: collective workers must all run the same "
-                 "K).", context.task_label, bound, bound, reason)
+    logging.info("train | %s | steps_per_loop=auto: K=%d (%s; collective: "
+                 "one K for all workers)", context.task_label, bound, reason)
     return None
   return auto_loop.KChooser(bound=bound, bound_reason=reason,
                             task_label=context.task_label)

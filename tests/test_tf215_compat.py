@@ -309,22 +309,45 @@ _MODULE_OF = {
     "early_stopping": ("make_early_stopping_hook", "stop_if_higher_hook",
                        "stop_if_lower_hook", "stop_if_no_increase_hook",
                        "stop_if_no_decrease_hook", "read_eval_metrics"),
+    # Heads: their 2.15 modules under head/.
+    "head.base_head": ("Head",),
+    "head.binary_class_head": ("BinaryClassHead",),
+    "head.multi_class_head": ("MultiClassHead",),
+    "head.multi_label_head": ("MultiLabelHead",),
+    "head.regression_head": ("RegressionHead", "PoissonRegressionHead",
+                             "LogisticRegressionHead"),
+    "head.multi_head": ("MultiHead",),
 }
-_SUBPACKAGES = {"errors", "export", "experimental", "inputs"}
+# Canned estimators: in 2.15's canned/ modules `X` is the v1 class and `XV2`
+# the one tf.estimator.X (harness.X) names.
+_CANNED_MODULE_OF = {
+    "canned.dnn": ("DNNClassifier", "DNNRegressor", "DNNEstimator"),
+    "canned.linear": ("LinearClassifier", "LinearRegressor",
+                      "LinearEstimator"),
+    "canned.dnn_linear_combined": (
+        "DNNLinearCombinedClassifier", "DNNLinearCombinedRegressor",
+        "DNNLinearCombinedEstimator"),
+    "canned.baseline": ("BaselineClassifier", "BaselineRegressor",
+                        "BaselineEstimator"),
+}
+_SUBPACKAGES = {"errors", "export", "experimental", "inputs", "tpu"}
 
 
 class ModulePathsTest(absltest.TestCase):
 
   def test_every_public_name_has_its_2_15_module_path(self):
-    covered = {n for names in _MODULE_OF.values() for n in names}
+    covered = {n for table in (_MODULE_OF, _CANNED_MODULE_OF)
+               for names in table.values() for n in names}
     self.assertEqual(covered, set(harness.__all__) - _SUBPACKAGES)
     for root in ("tensorflow_estimator.python.estimator",
                  "tensorflow.python.estimator"):
-      for rel, names in _MODULE_OF.items():
-        module = importlib.import_module(f"{root}.{rel}")
-        for name in names:
-          with self.subTest(module=module.__name__, name=name):
-            self.assertIs(getattr(module, name), getattr(harness, name))
+      for table, suffix in ((_MODULE_OF, ""), (_CANNED_MODULE_OF, "V2")):
+        for rel, names in table.items():
+          module = importlib.import_module(f"{root}.{rel}")
+          for name in names:
+            with self.subTest(module=module.__name__, name=name):
+              self.assertIs(getattr(module, name + suffix),
+                            getattr(harness, name))
 
   def test_export_and_inputs_names(self):
     base = "tensorflow_estimator.python.estimator"
