@@ -188,7 +188,7 @@ class AutoTrainingTest(absltest.TestCase):
     lines = _auto_lines(logs)
     self.assertLen(lines, 1, logs.output)
     self.assertRegex(lines[0], r"steps_per_loop=auto: K=\d+ \(")
-    self.assertIn("at most 60: save_checkpoints_steps=60", lines[0])
+    self.assertIn("max 60: save_checkpoints_steps", lines[0])
 
   def test_model_fn_hook_on_a_step_tensor_falls_back_with_one_info_line(self):
     est = _estimator(self.create_tempdir().full_path, log_hidden=True)

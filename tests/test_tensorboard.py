@@ -31,7 +31,9 @@ except ImportError:  # pragma: no cover - setup.py installs it.
 
 _TIMEOUT_SECS = 300
 _HTTP_WAIT_SECS = 120
-_LINEAR = ["--model_fn=linear", "--input_fn=constant"]  # Global batch 10.
+# Global batch 10; one step per run, so summaries land on exact steps (the
+# binary's default steps_per_loop=auto writes them at its loop boundaries).
+_LINEAR = ["--model_fn=linear", "--input_fn=constant", "--steps_per_loop=1"]
 _URL = re.compile(r"tensorboard \| (http://127\.0\.0\.1:\d+)/ \| serving")
 _KEPT_PID = re.compile(r"kept running at \S+ \(pid (\d+), output in (\S+)\)")
 _MAX_LINE = 160
@@ -204,7 +206,6 @@ class EventFilesTest(absltest.TestCase):
         "--max_steps=40", "--save_checkpoints_steps=20",
         "--log_step_count_steps=10", "--save_summary_steps=10",
         "--eval_steps=2", "--throttle_secs=0", f"--model_dir={model_dir}",
-        "--steps_per_loop=1",  # Summaries at every 10th step exactly.
         "--verbosity=quiet"], environ={})
     job_lib.run_job(job, environ={}, out=io.StringIO())
     # A named evaluation goes to eval_<name>/.
