@@ -190,7 +190,7 @@ _LAYOUT = {
         **_names("harness", "Estimator", "VocabInfo", "WarmStartSettings"),
         "EstimatorV2": "harness:Estimator",
         # Private helpers legacy code is known to call.
-        "_write_dict_to_summary": "harness.evaluation:write_dict_to_summary",
+        "_write_dict_to_summary": "harness.core.evaluation:write_dict_to_summary",
     }, ("harness.estimator",)),
     "estimator_lib": ({}, ("harness",)),
     "run_config": (_names("harness.run_config", "RunConfig", "TaskType"),
@@ -199,7 +199,7 @@ _LAYOUT = {
                  ("harness.spec",)),
     "mode_keys": (_names("harness.spec", "ModeKeys"), ()),
     "training": ({}, ("harness.training",)),
-    "exporter": ({}, ("harness.exporter",)),
+    "exporter": ({}, ("harness.export.exporter",)),
     "extenders": ({}, ("harness.extension",)),
     "early_stopping": (_names(
         "harness.early_stopping", "_StopOnPredicateHook",

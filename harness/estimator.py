@@ -23,14 +23,14 @@ import tempfile
 import numpy as np
 from absl import logging
 
-from harness import checkpoints
+from harness.state import checkpoints
 from harness import errors
-from harness import evaluation
-from harness import input_pipeline
-from harness import loop_spec
+from harness.core import evaluation
+from harness.core import input_pipeline
+from harness.core import loop_spec
 from harness import run_config as run_config_lib
 from harness import spec as spec_lib
-from harness import train_loop
+from harness.core import train_loop
 from harness import warm_start as warm_start_lib
 from harness._tf import tf
 
@@ -126,7 +126,7 @@ class Estimator:
     tf.estimator, if that one is missing, truncated or corrupt (a save
     killed half way), or the state file is missing or unreadable, the
     newest usable checkpoint on disk is returned, with a warning saying
-    why (`harness.checkpoints.latest_usable_checkpoint`).
+    why (`harness.state.checkpoints.latest_usable_checkpoint`).
     """
     return checkpoints.latest_usable_checkpoint(self._model_dir)
 
@@ -175,7 +175,7 @@ class Estimator:
     check_supported_config(self._config)
     if self._config.remote_cluster is not None:
       # Standalone client: drive the remote cluster's servers from here.
-      from harness import remote  # pylint: disable=g-import-not-at-top
+      from harness.distribute import remote  # pylint: disable=g-import-not-at-top
       remote.train_remote(
           self, input_fn, hooks=hooks, steps=steps, max_steps=max_steps,
           saving_listeners=saving_listeners,
@@ -184,7 +184,7 @@ class Estimator:
     if _is_cluster_trainer(self._config):
       # A chief/worker task of a TF_CONFIG cluster: join it (as tf.estimator
       # 2.15 did through its distribute coordinator).
-      from harness import roles  # pylint: disable=g-import-not-at-top
+      from harness.distribute import roles  # pylint: disable=g-import-not-at-top
       roles.train_in_cluster(self, input_fn, hooks=hooks, steps=steps,
                              max_steps=max_steps,
                              saving_listeners=saving_listeners)
@@ -192,7 +192,7 @@ class Estimator:
     strategy = self._config.train_distribute
     context = self._local_train_context()
     if strategy is not None:
-      from harness import strategies  # pylint: disable=g-import-not-at-top
+      from harness.distribute import strategies  # pylint: disable=g-import-not-at-top
       strategy = strategies.to_graph_strategy(strategy)
       # E.g. device_count CPU=N for N CPU replicas of a MirroredStrategy.
       context = dataclasses.replace(

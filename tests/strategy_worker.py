@@ -18,7 +18,7 @@ import sys
 import time
 import traceback
 
-from harness import strategies
+from harness.distribute import strategies
 from harness._tf import tf
 
 _RECOVERY_WAIT_SECS = 0.2

@@ -1,4 +1,4 @@
-"""steps_per_loop="auto": K from the first runs' timing (harness/auto_loop.py)."""
+"""steps_per_loop="auto": K from the first runs' timing (harness/core/auto_loop.py)."""
 
 import glob
 import os
@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import harness
-from harness import auto_loop
+from harness.core import auto_loop
 from harness import errors
-from harness import flags
+from harness.cli import flags
 from harness._tf import tf
 from tests import conftest
 

@@ -101,8 +101,8 @@ class BadInputTest(absltest.TestCase):
 
   def train_linear(self):
     """Trains `linear` into model_dir in this process (saves a TF start)."""
-    from harness import flags  # pylint: disable=g-import-not-at-top
-    from harness import job  # pylint: disable=g-import-not-at-top
+    from harness.cli import flags  # pylint: disable=g-import-not-at-top
+    from harness.cli import job  # pylint: disable=g-import-not-at-top
     result = job.run_job(flags.parse(
         ["harness.main"] + _LINEAR + _TRAIN + [f"--model_dir={self.model_dir}"],
         environ={}), environ={}, out=io.StringIO())

@@ -1,4 +1,4 @@
-"""Tests of harness.cluster: TF_CONFIG parsing, validation, derived facts.
+"""Tests of harness.cluster.tf_config: TF_CONFIG parsing, validation, derived facts.
 
 TensorFlow-free: run with `.venv/bin/python -m pytest tests/test_cluster.py -q`.
 """
@@ -11,7 +11,7 @@ import sys
 from absl.testing import absltest
 from absl.testing import parameterized
 
-from harness import cluster
+from harness.cluster import tf_config as cluster
 from harness import errors
 
 _FULL = {"chief": ["h0:2222"], "ps": ["h1:2222", "h2:2222"],
@@ -406,15 +406,15 @@ class NoTensorFlowTest(absltest.TestCase):
 
   def test_module_imports_no_tensorflow(self):
     # harness/__init__.py may import TensorFlow for the public names; what
-    # harness.cluster itself imports is pinned here: stdlib and errors only.
+    # harness.cluster.tf_config itself imports is pinned here: stdlib and errors only.
     # Its rules module (re-exported by it) may import it back, nothing else.
     rules = pathlib.Path(cluster.__file__).with_name("tf_config_rules.py")
     allowed = {
         cluster.__file__: {"harness.errors",
-                           "harness.tf_config_rules.check_servable",
-                           "harness.tf_config_rules.validate",
-                           "harness.tf_config_rules.validate_run_config"},
-        str(rules): {"harness.errors", "harness.cluster"},
+                           "harness.cluster.tf_config_rules.check_servable",
+                           "harness.cluster.tf_config_rules.validate",
+                           "harness.cluster.tf_config_rules.validate_run_config"},
+        str(rules): {"harness.errors", "harness.cluster.tf_config"},
     }
     for path, harness_imports in allowed.items():
       tree = ast.parse(pathlib.Path(path).read_text("utf-8"))

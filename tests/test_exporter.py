@@ -9,7 +9,7 @@ import os
 from absl.testing import absltest
 
 from harness import errors
-from harness import exporter as exporter_lib
+from harness.export import exporter as exporter_lib
 from harness._tf import tf
 from harness.export import writer
 from harness.spec import ModeKeys

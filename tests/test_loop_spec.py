@@ -3,7 +3,7 @@
 model_fn runs inside the loop body; predictions, eval_metric_ops,
 export_outputs and a Scaffold in its TRAIN spec, feature columns, tf_keras
 BatchNormalization, global-step reads and summaries must train exactly as
-with one step per session.run (harness/loop_spec.py).
+with one step per session.run (harness/core/loop_spec.py).
 """
 
 import glob

@@ -9,7 +9,7 @@ import numpy as np
 
 from harness import errors
 from harness import export
-from harness import registry
+from harness.cli import registry
 from harness._tf import tf
 from harness.estimator import Estimator
 from harness.spec import ModeKeys

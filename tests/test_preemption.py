@@ -1,4 +1,4 @@
-"""harness.preemption: SIGTERM -> checkpoint at the current step, lost peers.
+"""harness.core.preemption: SIGTERM -> checkpoint at the current step, lost peers.
 
 Fast tests train real (tiny) Estimators in this process and signal it;
 slow tests run whole clusters through harness.launch.
@@ -17,9 +17,9 @@ import pytest
 
 import harness
 from harness import errors
-from harness import evaluator as evaluator_lib
-from harness import preemption
-from harness import run_state
+from harness.distribute import evaluator as evaluator_lib
+from harness.core import preemption
+from harness.state import run_state
 from harness._tf import tf
 from tests.programs.cluster_job import model_fn as _model_fn
 from tests.programs import launch_watch as watch

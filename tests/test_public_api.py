@@ -33,15 +33,18 @@ EXPECTED_ALL = [
 
 HARNESS_DIR = pathlib.Path(harness.__file__).parent
 # Edges may import the core; the core never imports edges or examples.
-EDGE_MODULES = {"main", "diagnose", "flags", "job", "results_text", "launch",
-                "k8s", "server", "cli", "run", "compat", "registry",
-                "keras_lib", "tensorboard_server", "legacy_imports"}
-CORE_MUST_NOT_IMPORT = ("model_fns", "input_fns") + tuple(
+# (Step 1 of issue 13 keeps this module-level rule; tests/test_layering.py
+# holds the folder rules.)
+EDGE_MODULES = {"main", "launch", "k8s", "server", "run", "compat",
+                "keras_lib"}
+CORE_MUST_NOT_IMPORT = ("model_fns", "input_fns", "harness.cli") + tuple(
     f"harness.{m}" for m in EDGE_MODULES)
-NO_TF_MODULES = {"cluster.py", "errors.py", "launch.py", "paths.py",
-                 "ports.py", "cli.py", "listen.py", "netns.py", "k8s_policy.py",
-                 "tensorboard_server.py", "stall.py", "peer_wait.py",
-                 "legacy_imports.py"}
+NO_TF_MODULES = {"cluster/tf_config.py", "errors.py", "launch.py",
+                 "state/paths.py", "cluster/ports.py", "cli/bad_flags.py",
+                 "cluster/listen.py", "cluster/netns.py",
+                 "cli/k8s_policy.py", "cli/tensorboard_server.py",
+                 "core/stall.py", "cluster/peer_wait.py",
+                 "cli/legacy_imports.py"}
 
 
 def _imports(path):
@@ -72,7 +75,8 @@ class PublicApiTest(absltest.TestCase):
 
   def test_core_does_not_import_edges_or_examples(self):
     for path in HARNESS_DIR.rglob("*.py"):
-      if path.stem in EDGE_MODULES or path.name == "__init__.py":
+      if (path.stem in EDGE_MODULES or path.name == "__init__.py"
+          or path.parent.name == "cli"):
         continue
       for name in _imports(path):
         self.assertFalse(
@@ -83,8 +87,7 @@ class PublicApiTest(absltest.TestCase):
   def test_config_modules_do_not_import_tensorflow(self):
     for filename in NO_TF_MODULES:
       path = HARNESS_DIR / filename
-      if not path.exists():
-        continue
+      self.assertTrue(path.exists(), f"{filename}: no such module")
       for name in _imports(path):
         self.assertFalse(name.startswith(("tensorflow", "harness._tf")),
                          f"{filename} imports {name}")

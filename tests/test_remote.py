@@ -1,4 +1,4 @@
-"""Tests of harness.remote: standalone clients driving `harness.server`s.
+"""Tests of harness.distribute.remote: standalone clients driving `harness.server`s.
 
 The fast tests check the start-up checks against sockets and an in-process
 server. The slow ones start real `python -m harness.server` processes on
@@ -22,11 +22,11 @@ from absl.testing import absltest
 import pytest
 
 from harness import errors
-from harness import ports
-from harness import remote
+from harness.cluster import ports
+from harness.distribute import remote
 from harness import run_config as run_config_lib
 from harness import estimator as estimator_lib
-from harness import strategies
+from harness.distribute import strategies
 from harness._tf import tf
 from tests import conftest
 

@@ -21,8 +21,8 @@ from absl.testing import absltest
 import pytest
 
 import harness
-from harness import checkpoints
-from harness import retention
+from harness.state import checkpoints
+from harness.state import retention
 from harness._tf import tf
 from tests import conftest
 from tests.programs.cluster_job import model_fn as _model_fn

@@ -10,7 +10,7 @@ from unittest import mock
 from absl.testing import absltest
 from absl.testing import parameterized
 
-from harness import cluster
+from harness.cluster import tf_config as cluster
 from harness import errors
 from harness import run_config as rc
 from harness._tf import tf

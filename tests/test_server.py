@@ -13,7 +13,7 @@ from absl.testing import parameterized
 import pytest
 
 from harness import errors
-from harness import ports
+from harness.cluster import ports
 from harness import server
 from harness._tf import tf
 from tests import conftest

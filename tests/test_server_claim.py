@@ -18,8 +18,8 @@ from absl.testing import absltest
 import pytest
 
 from harness import errors
-from harness import ports
-from harness import server_claim
+from harness.cluster import ports
+from harness.distribute import server_claim
 from harness._tf import tf
 from tests import test_remote
 

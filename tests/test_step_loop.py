@@ -10,7 +10,7 @@ import numpy as np
 
 import harness
 from harness import errors
-from harness import strategies
+from harness.distribute import strategies
 from harness._tf import tf
 
 

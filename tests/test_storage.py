@@ -25,13 +25,13 @@ import numpy as np
 import pytest
 
 import harness
-from harness import checkpoints
+from harness.state import checkpoints
 from harness import errors
-from harness import evaluator as evaluator_lib
-from harness import flags as flags_lib
-from harness import paths
-from harness import results_text
-from harness import run_state
+from harness.distribute import evaluator as evaluator_lib
+from harness.cli import flags as flags_lib
+from harness.state import paths
+from harness.cli import results_text
+from harness.state import run_state
 from harness._tf import tf
 from tests import conftest
 
@@ -54,18 +54,18 @@ _PRAGMA = re.compile(r"#\s*local-fs:\s*\S")
 _LOCAL_BY_NATURE = {
     ("_tf.py", "_import_tensorflow_quietly"):
         "a temporary file that captures fd 2 while TensorFlow imports",
-    ("diagnose.py", "_unwritable_reason"):
+    ("cli/diagnose.py", "_unwritable_reason"):
         "preflight before TensorFlow is imported; URL model_dirs skip it",
-    ("diagnose.py", "preflight"):
+    ("cli/diagnose.py", "preflight"):
         "local model_dirs only: it returns first for any scheme:// path",
-    ("diagnose.py", "_user_frame"): "source files of a traceback",
-    ("diagnose.py", "_py_function_error"): "source files of a traceback",
-    ("diagnose.py", "_library_dirs"): "Python's own installation folders",
-    ("diagnose.py", "_mount_point"):
+    ("cli/diagnose.py", "_user_frame"): "source files of a traceback",
+    ("cli/diagnose.py", "_py_function_error"): "source files of a traceback",
+    ("cli/diagnose.py", "_library_dirs"): "Python's own installation folders",
+    ("cli/diagnose.py", "_mount_point"):
         "the local mount of a path whose disk is full (ENOSPC is local)",
-    ("diagnose.py", "_unwritable"):
+    ("cli/diagnose.py", "_unwritable"):
         "walks up local paths only (`local` excludes scheme:// paths)",
-    ("flags.py", "visible_gpu_count"): "/dev/nvidia* device nodes",
+    ("cli/flags.py", "visible_gpu_count"): "/dev/nvidia* device nodes",
     ("run.py", "_run_script"): "the user's script file",
 }
 
@@ -124,7 +124,7 @@ class FileAccessGuardTest(absltest.TestCase):
       found += local_file_access(path.read_text(),
                                  str(path.relative_to(HARNESS_DIR)))
     self.assertEqual(found, [], "local-only file access in harness/: use "
-                     "tf.io.gfile (harness.storage), or mark a path that is "
+                     "tf.io.gfile (harness.state.storage), or mark a path that is "
                      "local by nature with `# local-fs: <reason>`")
 
   def test_guard_catches_each_kind_of_violation(self):
@@ -329,7 +329,7 @@ class NormalizeModelDirTest(absltest.TestCase):
             if "tensorboard:" in l][0]
     command = line.split("tensorboard:", 1)[1].strip()
     argv = shlex.split(command)
-    # The program is this environment's TensorBoard (harness.tensorboard_server).
+    # The program is this environment's TensorBoard (harness.cli.tensorboard_server).
     self.assertIn("tensorboard", " ".join(argv[:-2]))
     self.assertEqual(argv[-2:], ["--logdir", "/tmp/my runs/it's"])
 

@@ -1,4 +1,4 @@
-"""Tests of harness.strategies: v1 strategies configured per task, for real.
+"""Tests of harness.distribute.strategies: v1 strategies configured per task, for real.
 
 Fast tests build strategies inside graphs (so the test process's eager
 context is left alone) and train on one machine; the slow ones start real
@@ -17,7 +17,7 @@ from absl.testing import parameterized
 import pytest
 
 from harness import errors
-from harness import strategies
+from harness.distribute import strategies
 from harness import _tf_private
 from harness._tf import tf
 
@@ -302,7 +302,8 @@ class EvaluatorGuardTest(absltest.TestCase):
         os.environ["TF_CONFIG"] = json.dumps({
             "cluster": {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]},
             "task": {"type": "evaluator", "index": 0}})
-        from harness import strategies, _tf_private
+        from harness import _tf_private
+        from harness.distribute import strategies
         from harness._tf import tf
         try:
           tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy()

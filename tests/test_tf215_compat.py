@@ -15,10 +15,10 @@ from absl.testing import absltest
 from absl.testing import parameterized
 
 import harness
-from harness import cluster
+from harness.cluster import tf_config as cluster
 from harness import compat
 from harness import errors
-from harness import flags
+from harness.cli import flags
 from harness import run_config as rc
 from harness._tf import tf
 from tests import conftest

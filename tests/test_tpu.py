@@ -408,7 +408,7 @@ class TrainAndEvaluateTest(absltest.TestCase):
 
 
   def test_mirrored_strategy_with_iterations_per_loop(self):
-    from harness import strategies  # pylint: disable=g-import-not-at-top
+    from harness.distribute import strategies  # pylint: disable=g-import-not-at-top
     model_dir = self.create_tempdir().full_path
     config = _config(model_dir, 50, train_distribute=strategies.make_strategy(
         "mirrored", num_devices_per_worker=2))
@@ -422,7 +422,7 @@ class TrainAndEvaluateTest(absltest.TestCase):
     self.assertEqual(est.evaluate(eval_input_fn)["global_step"], 60)
 
   def test_mirrored_falls_back_to_one_step_for_init_in_model_fn(self):
-    from harness import strategies  # pylint: disable=g-import-not-at-top
+    from harness.distribute import strategies  # pylint: disable=g-import-not-at-top
     source = self.create_tempdir().full_path
     _estimator(source, iterations_per_loop=1).train(input_fn, max_steps=20)
     source_ckpt = tf.train.latest_checkpoint(source)

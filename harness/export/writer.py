@@ -22,10 +22,10 @@ import time
 
 from absl import logging
 
-from harness import checkpoints
+from harness.state import checkpoints
 from harness import errors
-from harness import retention
-from harness import storage
+from harness.state import retention
+from harness.state import storage
 from harness._tf import tf
 from harness.export import outputs as outputs_lib
 from harness.spec import ModeKeys

@@ -19,7 +19,7 @@ import traceback
 import numpy as np
 
 import harness
-from harness import strategies
+from harness.distribute import strategies
 from harness._tf import tf
 from tests.programs.cluster_job import SlowStepHook
 from tests.programs.cluster_job import model_fn

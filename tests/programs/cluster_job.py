@@ -86,7 +86,7 @@ class SlowStepHook(tf.compat.v1.train.SessionRunHook):
 def make_strategy(name, devices):
   if name == "collective":
     if devices > 1:
-      from harness import strategies  # pylint: disable=g-import-not-at-top
+      from harness.distribute import strategies  # pylint: disable=g-import-not-at-top
       return strategies.make_strategy(
           "collective", num_devices_per_worker=devices, device_type="CPU")
     return tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy()

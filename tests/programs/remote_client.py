@@ -20,7 +20,7 @@ import sys
 
 import harness
 from harness import run_config
-from harness import strategies
+from harness.distribute import strategies
 from harness._tf import tf
 from tests.programs.cluster_job import input_fn
 from tests.programs.cluster_job import model_fn

@@ -1,9 +1,9 @@
 """The text `harness.main` prints after a job: the eval table and the summary.
 
-No TensorFlow; `harness.job` calls it with a `JobResult` and its `JobConfig`.
+No TensorFlow; `harness.cli.job` calls it with a `JobResult` and its `JobConfig`.
 """
 
-from harness import tensorboard_server
+from harness.cli import tensorboard_server
 
 __all__ = ["format_metrics", "summary"]
 

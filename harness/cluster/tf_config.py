@@ -532,10 +532,10 @@ def derive(info, *, has_strategy):
       device_filters=device_filters(info))
 
 
-# The rules themselves live in harness.tf_config_rules (imported last: it
+# The rules themselves live in harness.cluster.tf_config_rules (imported last: it
 # uses this module's helpers).
 # pylint: disable=g-import-not-at-top,wrong-import-position
-from harness.tf_config_rules import check_servable
-from harness.tf_config_rules import validate
-from harness.tf_config_rules import validate_run_config
+from harness.cluster.tf_config_rules import check_servable
+from harness.cluster.tf_config_rules import validate
+from harness.cluster.tf_config_rules import validate_run_config
 # pylint: enable=g-import-not-at-top,wrong-import-position

@@ -1,6 +1,6 @@
 """The flags of `python -m harness.main`, checked all at once.
 
-    from harness import flags
+    from harness.cli import flags
 
     job = flags.parse(["harness.main", "--model_fn=linear",
                        "--input_fn=constant", "--strategy=MultiWorkerMirrored"],
@@ -31,12 +31,12 @@ import threading
 
 from absl import flags
 
-from harness import cluster as cluster_lib
-from harness import env_knobs
+from harness.cluster import tf_config as cluster_lib
+from harness.cluster import env_knobs
 from harness import errors
-from harness import job as job_lib
-from harness import paths
-from harness import tensorboard_server
+from harness.cli import job as job_lib
+from harness.state import paths
+from harness.cli import tensorboard_server
 
 __all__ = ["FLAG_NAMES", "parse", "to_argv", "help_text",
            "normalize_strategy", "visible_gpu_count"]
@@ -228,7 +228,7 @@ _REMOTE_CLAIM_TIMEOUT_SECS = _int(
     "With --remote_cluster: this client's claim of the servers expires this "
     "long after its last renewal; a second client is refused meanwhile, and "
     "the servers restart once it expires.")
-# One writer per model_dir (harness.lease).
+# One writer per model_dir (harness.state.lease).
 _FORCE_TAKEOVER = flags.DEFINE_bool(
     "force_takeover", _D.force_takeover, "Train even while another live "
     "trainer holds model_dir's lease (it stops at its next refresh). A dead "
@@ -294,7 +294,7 @@ _EVAL_IDLE_TIMEOUT_SECS = _int(
     "eval_idle_timeout_secs", 1, "a positive number of seconds, or leave it "
     "out to wait as long as training may resume.", "The evaluator task gives "
     "up after this long without a new checkpoint (default: waits).")
-# Evaluator polling and waiting for peers (defaults: harness.env_knobs).
+# Evaluator polling and waiting for peers (defaults: harness.cluster.env_knobs).
 
 
 def _secs(name, help_text, fallback=None):
@@ -323,7 +323,7 @@ _EXPORTERS = flags.DEFINE_list(
     "exporters", list(_D.exporters), "SavedModel exporters to run after "
     "evaluations: comma list of " + ",".join(job_lib.EXPORTERS) + ".",
     flag_values=_FLAGS)
-# TensorBoard (harness.tensorboard_server).
+# TensorBoard (harness.cli.tensorboard_server).
 _TENSORBOARD = flags.DEFINE_integer(
     "tensorboard", _D.tensorboard, "--tensorboard[=PORT]: serve model_dir "
     "with TensorBoard on 127.0.0.1:PORT while the job runs and print its URL"
@@ -548,7 +548,7 @@ def _coerce(key, raw, default):
 def _resolve_names(values, problems, bad):
   """Resolves model/input names; coerces --params; fills batch_size."""
   # pylint: disable=g-import-not-at-top
-  from harness import registry
+  from harness.cli import registry
   defaults = {}
   for kind, resolve, default_params in (
       ("model_fn", registry.resolve_model_fn, registry.model_default_params),

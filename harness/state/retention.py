@@ -22,8 +22,8 @@ import re
 
 from absl import logging
 
-from harness import checkpoints
-from harness import storage
+from harness.state import checkpoints
+from harness.state import storage
 from harness._tf import tf
 
 __all__ = [

@@ -4,7 +4,7 @@ A name is either a built-in (``mnist_cnn``, ``mnist_idx``, ...) or the
 user's own function written as ``package.module:function`` (or just
 ``package.module``, meaning its ``model_fn`` / ``make_input_fn``)::
 
-    from harness import registry
+    from harness.cli import registry
 
     model_fn = registry.resolve_model_fn("mnist_cnn")
     params = registry.model_default_params("mnist_cnn")  # {"learning_rate": ...}

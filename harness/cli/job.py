@@ -2,7 +2,7 @@
 
 The library entry point behind `python -m harness.main`::
 
-    from harness import job
+    from harness.cli import job
 
     result = job.run_job(
         job.JobConfig(model_fn="linear", input_fn="constant", max_steps=20,
@@ -29,12 +29,12 @@ from typing import Any, Mapping
 
 from absl import logging
 
-from harness import cluster as cluster_lib
-from harness import env_knobs
+from harness.cluster import tf_config as cluster_lib
+from harness.cluster import env_knobs
 from harness import errors
-from harness import paths
-from harness import results_text
-from harness import stall
+from harness.state import paths
+from harness.cli import results_text
+from harness.core import stall
 
 __all__ = [
     "MODES", "STRATEGIES", "VERBOSITIES", "EXPORTERS",
@@ -55,7 +55,7 @@ EXPORTERS = ("latest", "best", "final")
 class JobConfig:
   """Everything one `python -m harness.main` run does; the flags' values.
 
-  Attributes mirror the flags of `harness.flags` one for one (same names,
+  Attributes mirror the flags of `harness.cli.flags` one for one (same names,
   same units); see `python -m harness.main --help` for each. `params` holds
   only the user's overrides, already coerced to the defaults' types;
   `batch_size` is the GLOBAL batch size (None: the input_fn's default);
@@ -99,7 +99,7 @@ class JobConfig:
   eval_idle_timeout_secs: int | None = None
   eval_poll_secs: float = env_knobs.EVAL_POLL_SECS
   exporters: tuple[str, ...] = ()
-  # Waiting for peers (None: the variable named in harness.env_knobs, else
+  # Waiting for peers (None: the variable named in harness.cluster.env_knobs, else
   # its default).
   peer_timeout_secs: float | None = None
   restart_wait_secs: float | None = None
@@ -119,7 +119,7 @@ class JobConfig:
       if set(values) - set(valid):
         raise errors.ConfigError(
             f"JobConfig `{name}` is {getattr(self, name)!r}; valid values "
-            f"are {list(valid)}. Fix: use those (harness.flags.parse also "
+            f"are {list(valid)}. Fix: use those (harness.cli.flags.parse also "
             "accepts other spellings of a strategy).")
     object.__setattr__(self, "params", dict(self.params))
     object.__setattr__(self, "exporters", tuple(self.exporters))
@@ -321,7 +321,7 @@ def run_job(job, *, environ=None, out=None):
   """Runs `job`: trains, evaluates, predicts or exports as `job.mode` says.
 
   Args:
-    job: a `JobConfig` (from `harness.flags.parse`, or built directly).
+    job: a `JobConfig` (from `harness.cli.flags.parse`, or built directly).
     environ: mapping read for TF_CONFIG (default `os.environ`).
     out: text stream for the banner, results and summary (default stdout).
 
@@ -370,7 +370,7 @@ def _tensorboard(job, info, model_dir, out):
 
   Started once per cluster: by the chief (or the local process / client).
   """
-  from harness import tensorboard_server  # pylint: disable=g-import-not-at-top
+  from harness.cli import tensorboard_server  # pylint: disable=g-import-not-at-top
   if job.tensorboard is None:
     return contextlib.nullcontext()
   if not job.remote_cluster and not (
@@ -393,12 +393,12 @@ def _is_task(info, task_type):
 
 def _build_estimator(job, environ, info):
   """RunConfig (strategy, cluster, checkpoints) and Estimator for `job`."""
-  # Imported here so that the dry run and `import harness.job` need no
+  # Imported here so that the dry run and `import harness.cli.job` need no
   # TensorFlow. pylint: disable=g-import-not-at-top
   from harness import estimator as estimator_lib
-  from harness import registry
+  from harness.cli import registry
   from harness import run_config as run_config_lib
-  from harness import strategies
+  from harness.distribute import strategies
   # pylint: enable=g-import-not-at-top
   if _is_task(info, cluster_lib.EVALUATOR):
     strategies.install_evaluator_guard(environ)
@@ -473,7 +473,7 @@ def spec_kwargs(job):
 
 def merged_params(job):
   """The model's and the input's DEFAULT_PARAMS, then the job's overrides."""
-  from harness import registry  # pylint: disable=g-import-not-at-top
+  from harness.cli import registry  # pylint: disable=g-import-not-at-top
   params = registry.input_default_params(job.input_fn)
   params.update(registry.model_default_params(job.model_fn))
   params.update(job.params)
@@ -496,7 +496,7 @@ def _check_gpus_visible(job):
 
 def _input_fn(job, mode, params, lazy=False):
   """The input_fn of `mode` from the registry's factory, global batch size."""
-  from harness import registry  # pylint: disable=g-import-not-at-top
+  from harness.cli import registry  # pylint: disable=g-import-not-at-top
   make = registry.resolve_input_fn(job.input_fn)
 
   def build():
@@ -520,7 +520,7 @@ def serving_input_receiver_fn(job, params):
   """
   # pylint: disable=g-import-not-at-top
   from harness import export
-  from harness import registry
+  from harness.cli import registry
   from harness._tf import tf
   # pylint: enable=g-import-not-at-top
   module = inspect.getmodule(registry.resolve_input_fn(job.input_fn))
@@ -543,7 +543,7 @@ def serving_input_receiver_fn(job, params):
 
 
 def _exporters(job, params):
-  from harness import exporter  # pylint: disable=g-import-not-at-top
+  from harness.export import exporter  # pylint: disable=g-import-not-at-top
   if not job.exporters:
     return []
   receiver_fn = serving_input_receiver_fn(job, params)

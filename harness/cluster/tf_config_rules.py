@@ -1,7 +1,7 @@
 """TF_CONFIG rules: tf.estimator 2.15's, its distribute coordinator's, and
 harness's own, each applied where it matters.
 
-    from harness import cluster
+    from harness.cluster import tf_config as cluster
     info = cluster.parse_tf_config(text)                   # types only
     cluster.validate_run_config(info, has_strategy=False)  # RunConfig's
     cluster.validate(info, has_strategy=True, strategy_kind="collective")
@@ -13,19 +13,19 @@ harness's own, each applied where it matters.
 * `check_servable`: what a server start needs.
 
 Each error holds 2.15's sentence verbatim first (where 2.15 had one), then
-harness's explanation and fix. Reached through `harness.cluster`, which
+harness's explanation and fix. Reached through `harness.cluster.tf_config`, which
 re-exports these three. No TensorFlow here.
 """
 
 import difflib
 import json
 
-from harness import cluster as cluster_lib
+from harness.cluster import tf_config as cluster_lib
 from harness import errors
 
 __all__ = ["validate_run_config", "validate", "check_servable"]
 
-# harness.cluster imports this module last, when all of these exist.
+# harness.cluster.tf_config imports this module last, when all of these exist.
 # pylint: disable=protected-access
 CHIEF, WORKER, PS, EVALUATOR, MASTER = (
     cluster_lib.CHIEF, cluster_lib.WORKER, cluster_lib.PS,

@@ -13,20 +13,20 @@ import time
 
 from absl import logging
 
-from harness import auto_loop
-from harness import checkpoints
+from harness.core import auto_loop
+from harness.state import checkpoints
 from harness import _tf_private
 from harness import errors
 from harness import hooks as hooks_lib
-from harness import input_pipeline
-from harness import lease as lease_lib
-from harness import preemption
-from harness import retention
+from harness.core import input_pipeline
+from harness.state import lease as lease_lib
+from harness.core import preemption
+from harness.state import retention
 from harness import run_config as run_config_lib
 from harness import spec as spec_lib
-from harness import step_loop
-from harness import step_rate
-from harness import watchdog
+from harness.core import step_loop
+from harness.core import step_rate
+from harness.core import watchdog
 from harness._tf import tf
 
 __all__ = [
@@ -410,7 +410,7 @@ def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
 
   worker_hooks = list(input_hooks) + hooks
   # NaN loss and a global step that never moves stop the loop, each with an
-  # error that says why (harness.watchdog).
+  # error that says why (harness.core.watchdog).
   worker_hooks.append(watchdog.NanLossHook(
       spec.loss, task_label=context.task_label,
       tensor_name=train_graph.loop.model_loss_name if train_graph.loop

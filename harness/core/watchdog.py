@@ -10,9 +10,9 @@
   subclass of `tf.compat.v1.train.NanLossDuringTrainingError` with its name
   and message ("NaN loss during training.", the compatibility contract) that
   also carries the global step and the loss tensor's name, which
-  `harness.diagnose` prints.
+  `harness.cli.diagnose` prints.
 * `NoProgressHook` raises `errors.TrainingStalledError` when the global step
-  has not moved for `max_runs` session.run calls (`harness.stall`).
+  has not moved for `max_runs` session.run calls (`harness.core.stall`).
 
 Both fetch only with the training step itself (no extra session.run), except
 one read of the global step when a NaN is found.
@@ -21,7 +21,7 @@ one read of the global step when a NaN is found.
 import numpy as np
 
 from harness import _tf_private
-from harness import stall
+from harness.core import stall
 from harness._tf import tf
 
 __all__ = ["NanLossDuringTrainingError", "NanLossHook", "NoProgressHook"]

@@ -12,7 +12,7 @@ import os
 import numpy as np
 from absl import logging
 
-from harness import checkpoints
+from harness.state import checkpoints
 from harness import errors
 from harness._tf import tf
 

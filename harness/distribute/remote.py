@@ -25,7 +25,7 @@ storage for both (trivially so on one machine). A new client resumes from the
 latest checkpoint on the same servers:
 
 * One client at a time: before any graph is sent, the client claims every
-  server (`harness.server_claim`) and renews the claim while it trains; a
+  server (`harness.distribute.server_claim`) and renews the claim while it trains; a
   second live client gets `RemoteClusterBusyError` naming the first.
 * A client killed inside a step can leave that step waiting in an
   all-reduce on a server. Aborting it (`Session.reset`, a collective
@@ -54,12 +54,12 @@ import time
 from absl import logging
 
 from harness import _tf_private
-from harness import cluster as cluster_lib
+from harness.cluster import tf_config as cluster_lib
 from harness import errors
 from harness import run_config as run_config_lib
-from harness import server_claim
-from harness import strategies
-from harness import train_loop
+from harness.distribute import server_claim
+from harness.distribute import strategies
+from harness.core import train_loop
 from harness._tf import tf
 
 __all__ = [
@@ -262,7 +262,7 @@ def _task_strategy(graph_strategy, cluster, job, index, session_config,
         f"Cannot copy train_distribute {type(graph_strategy).__name__} for "
         f"each remote task: {e}. A strategy built while TF_CONFIG named a "
         "cluster runs threads that cannot be copied. Fix: build it without "
-        "TF_CONFIG in the client (e.g. harness.strategies.make_strategy).") \
+        "TF_CONFIG in the client (e.g. harness.distribute.strategies.make_strategy).") \
         from e
   if run_config_lib.strategy_kind(strategy) == "collective":
     _tf_private.set_collective_key_base(strategy, key_base)

@@ -1,6 +1,6 @@
 """Which standalone client drives a server: claims, heartbeats, expiry.
 
-A standalone client (`harness.remote`) claims every server of its remote
+A standalone client (`harness.distribute.remote`) claims every server of its remote
 cluster before sending any training graph, and keeps the claim alive with a
 heartbeat::
 

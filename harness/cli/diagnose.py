@@ -17,7 +17,7 @@ import os
 import re
 import sys
 
-from harness import cluster as cluster_lib
+from harness.cluster import tf_config as cluster_lib
 from harness import errors
 
 __all__ = ["model_dir_of", "preflight", "explain"]
@@ -343,7 +343,7 @@ def _disk_full(error, model_dir, tf):
             f"{_size_text(stats.f_blocks * stats.f_frsize)})")
   usable = None
   if model_dir and tf is not None:
-    from harness import checkpoints  # pylint: disable=g-import-not-at-top
+    from harness.state import checkpoints  # pylint: disable=g-import-not-at-top
     usable = checkpoints.latest_usable_checkpoint(model_dir)
   kept = (f"The newest usable checkpoint is {usable}: the next run resumes "
           "from it." if usable else

@@ -10,7 +10,7 @@
 * master (legacy): a chief that also evaluates after its checkpoints.
 * ps: serve variables until the chief's marker says training ended.
 
-The evaluator's loop is `harness.evaluator.run_continuous`.
+The evaluator's loop is `harness.distribute.evaluator.run_continuous`.
 """
 
 import os
@@ -19,12 +19,12 @@ import time
 from absl import logging
 
 from harness import errors
-from harness import evaluator as evaluator_lib
-from harness import listen
-from harness import preemption
+from harness.distribute import evaluator as evaluator_lib
+from harness.cluster import listen
+from harness.core import preemption
 from harness import run_config as run_config_lib
-from harness import run_state
-from harness import train_loop
+from harness.state import run_state
+from harness.core import train_loop
 from harness._tf import tf
 
 __all__ = ["run_chief", "run_master", "run_worker", "run_ps",
@@ -62,7 +62,7 @@ def _prepare_task(config, strategy):
   Returns:
     (session target, session_config, graph strategy)
   """
-  from harness import strategies  # pylint: disable=g-import-not-at-top
+  from harness.distribute import strategies  # pylint: disable=g-import-not-at-top
   preemption.fail_fast_rpcs()  # Before the first RPC: no hang on dead peers.
   cluster = _training_cluster(config)
   # A collective strategy built eagerly under TF_CONFIG already serves this

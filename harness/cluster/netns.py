@@ -1,6 +1,6 @@
 """A private network namespace for the tasks of `harness.launch`.
 
-TensorFlow 2.21 servers listen on every interface (see `harness.listen`).
+TensorFlow 2.21 servers listen on every interface (see `harness.cluster.listen`).
 `harness.launch` therefore runs its tasks inside one private network
 namespace holding only a loopback interface: the tasks reach each other on
 127.0.0.1, and nothing outside the namespace (another machine, or another
@@ -12,7 +12,7 @@ process of this one) can reach their ports::
     space.close()
 
 The namespace is held by a small process, `unshare --net [--user
---map-root-user] python -m harness.netns`, which brings `lo` up, prints
+--map-root-user] python -m harness.cluster.netns`, which brings `lo` up, prints
 "ready" and waits for its stdin to close (the launcher closing it, or the
 launcher dying). Tasks join it with `nsenter`, which execs the task's
 program in place (the task's pid is the program's pid). As root only a
@@ -108,9 +108,10 @@ def start(timeout_secs=_START_SECS):
   command = ["unshare", "--net"]
   if user_namespace:
     command += ["--user", "--map-root-user"]
-  command += ["--", sys.executable, "-m", "harness.netns"]
+  command += ["--", sys.executable, "-m", "harness.cluster.netns"]
   env = dict(os.environ)
-  here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # local-fs: the package folder
+  here = os.path.dirname(os.path.dirname(os.path.dirname(
+      os.path.abspath(__file__))))  # local-fs: the folder holding `harness`
   env["PYTHONPATH"] = os.pathsep.join(
       p for p in (here, env.get("PYTHONPATH")) if p)
   proc = subprocess.Popen(command, stdin=subprocess.PIPE,

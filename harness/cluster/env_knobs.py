@@ -1,6 +1,6 @@
 """The timing knobs that used to be environment-only, with one default each.
 
-    from harness import env_knobs
+    from harness.cluster import env_knobs
 
     env_knobs.resolve_secs(None, env_knobs.PEER_TIMEOUT, os.environ)  # 60.0
     env_knobs.resolve_secs(5, env_knobs.PEER_TIMEOUT, os.environ)     # 5.0
@@ -9,7 +9,7 @@ Each knob is a `RunConfig` field and a `harness.main` flag
 (`peer_timeout_secs`, `restart_wait_secs`). When the field is None the
 documented environment variable is the fallback, read once by `RunConfig`
 (the edge), then the default below. The defaults live here only: the flags'
-help text, `RunConfig`, `harness.preemption` and the docs take them from
+help text, `RunConfig`, `harness.core.preemption` and the docs take them from
 here. No TensorFlow here.
 """
 

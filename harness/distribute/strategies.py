@@ -34,7 +34,7 @@ import copy
 
 from absl import logging
 
-from harness import cluster as cluster_lib
+from harness.cluster import tf_config as cluster_lib
 from harness import errors
 from harness import run_config
 from harness import _tf_private

@@ -7,7 +7,7 @@ normalise a model_dir once; everything after uses the result as is::
     paths.normalize_model_dir("rel/m")         # "<cwd>/rel/m"
     paths.normalize_model_dir("gs://b/m")      # "gs://b/m" (URLs unchanged)
 
-No file is read or created here; `harness.storage` does the file access.
+No file is read or created here; `harness.state.storage` does the file access.
 """
 
 import os

@@ -5,7 +5,7 @@ any reason (max_steps, early stopping, input exhausted, error, preemption)
 and removes it when training starts again. The evaluator reads it to know
 that no further checkpoint will come. Writes are atomic (temp + rename), so a
 reader never sees half a file. Every access is `tf.io.gfile` (through
-`harness.storage`), so the markers work on any filesystem the checkpoints
+`harness.state.storage`), so the markers work on any filesystem the checkpoints
 do (gs://, s3://, hdfs://, ram://, local).
 """
 
@@ -13,7 +13,7 @@ import json
 import os
 import time
 
-from harness import storage
+from harness.state import storage
 from harness._tf import tf
 
 __all__ = ["MARKER_NAME", "write_training_stopped", "read_training_stopped",

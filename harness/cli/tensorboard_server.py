@@ -1,6 +1,6 @@
 """TensorBoard for a run's model_dir: the command to print, and a server.
 
-    from harness import tensorboard_server
+    from harness.cli import tensorboard_server
 
     tensorboard_server.command_text("/tmp/m")  # ".venv/bin/tensorboard --logdir /tmp/m"
     with tensorboard_server.serving("/tmp/m", port=0, out=sys.stdout):

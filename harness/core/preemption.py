@@ -32,13 +32,13 @@ import time
 from absl import logging
 
 from harness import _tf_private
-from harness import cluster as cluster_lib
-from harness import env_knobs
+from harness.cluster import tf_config as cluster_lib
+from harness.cluster import env_knobs
 from harness import errors
-from harness import peer_wait
-from harness import peers
+from harness.cluster import peer_wait
+from harness.core import peers
 from harness import run_config as run_config_lib
-from harness import run_state
+from harness.state import run_state
 from harness._tf import tf
 
 __all__ = [
@@ -150,7 +150,7 @@ class _Sigterm:
       self.signal_name = None
       if threading.current_thread() is not threading.main_thread():
         logging.info("preempt | training runs outside the main thread: no "
-                     "SIGTERM handler installed (call harness.preemption."
+                     "SIGTERM handler installed (call harness.core.preemption."
                      "notify_preemption() from the main thread's own)")
         return
       self._previous = {signum: signal.signal(signum, self._on_signal)

@@ -12,7 +12,7 @@ MonitoredSession's in-place session re-creation::
 import re
 import socket
 
-from harness import cluster as cluster_lib
+from harness.cluster import tf_config as cluster_lib
 from harness import errors
 from harness._tf import tf
 

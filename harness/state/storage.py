@@ -16,7 +16,7 @@ renames directories atomically (local, HDFS); elsewhere it is copied file by
 file with `saved_model.pb(txt)` last, so a reader that waits for that file
 (TF Serving, `list_exports`) never sees a partial export. docs/RELIABILITY.md
 lists what each filesystem guarantees. Path normalisation (no file
-access, no TensorFlow) is in `harness.paths`.
+access, no TensorFlow) is in `harness.state.paths`.
 """
 
 import os

@@ -35,7 +35,7 @@ import numpy as np
 
 from harness import _tf_private
 from harness import errors
-from harness import loop_spec
+from harness.core import loop_spec
 from harness._tf import tf
 
 __all__ = [
