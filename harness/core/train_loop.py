@@ -223,7 +223,7 @@ def build_local(call_model_fn, input_fn, params, config):
 
 def _loss_reduce_op():
   graph = tf.compat.v1.get_default_graph()
-  if getattr(graph, "_is_loss_scaled_by_optimizer", False):
+  if _tf_private.loss_scaled_by_optimizer(graph):
     return tf.compat.v1.distribute.get_loss_reduction()
   return tf.distribute.ReduceOp.SUM
 
@@ -242,7 +242,7 @@ def build_distributed(strategy, call_model_fn, input_fn, params, config):
     A TrainGraph.
   """
   graph = tf.compat.v1.get_default_graph()
-  scale = getattr(strategy, "_scale_loss_for_estimator_enabled", None)
+  scale = _tf_private.scale_loss_for_estimator(strategy)
   with strategy.scope():
     ctx = scale() if scale is not None else _null_context()
     with ctx:
@@ -444,7 +444,7 @@ def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
     elif saving_listeners:
       saver_hook = next(h for h in all_hooks if isinstance(
           h, tf.compat.v1.train.CheckpointSaverHook))
-      saver_hook._listeners.extend(saving_listeners)  # pylint: disable=protected-access
+      _tf_private.add_saving_listeners(saver_hook, saving_listeners)
   elif saving_listeners:
     raise errors.ConfigError(
         "There should be a CheckpointSaverHook to use saving_listeners. "
