@@ -177,7 +177,7 @@ class DependencyDirectionTest(absltest.TestCase):
     self.assertEqual(offenders, [])
 
   def test_registry_imports_no_tensorflow(self):
-    names = self._imported_modules(_ROOT / "harness" / "registry.py")
+    names = self._imported_modules(_ROOT / "harness" / "cli" / "registry.py")
     self.assertEqual(
         sorted(n for n in names if "tensorflow" in n or n == "harness._tf"
                or n.split(".")[0] in ("model_fns", "input_fns")), [])
