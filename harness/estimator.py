@@ -177,7 +177,8 @@ class Estimator:
       # Standalone client: drive the remote cluster's servers from here.
       from harness.distribute import remote  # pylint: disable=g-import-not-at-top
       remote.train_remote(
-          self, input_fn, hooks=hooks, steps=steps, max_steps=max_steps,
+          self, input_fn, train_fn=self._train_with_context, hooks=hooks,
+          steps=steps, max_steps=max_steps,
           saving_listeners=saving_listeners,
           connect_timeout_secs=self._config.remote_connect_timeout_secs)
       return self
@@ -185,8 +186,9 @@ class Estimator:
       # A chief/worker task of a TF_CONFIG cluster: join it (as tf.estimator
       # 2.15 did through its distribute coordinator).
       from harness.distribute import roles  # pylint: disable=g-import-not-at-top
-      roles.train_in_cluster(self, input_fn, hooks=hooks, steps=steps,
-                             max_steps=max_steps,
+      roles.train_in_cluster(self, input_fn,
+                             train_fn=self._train_with_context, hooks=hooks,
+                             steps=steps, max_steps=max_steps,
                              saving_listeners=saving_listeners)
       return self
     strategy = self._config.train_distribute
@@ -232,10 +234,7 @@ class Estimator:
         task_label=_task_label(config))
 
   def _checkpoint_step(self):
-    path = self.latest_checkpoint()
-    if not path:
-      return None
-    return int(checkpoints.open_reader(path).get_tensor("global_step"))
+    return checkpoints.global_step_of(self.latest_checkpoint())
 
   def _train(self, input_fn, hooks, saving_listeners, max_steps, context,
              strategy=None):

@@ -36,12 +36,6 @@ HARNESS_OBJECTS = {
     ("state/lease.py", "lease._thread"): "harness's lease refresher",
     ("distribute/server_claim.py", "claims._thread"):
         "harness's claim renewer",
-    ("distribute/roles.py", "estimator._train_with_context"):
-        "harness's Estimator (issue 13 part 3: a public seam)",
-    ("distribute/roles.py", "estimator._checkpoint_step"):
-        "harness's Estimator (issue 13 part 3: a public seam)",
-    ("distribute/remote.py", "self._estimator._train_with_context"):
-        "harness's Estimator (issue 13 part 3: a public seam)",
     ("server.py", "os._exit"): "the standard library",
 }
 

@@ -278,7 +278,7 @@ def _num_cpu_devices(graph_strategy):
   return strategies.cpu_devices_per_worker(graph_strategy)
 
 
-def train_remote(estimator, input_fn, *, hooks=None, steps=None,
+def train_remote(estimator, input_fn, *, train_fn, hooks=None, steps=None,
                  max_steps=None, saving_listeners=None,
                  connect_timeout_secs=None):
   """Trains `estimator` on its `config.remote_cluster` from this process.
@@ -287,6 +287,9 @@ def train_remote(estimator, input_fn, *, hooks=None, steps=None,
     estimator: a `harness.Estimator` whose config has a remote_cluster and a
       collective or parameter_server train_distribute.
     input_fn: the training input_fn (called once per task, in its thread).
+    train_fn: the Estimator's training entry, `train_fn(input_fn, hooks,
+      steps, max_steps, saving_listeners, context, strategy=)`, run once
+      per remote task in its thread.
     hooks: SessionRunHooks for the chief task only.
     steps: train this many more steps (None: see max_steps).
     max_steps: train up to this global step.
@@ -317,8 +320,9 @@ def train_remote(estimator, input_fn, *, hooks=None, steps=None,
       wait_secs=connect_timeout_secs)
   clean = False
   try:
-    result = _train_claimed(estimator, input_fn, cluster, graph_strategy,
-                            chief, claims, hooks=hooks, steps=steps,
+    result = _train_claimed(estimator, input_fn, train_fn, cluster,
+                            graph_strategy, chief, claims, hooks=hooks,
+                            steps=steps,
                             max_steps=max_steps,
                             saving_listeners=saving_listeners)
     clean = True
@@ -329,8 +333,9 @@ def train_remote(estimator, input_fn, *, hooks=None, steps=None,
     claims.release(clean=clean)
 
 
-def _train_claimed(estimator, input_fn, cluster, graph_strategy, chief,
-                   claims, *, hooks, steps, max_steps, saving_listeners):
+def _train_claimed(estimator, input_fn, train_fn, cluster, graph_strategy,
+                   chief, claims, *, hooks, steps, max_steps,
+                   saving_listeners):
   """train_remote's work once this client holds the servers."""
   config = estimator.config
   kind = run_config_lib.strategy_kind(graph_strategy)
@@ -349,7 +354,7 @@ def _train_claimed(estimator, input_fn, cluster, graph_strategy, chief,
         should_init=is_chief or kind == "collective",
         session_config=task_config, task_label=f"remote {job}/{index}")
     runs.append(_TaskRun(
-        estimator, input_fn, context, strategy, steps=steps,
+        train_fn, input_fn, context, strategy, steps=steps,
         max_steps=max_steps,
         hooks=list(hooks or []) if is_chief else [],
         saving_listeners=list(saving_listeners or []) if is_chief else [],
@@ -365,7 +370,7 @@ def _train_claimed(estimator, input_fn, cluster, graph_strategy, chief,
 class _TaskRun:
   """One task's training thread and its outcome."""
 
-  def __init__(self, estimator, input_fn, context, strategy, *, steps,
+  def __init__(self, train_fn, input_fn, context, strategy, *, steps,
                max_steps, hooks, saving_listeners, stop, everyone_ready,
                start_timeout_secs):
     self.label = context.task_label.split()[-1]
@@ -376,15 +381,14 @@ class _TaskRun:
     task_hook = _TaskHook(self.ready, everyone_ready, stop, start_timeout_secs)
     self._args = (input_fn, hooks + [task_hook], steps, max_steps,
                   saving_listeners, context)
-    self._estimator = estimator
+    self._train_fn = train_fn
     self._strategy = strategy
     self.thread = threading.Thread(target=self._run, daemon=True,
                                    name=f"remote-{self.label}")
 
   def _run(self):
     try:
-      train = self._estimator._train_with_context  # pylint: disable=protected-access
-      self.result = train(*self._args, strategy=self._strategy)
+      self.result = self._train_fn(*self._args, strategy=self._strategy)
     except BaseException as e:  # pylint: disable=broad-except
       self.error = e
       self.failed_at = time.monotonic()

@@ -23,6 +23,7 @@ from harness.distribute import evaluator as evaluator_lib
 from harness.cluster import listen
 from harness.core import preemption
 from harness import run_config as run_config_lib
+from harness.state import checkpoints
 from harness.state import run_state
 from harness.core import train_loop
 from harness._tf import tf
@@ -110,9 +111,15 @@ def _prepare_task(config, strategy):
   return server.target, session_config, graph_strategy
 
 
-def train_in_cluster(estimator, input_fn, *, hooks=None, steps=None,
+def train_in_cluster(estimator, input_fn, *, train_fn, hooks=None, steps=None,
                      max_steps=None, saving_listeners=None):
   """Trains as this process's TF_CONFIG task (chief or worker).
+
+  `Estimator.train` calls this for a cluster task and passes its own
+  training entry as `train_fn(input_fn, hooks, steps, max_steps,
+  saving_listeners, context, strategy=)`: this module sets up the task
+  (server, session target, strategy) and the markers around it, and never
+  reaches into the Estimator.
 
   Returns:
     The last training loss seen by this task, or None.
@@ -141,9 +148,8 @@ def train_in_cluster(estimator, input_fn, *, hooks=None, steps=None,
     run_state.clear_training_stopped(estimator.model_dir)
   reason = "failed"
   try:
-    loss = estimator._train_with_context(  # pylint: disable=protected-access
-        input_fn, list(hooks or []), steps, max_steps, saving_listeners,
-        context, strategy=strategy)
+    loss = train_fn(input_fn, list(hooks or []), steps, max_steps,
+                    saving_listeners, context, strategy=strategy)
     reason = "finished"
     return loss
   except KeyboardInterrupt:
@@ -158,7 +164,7 @@ def train_in_cluster(estimator, input_fn, *, hooks=None, steps=None,
   finally:
     run_state.write_task_done(estimator.model_dir, _label(config))
     if config.is_chief:
-      step = estimator._checkpoint_step()  # pylint: disable=protected-access
+      step = checkpoints.global_step_of(estimator.latest_checkpoint())
       run_state.write_training_stopped(estimator.model_dir, reason, step)
       logging.info("train | %s | training %s at step %s", _label(config),
                    reason.split(":")[0], step)
@@ -167,9 +173,9 @@ def train_in_cluster(estimator, input_fn, *, hooks=None, steps=None,
 def run_chief(estimator, train_spec, eval_spec):
   """The chief: trains, saves checkpoints, marks the end of training."""
   del eval_spec  # The evaluator task evaluates.
-  train_in_cluster(estimator, train_spec.input_fn, hooks=train_spec.hooks,
-                   max_steps=train_spec.max_steps,
-                   saving_listeners=train_spec.saving_listeners)
+  estimator.train(train_spec.input_fn, hooks=train_spec.hooks,
+                  max_steps=train_spec.max_steps,
+                  saving_listeners=train_spec.saving_listeners)
   return None, []
 
 
@@ -182,8 +188,8 @@ def run_master(estimator, train_spec, eval_spec):
       estimator, eval_spec, train_spec.max_steps)
   listener = evaluator_lib.NewCheckpointListener(
       evaluator, eval_spec.throttle_secs)
-  train_in_cluster(
-      estimator, train_spec.input_fn, hooks=train_spec.hooks,
+  estimator.train(
+      train_spec.input_fn, hooks=train_spec.hooks,
       max_steps=train_spec.max_steps,
       saving_listeners=list(train_spec.saving_listeners) + [listener])
   return listener.eval_result, listener.export_results

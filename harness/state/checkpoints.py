@@ -40,6 +40,7 @@ __all__ = [
     "read_state",
     "latest_usable_checkpoint",
     "open_reader",
+    "global_step_of",
 ]
 
 # Above this much data a checkpoint is checked for structure and size only:
@@ -121,6 +122,13 @@ def open_reader(prefix):
   file name; opening the prefix directly works on every filesystem.
   """
   return tf.compat.v1.train.NewCheckpointReader(os.fsdecode(prefix))
+
+
+def global_step_of(prefix):
+  """The `global_step` saved in checkpoint `prefix`; None for no prefix."""
+  if not prefix:
+    return None
+  return int(open_reader(prefix).get_tensor("global_step"))
 
 
 def check_checkpoint(prefix, *, full_check_max_bytes=FULL_CHECK_MAX_BYTES):
