@@ -23,6 +23,7 @@ import tempfile
 import numpy as np
 from absl import logging
 
+from harness.cluster import tf_config as cluster_lib
 from harness.state import checkpoints
 from harness import errors
 from harness.core import evaluation
@@ -444,8 +445,8 @@ def _task_label(config):
     return "client"  # Standalone client: evaluates and exports locally.
   if config.task_type and (config.cluster_spec.as_dict() or
                            config.task_type == "evaluator"):
-    return f"{config.task_type}/{config.task_id}"
-  return "local"
+    return cluster_lib.task_label(config.task_type, config.task_id)
+  return cluster_lib.LOCAL_LABEL
 
 
 def _fmt(value):

@@ -334,7 +334,7 @@ def _main(flag, argv):
         num_gpus=flag.num_gpus_per_worker.value, protocol=info.rpc_layer)
   except (errors.ConfigError, errors.NotSupportedError) as e:
     cli.usage_error("server", str(e))
-  task = f"{info.task_type}/{info.task_id}"
+  task = cluster_lib.task_label(info.task_type, info.task_id)
   line, warning = listen.describe(info.task_address, environ=os.environ,
                                   bind_address=bind_address)
   logging.info("server | %s | listening on %s | %d CPU devices", task, line,

@@ -371,6 +371,20 @@ class DerivedFactsTest(parameterized.TestCase):
     self.assertEqual(cluster.master_address(info), "grpc+verbs://h3:2222")
 
 
+class TaskLabelTest(absltest.TestCase):
+
+  def test_label_round_trips(self):
+    self.assertEqual(cluster.task_label("worker", 1), "worker/1")
+    self.assertEqual(cluster.split_task_label("worker/1"), ("worker", 1))
+
+  def test_cluster_info_label(self):
+    info = cluster.parse_tf_config(json.dumps({
+        "cluster": {"chief": ["h:1"], "worker": ["h:2"]},
+        "task": {"type": "worker", "index": 0}}))
+    self.assertEqual(info.task_label, "worker/0")
+    self.assertEqual(cluster.parse_tf_config("{}").task_label, "local")
+
+
 class RemoteClusterTest(parameterized.TestCase):
 
   @parameterized.named_parameters(

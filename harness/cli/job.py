@@ -163,9 +163,7 @@ class JobResult:
 
 def task_label(info):
   """"chief/0", "worker/1", ... from a `ClusterInfo`; "local" without one."""
-  if info is None or not info.has_cluster or info.task_type is None:
-    return "local"
-  return f"{info.task_type}/{info.task_id}"
+  return cluster_lib.LOCAL_LABEL if info is None else info.task_label
 
 
 def _trainers(job, info):

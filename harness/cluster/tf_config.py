@@ -35,7 +35,7 @@ from harness import errors
 
 __all__ = [
     "TF_CONFIG_ENV", "CHIEF", "WORKER", "PS", "EVALUATOR", "MASTER",
-    "TRAINER_JOBS",
+    "TRAINER_JOBS", "LOCAL_LABEL", "task_label", "split_task_label",
     "ClusterInfo", "TaskFacts", "TFConfigJSONError",
     "parse_tf_config", "from_environ", "parse_remote_cluster", "validate",
     "validate_run_config", "check_servable",
@@ -55,6 +55,21 @@ _JOB_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _ADDRESS_RE = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[^\s:\[\]/]+):(\d{1,5})$")
 _KNOWN_KEYS = ("cluster", "task", "rpc_layer", "environment", "model_dir",
                "service", "session_master", "eval_session_master")
+
+
+# The label of a process outside any cluster.
+LOCAL_LABEL = "local"
+
+
+def task_label(task_type, task_id):
+  """The one spelling of a task in logs, markers and peers: "worker/1"."""
+  return f"{task_type}/{task_id}"
+
+
+def split_task_label(label):
+  """`task_label`'s inverse: "worker/1" -> ("worker", 1)."""
+  job, _, index = label.partition("/")
+  return job, int(index)
 
 
 def _task_json(task_type, task_id):
@@ -133,6 +148,13 @@ class ClusterInfo:
   @property
   def has_cluster(self):
     return bool(self.cluster)
+
+  @property
+  def task_label(self):
+    """"chief/0", "worker/1", ...; "local" without a cluster or task."""
+    if not self.has_cluster or self.task_type is None:
+      return LOCAL_LABEL
+    return task_label(self.task_type, self.task_id)
 
   @property
   def task_address(self):

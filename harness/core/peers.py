@@ -58,7 +58,7 @@ class Peers:
     self.by_address = {}
     for job, addresses in cluster.items():
       for index, address in enumerate(addresses):
-        name = f"{job}/{index}"
+        name = cluster_lib.task_label(job, index)
         if name != task_label and job != "evaluator":
           self.by_address[address] = name
 
@@ -77,7 +77,8 @@ class Peers:
 
   def trainers(self):
     return sorted(n for n in self.by_address.values()
-                  if n.split("/")[0] in cluster_lib.TRAINER_JOBS)
+                  if cluster_lib.split_task_label(n)[0]
+                  in cluster_lib.TRAINER_JOBS)
 
 
 class GuardedSession(tf.compat.v1.Session.__mro__[-2]):  # SessionInterface.

@@ -321,13 +321,14 @@ class TrainingGuard:
     self.model_dir = model_dir
     self.cluster = {job: list(a) for job, a in (cluster or {}).items()
                     if job != "evaluator"}
-    trainers = [f"{job}/{i}" for job in cluster_lib.TRAINER_JOBS
+    trainers = [cluster_lib.task_label(job, i)
+                for job in cluster_lib.TRAINER_JOBS
                 for i in range(len(self.cluster.get(job, ())))]
     self.multi_task = sum(len(a) for a in self.cluster.values()) > 1
     self.vote_group_size = len(trainers) if collective else 0
     self.vote_device = None
     if self.vote_group_size > 1:
-      job, index = task_label.split("/")
+      job, index = cluster_lib.split_task_label(task_label)
       self.vote_device = f"/job:{job}/replica:0/task:{index}/device:CPU:0"
     self.peer_timeout_secs = peer_timeout_secs
     self.last_error = None

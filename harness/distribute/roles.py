@@ -21,6 +21,7 @@ from absl import logging
 from harness import errors
 from harness.distribute import evaluator as evaluator_lib
 from harness.cluster import listen
+from harness.cluster import tf_config as cluster_lib
 from harness.core import preemption
 from harness import run_config as run_config_lib
 from harness.state import checkpoints
@@ -39,7 +40,7 @@ _SERVERS = []
 
 
 def _label(config):
-  return f"{config.task_type}/{config.task_id}"
+  return cluster_lib.task_label(config.task_type, config.task_id)
 
 
 def _training_cluster(config):

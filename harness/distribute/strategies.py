@@ -56,7 +56,6 @@ __all__ = [
 KINDS = ("mirrored", "collective", "parameter_server", "central_storage",
          "one_device", "default")
 _DEVICE_TYPES = ("CPU", "GPU")
-_TRAINER_JOBS = (cluster_lib.CHIEF, cluster_lib.MASTER, cluster_lib.WORKER)
 _LOCAL_KINDS = ("mirrored", "central_storage", "one_device")
 _PS_CPU_DEVICES = (
     "num_devices_per_worker={count} CPU devices with parameter servers: the "
@@ -217,7 +216,7 @@ def _check_devices(num_devices_per_worker, device_type, allow_none):
 
 
 def _num_trainers(jobs):
-  return sum(len(jobs.get(job, ())) for job in _TRAINER_JOBS)
+  return sum(len(jobs.get(job, ())) for job in cluster_lib.TRAINER_JOBS)
 
 
 def _check_cluster_fits(kind, jobs):
