@@ -382,7 +382,8 @@ class TaskLabelTest(absltest.TestCase):
         "cluster": {"chief": ["h:1"], "worker": ["h:2"]},
         "task": {"type": "worker", "index": 0}}))
     self.assertEqual(info.task_label, "worker/0")
-    self.assertEqual(cluster.parse_tf_config("{}").task_label, "local")
+    self.assertEqual(cluster.parse_tf_config(json.dumps({
+        "cluster": {"worker": ["h:2"]}})).task_label, "local")
 
 
 class RemoteClusterTest(parameterized.TestCase):
