@@ -7,7 +7,6 @@ worker / ps processes (tests/strategy_worker.py) on 127.0.0.1.
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -20,6 +19,7 @@ from harness import errors
 from harness.distribute import strategies
 from harness import _tf_private
 from harness._tf import tf
+from tests import _support
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _PROCESS_TIMEOUT_SECS = 90
@@ -332,12 +332,6 @@ class EvaluatorGuardTest(absltest.TestCase):
     self.assertIn("WORKER 2", out)  # The guard leaves other tasks alone.
 
 
-def _free_port():
-  with socket.socket() as sock:
-    sock.bind(("127.0.0.1", 0))
-    return sock.getsockname()[1]
-
-
 def _run_python(test, args):
   """Runs one Python child to completion; fails the test on a bad exit."""
   command = [sys.executable] + args
@@ -399,7 +393,7 @@ def _run_cluster(test, cluster, *, kind, num_devices=1, steps=10,
 
 
 def _local_cluster(**num_tasks):
-  return {job: [f"127.0.0.1:{_free_port()}" for _ in range(count)]
+  return {job: [f"127.0.0.1:{_support.free_port()}" for _ in range(count)]
           for job, count in num_tasks.items()}
 
 
