@@ -110,6 +110,17 @@ class ImportPathsTest(parameterized.TestCase):
                  "tensorflow_estimator.python.estimator.training"):
       self.assertIsNotNone(importlib.import_module(name), name)
 
+  @parameterized.parameters(*sorted(SUBPACKAGES["cluster"]))
+  def test_cluster_module_imports_first_in_a_fresh_process(self, module):
+    # Import order inside a fresh process is where cycles break (issue 13:
+    # tf_config_rules imported first used to fail); cluster/ is TF-free,
+    # so each check costs a fraction of a second.
+    proc = subprocess.run(
+        [sys.executable, "-c", f"import harness.cluster.{module}"],
+        capture_output=True, text=True, timeout=120,
+        env=conftest.child_env(), cwd=ROOT, check=False)
+    self.assertEqual(proc.returncode, 0, proc.stderr[-1500:])
+
   @parameterized.parameters(*sorted(BINARIES.items()))
   def test_python_m_binary_help(self, binary, exit_code):
     proc = subprocess.run(
