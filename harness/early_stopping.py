@@ -26,8 +26,8 @@ from absl import logging
 
 from harness import errors
 from harness import hooks as hooks_lib
-from harness.state import run_state
 from harness._tf import tf
+from harness.state import run_state
 
 __all__ = [
     "make_early_stopping_hook",

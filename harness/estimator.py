@@ -23,17 +23,17 @@ import tempfile
 import numpy as np
 from absl import logging
 
-from harness.cluster import tf_config as cluster_lib
-from harness.state import checkpoints
 from harness import errors
+from harness import run_config as run_config_lib
+from harness import spec as spec_lib
+from harness import warm_start as warm_start_lib
+from harness._tf import tf
+from harness.cluster import tf_config as cluster_lib
 from harness.core import evaluation
 from harness.core import input_pipeline
 from harness.core import loop_spec
-from harness import run_config as run_config_lib
-from harness import spec as spec_lib
 from harness.core import train_loop
-from harness import warm_start as warm_start_lib
-from harness._tf import tf
+from harness.state import checkpoints
 
 __all__ = ["Estimator", "check_supported_config"]
 

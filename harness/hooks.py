@@ -23,12 +23,12 @@ import time
 
 from absl import logging
 
-from harness.state import checkpoints
 from harness import errors
-from harness.core import evaluation
-from harness.core import input_pipeline
 from harness import spec as spec_lib
 from harness._tf import tf
+from harness.core import evaluation
+from harness.core import input_pipeline
+from harness.state import checkpoints
 
 __all__ = [
     # tf.estimator's top-level hook names (TensorFlow's classes).

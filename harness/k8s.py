@@ -28,9 +28,9 @@ import re
 import shlex
 import sys
 
-from harness.cluster import tf_config as cluster_lib
 from harness import errors
 from harness.cli import k8s_policy
+from harness.cluster import tf_config as cluster_lib
 
 __all__ = [
     "K8sConfig", "render", "to_yaml", "tf_config_from_environ",

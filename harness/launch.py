@@ -45,13 +45,13 @@ import types
 from absl import app
 from absl import flags
 
-from harness.cli import bad_flags as cli
-from harness.cluster import tf_config as cluster_lib
 from harness import errors
+from harness.cli import bad_flags as cli
+from harness.cli import tensorboard_server
 from harness.cluster import listen
 from harness.cluster import netns
 from harness.cluster import ports
-from harness.cli import tensorboard_server
+from harness.cluster import tf_config as cluster_lib
 
 __all__ = ["launch", "build_tf_configs", "task_names", "TIMEOUT_EXIT_CODE",
            "NETWORK_ISOLATIONS"]

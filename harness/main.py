@@ -31,8 +31,8 @@ from absl import app
 from absl import flags as absl_flags
 from absl import logging
 
-from harness.cli import diagnose
 from harness import errors
+from harness.cli import diagnose
 from harness.cli import flags
 from harness.cli import job
 from harness.cli import legacy_imports

@@ -36,14 +36,14 @@ import os
 
 from absl import logging
 
-from harness.cluster import tf_config as cluster
-from harness.cluster import env_knobs
 from harness import errors
-from harness.state import paths
-from harness.cluster import listen
-from harness.core import stall
 from harness._tf import tf
+from harness.cluster import env_knobs
+from harness.cluster import listen
+from harness.cluster import tf_config as cluster
+from harness.core import stall
 from harness.spec import fn_args
+from harness.state import paths
 
 __all__ = [
     "RunConfig", "DistributeConfig", "TaskType", "get_default_session_config",

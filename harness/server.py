@@ -45,10 +45,10 @@ from absl import app
 from absl import flags
 from absl import logging
 
-from harness.cluster import tf_config as cluster_lib
-from harness.cli import bad_flags as cli
 from harness import errors
+from harness.cli import bad_flags as cli
 from harness.cluster import listen
+from harness.cluster import tf_config as cluster_lib
 from harness.distribute import server_claim
 
 __all__ = [

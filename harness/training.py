@@ -18,11 +18,11 @@ import collections
 from absl import logging
 
 from harness import errors
-from harness.distribute import evaluator as evaluator_lib
 from harness import run_config as run_config_lib
-from harness.state import run_state
 from harness import spec as spec_lib
 from harness._tf import tf
+from harness.distribute import evaluator as evaluator_lib
+from harness.state import run_state
 
 __all__ = ["TrainSpec", "EvalSpec", "train_and_evaluate"]
 

@@ -8,11 +8,11 @@ from absl.testing import parameterized
 import numpy as np
 import pytest
 
-import harness
-from harness.core import auto_loop
 from harness import errors
-from harness.cli import flags
 from harness._tf import tf
+from harness.cli import flags
+from harness.core import auto_loop
+import harness
 from tests import _support
 from tests import conftest
 

@@ -11,11 +11,11 @@ from absl import logging
 from absl.testing import absltest
 from absl.testing import parameterized
 
-import harness
-from harness.state import checkpoints
 from harness import errors
-from harness.distribute import evaluator as evaluator_lib
 from harness._tf import tf
+from harness.distribute import evaluator as evaluator_lib
+from harness.state import checkpoints
+import harness
 from tests.programs.cluster_job import model_fn as _model_fn
 
 

@@ -10,10 +10,10 @@ import re
 
 from absl.testing import absltest
 
-import harness
-from harness.cluster import env_knobs
 from harness.cli import flags
 from harness.cli import job as job_lib
+from harness.cluster import env_knobs
+import harness
 from tests import conftest
 
 # Flags whose run value is not a RunConfig/spec field (checked elsewhere).

@@ -21,10 +21,10 @@ from absl.testing import parameterized
 import kubernetes_validate
 import yaml
 
-from harness.cluster import tf_config as cluster
 from harness import errors
-from harness.cli import flags
 from harness import k8s
+from harness.cli import flags
+from harness.cluster import tf_config as cluster
 
 _REPO = pathlib.Path(__file__).resolve().parent.parent
 _K8S_VERSION = "1.33"  # successPolicy and backoffLimitPerIndex are GA here.

@@ -16,8 +16,8 @@ from absl.testing import absltest
 import pytest
 
 from harness import errors
-from harness.state import lease
 from harness._tf import tf
+from harness.state import lease
 from tests import conftest
 
 _HOST = "host-a"

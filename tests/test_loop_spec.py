@@ -17,8 +17,8 @@ from absl.testing import parameterized
 import numpy as np
 import pytest
 
-import harness
 from harness._tf import tf
+import harness
 from tests import _support
 from tests import conftest
 

@@ -15,12 +15,12 @@ from absl import logging
 from absl.testing import absltest
 import pytest
 
-import harness
 from harness import errors
-from harness.distribute import evaluator as evaluator_lib
-from harness.core import preemption
-from harness.state import run_state
 from harness._tf import tf
+from harness.core import preemption
+from harness.distribute import evaluator as evaluator_lib
+from harness.state import run_state
+import harness
 from tests import _support
 from tests.programs.cluster_job import model_fn as _model_fn
 from tests.programs import launch_watch as watch

@@ -22,12 +22,12 @@ from absl.testing import absltest
 import pytest
 
 from harness import errors
+from harness import estimator as estimator_lib
+from harness import run_config as run_config_lib
+from harness._tf import tf
 from harness.cluster import ports
 from harness.distribute import remote
-from harness import run_config as run_config_lib
-from harness import estimator as estimator_lib
 from harness.distribute import strategies
-from harness._tf import tf
 from tests import _support
 from tests import conftest
 

@@ -18,9 +18,9 @@ from absl.testing import absltest
 import pytest
 
 from harness import errors
+from harness._tf import tf
 from harness.cluster import ports
 from harness.distribute import server_claim
-from harness._tf import tf
 from tests import _support
 from tests import test_remote
 

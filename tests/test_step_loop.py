@@ -8,10 +8,10 @@ from absl.testing import absltest
 from absl.testing import parameterized
 import numpy as np
 
-import harness
 from harness import errors
-from harness.distribute import strategies
 from harness._tf import tf
+from harness.distribute import strategies
+import harness
 from tests import _support
 
 

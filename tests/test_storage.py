@@ -24,15 +24,15 @@ from absl.testing import absltest
 import numpy as np
 import pytest
 
-import harness
-from harness.state import checkpoints
 from harness import errors
-from harness.distribute import evaluator as evaluator_lib
-from harness.cli import flags as flags_lib
-from harness.state import paths
-from harness.cli import results_text
-from harness.state import run_state
 from harness._tf import tf
+from harness.cli import flags as flags_lib
+from harness.cli import results_text
+from harness.distribute import evaluator as evaluator_lib
+from harness.state import checkpoints
+from harness.state import paths
+from harness.state import run_state
+import harness
 from tests import conftest
 
 HARNESS_DIR = pathlib.Path(harness.__file__).parent

@@ -15,10 +15,10 @@ from absl.testing import absltest
 from absl.testing import parameterized
 import pytest
 
-from harness import errors
-from harness.distribute import strategies
 from harness import _tf_private
+from harness import errors
 from harness._tf import tf
+from harness.distribute import strategies
 from tests import _support
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

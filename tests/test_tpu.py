@@ -15,11 +15,11 @@ import shutil
 import numpy as np
 from absl.testing import absltest
 
-import harness
-import harness.compat  # pylint: disable=unused-import
 from harness import errors
 from harness import tpu
 from harness._tf import tf
+import harness
+import harness.compat  # pylint: disable=unused-import
 from tests import _support
 from tests import conftest
 

@@ -17,8 +17,8 @@ import os
 import re
 import sys
 
-from harness.cluster import tf_config as cluster_lib
 from harness import errors
+from harness.cluster import tf_config as cluster_lib
 
 __all__ = ["model_dir_of", "preflight", "explain"]
 

@@ -31,12 +31,12 @@ import threading
 
 from absl import flags
 
-from harness.cluster import tf_config as cluster_lib
-from harness.cluster import env_knobs
 from harness import errors
 from harness.cli import job as job_lib
-from harness.state import paths
 from harness.cli import tensorboard_server
+from harness.cluster import env_knobs
+from harness.cluster import tf_config as cluster_lib
+from harness.state import paths
 
 __all__ = ["FLAG_NAMES", "parse", "to_argv", "help_text",
            "normalize_strategy", "visible_gpu_count"]

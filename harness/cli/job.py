@@ -29,12 +29,12 @@ from typing import Any, Mapping
 
 from absl import logging
 
-from harness.cluster import tf_config as cluster_lib
-from harness.cluster import env_knobs
 from harness import errors
-from harness.state import paths
 from harness.cli import results_text
+from harness.cluster import env_knobs
+from harness.cluster import tf_config as cluster_lib
 from harness.core import stall
+from harness.state import paths
 
 __all__ = [
     "MODES", "STRATEGIES", "VERBOSITIES", "EXPORTERS",

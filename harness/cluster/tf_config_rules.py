@@ -20,8 +20,8 @@ re-exports these three. No TensorFlow here.
 import difflib
 import json
 
-from harness.cluster import tf_config as cluster_lib
 from harness import errors
+from harness.cluster import tf_config as cluster_lib
 
 __all__ = ["validate_run_config", "validate", "check_servable"]
 

@@ -12,9 +12,9 @@ import os
 import numpy as np
 from absl import logging
 
-from harness.state import checkpoints
 from harness import errors
 from harness._tf import tf
+from harness.state import checkpoints
 
 __all__ = [
     "LOSS_METRIC_KEY",

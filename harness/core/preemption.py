@@ -32,14 +32,14 @@ import time
 from absl import logging
 
 from harness import _tf_private
-from harness.cluster import tf_config as cluster_lib
-from harness.cluster import env_knobs
 from harness import errors
-from harness.cluster import peer_wait
-from harness.core import peers
 from harness import run_config as run_config_lib
-from harness.state import run_state
 from harness._tf import tf
+from harness.cluster import env_knobs
+from harness.cluster import peer_wait
+from harness.cluster import tf_config as cluster_lib
+from harness.core import peers
+from harness.state import run_state
 
 __all__ = [
     "PEER_TIMEOUT_ENV",

@@ -35,8 +35,8 @@ import numpy as np
 
 from harness import _tf_private
 from harness import errors
-from harness.core import loop_spec
 from harness._tf import tf
+from harness.core import loop_spec
 
 __all__ = [
     "LoopedStep",

@@ -13,21 +13,21 @@ import time
 
 from absl import logging
 
-from harness.core import auto_loop
-from harness.state import checkpoints
 from harness import _tf_private
 from harness import errors
 from harness import hooks as hooks_lib
-from harness.core import input_pipeline
-from harness.state import lease as lease_lib
-from harness.core import preemption
-from harness.state import retention
 from harness import run_config as run_config_lib
 from harness import spec as spec_lib
+from harness._tf import tf
+from harness.core import auto_loop
+from harness.core import input_pipeline
+from harness.core import preemption
 from harness.core import step_loop
 from harness.core import step_rate
 from harness.core import watchdog
-from harness._tf import tf
+from harness.state import checkpoints
+from harness.state import lease as lease_lib
+from harness.state import retention
 
 __all__ = [
     "TrainContext",

@@ -21,8 +21,8 @@ one read of the global step when a NaN is found.
 import numpy as np
 
 from harness import _tf_private
-from harness.core import stall
 from harness._tf import tf
+from harness.core import stall
 
 __all__ = ["NanLossDuringTrainingError", "NanLossHook", "NoProgressHook"]
 

@@ -18,12 +18,12 @@ import time
 
 from absl import logging
 
-from harness.state import checkpoints
 from harness import errors
+from harness._tf import tf
 from harness.core import evaluation
 from harness.core import preemption
+from harness.state import checkpoints
 from harness.state import run_state
-from harness._tf import tf
 
 __all__ = ["CheckpointEvaluator", "NewCheckpointListener", "run_continuous"]
 

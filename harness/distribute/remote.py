@@ -54,13 +54,13 @@ import time
 from absl import logging
 
 from harness import _tf_private
-from harness.cluster import tf_config as cluster_lib
 from harness import errors
 from harness import run_config as run_config_lib
+from harness._tf import tf
+from harness.cluster import tf_config as cluster_lib
+from harness.core import train_loop
 from harness.distribute import server_claim
 from harness.distribute import strategies
-from harness.core import train_loop
-from harness._tf import tf
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT_SECS",

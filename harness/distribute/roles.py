@@ -19,15 +19,15 @@ import time
 from absl import logging
 
 from harness import errors
-from harness.distribute import evaluator as evaluator_lib
+from harness import run_config as run_config_lib
+from harness._tf import tf
 from harness.cluster import listen
 from harness.cluster import tf_config as cluster_lib
 from harness.core import preemption
-from harness import run_config as run_config_lib
+from harness.core import train_loop
+from harness.distribute import evaluator as evaluator_lib
 from harness.state import checkpoints
 from harness.state import run_state
-from harness.core import train_loop
-from harness._tf import tf
 
 __all__ = ["run_chief", "run_master", "run_worker", "run_ps",
            "train_in_cluster"]

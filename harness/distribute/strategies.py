@@ -34,11 +34,11 @@ import copy
 
 from absl import logging
 
-from harness.cluster import tf_config as cluster_lib
+from harness import _tf_private
 from harness import errors
 from harness import run_config
-from harness import _tf_private
 from harness._tf import tf
+from harness.cluster import tf_config as cluster_lib
 
 __all__ = [
     "KINDS",

@@ -22,9 +22,9 @@ import re
 
 from absl import logging
 
+from harness._tf import tf
 from harness.state import checkpoints
 from harness.state import storage
-from harness._tf import tf
 
 __all__ = [
     "RecoverCheckpointsHook",

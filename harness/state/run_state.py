@@ -13,8 +13,8 @@ import json
 import os
 import time
 
-from harness.state import storage
 from harness._tf import tf
+from harness.state import storage
 
 __all__ = ["MARKER_NAME", "write_training_stopped", "read_training_stopped",
            "training_stopped_since", "clear_training_stopped",

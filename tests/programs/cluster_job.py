@@ -15,8 +15,8 @@ import time
 
 import numpy as np
 
-import harness
 from harness._tf import tf
+import harness
 
 
 def model_fn(features, labels, mode, params):
