@@ -18,7 +18,6 @@ tf.estimator 2.15 resumes here and the other way round.
 import copy
 import dataclasses
 import os
-import tempfile
 
 import numpy as np
 from absl import logging
@@ -34,6 +33,7 @@ from harness.core import input_pipeline
 from harness.core import loop_spec
 from harness.core import train_loop
 from harness.state import checkpoints
+from harness.state import storage
 
 __all__ = ["Estimator", "check_supported_config"]
 
@@ -72,10 +72,7 @@ class Estimator:
           f"config must be an instance of RunConfig, but provided {config!r}.")
     model_dir, config = run_config_lib.resolve_model_dir(model_dir, config)
     if model_dir is None:
-      # A temporary model_dir is local by definition: tempfile is right.
-      model_dir = tempfile.mkdtemp(prefix="harness_model_")  # local-fs: temp
-      logging.warning("Using temporary folder as model directory: %s",
-                      model_dir)
+      model_dir = storage.temporary_model_dir()
       config = config.replace(model_dir=model_dir)
     self._config = config
     self._model_dir = model_dir

@@ -320,6 +320,18 @@ class NormalizeModelDirTest(absltest.TestCase):
     self.assertEqual(est.model_dir, os.path.join(os.getcwd(), "rel/m"))
     self.assertEqual(est.config.model_dir, est.model_dir)
 
+  def test_no_model_dir_makes_one_temporary_dir_with_one_log_line(self):
+    # The Estimator and harness.main share storage.temporary_model_dir.
+    with self.assertLogs(level="WARNING") as logs:
+      est = harness.Estimator(_model_fn)
+    self.assertTrue(os.path.isdir(est.model_dir), est.model_dir)
+    self.assertEqual(est.config.model_dir, est.model_dir)
+    lines = [l for l in logs.output if "temporary folder" in l]
+    self.assertEqual(lines, [
+        "WARNING:absl:Using temporary folder as model directory: "
+        f"{est.model_dir} (no model_dir given)"])
+    tf.io.gfile.rmtree(est.model_dir)
+
   def test_tensorboard_line_is_shell_quoted(self):
     result = type("R", (), dict(
         task="local", model_dir="/tmp/my runs/it's", latest_checkpoint=None,

@@ -24,7 +24,6 @@ import inspect
 import json
 import os
 import sys
-import tempfile
 from typing import Any, Mapping
 
 from absl import logging
@@ -397,6 +396,7 @@ def _build_estimator(job, environ, info):
   from harness.cli import registry
   from harness import run_config as run_config_lib
   from harness.distribute import strategies
+  from harness.state import storage
   # pylint: enable=g-import-not-at-top
   if _is_task(info, cluster_lib.EVALUATOR):
     strategies.install_evaluator_guard(environ)
@@ -415,11 +415,7 @@ def _build_estimator(job, environ, info):
         device_type=job.device_type)
   model_dir = job.model_dir
   if model_dir is None and not (info is not None and info.model_dir):
-    # The job's own temporary model_dir is always local, so tempfile is
-    # right here (no gfile filesystem makes temporary folders).
-    model_dir = tempfile.mkdtemp(prefix="harness_model_")  # local-fs: temp
-    logging.warning("No --model_dir given: using the temporary directory %s",
-                    model_dir)
+    model_dir = storage.temporary_model_dir()
   kwargs = run_config_kwargs(job)
   if job.remote_cluster:
     kwargs["experimental_distribute"] = run_config_lib.DistributeConfig(

@@ -20,7 +20,10 @@ access, no TensorFlow) is in `harness.state.paths`.
 """
 
 import os
+import tempfile
 import uuid
+
+from absl import logging
 
 from harness._tf import tf
 
@@ -31,6 +34,7 @@ __all__ = [
     "remove_file",
     "move_dir_into_place",
     "mtime_secs",
+    "temporary_model_dir",
 ]
 
 # Schemes whose directory rename is one atomic metadata operation. Object
@@ -131,3 +135,20 @@ def move_dir_into_place(temp_dir, final_dir):
     tf.io.gfile.makedirs(os.path.dirname(dest))
     tf.io.gfile.copy(source, dest, overwrite=False)
   tf.io.gfile.rmtree(temp_dir)
+
+
+def temporary_model_dir():
+  """Makes the model_dir of a run given none, and says so in one log line.
+
+  The Estimator (no `model_dir`, none in RunConfig) and `harness.main` (no
+  `--model_dir`, none in TF_CONFIG) both come here. A temporary folder is
+  local by definition, so `tempfile` is right (no gfile filesystem makes
+  temporary folders).
+
+  Returns:
+    The new folder's absolute path.
+  """
+  model_dir = tempfile.mkdtemp(prefix="harness_model_")  # local-fs: temp
+  logging.warning("Using temporary folder as model directory: %s (no "
+                  "model_dir given)", model_dir)
+  return model_dir
