@@ -13,6 +13,7 @@ from absl.testing import parameterized
 
 from harness import errors
 from harness.cluster import tf_config as cluster
+from harness.cluster import tf_config_rules
 
 _FULL = {"chief": ["h0:2222"], "ps": ["h1:2222", "h2:2222"],
          "worker": ["h3:2222", "h4:2222", "h5:2222"]}
@@ -384,6 +385,23 @@ class TaskLabelTest(absltest.TestCase):
     self.assertEqual(info.task_label, "worker/0")
     self.assertEqual(cluster.parse_tf_config(json.dumps({
         "cluster": {"worker": ["h:2"]}})).task_label, "local")
+
+
+class StrategyJobsTest(absltest.TestCase):
+
+  def test_ps_rules_have_one_wording_for_tf_config_and_strategies(self):
+    with self.assertRaisesRegex(errors.ClusterConfigError,
+                                "^The strategy's cluster has a \"ps\" job .*"
+                                "needs no parameter servers"):
+      tf_config_rules.check_strategy_jobs(
+          "collective", {"worker": ["h:1"], "ps": ["h:2"]},
+          source="The strategy's")
+    with self.assertRaisesRegex(errors.ClusterConfigError,
+                                "has no \"ps\" job .* Fix: add"):
+      tf_config_rules.check_strategy_jobs(
+          "parameter_server", {"worker": ["h:1"]}, source="TF_CONFIG")
+    tf_config_rules.check_strategy_jobs(
+        "collective", {"worker": ["h:1"]}, source="TF_CONFIG")
 
 
 class RemoteClusterTest(parameterized.TestCase):

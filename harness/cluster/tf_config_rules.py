@@ -23,7 +23,8 @@ import json
 from harness import errors
 from harness.cluster import tf_config as cluster_lib
 
-__all__ = ["validate_run_config", "validate", "check_servable"]
+__all__ = ["validate_run_config", "validate", "check_servable",
+           "check_strategy_jobs"]
 
 # harness.cluster.tf_config imports this module last, when all of these exist.
 # pylint: disable=protected-access
@@ -256,6 +257,21 @@ def validate(info, *, has_strategy, strategy_kind=None,
               f"{info.task_id}", f"task {_task_json(EVALUATOR, info.task_id)}"
               ": there is at most one evaluator, so its index must be 0.",
               'run one evaluator with "index": 0.')
+  check_strategy_jobs(strategy_kind, cluster, source=source)
+
+
+def check_strategy_jobs(strategy_kind, cluster, *, source):
+  """The one statement of the collective / parameter-server job rules.
+
+  Args:
+    strategy_kind: `run_config.strategy_kind(...)`, e.g. "collective".
+    cluster: {job: [addresses]} the strategy trains on.
+    source: where `cluster` came from, first words of the message.
+
+  Raises:
+    ClusterConfigError: a "ps" job under collective, or none under
+      parameter_server.
+  """
   if strategy_kind == "collective" and PS in cluster:
     _fail(source, f'cluster has a "ps" job {cluster[PS]} but the strategy is '
           "collective (MultiWorkerMirroredStrategy), which keeps variables on"

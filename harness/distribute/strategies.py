@@ -39,6 +39,7 @@ from harness import errors
 from harness import run_config
 from harness._tf import tf
 from harness.cluster import tf_config as cluster_lib
+from harness.cluster import tf_config_rules
 
 __all__ = [
     "KINDS",
@@ -223,16 +224,8 @@ def _check_cluster_fits(kind, jobs):
   """Raises unless a strategy of `kind` can train on the cluster `jobs`."""
   if not jobs:
     return
-  if kind == "parameter_server" and cluster_lib.PS not in jobs:
-    raise errors.ClusterConfigError(
-        f"The cluster {sorted(jobs)} has no \"ps\" job but the strategy is "
-        "parameter_server. Fix: add \"ps\": [\"host:port\"] to the cluster, "
-        "or use the collective strategy.")
-  if kind == "collective" and cluster_lib.PS in jobs:
-    raise errors.ClusterConfigError(
-        f"The cluster has a \"ps\" job {jobs[cluster_lib.PS]} but the "
-        "strategy is collective, which keeps variables on the workers. Fix: "
-        "drop the \"ps\" job, or use the parameter_server strategy.")
+  tf_config_rules.check_strategy_jobs(kind, jobs,
+                                      source="The strategy's")
   if kind in _LOCAL_KINDS and _num_trainers(jobs) > 1:
     raise errors.NotSupportedError(
         f"The strategy is {kind}, a single-machine strategy, but the cluster "
