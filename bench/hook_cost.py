@@ -36,7 +36,7 @@ _VARIANTS = (("bare", None), ("bare + loss", None), ("MonitoredSession", ()),
 def _make_hooks(tf, names, *, loss, global_step, model_dir):
   """The hooks of a local `Estimator.train`, by short name."""
   from harness import hooks as hooks_lib  # pylint: disable=g-import-not-at-top
-  from harness import step_loop  # pylint: disable=g-import-not-at-top
+  from harness.core import step_loop  # pylint: disable=g-import-not-at-top
   train = tf.compat.v1.train
   makers = {
       "nan": lambda: train.NanTensorHook(loss),

@@ -4,7 +4,8 @@ TensorFlow 2.21 still ships the v1 distribution strategies harness drives in
 graph mode, but a few things the Estimator needs have no public API. Each
 function below is one such access, with the reason and the TensorFlow
 versions it was checked on (2.21.0). If a TensorFlow upgrade breaks harness,
-this module is where it breaks; `strategies.py` is its only client so far.
+this module is where it breaks. tests/test_tf_private_guard.py fails on any
+private TF access (`x._y`, `getattr(x, "_y")`, `tensorflow.python`) elsewhere.
 
 No `tensorflow.python.*` module is imported: every access is a private
 attribute of a public object (or a patch of a public class), which keeps the
@@ -31,6 +32,12 @@ __all__ = [
     "set_collective_key_base",
     "SUMMARY_WRITER_INIT_KEY",
     "initializer_ops",
+    "add_saving_listeners",
+    "loss_scaled_by_optimizer",
+    "scale_loss_for_estimator",
+    "is_graph_network",
+    "keras_compile_config",
+    "loaded_keras_name",
 ]
 
 # tensorflow.python.training.training_util.GLOBAL_STEP_READ_KEY: the graph
@@ -289,3 +296,69 @@ def initializer_ops(variable):
     return ([own] if own is not None else []) + [
         v.initializer for v in variable.values]
   return [variable.initializer]
+
+
+def loaded_keras_name(api_module):
+  """Returns the module name `api_module.keras` already resolved to, or None.
+
+  Reads `__dict__` only: `getattr` would load Keras as a side effect. Why
+  private: TensorFlow's module wrapper (`_tfmw_wrapped_module`) and its
+  KerasLazyLoader state (`_tfll_*`) are the only record of which Keras
+  `tf.keras` chose.
+  """
+  wrapped = getattr(api_module, "_tfmw_wrapped_module", api_module)
+  keras = vars(wrapped).get("keras")
+  if keras is None:
+    return None
+  state = vars(keras)
+  if "_tfll_initialized" in state:  # TensorFlow's KerasLazyLoader.
+    if not state["_tfll_initialized"]:
+      return None
+    return "tf_keras" if state.get("_tfll_keras_version") != "keras_3" else (
+        "keras")
+  return state.get("__name__")
+
+
+def add_saving_listeners(saver_hook, listeners):
+  """Adds `CheckpointSaverListener`s to an existing `CheckpointSaverHook`.
+
+  Why private: the hook takes listeners only in its constructor; a
+  model_fn's own saver hook gets train(saving_listeners=...) through
+  `_listeners`, as tf.estimator 2.15 did.
+  """
+  saver_hook._listeners.extend(listeners)  # pylint: disable=protected-access
+
+
+def loss_scaled_by_optimizer(graph):
+  """Whether v1 optimizers in `graph` scale each replica's loss (1/N).
+
+  Why private: `_is_loss_scaled_by_optimizer` is the graph flag TF's v1
+  strategies set; no public accessor.
+  """
+  return getattr(graph, "_is_loss_scaled_by_optimizer", False)
+
+
+def scale_loss_for_estimator(strategy):
+  """`strategy`'s context manager for Estimator loss scaling, or None.
+
+  Why private: `_scale_loss_for_estimator_enabled` is the hook TF's
+  strategies kept for tf.estimator; absent on some strategies.
+  """
+  return getattr(strategy, "_scale_loss_for_estimator_enabled", None)
+
+
+def is_graph_network(keras_model):
+  """Whether a Keras 2 model is Sequential/functional (not subclassed).
+
+  Why private: tf_keras exposes no public test; `_is_graph_network` is
+  what its own cloning checks.
+  """
+  return getattr(keras_model, "_is_graph_network", False)
+
+
+def keras_compile_config(keras_model):
+  """The `compile()` arguments tf_keras recorded, or None.
+
+  Why private: `_compile_config` is where tf_keras keeps them.
+  """
+  return getattr(keras_model, "_compile_config", None)

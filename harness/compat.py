@@ -36,6 +36,7 @@ import re
 import sys
 import types
 
+from harness import _tf_private
 from harness import errors
 # Loads TensorFlow with TF_USE_LEGACY_KERAS=1, or raises LegacyKerasError.
 from harness._tf import tf
@@ -190,7 +191,7 @@ _LAYOUT = {
         **_names("harness", "Estimator", "VocabInfo", "WarmStartSettings"),
         "EstimatorV2": "harness:Estimator",
         # Private helpers legacy code is known to call.
-        "_write_dict_to_summary": "harness.evaluation:write_dict_to_summary",
+        "_write_dict_to_summary": "harness.core.evaluation:write_dict_to_summary",
     }, ("harness.estimator",)),
     "estimator_lib": ({}, ("harness",)),
     "run_config": (_names("harness.run_config", "RunConfig", "TaskType"),
@@ -199,7 +200,7 @@ _LAYOUT = {
                  ("harness.spec",)),
     "mode_keys": (_names("harness.spec", "ModeKeys"), ()),
     "training": ({}, ("harness.training",)),
-    "exporter": ({}, ("harness.exporter",)),
+    "exporter": ({}, ("harness.export.exporter",)),
     "extenders": ({}, ("harness.extension",)),
     "early_stopping": (_names(
         "harness.early_stopping", "_StopOnPredicateHook",
@@ -398,24 +399,6 @@ def _tensorflow_api_modules():
       yield module, _api_version(name)
 
 
-def _loaded_keras_name(api_module):
-  """Returns the module name `api_module.keras` already resolved to, or None.
-
-  Reads `__dict__` only: `getattr` would load Keras as a side effect.
-  """
-  wrapped = getattr(api_module, "_tfmw_wrapped_module", api_module)
-  keras = vars(wrapped).get("keras")
-  if keras is None:
-    return None
-  state = vars(keras)
-  if "_tfll_initialized" in state:  # TensorFlow's KerasLazyLoader.
-    if not state["_tfll_initialized"]:
-      return None
-    return "tf_keras" if state.get("_tfll_keras_version") != "keras_3" else (
-        "keras")
-  return state.get("__name__")
-
-
 def check_keras_2():
   """Raises `LegacyKerasError` if `tf.keras` already resolved to Keras 3.
 
@@ -427,7 +410,7 @@ def check_keras_2():
     LegacyKerasError: some `tf.keras` of this process is Keras 3.
   """
   for module, _ in _tensorflow_api_modules():
-    name = _loaded_keras_name(module)
+    name = _tf_private.loaded_keras_name(module)
     if name is not None and not name.startswith("tf_keras"):
       raise errors.LegacyKerasError(
           f"tf.keras was loaded as Keras 3 (module {name!r}) before harness "

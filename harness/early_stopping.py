@@ -26,8 +26,8 @@ from absl import logging
 
 from harness import errors
 from harness import hooks as hooks_lib
-from harness import run_state
 from harness._tf import tf
+from harness.state import run_state
 
 __all__ = [
     "make_early_stopping_hook",
@@ -294,7 +294,7 @@ def read_eval_metrics(eval_dir):
 
 
 def write_training_stopped_marker(model_dir, reason, global_step):
-  """Writes `<model_dir>/training_stopped` atomically (`harness.run_state`).
+  """Writes `<model_dir>/training_stopped` atomically (`harness.state.run_state`).
 
   Args:
     model_dir: the model directory.

@@ -18,21 +18,22 @@ tf.estimator 2.15 resumes here and the other way round.
 import copy
 import dataclasses
 import os
-import tempfile
 
 import numpy as np
 from absl import logging
 
-from harness import checkpoints
 from harness import errors
-from harness import evaluation
-from harness import input_pipeline
-from harness import loop_spec
 from harness import run_config as run_config_lib
 from harness import spec as spec_lib
-from harness import train_loop
 from harness import warm_start as warm_start_lib
 from harness._tf import tf
+from harness.cluster import tf_config as cluster_lib
+from harness.core import evaluation
+from harness.core import input_pipeline
+from harness.core import loop_spec
+from harness.core import train_loop
+from harness.state import checkpoints
+from harness.state import storage
 
 __all__ = ["Estimator", "check_supported_config"]
 
@@ -71,10 +72,7 @@ class Estimator:
           f"config must be an instance of RunConfig, but provided {config!r}.")
     model_dir, config = run_config_lib.resolve_model_dir(model_dir, config)
     if model_dir is None:
-      # A temporary model_dir is local by definition: tempfile is right.
-      model_dir = tempfile.mkdtemp(prefix="harness_model_")  # local-fs: temp
-      logging.warning("Using temporary folder as model directory: %s",
-                      model_dir)
+      model_dir = storage.temporary_model_dir()
       config = config.replace(model_dir=model_dir)
     self._config = config
     self._model_dir = model_dir
@@ -126,7 +124,7 @@ class Estimator:
     tf.estimator, if that one is missing, truncated or corrupt (a save
     killed half way), or the state file is missing or unreadable, the
     newest usable checkpoint on disk is returned, with a warning saying
-    why (`harness.checkpoints.latest_usable_checkpoint`).
+    why (`harness.state.checkpoints.latest_usable_checkpoint`).
     """
     return checkpoints.latest_usable_checkpoint(self._model_dir)
 
@@ -175,24 +173,26 @@ class Estimator:
     check_supported_config(self._config)
     if self._config.remote_cluster is not None:
       # Standalone client: drive the remote cluster's servers from here.
-      from harness import remote  # pylint: disable=g-import-not-at-top
+      from harness.distribute import remote  # pylint: disable=g-import-not-at-top
       remote.train_remote(
-          self, input_fn, hooks=hooks, steps=steps, max_steps=max_steps,
+          self, input_fn, train_fn=self._train_with_context, hooks=hooks,
+          steps=steps, max_steps=max_steps,
           saving_listeners=saving_listeners,
           connect_timeout_secs=self._config.remote_connect_timeout_secs)
       return self
     if _is_cluster_trainer(self._config):
       # A chief/worker task of a TF_CONFIG cluster: join it (as tf.estimator
       # 2.15 did through its distribute coordinator).
-      from harness import roles  # pylint: disable=g-import-not-at-top
-      roles.train_in_cluster(self, input_fn, hooks=hooks, steps=steps,
-                             max_steps=max_steps,
+      from harness.distribute import roles  # pylint: disable=g-import-not-at-top
+      roles.train_in_cluster(self, input_fn,
+                             train_fn=self._train_with_context, hooks=hooks,
+                             steps=steps, max_steps=max_steps,
                              saving_listeners=saving_listeners)
       return self
     strategy = self._config.train_distribute
     context = self._local_train_context()
     if strategy is not None:
-      from harness import strategies  # pylint: disable=g-import-not-at-top
+      from harness.distribute import strategies  # pylint: disable=g-import-not-at-top
       strategy = strategies.to_graph_strategy(strategy)
       # E.g. device_count CPU=N for N CPU replicas of a MirroredStrategy.
       context = dataclasses.replace(
@@ -232,10 +232,7 @@ class Estimator:
         task_label=_task_label(config))
 
   def _checkpoint_step(self):
-    path = self.latest_checkpoint()
-    if not path:
-      return None
-    return int(checkpoints.open_reader(path).get_tensor("global_step"))
+    return checkpoints.global_step_of(self.latest_checkpoint())
 
   def _train(self, input_fn, hooks, saving_listeners, max_steps, context,
              strategy=None):
@@ -445,8 +442,8 @@ def _task_label(config):
     return "client"  # Standalone client: evaluates and exports locally.
   if config.task_type and (config.cluster_spec.as_dict() or
                            config.task_type == "evaluator"):
-    return f"{config.task_type}/{config.task_id}"
-  return "local"
+    return cluster_lib.task_label(config.task_type, config.task_id)
+  return cluster_lib.LOCAL_LABEL
 
 
 def _fmt(value):

@@ -23,12 +23,12 @@ import time
 
 from absl import logging
 
-from harness import checkpoints
 from harness import errors
-from harness import evaluation
-from harness import input_pipeline
 from harness import spec as spec_lib
 from harness._tf import tf
+from harness.core import evaluation
+from harness.core import input_pipeline
+from harness.state import checkpoints
 
 __all__ = [
     # tf.estimator's top-level hook names (TensorFlow's classes).
@@ -301,7 +301,7 @@ class InMemoryEvaluatorHook(SessionRunHook):
   def begin(self):
     """Builds the eval graph, its metrics and the variable-copy ops."""
     # Imported here: train_loop imports this module.
-    from harness import train_loop  # pylint: disable=g-import-not-at-top
+    from harness.core import train_loop  # pylint: disable=g-import-not-at-top
     self._timer.reset()
     self._iter_count = 0
     train_vars = {v.name: v for v in tf.compat.v1.global_variables()}

@@ -28,9 +28,9 @@ import re
 import shlex
 import sys
 
-from harness import cluster as cluster_lib
 from harness import errors
-from harness import k8s_policy
+from harness.cli import k8s_policy
+from harness.cluster import tf_config as cluster_lib
 
 __all__ = [
     "K8sConfig", "render", "to_yaml", "tf_config_from_environ",
@@ -218,7 +218,7 @@ def tf_config_from_environ(environ):
     environ: a mapping such as `os.environ`.
 
   Returns:
-    TF_CONFIG text, checked by `harness.cluster.parse_tf_config`.
+    TF_CONFIG text, checked by `harness.cluster.tf_config.parse_tf_config`.
 
   Raises:
     ClusterConfigError: a variable is missing or malformed, or the index is

@@ -28,6 +28,7 @@ import inspect
 
 from absl import logging
 
+from harness import _tf_private
 from harness import errors
 from harness._tf import tf
 
@@ -62,7 +63,7 @@ def _check_model(keras_model):
     raise errors.ConfigError(
         "The given keras model has not been compiled yet. Please compile the "
         "model with `model.compile()` before calling `model_to_estimator()`.")
-  if not getattr(keras_model, "_is_graph_network", False):
+  if not _tf_private.is_graph_network(keras_model):
     raise errors.NotSupportedError(
         f"model_to_estimator got a subclassed Keras model "
         f"({type(keras_model).__name__}); harness clones Sequential and "
@@ -76,7 +77,7 @@ def _check_model(keras_model):
 
 
 def _compile_config(keras_model):
-  config = getattr(keras_model, "_compile_config", None)
+  config = _tf_private.keras_compile_config(keras_model)
   values = dict(config.config) if config is not None else {}
   values.setdefault("loss", keras_model.loss)
   values.setdefault("metrics", None)

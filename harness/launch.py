@@ -9,9 +9,9 @@ on free ports of `--host`, and its task), `HARNESS_TASK=<job>/<index>` and
 the leader of its own process group. Output lines are prefixed by the task,
 `[worker/1] ...`, and the launcher's own lines start with `launch | `.
 
-Network: TensorFlow servers listen on every interface (`harness.listen`), so
+Network: TensorFlow servers listen on every interface (`harness.cluster.listen`), so
 by default (`--network_isolation=auto`) the tasks run inside one private
-network namespace (`harness.netns`: Linux, root or user namespaces) where
+network namespace (`harness.cluster.netns`: Linux, root or user namespaces) where
 only they can reach their ports; the launcher logs `launch | network | ...`
 saying which. Where that is impossible (or with `--network_isolation=none`,
 needed by jobs that use the network, e.g. a gs:// model_dir) it prints one
@@ -45,13 +45,13 @@ import types
 from absl import app
 from absl import flags
 
-from harness import cli
-from harness import cluster as cluster_lib
 from harness import errors
-from harness import listen
-from harness import netns
-from harness import ports
-from harness import tensorboard_server
+from harness.cli import bad_flags as cli
+from harness.cli import tensorboard_server
+from harness.cluster import listen
+from harness.cluster import netns
+from harness.cluster import ports
+from harness.cluster import tf_config as cluster_lib
 
 __all__ = ["launch", "build_tf_configs", "task_names", "TIMEOUT_EXIT_CODE",
            "NETWORK_ISOLATIONS"]
@@ -523,8 +523,13 @@ def _main(flag, argv):
   sys.exit(status)
 
 
-if __name__ == "__main__":
-  _parse = cli.flags_parser("launch", _USAGE)
+def run():
+  """Console-script entry point (`harness-launch`), as `python -m`."""
+  parse = cli.flags_parser("launch", _USAGE)
   app.run(functools.partial(_main, _define_flags()),
-          flags_parser=lambda argv: _parse(
+          flags_parser=lambda argv: parse(
               tensorboard_server.expand_bare_flag(argv)))
+
+
+if __name__ == "__main__":
+  run()

@@ -5,9 +5,9 @@
 
 Under a cluster, each task runs the same command with its own TF_CONFIG
 (`python -m harness.launch --workers=2 -- python -m harness.main ...`).
-This module wires `harness.flags.parse` -> `harness.diagnose.preflight` ->
-`harness.job.run_job`, and turns what goes wrong into one message and an
-exit status (`harness.diagnose.explain` says what a failure means).
+This module wires `harness.cli.flags.parse` -> `harness.cli.diagnose.preflight` ->
+`harness.cli.job.run_job`, and turns what goes wrong into one message and an
+exit status (`harness.cli.diagnose.explain` says what a failure means).
 Exit status: 0 done, 1 a problem the user can fix (one message on stderr,
 no traceback unless --verbosity=debug), 2 bad flags or TF_CONFIG, 130
 interrupted by SIGINT (Ctrl-C; during training, after a checkpoint at the
@@ -31,11 +31,11 @@ from absl import app
 from absl import flags as absl_flags
 from absl import logging
 
-from harness import diagnose
 from harness import errors
-from harness import flags
-from harness import job
-from harness import legacy_imports
+from harness.cli import diagnose
+from harness.cli import flags
+from harness.cli import job
+from harness.cli import legacy_imports
 
 __all__ = ["main", "run"]
 
@@ -130,7 +130,7 @@ def main(argv, *, environ=None):
 
 def _parse_absl_defaults(argv):
   # absl's own flags (logging's among them) keep their defaults; ours are
-  # parsed by harness.flags, which reports every problem at once.
+  # parsed by harness.cli.flags, which reports every problem at once.
   absl_flags.FLAGS([argv[0]])
   return argv
 

@@ -13,7 +13,7 @@ Usage::
 `force_takeover`, `bind_address`, `remote_claim_timeout_secs`,
 `max_runs_without_progress` and `environ`), properties, `replace()`
 allow-list and messages. It is a thin shell over data: the user's values,
-the `ClusterInfo` read once from TF_CONFIG (`harness.cluster`), and facts
+the `ClusterInfo` read once from TF_CONFIG (`harness.cluster.tf_config`), and facts
 derived from both. Unlike 2.15:
 
 * a bad TF_CONFIG raises `ClusterConfigError` (also the exception type 2.15
@@ -36,14 +36,14 @@ import os
 
 from absl import logging
 
-from harness import cluster
-from harness import env_knobs
 from harness import errors
-from harness import paths
-from harness import listen
-from harness import stall
 from harness._tf import tf
+from harness.cluster import env_knobs
+from harness.cluster import listen
+from harness.cluster import tf_config as cluster
+from harness.core import stall
 from harness.spec import fn_args
+from harness.state import paths
 
 __all__ = [
     "RunConfig", "DistributeConfig", "TaskType", "get_default_session_config",
@@ -72,10 +72,10 @@ _DEFAULT_REPLACEABLE_LIST = list(_CONSTRUCTOR_ARGS) + list(_HARNESS_FIELDS)
 # Bound of each start-up check of a remote_cluster's servers (seconds).
 DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS = 30.0
 # steps_per_loop's value for "choose K from the first steps' timing"
-# (harness/auto_loop.py).
+# (harness/core/auto_loop.py).
 STEPS_PER_LOOP_AUTO = "auto"
 # How long a standalone client's claim of its servers outlives its last
-# renewal (seconds); see harness.server_claim.
+# renewal (seconds); see harness.distribute.server_claim.
 DEFAULT_REMOTE_CLAIM_TIMEOUT_SECS = 15.0
 _SAVE_CKPT_ERR = (
     "`save_checkpoints_steps` and `save_checkpoints_secs` cannot be both set.")
@@ -301,7 +301,7 @@ class RunConfig:
   """Configuration of an `Estimator` run (tf.estimator 2.15's RunConfig).
 
   Distributed properties come from TF_CONFIG (read from `environ`, default
-  `os.environ`, once, at construction); see `harness.cluster`.
+  `os.environ`, once, at construction); see `harness.cluster.tf_config`.
   """
 
   def __init__(self,
@@ -340,7 +340,7 @@ class RunConfig:
     Args (harness additions, keyword-only):
       steps_per_loop: training steps run inside one `session.run` (>= 1),
         or "auto": K from the measured time of the first steps, bounded by
-        the summary, logging and checkpoint cadence (harness.auto_loop).
+        the summary, logging and checkpoint cadence (harness.core.auto_loop).
         Default 1: one step per run, tf.estimator's exact semantics.
       remote_connect_timeout_secs: with `remote_cluster`, how long each
         server may take to accept a connection and answer (seconds, > 0).
@@ -357,15 +357,15 @@ class RunConfig:
         preempted or failed chief (None: $HARNESS_RESTART_WAIT_SECS, else
         600).
       force_takeover: a trainer takes over model_dir's lease even while
-        another live trainer holds it (see `harness.lease`).
+        another live trainer holds it (see `harness.state.lease`).
       bind_address: where this task's in-process TF server listens: None
         (the host of its cluster address; TensorFlow 2.21 listens on every
         interface instead, and a warning says so) or "*" (all interfaces,
-        acknowledged). One host raises NotSupportedError (`harness.listen`).
+        acknowledged). One host raises NotSupportedError (`harness.cluster.listen`).
       remote_claim_timeout_secs: with `remote_cluster`, the client's claim
         of the servers expires this long after its last renewal (renewed
         every quarter of it); the servers then restart in place, releasing
-        what a killed client left (`harness.server_claim`), seconds > 0.
+        what a killed client left (`harness.distribute.server_claim`), seconds > 0.
       max_runs_without_progress: training stops with `TrainingStalledError`
         after this many `session.run` calls leave the global step where it
         was (a train_op that never advances it); None never stops.
@@ -586,7 +586,7 @@ class RunConfig:
 
   @property
   def cluster_info(self):
-    """The `harness.cluster.ClusterInfo` read from TF_CONFIG, or None."""
+    """The `harness.cluster.tf_config.ClusterInfo` read from TF_CONFIG, or None."""
     return self._cluster_info
 
   @property
@@ -653,7 +653,7 @@ def check_supported_config(config):
   Raises:
     ClusterConfigError: TF_CONFIG breaks a rule that matters for a run
       (addresses, one evaluator, strategy and cluster agreeing; see
-      `harness.cluster.validate`), which RunConfig, like 2.15's, accepted.
+      `harness.cluster.tf_config.validate`), which RunConfig, like 2.15's, accepted.
     NotSupportedError: remote_cluster with a single-machine strategy.
   """
   if config.remote_cluster is None:

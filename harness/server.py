@@ -17,11 +17,11 @@ configured so that collective-strategy clients work (the collective group
 leader is set, as TensorFlow's `run_standard_tensorflow_server` did) and logs
 where it really listens, `server | worker/1 | listening on *:2222 (all
 interfaces; cluster address h2:2222) | 2 CPU devices` (TensorFlow 2.21 binds
-every interface; see `harness.listen`), with a warning and a firewall hint
+every interface; see `harness.cluster.listen`), with a warning and a firewall hint
 unless `--bind_address='*'` acknowledges it or harness.launch runs it in a
 private network namespace. Then it serves until SIGTERM or SIGINT, on which
-it exits 0. A standalone client (`harness.remote`) claims the server while it
-trains (`harness.server_claim`); once a claim expires unrenewed (the client
+it exits 0. A standalone client (`harness.distribute.remote`) claims the server while it
+trains (`harness.distribute.server_claim`); once a claim expires unrenewed (the client
 was killed) or its client ends it after a failure, the server logs
 `client ... stopped renewing its claim: restarting this server in place` and
 re-executes itself with the same flags (same pid and port), which releases
@@ -45,11 +45,11 @@ from absl import app
 from absl import flags
 from absl import logging
 
-from harness import cluster as cluster_lib
-from harness import cli
 from harness import errors
-from harness import listen
-from harness import server_claim
+from harness.cli import bad_flags as cli
+from harness.cluster import listen
+from harness.cluster import tf_config as cluster_lib
+from harness.distribute import server_claim
 
 __all__ = [
     "start_server",
@@ -68,7 +68,7 @@ def _cluster_dict(cluster):
   if hasattr(cluster, "as_dict"):  # tf.train.ClusterSpec
     cluster = cluster.as_dict()
   elif hasattr(cluster, "cluster") and hasattr(cluster, "task_type"):
-    cluster = cluster.cluster  # harness.cluster.ClusterInfo
+    cluster = cluster.cluster  # harness.cluster.tf_config.ClusterInfo
   try:
     return {str(job): list(addresses) for job, addresses in cluster.items()}
   except (AttributeError, TypeError) as e:
@@ -334,7 +334,7 @@ def _main(flag, argv):
         num_gpus=flag.num_gpus_per_worker.value, protocol=info.rpc_layer)
   except (errors.ConfigError, errors.NotSupportedError) as e:
     cli.usage_error("server", str(e))
-  task = f"{info.task_type}/{info.task_id}"
+  task = cluster_lib.task_label(info.task_type, info.task_id)
   line, warning = listen.describe(info.task_address, environ=os.environ,
                                   bind_address=bind_address)
   logging.info("server | %s | listening on %s | %d CPU devices", task, line,
@@ -357,6 +357,11 @@ def _main(flag, argv):
   os._exit(0)  # pylint: disable=protected-access
 
 
-if __name__ == "__main__":
+def run():
+  """Console-script entry point (`harness-server`), as `python -m`."""
   app.run(functools.partial(_main, _define_flags()),
           flags_parser=cli.flags_parser("server"))
+
+
+if __name__ == "__main__":
+  run()

@@ -18,11 +18,11 @@ import collections
 from absl import logging
 
 from harness import errors
-from harness import evaluator as evaluator_lib
 from harness import run_config as run_config_lib
-from harness import run_state
 from harness import spec as spec_lib
 from harness._tf import tf
+from harness.distribute import evaluator as evaluator_lib
+from harness.state import run_state
 
 __all__ = ["TrainSpec", "EvalSpec", "train_and_evaluate"]
 
@@ -98,7 +98,7 @@ class EvalSpec(collections.namedtuple("EvalSpec", [
 
 
 def _validate_exporters(exporters):
-  from harness import exporter as exporter_lib  # pylint: disable=g-import-not-at-top
+  from harness.export import exporter as exporter_lib  # pylint: disable=g-import-not-at-top
   if not exporters:
     return ()
   if isinstance(exporters, exporter_lib.Exporter):
@@ -195,7 +195,7 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
 
 
 def _runners():
-  from harness import roles  # pylint: disable=g-import-not-at-top
+  from harness.distribute import roles  # pylint: disable=g-import-not-at-top
   return {
       "chief": roles.run_chief,
       "master": roles.run_master,

@@ -33,7 +33,7 @@ Use::
     estimator.train(train_input_fn, max_steps=1000)
 
 This module itself imports no TensorFlow; the harness core never imports this
-package (`harness.registry` resolves it by name).
+package (`harness.cli.registry` resolves it by name).
 """
 
 from harness import errors

@@ -18,7 +18,7 @@ binary coerces ``--params`` values to the defaults' types)::
 This package also holds the two pieces the MNIST classifiers share:
 `make_optimizer` (a v1 optimizer chosen by ``params``) and `classifier_spec`
 (everything a classifier's model_fn does after computing its logits).
-The harness core never imports this package; `harness.registry` finds it by
+The harness core never imports this package; `harness.cli.registry` finds it by
 name.
 """
 

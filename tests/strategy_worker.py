@@ -18,8 +18,8 @@ import sys
 import time
 import traceback
 
-from harness import strategies
 from harness._tf import tf
+from harness.distribute import strategies
 
 _RECOVERY_WAIT_SECS = 0.2
 

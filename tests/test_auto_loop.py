@@ -1,7 +1,5 @@
-"""steps_per_loop="auto": K from the first runs' timing (harness/auto_loop.py)."""
+"""steps_per_loop="auto": K from the first runs' timing (harness/core/auto_loop.py)."""
 
-import glob
-import os
 import subprocess
 import sys
 
@@ -10,11 +8,12 @@ from absl.testing import parameterized
 import numpy as np
 import pytest
 
-import harness
-from harness import auto_loop
 from harness import errors
-from harness import flags
 from harness._tf import tf
+from harness.cli import flags
+from harness.core import auto_loop
+import harness
+from tests import _support
 from tests import conftest
 
 _TIMEOUT_SECS = 300
@@ -153,11 +152,6 @@ def _estimator(model_dir, **params):
   return harness.Estimator(_model_fn, config=config, params=params)
 
 
-def _checkpoint_steps(model_dir):
-  return sorted(int(p.rsplit("-", 1)[1].split(".")[0]) for p in
-                glob.glob(os.path.join(model_dir, "model.ckpt-*.index")))
-
-
 def _auto_lines(logs):
   return [l for l in logs.output if "steps_per_loop=auto" in l]
 
@@ -184,7 +178,7 @@ class AutoTrainingTest(absltest.TestCase):
     with self.assertLogs(level="INFO") as logs:
       est.train(_dataset_input_fn, max_steps=150)
     self.assertEqual(est.get_variable_value("global_step"), 150)
-    self.assertEqual(_checkpoint_steps(model_dir), [0, 60, 120, 150])
+    self.assertEqual(_support.checkpoint_steps(model_dir), [0, 60, 120, 150])
     lines = _auto_lines(logs)
     self.assertLen(lines, 1, logs.output)
     self.assertRegex(lines[0], r"steps_per_loop=auto: K=\d+ \(")
@@ -236,7 +230,7 @@ class AutoBinaryTest(absltest.TestCase):
     output = process.stdout + process.stderr
     self.assertEqual(process.returncode, 0, f"{command}\n{output[-3000:]}")
     self.assertRegex(output, r"steps_per_loop=auto: K=\d+ ")
-    self.assertEqual(_checkpoint_steps(model_dir)[-1], 300)
+    self.assertEqual(_support.checkpoint_steps(model_dir)[-1], 300)
 
 
 if __name__ == "__main__":

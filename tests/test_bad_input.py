@@ -19,6 +19,7 @@ import subprocess
 import sys
 
 from absl.testing import absltest
+from tests import _support
 
 _REPO = pathlib.Path(__file__).resolve().parent.parent
 _TIMEOUT_SECS = 60
@@ -52,12 +53,6 @@ def _run(args, *, module="harness.main", env=None, timeout=_TIMEOUT_SECS):
 def _tf_config(cluster, task_type, index):
   return {"TF_CONFIG": json.dumps(
       {"cluster": cluster, "task": {"type": task_type, "index": index}})}
-
-
-def _free_port():
-  with socket.socket() as sock:
-    sock.bind(("127.0.0.1", 0))
-    return sock.getsockname()[1]
 
 
 def _snapshot(directory):
@@ -101,8 +96,8 @@ class BadInputTest(absltest.TestCase):
 
   def train_linear(self):
     """Trains `linear` into model_dir in this process (saves a TF start)."""
-    from harness import flags  # pylint: disable=g-import-not-at-top
-    from harness import job  # pylint: disable=g-import-not-at-top
+    from harness.cli import flags  # pylint: disable=g-import-not-at-top
+    from harness.cli import job  # pylint: disable=g-import-not-at-top
     result = job.run_job(flags.parse(
         ["harness.main"] + _LINEAR + _TRAIN + [f"--model_dir={self.model_dir}"],
         environ={}), environ={}, out=io.StringIO())
@@ -350,7 +345,7 @@ class BadInputTest(absltest.TestCase):
         self.model_dir) else {}, {})
 
   def test_unreachable_remote_cluster(self):
-    worker, ps = _free_port(), _free_port()
+    worker, ps = _support.free_port(), _support.free_port()
     result = _run(_LINEAR + _TRAIN + [
         "--strategy=parameter_server", "--remote_connect_timeout_secs=3",
         f"--remote_cluster=worker=127.0.0.1:{worker};ps=127.0.0.1:{ps}",

@@ -20,9 +20,9 @@ from absl.testing import absltest
 from absl.testing import parameterized
 import pytest
 
-from harness import checkpoints
-from harness import preemption
 from harness._tf import tf
+from harness.core import preemption
+from harness.state import checkpoints
 from tests import conftest
 from tests.programs import launch_watch as watch
 

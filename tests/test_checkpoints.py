@@ -1,4 +1,4 @@
-"""harness.checkpoints: a corrupt newest checkpoint falls back to the previous.
+"""harness.state.checkpoints: a corrupt newest checkpoint falls back to the previous.
 
 Checkpoints are written by a real Saver (or by real training); corruption is
 what a killed save or a failing disk leaves: a truncated data file, a
@@ -11,11 +11,11 @@ from absl import logging
 from absl.testing import absltest
 from absl.testing import parameterized
 
-import harness
-from harness import checkpoints
 from harness import errors
-from harness import evaluator as evaluator_lib
 from harness._tf import tf
+from harness.distribute import evaluator as evaluator_lib
+from harness.state import checkpoints
+import harness
 from tests.programs.cluster_job import model_fn as _model_fn
 
 

@@ -1,4 +1,4 @@
-"""Tests of harness.cluster: TF_CONFIG parsing, validation, derived facts.
+"""Tests of harness.cluster.tf_config: TF_CONFIG parsing, validation, derived facts.
 
 TensorFlow-free: run with `.venv/bin/python -m pytest tests/test_cluster.py -q`.
 """
@@ -11,8 +11,9 @@ import sys
 from absl.testing import absltest
 from absl.testing import parameterized
 
-from harness import cluster
 from harness import errors
+from harness.cluster import tf_config as cluster
+from harness.cluster import tf_config_rules
 
 _FULL = {"chief": ["h0:2222"], "ps": ["h1:2222", "h2:2222"],
          "worker": ["h3:2222", "h4:2222", "h5:2222"]}
@@ -371,6 +372,38 @@ class DerivedFactsTest(parameterized.TestCase):
     self.assertEqual(cluster.master_address(info), "grpc+verbs://h3:2222")
 
 
+class TaskLabelTest(absltest.TestCase):
+
+  def test_label_round_trips(self):
+    self.assertEqual(cluster.task_label("worker", 1), "worker/1")
+    self.assertEqual(cluster.split_task_label("worker/1"), ("worker", 1))
+
+  def test_cluster_info_label(self):
+    info = cluster.parse_tf_config(json.dumps({
+        "cluster": {"chief": ["h:1"], "worker": ["h:2"]},
+        "task": {"type": "worker", "index": 0}}))
+    self.assertEqual(info.task_label, "worker/0")
+    self.assertEqual(cluster.parse_tf_config(json.dumps({
+        "cluster": {"worker": ["h:2"]}})).task_label, "local")
+
+
+class StrategyJobsTest(absltest.TestCase):
+
+  def test_ps_rules_have_one_wording_for_tf_config_and_strategies(self):
+    with self.assertRaisesRegex(errors.ClusterConfigError,
+                                "^The strategy's cluster has a \"ps\" job .*"
+                                "needs no parameter servers"):
+      tf_config_rules.check_strategy_jobs(
+          "collective", {"worker": ["h:1"], "ps": ["h:2"]},
+          source="The strategy's")
+    with self.assertRaisesRegex(errors.ClusterConfigError,
+                                "has no \"ps\" job .* Fix: add"):
+      tf_config_rules.check_strategy_jobs(
+          "parameter_server", {"worker": ["h:1"]}, source="TF_CONFIG")
+    tf_config_rules.check_strategy_jobs(
+        "collective", {"worker": ["h:1"]}, source="TF_CONFIG")
+
+
 class RemoteClusterTest(parameterized.TestCase):
 
   @parameterized.named_parameters(
@@ -406,15 +439,15 @@ class NoTensorFlowTest(absltest.TestCase):
 
   def test_module_imports_no_tensorflow(self):
     # harness/__init__.py may import TensorFlow for the public names; what
-    # harness.cluster itself imports is pinned here: stdlib and errors only.
+    # harness.cluster.tf_config itself imports is pinned here: stdlib and errors only.
     # Its rules module (re-exported by it) may import it back, nothing else.
     rules = pathlib.Path(cluster.__file__).with_name("tf_config_rules.py")
     allowed = {
         cluster.__file__: {"harness.errors",
-                           "harness.tf_config_rules.check_servable",
-                           "harness.tf_config_rules.validate",
-                           "harness.tf_config_rules.validate_run_config"},
-        str(rules): {"harness.errors", "harness.cluster"},
+                           "harness.cluster.tf_config_rules.check_servable",
+                           "harness.cluster.tf_config_rules.validate",
+                           "harness.cluster.tf_config_rules.validate_run_config"},
+        str(rules): {"harness.errors", "harness.cluster.tf_config"},
     }
     for path, harness_imports in allowed.items():
       tree = ast.parse(pathlib.Path(path).read_text("utf-8"))

@@ -3,17 +3,17 @@
 For every flag of `python -m harness.main`: the flag's default, the value
 `--help` prints, the `JobConfig` field, and what a run built from a command
 line without that flag actually uses (the RunConfig, TrainSpec and EvalSpec
-that `harness.job` makes) must be the same value.
+that `harness.cli.job` makes) must be the same value.
 """
 
 import re
 
 from absl.testing import absltest
 
+from harness.cli import flags
+from harness.cli import job as job_lib
+from harness.cluster import env_knobs
 import harness
-from harness import env_knobs
-from harness import flags
-from harness import job as job_lib
 from tests import conftest
 
 # Flags whose run value is not a RunConfig/spec field (checked elsewhere).
@@ -35,7 +35,7 @@ _NONE_MEANS = {
 
 
 def _run_values(job):
-  """{flag name: value the run uses} from the objects harness.job builds."""
+  """{flag name: value the run uses} from the objects harness.cli.job builds."""
   config = harness.RunConfig(environ={}, **job_lib.run_config_kwargs(job))
   train_kwargs, eval_kwargs = job_lib.spec_kwargs(job)
   train_spec = harness.TrainSpec(lambda: None, **train_kwargs)

@@ -13,11 +13,11 @@ import sys
 from absl import logging
 from absl.testing import absltest
 
-import harness
 from harness import errors
-from harness import evaluator as evaluator_lib
-from harness import run_state
 from harness._tf import tf
+from harness.distribute import evaluator as evaluator_lib
+from harness.state import run_state
+import harness
 from tests import conftest
 from tests.programs.cluster_job import model_fn as _model_fn
 

@@ -9,8 +9,8 @@ import os
 from absl.testing import absltest
 
 from harness import errors
-from harness import exporter as exporter_lib
 from harness._tf import tf
+from harness.export import exporter as exporter_lib
 from harness.export import writer
 from harness.spec import ModeKeys
 from tests import test_export as lib  # Tiny model, checkpoint, receivers.

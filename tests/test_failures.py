@@ -29,9 +29,9 @@ from absl.testing import parameterized
 import pytest
 
 from harness import errors
-from harness import job as job_lib
-from harness import peer_wait
-from harness import stall
+from harness.cli import job as job_lib
+from harness.cluster import peer_wait
+from harness.core import stall
 
 _REPO = pathlib.Path(__file__).resolve().parent.parent
 _TIMEOUT_SECS = 180
@@ -295,7 +295,7 @@ class DiskAndPermissionTest(_BinaryTestCase):
 
   def test_enospc_oserror_without_root(self):
     # /dev/full answers every write with a real ENOSPC.
-    from harness import diagnose  # pylint: disable=g-import-not-at-top
+    from harness.cli import diagnose  # pylint: disable=g-import-not-at-top
     from harness._tf import tf  # pylint: disable=g-import-not-at-top,unused-import
     if not os.path.exists("/dev/full"):
       self.skipTest("no /dev/full on this system")

@@ -1,4 +1,4 @@
-"""Tests of harness.flags: parse, validators, spellings, params, to_argv."""
+"""Tests of harness.cli.flags: parse, validators, spellings, params, to_argv."""
 
 import json
 import sys
@@ -9,8 +9,9 @@ from absl.testing import absltest
 from absl.testing import parameterized
 
 from harness import errors
-from harness import flags
-from harness import job as job_lib
+from harness.cli import flags
+from harness.cli import job as job_lib
+from harness.cluster import tf_config
 
 _BASE = ["harness.main", "--model_fn=linear", "--input_fn=constant"]
 _TF_CONFIG_2_WORKERS = json.dumps({
@@ -255,7 +256,7 @@ class EnvironmentTest(absltest.TestCase):
                  environ=environ)
     self.assertEqual(job_lib.num_replicas(job, None), 1)
     self.assertIn("global 8, per replica 4", job_lib.describe(
-        job, __import__("harness.cluster").cluster.from_environ(environ)))
+        job, tf_config.from_environ(environ)))
 
   def test_remote_cluster(self):
     job = _parse("--strategy=ps",

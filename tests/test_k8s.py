@@ -3,8 +3,8 @@
 Every shape is rendered, every object is validated offline against the
 Kubernetes JSON schemas (kubernetes-validate), and for every pod (each role
 and index) the test builds the environment Kubernetes would give it, computes
-its TF_CONFIG the way its entrypoint does, and feeds that to harness.cluster
-and the container's args to harness.flags.parse. Renaming a flag or changing
+its TF_CONFIG the way its entrypoint does, and feeds that to harness.cluster.tf_config
+and the container's args to harness.cli.flags.parse. Renaming a flag or changing
 the TF_CONFIG layout without updating harness/k8s.py fails here.
 """
 
@@ -21,10 +21,10 @@ from absl.testing import parameterized
 import kubernetes_validate
 import yaml
 
-from harness import cluster
 from harness import errors
-from harness import flags
 from harness import k8s
+from harness.cli import flags
+from harness.cluster import tf_config as cluster
 
 _REPO = pathlib.Path(__file__).resolve().parent.parent
 _K8S_VERSION = "1.33"  # successPolicy and backoffLimitPerIndex are GA here.

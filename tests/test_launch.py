@@ -1,4 +1,4 @@
-"""Tests of harness.launch and harness.ports: real child processes, no TF."""
+"""Tests of harness.launch and harness.cluster.ports: real child processes, no TF."""
 
 import io
 import json
@@ -15,10 +15,10 @@ from absl import flags
 from absl.testing import absltest
 from absl.testing import parameterized
 
-from harness import cluster
 from harness import errors
 from harness import launch
-from harness import ports
+from harness.cluster import ports
+from harness.cluster import tf_config as cluster
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # absltest's create_tempdir reads --test_tmpdir; pytest does not parse flags.

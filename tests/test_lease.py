@@ -1,4 +1,4 @@
-"""One writer per model_dir: harness.lease, alone and through harness.main.
+"""One writer per model_dir: harness.state.lease, alone and through harness.main.
 
 The unit tests inject the clock, host and pid liveness. The slow tests run
 real `python -m harness.main` trainers on one model_dir: a second trainer
@@ -16,8 +16,8 @@ from absl.testing import absltest
 import pytest
 
 from harness import errors
-from harness import lease
 from harness._tf import tf
+from harness.state import lease
 from tests import conftest
 
 _HOST = "host-a"

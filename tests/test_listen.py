@@ -27,9 +27,9 @@ import pytest
 
 from harness import errors
 from harness import launch
-from harness import listen
-from harness import netns
-from harness import ports
+from harness.cluster import listen
+from harness.cluster import netns
+from harness.cluster import ports
 from tests import conftest
 
 _START_SECS = 180  # TF start-up on a loaded 2-core machine.

@@ -3,7 +3,7 @@
 model_fn runs inside the loop body; predictions, eval_metric_ops,
 export_outputs and a Scaffold in its TRAIN spec, feature columns, tf_keras
 BatchNormalization, global-step reads and summaries must train exactly as
-with one step per session.run (harness/loop_spec.py).
+with one step per session.run (harness/core/loop_spec.py).
 """
 
 import glob
@@ -17,8 +17,9 @@ from absl.testing import parameterized
 import numpy as np
 import pytest
 
-import harness
 from harness._tf import tf
+import harness
+from tests import _support
 from tests import conftest
 
 _TIMEOUT_SECS = 300
@@ -104,11 +105,6 @@ def _variables(estimator):
           for name in estimator.get_variable_names()}
 
 
-def _checkpoint_steps(model_dir):
-  return sorted(int(p.rsplit("-", 1)[1].split(".")[0]) for p in
-                glob.glob(os.path.join(model_dir, "model.ckpt-*.index")))
-
-
 class LoopSpecTest(parameterized.TestCase):
 
   def test_full_spec_trains_like_one_step_per_run(self):
@@ -126,7 +122,7 @@ class LoopSpecTest(parameterized.TestCase):
       calls = _InitFnCalls.count
       est.train(_input_fn, max_steps=40)
       self.assertEqual(_InitFnCalls.count, calls)  # Restored: no init_fn.
-      self.assertEqual(_checkpoint_steps(model_dir)[-2:], [21, 40])
+      self.assertEqual(_support.checkpoint_steps(model_dir)[-2:], [21, 40])
       results.append(_variables(est))
     one, looped = results
     self.assertEqual(sorted(one), sorted(looped))
@@ -144,7 +140,7 @@ class LoopSpecTest(parameterized.TestCase):
     est.train(_input_fn, max_steps=100)
     self.assertEqual(_InitFnCalls.count, calls + 1)
     # model_fn's Saver(max_to_keep=2) saved the checkpoints.
-    self.assertEqual(_checkpoint_steps(model_dir), [80, 100])
+    self.assertEqual(_support.checkpoint_steps(model_dir), [80, 100])
     metrics = est.evaluate(_input_fn, steps=10)
     self.assertGreater(metrics["accuracy"], 0.7)
 

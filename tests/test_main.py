@@ -1,4 +1,4 @@
-"""Tests of `python -m harness.main` and `harness.job.run_job`."""
+"""Tests of `python -m harness.main` and `harness.cli.job.run_job`."""
 
 import io
 import json
@@ -11,8 +11,8 @@ import textwrap
 from absl.testing import absltest
 import pytest
 
-from harness import flags
-from harness import job as job_lib
+from harness.cli import flags
+from harness.cli import job as job_lib
 
 _REPO = pathlib.Path(__file__).resolve().parent.parent
 _TIMEOUT_SECS = 240

@@ -9,8 +9,8 @@ import numpy as np
 
 from harness import errors
 from harness import export
-from harness import registry
 from harness._tf import tf
+from harness.cli import registry
 from harness.estimator import Estimator
 from harness.spec import ModeKeys
 import model_fns

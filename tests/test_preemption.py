@@ -1,4 +1,4 @@
-"""harness.preemption: SIGTERM -> checkpoint at the current step, lost peers.
+"""harness.core.preemption: SIGTERM -> checkpoint at the current step, lost peers.
 
 Fast tests train real (tiny) Estimators in this process and signal it;
 slow tests run whole clusters through harness.launch.
@@ -15,12 +15,13 @@ from absl import logging
 from absl.testing import absltest
 import pytest
 
-import harness
 from harness import errors
-from harness import evaluator as evaluator_lib
-from harness import preemption
-from harness import run_state
 from harness._tf import tf
+from harness.core import preemption
+from harness.distribute import evaluator as evaluator_lib
+from harness.state import run_state
+import harness
+from tests import _support
 from tests.programs.cluster_job import model_fn as _model_fn
 from tests.programs import launch_watch as watch
 
@@ -46,11 +47,6 @@ def _sigterm_self():
   os.kill(os.getpid(), signal.SIGTERM)
 
 
-def _checkpoint_step(model_dir):
-  return int(tf.train.load_variable(tf.train.latest_checkpoint(model_dir),
-                                    "global_step"))
-
-
 class LocalPreemptionTest(absltest.TestCase):
 
   def setUp(self):
@@ -69,19 +65,19 @@ class LocalPreemptionTest(absltest.TestCase):
                      hooks=[_AtStep(7, _sigterm_self)])
     self.assertIn("stopped at step 7", str(ctx.exception))
     self.assertIsInstance(ctx.exception, errors.HarnessError)
-    self.assertEqual(_checkpoint_step(self.model_dir), 7)
+    self.assertEqual(_support.checkpoint_step(self.model_dir), 7)
     self.assertIs(signal.getsignal(signal.SIGTERM), before)
     with self.assertLogs(level=logging.INFO) as logs:
       self.est.train(_input_fn, max_steps=12)
     self.assertIn("starting at step 7", "\n".join(logs.output))
-    self.assertEqual(_checkpoint_step(self.model_dir), 12)
+    self.assertEqual(_support.checkpoint_step(self.model_dir), 12)
 
   def test_notify_preemption_from_another_thread(self):
     notifier = lambda: threading.Thread(
         target=preemption.notify_preemption).start()
     with self.assertRaises(preemption.TrainingPreemptedError):
       self.est.train(_input_fn, max_steps=100, hooks=[_AtStep(3, notifier)])
-    self.assertBetween(_checkpoint_step(self.model_dir), 3, 5)
+    self.assertBetween(_support.checkpoint_step(self.model_dir), 3, 5)
 
   def test_second_sigterm_goes_to_the_previous_handler(self):
     calls = []
@@ -94,7 +90,7 @@ class LocalPreemptionTest(absltest.TestCase):
       with self.assertRaises(preemption.TrainingPreemptedError):
         self.est.train(_input_fn, max_steps=100, hooks=[_AtStep(4, twice)])
       self.assertEqual(calls, [signal.SIGTERM])
-      self.assertEqual(_checkpoint_step(self.model_dir), 4)
+      self.assertEqual(_support.checkpoint_step(self.model_dir), 4)
     finally:
       signal.signal(signal.SIGTERM, previous)
 
@@ -294,7 +290,7 @@ class ClusterPreemptionTest(absltest.TestCase):
     resumed = [int(m.group(1)) for _, m in out.find(
         r"\[worker/0\].*starting at step (\d+)", after=stops[0][0])]
     self.assertEqual(resumed[0], stop_step, out.text()[-4000:])
-    self.assertEqual(_checkpoint_step(model_dir), 150)
+    self.assertEqual(_support.checkpoint_step(model_dir), 150)
 
   def test_input_ending_on_one_worker_ends_all_together(self):
     model_dir = self.create_tempdir().full_path
@@ -305,7 +301,7 @@ class ClusterPreemptionTest(absltest.TestCase):
     thread.join(150)
     self.assertFalse(thread.is_alive(), out.text()[-4000:])
     self.assertEqual(result["code"], 0, out.text()[-4000:])
-    self.assertEqual(_checkpoint_step(model_dir), 25)
+    self.assertEqual(_support.checkpoint_step(model_dir), 25)
     self.assertTrue(out.find(r"\[worker/0\].*worker/1 left the step loop"))
 
 

@@ -1,8 +1,5 @@
 """Pins the public API: a change to harness.__all__ shows in this diff."""
 
-import ast
-import pathlib
-
 from absl.testing import absltest
 
 import harness
@@ -31,29 +28,8 @@ EXPECTED_ALL = [
     "MultiHead",
 ]
 
-HARNESS_DIR = pathlib.Path(harness.__file__).parent
-# Edges may import the core; the core never imports edges or examples.
-EDGE_MODULES = {"main", "diagnose", "flags", "job", "results_text", "launch",
-                "k8s", "server", "cli", "run", "compat", "registry",
-                "keras_lib", "tensorboard_server", "legacy_imports"}
-CORE_MUST_NOT_IMPORT = ("model_fns", "input_fns") + tuple(
-    f"harness.{m}" for m in EDGE_MODULES)
-NO_TF_MODULES = {"cluster.py", "errors.py", "launch.py", "paths.py",
-                 "ports.py", "cli.py", "listen.py", "netns.py", "k8s_policy.py",
-                 "tensorboard_server.py", "stall.py", "peer_wait.py",
-                 "legacy_imports.py"}
-
-
-def _imports(path):
-  tree = ast.parse(path.read_text())
-  for node in ast.walk(tree):
-    if isinstance(node, ast.Import):
-      for alias in node.names:
-        yield alias.name
-    elif isinstance(node, ast.ImportFrom) and node.module:
-      yield node.module
-      for alias in node.names:
-        yield f"{node.module}.{alias.name}"
+# The import rules live in tests/test_layering.py and
+# tests/test_tf_private_guard.py.
 
 
 class PublicApiTest(absltest.TestCase):
@@ -69,33 +45,6 @@ class PublicApiTest(absltest.TestCase):
     with self.assertRaisesRegex(harness.errors.NotSupportedError,
                                 "BoostedTreesRegressor.*Decision Forests"):
       harness.BoostedTreesRegressor  # pylint: disable=pointless-statement
-
-  def test_core_does_not_import_edges_or_examples(self):
-    for path in HARNESS_DIR.rglob("*.py"):
-      if path.stem in EDGE_MODULES or path.name == "__init__.py":
-        continue
-      for name in _imports(path):
-        self.assertFalse(
-            any(name == m or name.startswith(m + ".")
-                for m in CORE_MUST_NOT_IMPORT),
-            f"{path.relative_to(HARNESS_DIR)} imports edge/example {name}")
-
-  def test_config_modules_do_not_import_tensorflow(self):
-    for filename in NO_TF_MODULES:
-      path = HARNESS_DIR / filename
-      if not path.exists():
-        continue
-      for name in _imports(path):
-        self.assertFalse(name.startswith(("tensorflow", "harness._tf")),
-                         f"{filename} imports {name}")
-
-  def test_private_tensorflow_imports_live_in_one_module(self):
-    offenders = set()
-    for path in HARNESS_DIR.rglob("*.py"):
-      for name in _imports(path):
-        if name.startswith("tensorflow.python"):
-          offenders.add(path.name)
-    self.assertLessEqual(offenders, {"_tf_private.py"})
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Tests of harness.registry: built-in names, user modules, errors, direction."""
+"""Tests of harness.cli.registry: built-in names, user modules, errors, direction."""
 
 import ast
 import os
@@ -10,7 +10,7 @@ import textwrap
 from absl.testing import absltest
 
 from harness import errors
-from harness import registry
+from harness.cli import registry
 
 _ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -177,13 +177,13 @@ class DependencyDirectionTest(absltest.TestCase):
     self.assertEqual(offenders, [])
 
   def test_registry_imports_no_tensorflow(self):
-    names = self._imported_modules(_ROOT / "harness" / "registry.py")
+    names = self._imported_modules(_ROOT / "harness" / "cli" / "registry.py")
     self.assertEqual(
         sorted(n for n in names if "tensorflow" in n or n == "harness._tf"
                or n.split(".")[0] in ("model_fns", "input_fns")), [])
 
   def test_import_loads_no_example_package(self):
-    code = ("import sys, harness.registry; "
+    code = ("import sys, harness.cli.registry; "
             "print(sorted(m for m in sys.modules "
             "if m.split('.')[0] in ('model_fns', 'input_fns')))")
     result = subprocess.run(

@@ -1,4 +1,4 @@
-"""Tests of harness.remote: standalone clients driving `harness.server`s.
+"""Tests of harness.distribute.remote: standalone clients driving `harness.server`s.
 
 The fast tests check the start-up checks against sockets and an in-process
 server. The slow ones start real `python -m harness.server` processes on
@@ -22,12 +22,13 @@ from absl.testing import absltest
 import pytest
 
 from harness import errors
-from harness import ports
-from harness import remote
-from harness import run_config as run_config_lib
 from harness import estimator as estimator_lib
-from harness import strategies
+from harness import run_config as run_config_lib
 from harness._tf import tf
+from harness.cluster import ports
+from harness.distribute import remote
+from harness.distribute import strategies
+from tests import _support
 from tests import conftest
 
 # absltest's create_tempdir reads --test_tmpdir; pytest does not parse flags.
@@ -125,12 +126,6 @@ def _cluster(**jobs):
 def _steps_logged(output, task):
   return [int(s) for s in re.findall(
       rf"train \| remote {re.escape(task)} \| step (\d+)/", output)]
-
-
-def _checkpoint_step(model_dir):
-  path = tf.train.latest_checkpoint(model_dir)
-  return None if path is None else int(
-      tf.train.load_variable(path, "global_step"))
 
 
 def _main_args(cluster, model_dir, max_steps):
@@ -256,11 +251,11 @@ class RemoteClusterTest(absltest.TestCase):
     first = _Process(_main_args(cluster, model_dir, 100000), "client 1")
     self.addCleanup(first.kill_group)
     self.assertTrue(first.wait_for(
-        lambda: (_checkpoint_step(model_dir) or 0) > 0 and _steps_logged(
+        lambda: (_support.checkpoint_step(model_dir) or 0) > 0 and _steps_logged(
             first.output, "worker/1"), _CLIENT_SECS), first.describe())
     first.kill_group()
     self.assertEqual(first.proc.returncode, -signal.SIGKILL)
-    resumed_from = _checkpoint_step(model_dir)
+    resumed_from = _support.checkpoint_step(model_dir)
     max_steps = resumed_from + 40
     second = _Process(_main_args(cluster, model_dir, max_steps), "client 2")
     self.addCleanup(second.kill_group)
@@ -273,7 +268,7 @@ class RemoteClusterTest(absltest.TestCase):
       self.assertBetween(steps[0], resumed_from + 1,
                          resumed_from + _LOG_EVERY)
       self.assertEqual(steps[-1], max_steps)
-    self.assertEqual(_checkpoint_step(model_dir), max_steps)
+    self.assertEqual(_support.checkpoint_step(model_dir), max_steps)
     # Evaluated and exported in the client.
     self.assertIn(f"eval results | client | global_step {max_steps}", output)
     self.assertRegex(output, r"\n  accuracy +1\n")
@@ -294,7 +289,7 @@ class RemoteClusterTest(absltest.TestCase):
     self.addCleanup(client.kill_group)
     self.assertEqual(client.wait(_CLIENT_SECS), 0, client.describe())
     # Asynchronous trainers: each may have one step in flight at the end.
-    step = _checkpoint_step(model_dir)
+    step = _support.checkpoint_step(model_dir)
     self.assertBetween(step, 60, 62)
     for task in ("worker/0", "worker/1"):
       self.assertNotEmpty(_steps_logged(client.output, task),

@@ -20,10 +20,10 @@ import time
 from absl.testing import absltest
 import pytest
 
-import harness
-from harness import checkpoints
-from harness import retention
 from harness._tf import tf
+from harness.state import checkpoints
+from harness.state import retention
+import harness
 from tests import conftest
 from tests.programs.cluster_job import model_fn as _model_fn
 

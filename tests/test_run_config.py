@@ -10,10 +10,10 @@ from unittest import mock
 from absl.testing import absltest
 from absl.testing import parameterized
 
-from harness import cluster
 from harness import errors
 from harness import run_config as rc
 from harness._tf import tf
+from harness.cluster import tf_config as cluster
 
 _FULL = {"chief": ["h0:2222"], "ps": ["h1:2222", "h2:2222"],
          "worker": ["h3:2222", "h4:2222", "h5:2222"]}

@@ -13,9 +13,9 @@ from absl.testing import parameterized
 import pytest
 
 from harness import errors
-from harness import ports
 from harness import server
 from harness._tf import tf
+from harness.cluster import ports
 from tests import conftest
 
 # absltest's create_tempdir reads --test_tmpdir; pytest does not parse flags.

@@ -18,9 +18,10 @@ from absl.testing import absltest
 import pytest
 
 from harness import errors
-from harness import ports
-from harness import server_claim
 from harness._tf import tf
+from harness.cluster import ports
+from harness.distribute import server_claim
+from tests import _support
 from tests import test_remote
 
 _CLIENT_SECS = 240
@@ -120,7 +121,7 @@ class TwoClientsTest(absltest.TestCase):
     self.assertIsNone(first.proc.poll(), first.describe())
 
     first.kill_group()  # SIGKILL mid-run: its claim is never released.
-    step = test_remote._checkpoint_step(model_dir) or 0  # pylint: disable=protected-access
+    step = _support.checkpoint_step(model_dir) or 0
     third = test_remote._Process(  # pylint: disable=protected-access
         _client_args(cluster, model_dir, step + 30), "client 3")
     self.addCleanup(third.kill_group)
@@ -133,7 +134,7 @@ class TwoClientsTest(absltest.TestCase):
     self.assertIn("restarting this server in place", server.output,
                   server.describe())
     self.assertIsNone(server.proc.poll(), server.describe())  # Same pid.
-    self.assertEqual(test_remote._checkpoint_step(model_dir), step + 30)  # pylint: disable=protected-access
+    self.assertEqual(_support.checkpoint_step(model_dir), step + 30)
 
 
 if __name__ == "__main__":

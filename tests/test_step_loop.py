@@ -8,10 +8,11 @@ from absl.testing import absltest
 from absl.testing import parameterized
 import numpy as np
 
-import harness
 from harness import errors
-from harness import strategies
 from harness._tf import tf
+from harness.distribute import strategies
+import harness
+from tests import _support
 
 
 def _model_fn(features, labels, mode, params):
@@ -61,11 +62,6 @@ def _estimator(model_dir, steps_per_loop, *, strategy=None, params=None,
   return harness.Estimator(_model_fn, config=config, params=params or {})
 
 
-def _checkpoint_steps(model_dir):
-  return sorted(int(p.rsplit("-", 1)[1].split(".")[0]) for p in
-                glob.glob(os.path.join(model_dir, "model.ckpt-*.index")))
-
-
 def _summary_steps(model_dir, tag):
   steps = []
   for path in glob.glob(os.path.join(model_dir, "events.out.*")):
@@ -107,7 +103,7 @@ class StepsPerLoopTest(parameterized.TestCase):
     self.assertEqual(est.get_variable_value("global_step"), 158)
     # Checkpoint cadence as with one step per run: every 50 steps from the
     # session's start, and the last step.
-    self.assertEqual(_checkpoint_steps(model_dir), [0, 50, 100, 137, 158])
+    self.assertEqual(_support.checkpoint_steps(model_dir), [0, 50, 100, 137, 158])
 
   @parameterized.named_parameters(("local", None), ("mirrored", "mirrored"))
   def test_trains_like_one_step_per_run(self, strategy_name):
@@ -159,7 +155,7 @@ class StepsPerLoopTest(parameterized.TestCase):
     est = _estimator(model_dir, 10)
     est.train(_dataset_input_fn(batches=23))
     self.assertEqual(est.get_variable_value("global_step"), 23)
-    self.assertEqual(_checkpoint_steps(model_dir)[-1], 23)
+    self.assertEqual(_support.checkpoint_steps(model_dir)[-1], 23)
 
   def test_tensor_input_falls_back_to_one_step_per_run(self):
     est = _estimator(self.create_tempdir().full_path, 10)
@@ -196,8 +192,8 @@ class StepsPerLoopTest(parameterized.TestCase):
         f"--model_dir={model_dir}", "--max_steps=33", "--steps_per_loop=10",
         "--eval_steps=1", "--save_checkpoints_steps=20"])
     self.assertEqual(code, 0)
-    self.assertEqual(_checkpoint_steps(model_dir)[-1], 33)
-    self.assertIn(20, _checkpoint_steps(model_dir))
+    self.assertEqual(_support.checkpoint_steps(model_dir)[-1], 33)
+    self.assertIn(20, _support.checkpoint_steps(model_dir))
 
 
 if __name__ == "__main__":

@@ -24,15 +24,15 @@ from absl.testing import absltest
 import numpy as np
 import pytest
 
-import harness
-from harness import checkpoints
 from harness import errors
-from harness import evaluator as evaluator_lib
-from harness import flags as flags_lib
-from harness import paths
-from harness import results_text
-from harness import run_state
 from harness._tf import tf
+from harness.cli import flags as flags_lib
+from harness.cli import results_text
+from harness.distribute import evaluator as evaluator_lib
+from harness.state import checkpoints
+from harness.state import paths
+from harness.state import run_state
+import harness
 from tests import conftest
 
 HARNESS_DIR = pathlib.Path(harness.__file__).parent
@@ -54,18 +54,18 @@ _PRAGMA = re.compile(r"#\s*local-fs:\s*\S")
 _LOCAL_BY_NATURE = {
     ("_tf.py", "_import_tensorflow_quietly"):
         "a temporary file that captures fd 2 while TensorFlow imports",
-    ("diagnose.py", "_unwritable_reason"):
+    ("cli/diagnose.py", "_unwritable_reason"):
         "preflight before TensorFlow is imported; URL model_dirs skip it",
-    ("diagnose.py", "preflight"):
+    ("cli/diagnose.py", "preflight"):
         "local model_dirs only: it returns first for any scheme:// path",
-    ("diagnose.py", "_user_frame"): "source files of a traceback",
-    ("diagnose.py", "_py_function_error"): "source files of a traceback",
-    ("diagnose.py", "_library_dirs"): "Python's own installation folders",
-    ("diagnose.py", "_mount_point"):
+    ("cli/diagnose.py", "_user_frame"): "source files of a traceback",
+    ("cli/diagnose.py", "_py_function_error"): "source files of a traceback",
+    ("cli/diagnose.py", "_library_dirs"): "Python's own installation folders",
+    ("cli/diagnose.py", "_mount_point"):
         "the local mount of a path whose disk is full (ENOSPC is local)",
-    ("diagnose.py", "_unwritable"):
+    ("cli/diagnose.py", "_unwritable"):
         "walks up local paths only (`local` excludes scheme:// paths)",
-    ("flags.py", "visible_gpu_count"): "/dev/nvidia* device nodes",
+    ("cli/flags.py", "visible_gpu_count"): "/dev/nvidia* device nodes",
     ("run.py", "_run_script"): "the user's script file",
 }
 
@@ -124,7 +124,7 @@ class FileAccessGuardTest(absltest.TestCase):
       found += local_file_access(path.read_text(),
                                  str(path.relative_to(HARNESS_DIR)))
     self.assertEqual(found, [], "local-only file access in harness/: use "
-                     "tf.io.gfile (harness.storage), or mark a path that is "
+                     "tf.io.gfile (harness.state.storage), or mark a path that is "
                      "local by nature with `# local-fs: <reason>`")
 
   def test_guard_catches_each_kind_of_violation(self):
@@ -320,6 +320,18 @@ class NormalizeModelDirTest(absltest.TestCase):
     self.assertEqual(est.model_dir, os.path.join(os.getcwd(), "rel/m"))
     self.assertEqual(est.config.model_dir, est.model_dir)
 
+  def test_no_model_dir_makes_one_temporary_dir_with_one_log_line(self):
+    # The Estimator and harness.main share storage.temporary_model_dir.
+    with self.assertLogs(level="WARNING") as logs:
+      est = harness.Estimator(_model_fn)
+    self.assertTrue(os.path.isdir(est.model_dir), est.model_dir)
+    self.assertEqual(est.config.model_dir, est.model_dir)
+    lines = [l for l in logs.output if "temporary folder" in l]
+    self.assertEqual(lines, [
+        "WARNING:absl:Using temporary folder as model directory: "
+        f"{est.model_dir} (no model_dir given)"])
+    tf.io.gfile.rmtree(est.model_dir)
+
   def test_tensorboard_line_is_shell_quoted(self):
     result = type("R", (), dict(
         task="local", model_dir="/tmp/my runs/it's", latest_checkpoint=None,
@@ -329,7 +341,7 @@ class NormalizeModelDirTest(absltest.TestCase):
             if "tensorboard:" in l][0]
     command = line.split("tensorboard:", 1)[1].strip()
     argv = shlex.split(command)
-    # The program is this environment's TensorBoard (harness.tensorboard_server).
+    # The program is this environment's TensorBoard (harness.cli.tensorboard_server).
     self.assertIn("tensorboard", " ".join(argv[:-2]))
     self.assertEqual(argv[-2:], ["--logdir", "/tmp/my runs/it's"])
 

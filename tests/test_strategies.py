@@ -1,4 +1,4 @@
-"""Tests of harness.strategies: v1 strategies configured per task, for real.
+"""Tests of harness.distribute.strategies: v1 strategies configured per task, for real.
 
 Fast tests build strategies inside graphs (so the test process's eager
 context is left alone) and train on one machine; the slow ones start real
@@ -7,7 +7,6 @@ worker / ps processes (tests/strategy_worker.py) on 127.0.0.1.
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -16,10 +15,11 @@ from absl.testing import absltest
 from absl.testing import parameterized
 import pytest
 
-from harness import errors
-from harness import strategies
 from harness import _tf_private
+from harness import errors
 from harness._tf import tf
+from harness.distribute import strategies
+from tests import _support
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _PROCESS_TIMEOUT_SECS = 90
@@ -302,7 +302,8 @@ class EvaluatorGuardTest(absltest.TestCase):
         os.environ["TF_CONFIG"] = json.dumps({
             "cluster": {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]},
             "task": {"type": "evaluator", "index": 0}})
-        from harness import strategies, _tf_private
+        from harness import _tf_private
+        from harness.distribute import strategies
         from harness._tf import tf
         try:
           tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy()
@@ -329,12 +330,6 @@ class EvaluatorGuardTest(absltest.TestCase):
     self.assertIn("INSTALLED True", out)
     self.assertIn("BUILT [1, 1, 1] [False, False, False]", out)
     self.assertIn("WORKER 2", out)  # The guard leaves other tasks alone.
-
-
-def _free_port():
-  with socket.socket() as sock:
-    sock.bind(("127.0.0.1", 0))
-    return sock.getsockname()[1]
 
 
 def _run_python(test, args):
@@ -398,7 +393,7 @@ def _run_cluster(test, cluster, *, kind, num_devices=1, steps=10,
 
 
 def _local_cluster(**num_tasks):
-  return {job: [f"127.0.0.1:{_free_port()}" for _ in range(count)]
+  return {job: [f"127.0.0.1:{_support.free_port()}" for _ in range(count)]
           for job, count in num_tasks.items()}
 
 

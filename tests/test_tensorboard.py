@@ -19,9 +19,9 @@ from absl.testing import absltest
 import pytest
 
 from harness import errors
-from harness import flags
-from harness import job as job_lib
-from harness import tensorboard_server
+from harness.cli import flags
+from harness.cli import job as job_lib
+from harness.cli import tensorboard_server
 from tests import conftest
 
 try:
@@ -211,7 +211,7 @@ class EventFilesTest(absltest.TestCase):
     # A named evaluation goes to eval_<name>/.
     # pylint: disable=g-import-not-at-top
     from harness import estimator as estimator_lib
-    from harness import registry
+    from harness.cli import registry
     # pylint: enable=g-import-not-at-top
     params = job_lib.merged_params(job)
     estimator = estimator_lib.Estimator(

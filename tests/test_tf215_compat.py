@@ -14,13 +14,13 @@ import sys
 from absl.testing import absltest
 from absl.testing import parameterized
 
-import harness
-from harness import cluster
 from harness import compat
 from harness import errors
-from harness import flags
 from harness import run_config as rc
 from harness._tf import tf
+from harness.cli import flags
+from harness.cluster import tf_config as cluster
+import harness
 from tests import conftest
 
 _CLUSTER = {"chief": ["host0:2222"], "ps": ["host1:2222", "host2:2222"],

@@ -15,11 +15,12 @@ import shutil
 import numpy as np
 from absl.testing import absltest
 
-import harness
-import harness.compat  # pylint: disable=unused-import
 from harness import errors
 from harness import tpu
 from harness._tf import tf
+import harness
+import harness.compat  # pylint: disable=unused-import
+from tests import _support
 from tests import conftest
 
 FIXTURE = conftest.FIXTURES_DIR / "estimator215_dnn"
@@ -100,11 +101,6 @@ def _estimator(model_dir, iterations_per_loop=50, fn=model_fn, params=None,
                                   **config_args),
       params={"hidden": 16} if params is None else params, use_tpu=False,
       **kwargs)
-
-
-def _checkpoint_steps(model_dir):
-  return sorted(int(p.rsplit("-", 1)[1].split(".")[0])
-                for p in glob.glob(os.path.join(model_dir, "*.index")))
 
 
 class BatchSizeAndParamsTest(absltest.TestCase):
@@ -282,7 +278,7 @@ class TrainingLoopTest(absltest.TestCase):
     # Loops end at the checkpoint steps 60, 120 and at max_steps: 50, 60
     # (10 steps), 110, 120 (10), 150 (30): five runs for 150 steps.
     self.assertLen(counter.steps, 5)
-    self.assertEqual(_checkpoint_steps(model_dir)[-3:], [60, 120, 150])
+    self.assertEqual(_support.checkpoint_steps(model_dir)[-3:], [60, 120, 150])
     self.assertEqual(est.get_variable_value("global_step"), 150)
     # One step per run with iterations_per_loop=1.
     counter = RunCounter()
@@ -408,7 +404,7 @@ class TrainAndEvaluateTest(absltest.TestCase):
 
 
   def test_mirrored_strategy_with_iterations_per_loop(self):
-    from harness import strategies  # pylint: disable=g-import-not-at-top
+    from harness.distribute import strategies  # pylint: disable=g-import-not-at-top
     model_dir = self.create_tempdir().full_path
     config = _config(model_dir, 50, train_distribute=strategies.make_strategy(
         "mirrored", num_devices_per_worker=2))
@@ -422,7 +418,7 @@ class TrainAndEvaluateTest(absltest.TestCase):
     self.assertEqual(est.evaluate(eval_input_fn)["global_step"], 60)
 
   def test_mirrored_falls_back_to_one_step_for_init_in_model_fn(self):
-    from harness import strategies  # pylint: disable=g-import-not-at-top
+    from harness.distribute import strategies  # pylint: disable=g-import-not-at-top
     source = self.create_tempdir().full_path
     _estimator(source, iterations_per_loop=1).train(input_fn, max_steps=20)
     source_ckpt = tf.train.latest_checkpoint(source)

@@ -22,13 +22,13 @@ import time
 
 from absl import logging
 
-from harness import checkpoints
 from harness import errors
-from harness import retention
-from harness import storage
 from harness._tf import tf
 from harness.export import outputs as outputs_lib
 from harness.spec import ModeKeys
+from harness.state import checkpoints
+from harness.state import retention
+from harness.state import storage
 
 __all__ = [
     "export_all_saved_models",

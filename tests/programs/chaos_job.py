@@ -18,9 +18,9 @@ import traceback
 
 import numpy as np
 
-import harness
-from harness import strategies
 from harness._tf import tf
+from harness.distribute import strategies
+import harness
 from tests.programs.cluster_job import SlowStepHook
 from tests.programs.cluster_job import model_fn
 

@@ -15,8 +15,8 @@ import time
 
 import numpy as np
 
-import harness
 from harness._tf import tf
+import harness
 
 
 def model_fn(features, labels, mode, params):
@@ -86,7 +86,7 @@ class SlowStepHook(tf.compat.v1.train.SessionRunHook):
 def make_strategy(name, devices):
   if name == "collective":
     if devices > 1:
-      from harness import strategies  # pylint: disable=g-import-not-at-top
+      from harness.distribute import strategies  # pylint: disable=g-import-not-at-top
       return strategies.make_strategy(
           "collective", num_devices_per_worker=devices, device_type="CPU")
     return tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy()

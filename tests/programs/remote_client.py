@@ -18,10 +18,10 @@ import json
 import os
 import sys
 
-import harness
 from harness import run_config
-from harness import strategies
 from harness._tf import tf
+from harness.distribute import strategies
+import harness
 from tests.programs.cluster_job import input_fn
 from tests.programs.cluster_job import model_fn
 from tests.programs.cluster_job import serving_input_fn

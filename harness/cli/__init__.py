@@ -1,0 +1,13 @@
+"""The binaries' parts: flags -> `JobConfig` -> `run_job`, and what they print.
+
+`flags` (every flag, validated), `job` (`run_job`: wiring a run),
+`diagnose` (pre-run checks, one-line failure explanations), `registry`
+(names -> model_fns/ input_fns/), `results_text`, `legacy_imports`,
+`tensorboard_server`, `k8s_policy`, `bad_flags` (shared bad-flag handling).
+The binaries themselves stay at the top (`harness/main.py`, `launch.py`,
+`server.py`, `k8s.py`) so `python -m harness.main` and the console scripts
+keep their names.
+
+Import rule: cli/ may import everything in harness; only the binaries,
+`compat`/`run` and cli/ itself import cli/.
+"""

@@ -1,0 +1,396 @@
+"""Why a `harness.main` job cannot run, or failed, in one message.
+
+Two jobs for the binary (`harness.main`): `preflight` refuses, before
+TensorFlow starts, a job that would fail on its model_dir (not writable, a
+file where `export/` goes, evaluate/predict with no checkpoint); `explain`
+turns an exception that escaped `job.run_job` into (label, one-line message)
+when it is the user's to fix: a TensorFlow error while running the graph, a
+checkpoint that does not fit the model, an exception raised in the user's
+own model_fn / input_fn (named by file and line). Anything else is a harness
+bug and keeps its traceback. The cases and messages: docs/ERRORS.md.
+"""
+
+import errno
+import glob
+import math
+import os
+import re
+import sys
+
+from harness import errors
+from harness.cluster import tf_config as cluster_lib
+
+__all__ = ["model_dir_of", "preflight", "explain"]
+
+
+# ------------------------------------------- checks before the job runs
+
+
+def model_dir_of(job_config, environ):
+  """--model_dir, else TF_CONFIG's; None when a temporary one is made."""
+  if job_config.model_dir:
+    return job_config.model_dir
+  try:
+    info = cluster_lib.from_environ(environ)
+  except errors.ClusterConfigError:
+    return None
+  return info.model_dir if info is not None else None
+
+
+def _unwritable_reason(path):
+  """Why folder `path` cannot be created and written, or None."""
+  existing = os.path.abspath(path)
+  while not os.path.exists(existing) and os.path.dirname(existing) != existing:
+    existing = os.path.dirname(existing)
+  if not os.path.isdir(existing):
+    return f"{existing} is a file, not a folder"
+  if not os.access(existing, os.W_OK | os.X_OK):
+    return f"{existing} is not writable by this user (or is read-only)"
+  return None
+
+
+def preflight(job_config, environ):
+  """Refuses a job that would fail on its model_dir, before TF starts.
+
+  Raises:
+    ConfigError: model_dir (or its export/ folder) cannot be written.
+    CheckpointError: --mode=evaluate or predict, and model_dir holds no
+      checkpoint (tf.estimator would silently use untrained weights).
+  """
+  model_dir = model_dir_of(job_config, environ)
+  if job_config.dry_run or not model_dir or "://" in model_dir:
+    return  # A temporary folder, or a file system os.path cannot see.
+  info = cluster_lib.from_environ(environ)  # Parsed by flags.parse already.
+  if info is not None and info.task_type == cluster_lib.PS:
+    return  # A ps task never writes model_dir (it may not even mount it).
+  reason = _unwritable_reason(model_dir)
+  if reason:
+    raise errors.ConfigError(
+        f"--model_dir={model_dir} cannot be created or written: {reason}. "
+        "Fix: pass a --model_dir in a writable folder.")
+  export_dir = os.path.join(model_dir, "export")
+  if (job_config.mode == "export" or job_config.exporters) and (
+      os.path.exists(export_dir) and not os.path.isdir(export_dir)):
+    raise errors.ConfigError(
+        f"--model_dir={model_dir}: SavedModels are written under "
+        f"{export_dir}/, but {export_dir} is a file. Fix: move that file "
+        "away, or pass another --model_dir.")
+  if job_config.mode in ("evaluate", "predict") and not (
+      os.path.isfile(os.path.join(model_dir, "checkpoint")) or
+      glob.glob(os.path.join(glob.escape(model_dir), "*.index"))):
+    raise errors.CheckpointError(
+        f"--mode={job_config.mode}: --model_dir={model_dir} holds no "
+        "checkpoint, so the model would run with untrained weights. Fix: "
+        "train first (--mode=train or train_and_evaluate), or point "
+        "--model_dir at the folder of a trained model.")
+
+
+# ------------------------------------------ errors that escape run_job
+
+
+def _user_frame(error):
+  """(filename, line, function, role) of the user's code that raised.
+
+  The innermost frame of the traceback outside the standard library and
+  site-packages, when it is not in harness; `role` says how harness called
+  it: "the model_fn", "the input_fn" or "your code". None when there is no
+  such frame (the error is harness's own).
+  """
+  import traceback as traceback_lib  # pylint: disable=g-import-not-at-top
+  harness_dir = os.path.dirname(os.path.abspath(errors.__file__)) + os.sep
+  library_dirs = _library_dirs()
+  found, role = None, "your code"
+  for frame in traceback_lib.extract_tb(error.__traceback__):
+    path = os.path.abspath(frame.filename)
+    if path.startswith(harness_dir):
+      if frame.name in ("call_model_fn", "call_input_fn"):
+        role = "the " + frame.name[len("call_"):]
+      found = None  # Raised further in by harness itself: a bug.
+      continue
+    if frame.filename.startswith("<") or os.path.realpath(path).startswith(
+        library_dirs):
+      continue
+    found = (_shown_path(path), frame.lineno, frame.name)
+  return None if found is None else found + (role,)
+
+
+def _first_lines(text, limit=2):
+  lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+  return " ".join(lines[:limit])
+
+
+def _op_error_chain(error, tf):
+  """The TensorFlow errors in `error`'s cause/context chain, outermost first."""
+  chain = []
+  while error is not None and len(chain) < 20:
+    if isinstance(error, tf.errors.OpError):
+      chain.append(error)
+    error = error.__cause__ or error.__context__
+  return chain
+
+
+def _op_error_text(message):
+  """TensorFlow's error text without its stack listings: "why (op name)"."""
+  lines, node = [], None
+  for line in message.splitlines():
+    if line.startswith(("Original stack trace",
+                        "Traceback (most recent call last)")):
+      break
+    found = re.search(r"\{\{node ([^}]+)\}\}", line)
+    if found:
+      node = node or found.group(1)
+    if not line.strip() or line[0].isspace() or line.startswith((
+        "Graph execution error", "Detected at node", "Node: ")):
+      continue
+    # TensorFlow appends an out-of-memory hint to every
+    # ResourceExhaustedError, a full disk included.
+    lines.append(re.sub(r"\s*Hint: If you want to see a list of allocated "
+                        r"tensors.*$", "", line.strip()))
+  text = " ".join(lines[:2]) or _first_lines(message)
+  return f"{text} (op {node})" if node else text
+
+
+def _checkpoint_mismatch(detail, model_dir):
+  """The message for a failed restore of `model_dir`'s checkpoint."""
+  from harness._tf import tf  # pylint: disable=g-import-not-at-top
+  latest = tf.train.latest_checkpoint(model_dir) if model_dir else None
+  try:
+    names = [name for name, _ in tf.train.list_variables(latest)]
+  except (tf.errors.OpError, ValueError, TypeError):
+    names = []
+  shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
+  holds = f" (it holds {len(names)} variables: {shown})" if names else ""
+  return (
+      f"the checkpoint {latest or 'in --model_dir=' + str(model_dir)} does "
+      f"not fit this model: {detail}{holds}. It was written by another "
+      "model_fn or other --params; it was left untouched. Fix: train this "
+      "model in a new --model_dir, or run the model_fn and params that "
+      "wrote it.")
+
+
+def explain(error, model_dir, *, params=None):
+  """(label, message) saying what went wrong; (None, None): a harness bug.
+
+  Args:
+    error: an exception that escaped `job.run_job`.
+    model_dir: the job's model_dir (None: a temporary one).
+    params: the model's params (to name a NaN learning rate), or None.
+  """
+  tf = sys.modules.get("tensorflow")
+  if tf is not None and isinstance(
+      error, tf.compat.v1.train.NanLossDuringTrainingError):
+    return type(error).__name__, _nan_loss(error, params)
+  if _errno_of(error, tf) == errno.ENOSPC:
+    return type(error).__name__, _disk_full(error, model_dir, tf)
+  if tf is not None and isinstance(error, tf.errors.OpError):
+    return _explain_op_error(error, model_dir, tf)
+  where = _user_frame(error)
+  if where is not None:
+    filename, line, function, role = where
+    return type(error).__name__, (
+        f"{_first_lines(error, 3)} (raised in {role} at {filename}:"
+        f"{line}, in {function}). Fix: correct that code; --verbosity=debug "
+        "prints the full traceback.")
+  if isinstance(error, OSError) and error.filename:
+    return type(error).__name__, _unwritable(
+        error.filename, error.strerror, model_dir)
+  return None, None
+
+
+def _explain_op_error(error, model_dir, tf):
+  """(label, message) for a TensorFlow error raised while the graph ran."""
+  chain = _op_error_chain(error, tf)
+  inner = chain[-1]
+  name, text = type(inner).__name__, _op_error_text(inner.message)
+  if any("Restoring from checkpoint failed" in e.message or
+         "not found in checkpoint" in e.message for e in chain):
+    return "CheckpointError", _checkpoint_mismatch(text, model_dir)
+  raised = _py_function_error(inner.message)
+  if raised is not None:  # The user's Python code, run by tf.py_function.
+    kind, first_line, where = raised
+    role = ("the input_fn's tf.data pipeline" if _in_input_pipeline(
+        inner.message) else "a tf.py_function of the model_fn")
+    place = (f" at {where[0]}:{where[1]}, in {where[2]}" if where else "")
+    return kind, (
+        f"{first_line} (raised in {role}{place}). "
+        "Fix: correct that code; --verbosity=debug prints TensorFlow's full "
+        "message.")
+  if isinstance(inner, tf.errors.PermissionDeniedError) or (
+      "Read-only file system" in inner.message):
+    return name, _unwritable(_path_in(inner.message), text, model_dir)
+  if _in_input_pipeline(inner.message):
+    fix = ("check the input data and the input_fn's tf.data "
+           "transformations (run the input_fn alone to see its first "
+           "batch)")
+    where = "while reading the input (the input_fn's tf.data pipeline)"
+  elif isinstance(inner, tf.errors.InvalidArgumentError):
+    fix = ("make the features and labels the input_fn yields match the "
+           "shapes and dtypes the model_fn expects")
+    where = "while running the job"
+  elif isinstance(inner, tf.errors.NotFoundError):
+    fix = "check the file or folder it names"
+    where = "while running the job"
+  else:
+    fix = "see TensorFlow's reason above"
+    where = "while running the job"
+  return name, (
+      f"{text} (TensorFlow, {where}). "
+      f"Fix: {fix}; --verbosity=debug shows TensorFlow's full message.")
+
+
+# ------------------------------------------------ what each failure means
+
+
+_PY_FRAME_RE = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)')
+_EXCEPTION_LINE_RE = re.compile(
+    r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)): ?(.*)$")
+
+
+def _py_function_error(message):
+  """(type, first line, (file, line, function) or None) of the Python
+  exception a tf.py_function raised, read from TensorFlow's message (which
+  embeds the traceback); None when the message holds none."""
+  marker = "Traceback (most recent call last):"
+  if marker not in message:
+    return None
+  body = message[message.index(marker) + len(marker):]
+  library = _library_dirs()
+  where = None
+  kind = first_line = None
+  for line in body.splitlines():
+    frame = _PY_FRAME_RE.match(line)
+    if frame:
+      path = os.path.abspath(frame.group(1))
+      if not os.path.realpath(path).startswith(library):
+        where = (_shown_path(path), int(frame.group(2)), frame.group(3))
+      continue
+    found = _EXCEPTION_LINE_RE.match(line.strip())
+    if found and kind is None and not line.startswith(" "):
+      kind = found.group(1).rpartition(".")[2]
+      first_line = found.group(2) or kind
+  if kind is None:
+    return None
+  return kind, first_line, where
+
+
+def _in_input_pipeline(message):
+  return ("Iterator::" in message or "IteratorGetNext" in message or
+          "user-defined function passed to" in message)
+
+
+def _library_dirs():
+  import sysconfig  # pylint: disable=g-import-not-at-top
+  return tuple(os.path.realpath(sysconfig.get_paths()[key]) + os.sep
+               for key in ("stdlib", "purelib", "platlib"))
+
+
+def _shown_path(path):
+  return (os.path.relpath(path) if path.startswith(os.getcwd() + os.sep)
+          else path)
+
+
+def _path_in(message):
+  """The first absolute path in a TensorFlow message, or None."""
+  found = re.search(r"(?:^|[\s'\"(])(/[^\s;:'\"]+)", message)
+  return found.group(1).rstrip(".,") if found else None
+
+
+def _errno_of(error, tf):
+  """The OS errno of `error` (an OSError, or a TensorFlow error saying
+  "No space left on device"), looking through its causes; else None."""
+  seen = 0
+  while error is not None and seen < 20:
+    seen += 1
+    if isinstance(error, OSError) and error.errno:
+      return error.errno
+    if tf is not None and isinstance(error, tf.errors.OpError) and (
+        "No space left on device" in error.message):
+      return errno.ENOSPC
+    error = error.__cause__ or error.__context__
+  return None
+
+
+def _mount_point(path):
+  path = os.path.abspath(path)
+  while not os.path.exists(path) and os.path.dirname(path) != path:
+    path = os.path.dirname(path)
+  while not os.path.ismount(path):
+    path = os.path.dirname(path)
+  return path
+
+
+def _size_text(num_bytes):
+  for unit in ("bytes", "KiB", "MiB", "GiB"):
+    if num_bytes < 1024 or unit == "GiB":
+      return (f"{num_bytes:.0f} {unit}" if unit == "bytes"
+              else f"{num_bytes:.1f} {unit}")
+    num_bytes /= 1024
+  return f"{num_bytes:.1f} TiB"
+
+
+def _disk_full(error, model_dir, tf):
+  """The message for "No space left on device"."""
+  path = getattr(error, "filename", None) or (
+      _path_in(_op_error_chain(error, tf)[-1].message) if tf is not None and
+      isinstance(error, tf.errors.OpError) else None)
+  folder = path or model_dir  # An OSError of a write() names no file.
+  local = bool(folder) and "://" not in folder
+  where = _mount_point(folder) if local else (folder or "the model_dir's disk")
+  free = ""
+  if local:
+    stats = os.statvfs(where)
+    free = (f" ({_size_text(stats.f_bavail * stats.f_frsize)} free of "
+            f"{_size_text(stats.f_blocks * stats.f_frsize)})")
+  usable = None
+  if model_dir and tf is not None:
+    from harness.state import checkpoints  # pylint: disable=g-import-not-at-top
+    usable = checkpoints.latest_usable_checkpoint(model_dir)
+  kept = (f"The newest usable checkpoint is {usable}: the next run resumes "
+          "from it." if usable else
+          "No usable checkpoint was written: the next run starts from step 0.")
+  return (
+      "No space left on device"
+      + (f" while writing {path}" if path else "") + f". {kept} "
+      f"Fix: free space in {where}{free}, or pass a --model_dir on a disk "
+      "with more room (a lower --keep_checkpoint_max keeps fewer "
+      "checkpoints).")
+
+
+def _unwritable(path, why, model_dir):
+  """The message for a path this process may not write."""
+  why = str(why)
+  if path and why.startswith(path):
+    why = why[len(path):].lstrip(";: ") or why
+  why = re.sub(r"\s*\(op [^)]*\)$", "", why)
+  local = bool(path) and "://" not in path
+  folder = path
+  if local:
+    folder = os.path.abspath(path)
+    while not os.path.isdir(folder) and os.path.dirname(folder) != folder:
+      folder = os.path.dirname(folder)
+  inside = local and model_dir and folder.startswith(
+      os.path.abspath(model_dir))
+  fix = (f"make {folder} writable for this user (is it a read-only mount, "
+         "or owned by another user?), or pass a --model_dir in a writable "
+         "folder" if inside else
+         f"make {folder or 'that path'} writable for this user, or point the "
+         "flag that names it elsewhere")
+  return f"cannot write {path or 'a file'}: {why}. Fix: {fix}."
+
+
+def _nan_loss(error, params):
+  """The message for a NaN loss: where, and the likely cause."""
+  step = getattr(error, "step", None)
+  tensor = getattr(error, "tensor_name", None)
+  rate = (params or {}).get("learning_rate")
+  at = f"at global step {step}" if step is not None else "during training"
+  what = f"the loss tensor {tensor!r}" if tensor else "the loss"
+  if isinstance(rate, float) and math.isnan(rate):
+    fix = ("--params=learning_rate=nan is not a number: pass a real "
+           "learning rate, e.g. --params=learning_rate=0.01")
+  else:
+    fix = ("look for NaN or Inf values in the input's features and labels, "
+           "and lower the learning rate (--params=learning_rate=...) if the "
+           "loss grew before it became NaN")
+  return (f"{what} is NaN {at}; training stopped without saving that step. "
+          f"Fix: {fix}.")

@@ -1,0 +1,232 @@
+"""Names the `harness.main` binary accepts for `--model_fn` and `--input_fn`.
+
+A name is either a built-in (``mnist_cnn``, ``mnist_idx``, ...) or the
+user's own function written as ``package.module:function`` (or just
+``package.module``, meaning its ``model_fn`` / ``make_input_fn``)::
+
+    from harness.cli import registry
+
+    model_fn = registry.resolve_model_fn("mnist_cnn")
+    params = registry.model_default_params("mnist_cnn")  # {"learning_rate": ...}
+    make_input_fn = registry.resolve_input_fn("my_pkg.data:make_input_fn")
+
+Names resolve lazily with importlib: importing this module imports neither
+TensorFlow nor `model_fns` / `input_fns` (the harness core never depends on
+the examples; only the binary reaches them, and only through this table).
+
+The contract of what a name resolves to:
+
+* a model name -> ``model_fn(features, labels, mode, params)`` returning an
+  `EstimatorSpec`; its module may define ``DEFAULT_PARAMS`` (name -> default,
+  the default's type is what ``--params`` values are coerced to);
+* an input name -> the factory
+  ``make_input_fn(mode, *, data_dir=None, batch_size=None, params=None)``
+  returning ``input_fn(input_context=None)`` (see `input_fns/__init__.py`);
+  its module may define ``DEFAULT_PARAMS`` too.
+"""
+
+import importlib
+import re
+import sys
+
+from harness import errors
+
+__all__ = [
+    "resolve_model_fn",
+    "resolve_input_fn",
+    "model_default_params",
+    "input_default_params",
+    "register_model_fn",
+    "register_input_fn",
+    "list_model_fns",
+    "list_input_fns",
+]
+
+_BUILTIN_MODEL_FNS = {
+    "linear": "model_fns.linear:model_fn",
+    "mnist_cnn": "model_fns.mnist_cnn:model_fn",
+    "mnist_mlp": "model_fns.mnist_mlp:model_fn",
+    "mnist_dropout": "model_fns.mnist_dropout:model_fn",
+    "canned_dnn_regressor": "model_fns.canned_dnn_regressor:model_fn",
+}
+
+_BUILTIN_INPUT_FNS = {
+    "constant": "input_fns.constant:make_input_fn",
+    "mnist": "input_fns.mnist:make_input_fn",
+    "mnist_idx": "input_fns.mnist_idx:make_input_fn",
+    "synthetic": "input_fns.synthetic:make_input_fn",
+}
+
+# Registered names: name -> "pkg.module:attr" string or the callable itself.
+_model_fns = dict(_BUILTIN_MODEL_FNS)
+_input_fns = dict(_BUILTIN_INPUT_FNS)
+
+_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_TARGET_RE = re.compile(
+    r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
+    r"(:[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*)?$")
+
+_KINDS = {
+    # kind -> (table, flag, default attribute of a bare "pkg.module").
+    "model_fn": (_model_fns, "--model_fn", "model_fn"),
+    "input_fn": (_input_fns, "--input_fn", "make_input_fn"),
+}
+
+
+def list_model_fns():
+  """Returns the sorted names `resolve_model_fn` accepts besides `pkg.mod:fn`."""
+  return sorted(_model_fns)
+
+
+def list_input_fns():
+  """Returns the sorted names `resolve_input_fn` accepts besides `pkg.mod:fn`."""
+  return sorted(_input_fns)
+
+
+def register_model_fn(name, target):
+  """Makes `name` resolve to `target` in `resolve_model_fn`.
+
+  Args:
+    name: a Python identifier, e.g. "my_resnet"; replaces an earlier entry.
+    target: a callable, or a "package.module:function" string (imported only
+      when the name is resolved).
+
+  Raises:
+    ConfigError: `name` is not an identifier or `target` has neither form.
+  """
+  _register("model_fn", name, target)
+
+
+def register_input_fn(name, target):
+  """Makes `name` resolve to `target` (an input_fn factory) in `resolve_input_fn`.
+
+  Args:
+    name: a Python identifier; replaces an earlier entry.
+    target: a callable with the `make_input_fn` contract, or a
+      "package.module:function" string.
+
+  Raises:
+    ConfigError: `name` is not an identifier or `target` has neither form.
+  """
+  _register("input_fn", name, target)
+
+
+def resolve_model_fn(name):
+  """Returns the `model_fn` a built-in name or "pkg.module:function" names.
+
+  Args:
+    name: a registered name (see `list_model_fns`) or "package.module:attr".
+
+  Returns:
+    The callable.
+
+  Raises:
+    FlagError: unknown name, module that fails to import, missing or
+      non-callable attribute; the message says which and how to fix it.
+  """
+  return _resolve("model_fn", name)
+
+
+def resolve_input_fn(name):
+  """Returns the input_fn factory a built-in name or "pkg.module:function" names.
+
+  Args:
+    name: a registered name (see `list_input_fns`) or "package.module:attr".
+
+  Returns:
+    The factory `make_input_fn(mode, *, data_dir, batch_size, params)`.
+
+  Raises:
+    FlagError: as `resolve_model_fn`.
+  """
+  return _resolve("input_fn", name)
+
+
+def model_default_params(name):
+  """Returns a copy of `DEFAULT_PARAMS` of the module defining the model_fn.
+
+  Args:
+    name: as for `resolve_model_fn`.
+
+  Returns:
+    A new dict (empty when the module defines no `DEFAULT_PARAMS`).
+
+  Raises:
+    FlagError: as `resolve_model_fn`.
+  """
+  return _default_params("model_fn", name)
+
+
+def input_default_params(name):
+  """Returns a copy of `DEFAULT_PARAMS` of the module defining the input_fn.
+
+  Raises:
+    FlagError: as `resolve_input_fn`.
+  """
+  return _default_params("input_fn", name)
+
+
+def _register(kind, name, target):
+  if not isinstance(name, str) or not _NAME_RE.match(name):
+    raise errors.ConfigError(
+        f"Cannot register {kind} name {name!r}: a name must be a Python "
+        "identifier (letters, digits, underscores), e.g. 'my_model'.")
+  if not callable(target) and not (
+      isinstance(target, str) and _TARGET_RE.match(target)):
+    raise errors.ConfigError(
+        f"Cannot register {kind} {name!r} -> {target!r}: the target must be a "
+        "callable or a 'package.module:function' string.")
+  _KINDS[kind][0][name] = target
+
+
+def _resolve(kind, name):
+  table, flag, default_attr = _KINDS[kind]
+  if not isinstance(name, str) or not name:
+    raise errors.FlagError(
+        f"{flag}={name!r} is empty or not a string; expected one of "
+        f"{sorted(table)} or 'package.module:function'.")
+  target = table.get(name)
+  if target is None:
+    if ":" not in name and "." not in name:
+      raise errors.FlagError(
+          f"{flag}={name!r} is not a registered {kind}. Registered names: "
+          f"{', '.join(sorted(table))}. Fix: pick one of those, or name your "
+          "own function as 'package.module:function' (importable from the "
+          "working directory or PYTHONPATH).")
+    if not _TARGET_RE.match(name):
+      raise errors.FlagError(
+          f"{flag}={name!r} is not of the form 'package.module:function' "
+          "(dotted Python identifiers, one optional ':').")
+    target = name
+  if callable(target):
+    return target
+  module_name, _, attr = target.partition(":")
+  attr = attr or default_attr
+  try:
+    module = importlib.import_module(module_name)
+  except Exception as e:  # pylint: disable=broad-except
+    # Any failure while importing user code is reported, not just ImportError.
+    raise errors.FlagError(
+        f"{flag}={name!r}: importing module {module_name!r} failed with "
+        f"{type(e).__name__}: {e}. Fix: check the module path (it must be "
+        "importable from the working directory or PYTHONPATH) and the "
+        "module's own imports.") from e
+  obj = module
+  for part in attr.split("."):
+    if not hasattr(obj, part):
+      raise errors.FlagError(
+          f"{flag}={name!r}: module {module_name!r} has no attribute "
+          f"{attr!r}. Fix: name the function as '{module_name}:<function>'.")
+    obj = getattr(obj, part)
+  if not callable(obj):
+    raise errors.FlagError(
+        f"{flag}={name!r}: {module_name}:{attr} is a "
+        f"{type(obj).__name__}, not a callable {kind}.")
+  return obj
+
+
+def _default_params(kind, name):
+  fn = _resolve(kind, name)
+  module = sys.modules.get(getattr(fn, "__module__", None) or "")
+  defaults = getattr(module, "DEFAULT_PARAMS", None) or {}
+  return dict(defaults)

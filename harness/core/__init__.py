@@ -1,0 +1,10 @@
+"""Graph building and the session loop: input_fn -> graph -> MonitoredSession.
+
+`input_pipeline`, `train_loop` (TRAIN graph and session loop), `step_loop`,
+`loop_spec`, `auto_loop` (`steps_per_loop`), `evaluation` (one pass),
+`preemption`, `peers`, `watchdog`, `stall`, `step_rate`.
+
+Import rule: never imports cli/, distribute/, the binaries (`main`,
+`launch`, `server`, `k8s`), `compat`/`run`, `model_fns/` or `input_fns/`
+(tests/test_layering.py).
+"""

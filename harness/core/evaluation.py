@@ -1,0 +1,196 @@
+"""One evaluation pass: metric ops, the eval session, and eval summaries.
+
+`Estimator.evaluate` builds the graph and calls `evaluate_once`, which
+restores a checkpoint (or initialises, when there is none), runs the metric
+update ops `steps` times or until the input ends, reads the metric values and
+returns them. `write_dict_to_summary` then writes them to `eval/` (or
+`eval_<name>/`) with their own names as tags, which TensorBoard reads.
+"""
+
+import os
+
+import numpy as np
+from absl import logging
+
+from harness import errors
+from harness._tf import tf
+from harness.state import checkpoints
+
+__all__ = [
+    "LOSS_METRIC_KEY",
+    "GLOBAL_STEP_KEY",
+    "eval_dict_from_spec",
+    "evaluate_once",
+    "write_dict_to_summary",
+    "write_checkpoint_path_to_summary",
+]
+
+LOSS_METRIC_KEY = "loss"
+GLOBAL_STEP_KEY = "global_step"
+
+
+def _metric_value_and_update(name, value, strategy):
+  metric_cls = tf.keras.metrics.Metric
+  if isinstance(value, metric_cls):
+    updates = value.updates
+    if strategy is None and len(updates) != 1:
+      raise errors.ModelFnError(
+          f"eval_metric_ops[{name!r}] is a Keras Metric with {len(updates)} "
+          "update ops; it must have exactly one. Fix: call "
+          "metric.update_state(...) once in model_fn, before returning it.")
+    result = value.result()
+    update = updates[0] if strategy is None else tf.group(*updates)
+    # Keras metric variables are in no collection: make the session's
+    # local init op (re)initialise them before each evaluation.
+    for variable in value.variables:
+      if variable not in tf.compat.v1.local_variables():
+        tf.compat.v1.add_to_collection(
+            tf.compat.v1.GraphKeys.LOCAL_VARIABLES, variable)
+    return result, update
+  return value[0], value[1]
+
+
+def eval_dict_from_spec(spec, global_step_tensor, strategy=None):
+  """Returns (final_ops dict, grouped update op) for an EVAL spec.
+
+  The dict holds each metric's value op, the mean of the loss under
+  `loss`, and the global step under `global_step`, as tf.estimator did.
+  """
+  final_ops = {}
+  updates = []
+  for name, value in spec.eval_metric_ops.items():
+    result, update = _metric_value_and_update(name, value, strategy)
+    final_ops[name] = result
+    updates.append(update)
+  if LOSS_METRIC_KEY in final_ops:
+    raise errors.ModelFnError(
+        'Metric with name "loss" is not allowed, because Estimator already '
+        "defines a default metric with the same name. Fix: rename the "
+        "metric in eval_metric_ops.")
+  loss_value, loss_update = tf.compat.v1.metrics.mean(spec.loss)
+  final_ops[LOSS_METRIC_KEY] = loss_value
+  updates.append(loss_update)
+  final_ops[GLOBAL_STEP_KEY] = global_step_tensor
+  return final_ops, tf.group(*updates)
+
+
+class _StopAfterNEvalsHook(tf.compat.v1.train.SessionRunHook):
+  """Requests a stop after `num_evals` runs; logs progress every 10 %."""
+
+  def __init__(self, num_evals):
+    self._num_evals = num_evals
+    self._done = 0
+    self._log_every = max(1, num_evals // 10) if num_evals else 0
+
+  def after_create_session(self, session, coord):
+    del session, coord
+    self._done = 0
+
+  def after_run(self, run_context, run_values):
+    del run_values
+    self._done += 1
+    if self._num_evals is None:
+      return
+    if self._done % self._log_every == 0 or self._done >= self._num_evals:
+      logging.info("eval | step %d/%d", self._done, self._num_evals)
+    if self._done >= self._num_evals:
+      run_context.request_stop()
+
+  @property
+  def evals_done(self):
+    return self._done
+
+
+def evaluate_once(*, checkpoint_path, master, scaffold, eval_op, final_ops,
+                  hooks, session_config, steps):
+  """Runs one evaluation pass and returns the final metric values.
+
+  Args:
+    checkpoint_path: checkpoint to restore, or None to initialise variables.
+    master: session target ("" for in-process).
+    scaffold: the spec's Scaffold.
+    eval_op: op run once per evaluation step (the grouped metric updates).
+    final_ops: dict of tensors read once at the end.
+    hooks: SessionRunHooks (input initialisers, user and spec hooks).
+    session_config: ConfigProto or None.
+    steps: number of evaluation steps, or None to run until input ends.
+
+  Returns:
+    dict from final_ops' keys to numpy values.
+  """
+  stop_hook = _StopAfterNEvalsHook(steps)
+  final_hook = tf.compat.v1.train.FinalOpsHook(final_ops)
+  all_hooks = list(hooks) + [stop_hook, final_hook]
+  checkpoints.check_fits(checkpoint_path, scaffold)
+  creator = tf.compat.v1.train.ChiefSessionCreator(
+      scaffold=scaffold, checkpoint_filename_with_path=checkpoint_path,
+      master=master, config=session_config)
+  with tf.compat.v1.train.MonitoredSession(
+      session_creator=creator, hooks=all_hooks) as session:
+    while not session.should_stop():
+      session.run(eval_op)
+  if stop_hook.evals_done == 0:
+    logging.warning(
+        "eval | input_fn produced no data: metrics are computed over zero "
+        "examples. Check the evaluation input_fn.")
+  return final_hook.final_ops_values
+
+
+def _summary_value(tag, value):
+  """A Summary.Value for `value`, or None when it has no scalar meaning."""
+  if isinstance(value, (bool, np.bool_)):
+    value = float(value)
+  if isinstance(value, (int, float, np.integer, np.floating)):
+    return tf.compat.v1.Summary.Value(tag=tag, simple_value=float(value))
+  if isinstance(value, np.ndarray) and value.size == 1:
+    return tf.compat.v1.Summary.Value(
+        tag=tag, simple_value=float(value.reshape(())))
+  if isinstance(value, bytes):
+    summary = tf.compat.v1.Summary()
+    try:
+      summary.ParseFromString(value)
+    except Exception:  # pylint: disable=broad-except
+      return None
+    if summary.value:
+      item = summary.value[0]
+      item.tag = tag
+      return item
+    return None
+  if isinstance(value, np.ndarray):
+    return tf.compat.v1.Summary.Value(
+        tag=tag, tensor=tf.compat.v1.make_tensor_proto(value))
+  return None
+
+
+def write_dict_to_summary(output_dir, dictionary, current_global_step):
+  """Writes eval results to `output_dir` as one Summary at the given step."""
+  summary = tf.compat.v1.Summary()
+  for key, value in sorted(dictionary.items()):
+    if key == GLOBAL_STEP_KEY:
+      continue
+    item = _summary_value(key, value)
+    if item is None:
+      logging.warning(
+          "eval | skipping summary for %s: %s values cannot be written as a "
+          "scalar, image or tensor summary", key, type(value).__name__)
+      continue
+    summary.value.add().CopyFrom(item)
+  _write_summary(output_dir, summary, current_global_step)
+
+
+def _write_summary(output_dir, summary, step):
+  # v1 FileWriters refuse eager mode; callers may be outside any graph.
+  with tf.Graph().as_default():
+    writer = tf.compat.v1.summary.FileWriterCache.get(output_dir)
+    writer.add_summary(summary, int(step))
+    writer.flush()
+
+
+def write_checkpoint_path_to_summary(output_dir, checkpoint_path,
+                                     current_global_step):
+  """Records which checkpoint an evaluation used (tag `checkpoint_path`)."""
+  proto = tf.compat.v1.make_tensor_proto(
+      os.fsencode(checkpoint_path), dtype=tf.string)
+  summary = tf.compat.v1.Summary(value=[
+      tf.compat.v1.Summary.Value(tag="checkpoint_path", tensor=proto)])
+  _write_summary(output_dir, summary, current_global_step)

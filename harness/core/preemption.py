@@ -1,0 +1,491 @@
+"""Preemption (SIGTERM) and lost peers during training.
+
+`train_loop.run` puts one `TrainingGuard` around its MonitoredSession::
+
+    guard = preemption.TrainingGuard.for_run(config, context, model_dir)
+    creator = guard.wrap_creator(creator)   # session: lost-peer errors
+    hooks.append(guard.hook)                # last hook: SIGTERM -> stop
+
+* SIGTERM (or SIGINT, Ctrl-C) while training only sets a flag; the loop stops after the current
+  step, the chief's CheckpointSaverHook saves at that step in `end()`, and
+  the guard's hook (the last one) raises `TrainingPreemptedError`, so that a
+  supervisor restarts the task, which resumes at that step. Under a
+  collective strategy every step all-reduces a 0/1 stop vote, so that all
+  workers stop after the same step (a worker stopping alone would leave its
+  peers waiting in the next all-reduce).
+* A step failing because a peer is gone raises `errors.PeerLostError`
+  naming the peer, instead of MonitoredSession's in-place session
+  re-creation (which waits forever for a dead collective peer). Steps of a
+  multi-task job have a deadline of HARNESS_PEER_TIMEOUT_SECS (default 60).
+  A peer that left its loop cleanly (its input ended) ends ours cleanly.
+* A restarted collective task waits for its peers to restart too before
+  joining (a group cannot take back one new member).
+
+docs/RELIABILITY.md describes the whole recovery model.
+"""
+
+import os
+import signal
+import threading
+import time
+
+from absl import logging
+
+from harness import _tf_private
+from harness import errors
+from harness import run_config as run_config_lib
+from harness._tf import tf
+from harness.cluster import env_knobs
+from harness.cluster import peer_wait
+from harness.cluster import tf_config as cluster_lib
+from harness.core import peers
+from harness.state import run_state
+
+__all__ = [
+    "PEER_TIMEOUT_ENV",
+    "RESTART_WAIT_ENV",
+    "TrainingPreemptedError",
+    "TrainingGuard",
+    "fail_fast_rpcs",
+    "notify_preemption",
+    "peer_timeout_secs",
+    "restart_wait_secs",
+    "resumable_reason",
+]
+
+PEER_TIMEOUT_ENV = env_knobs.PEER_TIMEOUT.env
+RESTART_WAIT_ENV = env_knobs.RESTART_WAIT.env
+DEFAULT_PEER_TIMEOUT_SECS = env_knobs.PEER_TIMEOUT.default
+DEFAULT_RESTART_WAIT_SECS = env_knobs.RESTART_WAIT.default
+PREEMPTED_REASON = "preempted"
+# Keys of the vote collective: far above the strategy's own (which count up
+# from 1), so the two never share a group or an instance.
+_VOTE_GROUP_KEY = 1 << 30
+_VOTE_INSTANCE_KEY = (1 << 30) + 1
+_RENDEZVOUS_POLL_SECS = 0.5
+
+TrainingPreemptedError = errors.TrainingPreemptedError  # Where users look.
+
+
+def peer_timeout_secs(environ=None):
+  """Seconds after which a silent peer counts as lost (HARNESS_PEER_TIMEOUT_SECS).
+
+  It bounds each training step of a multi-task job, so it must exceed the
+  slowest step. Default 60.
+
+  Args:
+    environ: mapping to read (default `os.environ`).
+
+  Raises:
+    ConfigError: the variable is set but not a number > 0.
+  """
+  environ = os.environ if environ is None else environ
+  return env_knobs.resolve_secs(None, env_knobs.PEER_TIMEOUT, environ)
+
+
+def restart_wait_secs(environ=None):
+  """How long the evaluator waits for a failed chief to come back (s).
+
+  HARNESS_RESTART_WAIT_SECS, default 600.
+
+  Raises:
+    ConfigError: the variable is set but not a number > 0.
+  """
+  environ = os.environ if environ is None else environ
+  return env_knobs.resolve_secs(None, env_knobs.RESTART_WAIT, environ)
+
+
+def _config_peer_timeout(config, environ):
+  """RunConfig's `peer_timeout_secs` (resolved there), else the variable."""
+  value = getattr(config, "peer_timeout_secs", None)
+  return value if value is not None else peer_timeout_secs(environ)
+
+
+def fail_fast_rpcs(environ=None):
+  """Makes TensorFlow's RPCs to a dead task fail at once (GRPC_FAIL_FAST).
+
+  By default TensorFlow's gRPC calls wait for a peer's channel to become
+  ready again: a trainer whose parameter server died hangs until the ps is
+  back, whatever the step deadline. With GRPC_FAIL_FAST=true they fail with
+  Unavailable at once. TensorFlow reads the variable at its first RPC, so
+  call this before the task's server or session exists. A non-empty value
+  the user set is kept.
+
+  Args:
+    environ: the environment to update (default `os.environ`).
+  """
+  environ = os.environ if environ is None else environ
+  if not environ.get("GRPC_FAIL_FAST", "").strip():  # Empty aborts TF.
+    environ["GRPC_FAIL_FAST"] = "true"
+
+
+def resumable_reason(reason):
+  """Whether a `training_stopped` reason means training should resume."""
+  reason = str(reason or "")
+  return reason == PREEMPTED_REASON or reason.startswith("failed")
+
+
+# Signals that stop training after the current step with a checkpoint.
+# SIGINT (Ctrl-C) is handled like SIGTERM; harness.main exits 130 on it.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class _Sigterm:
+  """The process-wide stop flag (SIGTERM, SIGINT), live while a loop trains."""
+
+  def __init__(self):
+    self._lock = threading.Lock()
+    self._users = 0
+    self._previous = {}
+    self._installed = False
+    self.event = threading.Event()
+    self.signal_name = None  # "SIGTERM" / "SIGINT" once one arrived.
+
+  def acquire(self):
+    with self._lock:
+      self._users += 1
+      if self._users > 1:
+        return
+      self.event.clear()
+      self.signal_name = None
+      if threading.current_thread() is not threading.main_thread():
+        logging.info("preempt | training runs outside the main thread: no "
+                     "SIGTERM handler installed (call harness.core.preemption."
+                     "notify_preemption() from the main thread's own)")
+        return
+      self._previous = {signum: signal.signal(signum, self._on_signal)
+                        for signum in STOP_SIGNALS}
+      self._installed = True
+
+  def release(self):
+    with self._lock:
+      self._users -= 1
+      if self._users > 0 or not self._installed:
+        return
+      self._installed = False
+      if threading.current_thread() is threading.main_thread():
+        for signum, previous in self._previous.items():
+          signal.signal(signum, signal.SIG_DFL if previous is None
+                        else previous)
+      else:  # Cannot restore from here; forward from now on instead.
+        self._users = 0
+
+  def _on_signal(self, signum, frame):
+    if self._users > 0 and not self.event.is_set():
+      self.signal_name = signal.Signals(signum).name
+      self.event.set()
+      logging.warning("preempt | %s: stopping after the current step "
+                      "and saving a checkpoint (send it again to exit now)",
+                      self.signal_name)
+      return
+    previous = self._previous.get(signum)
+    if callable(previous):
+      previous(signum, frame)
+      return
+    if previous == signal.SIG_IGN:
+      return
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+_SIGTERM = _Sigterm()
+
+
+def notify_preemption():
+  """Stops every training loop of this process as SIGTERM would.
+
+  For programs that handle SIGTERM themselves, or train outside the main
+  thread (where harness cannot install its handler).
+  """
+  _SIGTERM.event.set()
+
+
+# ------------------------------------------------------------- the hook --
+
+
+class _GuardHook(tf.compat.v1.train.SessionRunHook):
+  """SIGTERM -> stop (agreed under collective); raises after the save."""
+
+  def __init__(self, guard):
+    self._guard = guard
+    self._vote = None
+    self._local_flag = None
+    self._step = None
+    self._options = None
+    self._stop_requested = False
+
+  def begin(self):
+    guard = self._guard
+    cached = tf.compat.v1.get_collection(
+        _tf_private.GLOBAL_STEP_READ_KEY)
+    self._step = cached[0] if cached else tf.compat.v1.train.get_global_step()
+    if guard.peer_timeout_secs and guard.multi_task:
+      self._options = tf.compat.v1.RunOptions(
+          timeout_in_ms=int(guard.peer_timeout_secs * 1000))
+    if guard.vote_group_size > 1:
+      with tf.compat.v1.device(guard.vote_device), tf.name_scope("preempt"):
+        self._local_flag = tf.compat.v1.placeholder_with_default(
+            tf.constant(0.0), shape=[], name="local_stop")
+        self._vote = tf.raw_ops.CollectiveReduceV2(
+            input=self._local_flag, group_size=guard.vote_group_size,
+            group_key=_VOTE_GROUP_KEY, instance_key=_VOTE_INSTANCE_KEY,
+            ordering_token=[], merge_op="Add", final_op="Id",
+            timeout_seconds=float(guard.peer_timeout_secs), name="stop_vote")
+
+  def after_create_session(self, session, coord):
+    del coord
+    self._stop_requested = False
+    if self._step is not None:
+      logging.info("train | %s | starting at step %d", self._guard.label,
+                   session.run(self._step))
+
+  def before_run(self, run_context):
+    del run_context
+    return tf.compat.v1.train.SessionRunArgs(None, options=self._options)
+
+  def after_run(self, run_context, run_values):
+    del run_values
+    if self._vote is not None:
+      # A run of its own, after the step: inside the step it could
+      # interleave differently with the model's collectives on each worker
+      # (e.g. those of a steps_per_loop while_loop) and deadlock.
+      votes = int(run_context.session.run(
+          self._vote, feed_dict={
+              self._local_flag: 1.0 if _SIGTERM.event.is_set() else 0.0},
+          options=self._options))
+      stop = votes > 0
+    else:
+      stop = _SIGTERM.event.is_set()
+      votes = 1
+    if stop and not self._stop_requested:
+      self._stop_requested = True
+      logging.warning("preempt | %s | stopping: %s on %d task(s)%s",
+                      self._guard.label, _SIGTERM.signal_name or "SIGTERM",
+                      votes,
+                      " (agreed by every worker)" if self._vote is not None
+                      else "")
+      run_context.request_stop()
+
+  def end(self, session):
+    if not self._stop_requested:
+      self._guard.loop_ended_cleanly()
+      return
+    step = session.run(self._step) if self._step is not None else None
+    name = _SIGTERM.signal_name or "SIGTERM"  # A peer's, under a vote.
+    how = "interrupted (SIGINT)" if name == "SIGINT" else (
+        f"preempted ({name})")
+    error = TrainingPreemptedError(
+        f"{self._guard.label}: training was {how} and stopped "
+        f"at step {step}"
+        + (", saved in a checkpoint" if self._guard.is_chief else "")
+        + ". Fix: nothing is lost; run the same command again (a supervisor "
+        "such as harness.launch --max_restarts or Kubernetes does) to resume "
+        "from that step.")
+    error.signal_name = name
+    raise error
+
+
+# ------------------------------------------------------------ the guard --
+
+
+class TrainingGuard:
+  """SIGTERM handling and lost-peer detection for one training loop.
+
+  Attributes:
+    hook: the SessionRunHook to add LAST to the loop's hooks.
+  """
+
+  def __init__(self, *, task_label, is_chief, model_dir=None, cluster=None,
+               collective=False, peer_timeout_secs=DEFAULT_PEER_TIMEOUT_SECS,
+               handle_sigterm=True, clock=time.time, sleep=time.sleep,
+               session_creation_timeout_secs=7200, probe_peer=None):
+    """Makes the guard.
+
+    Args:
+      task_label: "chief/0", "worker/1", or "local".
+      is_chief: whether this task saves checkpoints.
+      model_dir: where peers record a clean end of their loop.
+      cluster: {job: [address, ...]} of a multi-task job, else None.
+      collective: whether the trainers all-reduce (stop by agreement).
+      peer_timeout_secs: step deadline and vote timeout, > 0.
+      handle_sigterm: stop on SIGTERM (False in a standalone client).
+      clock, sleep: time source and sleep for records and waits (injected
+        by tests).
+      session_creation_timeout_secs: how long to wait for the peers the
+        session needs (RunConfig's value) before `PeersNotReadyError`.
+      probe_peer: `fn(address) -> None or why not` telling whether a peer
+        answers as a TensorFlow server (default `peer_wait.probe`).
+    """
+    self.label = task_label
+    self.is_chief = is_chief
+    self.model_dir = model_dir
+    self.cluster = {job: list(a) for job, a in (cluster or {}).items()
+                    if job != "evaluator"}
+    trainers = [cluster_lib.task_label(job, i)
+                for job in cluster_lib.TRAINER_JOBS
+                for i in range(len(self.cluster.get(job, ())))]
+    self.multi_task = sum(len(a) for a in self.cluster.values()) > 1
+    self.vote_group_size = len(trainers) if collective else 0
+    self.vote_device = None
+    if self.vote_group_size > 1:
+      job, index = cluster_lib.split_task_label(task_label)
+      self.vote_device = f"/job:{job}/replica:0/task:{index}/device:CPU:0"
+    self.peer_timeout_secs = peer_timeout_secs
+    self.last_error = None
+    self._peers = peers.Peers(self.cluster, task_label)
+    self._trainers = [t for t in trainers if t != task_label]
+    self._clock = clock
+    self._sleep = sleep
+    self._started_at = None
+    self._opened_at = None
+    self._open = False
+    self._handle_sigterm = handle_sigterm
+    self._session_creation_timeout_secs = session_creation_timeout_secs
+    self._probe_peer = probe_peer or peer_wait.probe
+    self.hook = _GuardHook(self)
+
+  @classmethod
+  def for_run(cls, config, context, model_dir, environ=None):
+    """The guard for `train_loop.run` under `config` (a RunConfig)."""
+    cluster = None
+    collective = False
+    in_cluster = (config.remote_cluster is None and config.task_type in
+                  cluster_lib.TRAINER_JOBS and context.task_label != "local")
+    if in_cluster and config.cluster_spec:
+      cluster = config.cluster_spec.as_dict()
+      collective = run_config_lib.strategy_kind(
+          config.train_distribute) == "collective"
+    return cls(task_label=context.task_label, is_chief=context.is_chief,
+               model_dir=model_dir, cluster=cluster, collective=collective,
+               peer_timeout_secs=_config_peer_timeout(config, environ),
+               handle_sigterm=config.remote_cluster is None,
+               session_creation_timeout_secs=(
+                   config.session_creation_timeout_secs))
+
+  def wrap_creator(self, creator):
+    """The session creator to give MonitoredSession instead of `creator`."""
+    return peers.GuardedCreator(creator, self)
+
+  def opened(self):
+    self._opened_at = self._clock()
+    if self.model_dir and self.multi_task:
+      run_state.write_task_opened(self.model_dir, self.label)
+    if not self._open and self._handle_sigterm:
+      self._open = True
+      _SIGTERM.acquire()
+
+  def closed(self):
+    if self._open:
+      self._open = False
+      _SIGTERM.release()
+
+  def before_session(self):
+    """Records this start; a restarted collective task waits for its peers.
+
+    A collective group cannot take back a restarted member while the other
+    members still hold the old group (the new member fails with "incarnation
+    doesn't match"). So a collective task waits, up to 3 x the peer timeout
+    + 60 s, until every peer has (re)started since the last group formed
+    (the latest session opening on record): the survivors of a crash first
+    detect the loss (within the peer timeout), exit and are restarted.
+    """
+    if not self.multi_task:
+      return
+    self._wait_for_ports()
+    if not self.model_dir:
+      return
+    previous = run_state.write_task_started(self.model_dir, self.label)
+    self._started_at = self._clock()
+    if self.vote_group_size <= 1:
+      return
+    # When the last group formed: the latest session opening on record.
+    records = run_state.task_records(self.model_dir, self._trainers)
+    formed = max([r.get("opened_at", 0) for r in records.values()] +
+                 [(previous or {}).get("opened_at", 0)])
+    if not formed:
+      return
+    limit = 3 * self.peer_timeout_secs + 60
+    deadline = self._clock() + limit
+    logged = False
+    while True:
+      records = run_state.task_records(self.model_dir, self._trainers)
+      stale = sorted(t for t in self._trainers
+                     if records.get(t, {}).get("written_at", 0) < formed)
+      if not stale:
+        if logged:
+          logging.info("train | %s | every peer restarted: joining",
+                       self.label)
+        return
+      if self._clock() > deadline:
+        logging.warning("train | %s | %s did not restart in %g s; trying to "
+                        "join anyway", self.label, ", ".join(stale), limit)
+        return
+      if not logged:
+        logged = True
+        logging.info("train | %s | restarted: waiting (up to %g s) for %s "
+                     "to restart too, so that the collective group forms "
+                     "anew", self.label, limit, ", ".join(stale))
+      self._sleep(_RENDEZVOUS_POLL_SECS)
+
+  def _wait_for_ports(self):
+    """Waits until the peers this session talks to answer as TF servers.
+
+    With fail-fast RPCs (`fail_fast_rpcs`) a session created before its
+    parameter servers (or, under collective, its peers) listen would fail
+    at once instead of waiting; tasks of one job start seconds apart. The
+    wait is logged every 10 s and ends after session_creation_timeout_secs
+    with `PeersNotReadyError` naming the missing tasks (`peer_wait`).
+    """
+    needed = set(self._peers.ps() if not self.vote_group_size else
+                 self._peers.trainers())
+    peer_wait.wait_for_peers(
+        {name: address for address, name in self._peers.by_address.items()
+         if name in needed},
+        task_label=self.label,
+        timeout_secs=self._session_creation_timeout_secs,
+        sleep=self._sleep, check=self._probe_peer)
+
+  def loop_ended_cleanly(self):
+    if self.model_dir and self.multi_task:
+      run_state.write_loop_ended(self.model_dir, self.label)
+
+  def raise_for(self, error, during="a training step"):
+    """Raises what a peer error of the session means (or returns)."""
+    self.last_error = f"{type(error).__name__}: {peers.first_line(error)}"
+    if not self.multi_task:
+      return
+    text = getattr(error, "message", None) or str(error)
+    if isinstance(error, peers.MAYBE_PEER_ERRORS) and (
+        not peers.PEER_MESSAGE_RE.search(text)):
+      return
+    ended = run_state.loops_ended_since(
+        self.model_dir, self._trainers, self._opened_at or 0.0) if (
+            self.model_dir and self.vote_group_size > 1) else set()
+    if ended and during == "a training step":
+      logging.info("train | %s | %s left the step loop (input ended): "
+                   "ending here too", self.label, ", ".join(sorted(ended)))
+      raise tf.errors.OutOfRangeError(
+          None, None, f"peer {sorted(ended)} ended its input") from error
+    named = set(self._peers.named_in(text))
+    silent = set(self._peers.silent())
+    restarted = set()
+    if self.model_dir and self.vote_group_size > 1 and self._opened_at:
+      # Every collective peer recorded its start before the group formed.
+      restarted = {label for label, record in run_state.task_records(
+          self.model_dir, self._trainers).items()
+                   if record.get("written_at", 0) > self._opened_at}
+    candidates = [
+        (named & silent, "named in the error, not answering on its port"),
+        (restarted, "restarted since the group formed"),
+        (silent, "not answering on its port"),
+        (named, "named in the error")]
+    lost, how = next(((sorted(c), h) for c, h in candidates if c),
+                     ([], "unknown"))
+    raise errors.PeerLostError(
+        f"{self.label}: lost peer {', '.join(lost) or '(unknown)'} ({how}) "
+        f"during {during}: {self.last_error}. Every step has "
+        f"{self.peer_timeout_secs:g} s (--peer_timeout_secs, RunConfig("
+        f"peer_timeout_secs=), else {PEER_TIMEOUT_ENV}). Fix: restart "
+        "the failed task(s) (harness.launch --max_restarts=N and Kubernetes "
+        "do); training resumes from the last checkpoint. Raise "
+        "--peer_timeout_secs if single steps are that slow.") from error

@@ -1,0 +1,260 @@
+"""Evaluation driven by new checkpoints: in-loop (local) and continuous.
+
+* Local `train_and_evaluate`: `NewCheckpointListener` is a
+  CheckpointSaverListener; after each save it evaluates and exports (at most
+  once per `throttle_secs`) and always once more at the end of training.
+* The `evaluator` task: `run_continuous` looks at `model_dir` every
+  `eval_poll_secs` (1 s), evaluates a new checkpoint when `throttle_secs`
+  have passed since the last evaluation (the one at `max_steps`, or the last
+  one once the chief marked training as ended, at once), exports, and exits
+  when the evaluated step reaches `max_steps`, or when training ended (early
+  stop, input exhausted, failure) and its last checkpoint was evaluated, or
+  after `eval_idle_timeout_secs` without a new checkpoint (never forever).
+"""
+
+import os
+import re
+import time
+
+from absl import logging
+
+from harness import errors
+from harness._tf import tf
+from harness.core import evaluation
+from harness.core import preemption
+from harness.state import checkpoints
+from harness.state import run_state
+
+__all__ = ["CheckpointEvaluator", "NewCheckpointListener", "run_continuous"]
+
+
+class CheckpointEvaluator:
+  """Evaluates the latest checkpoint once and runs the exporters on it."""
+
+  def __init__(self, estimator, eval_spec, max_training_steps):
+    self._estimator = estimator
+    self._eval_spec = eval_spec
+    self._max_training_steps = max_training_steps
+    self._previous_checkpoint = None
+    self.final_export_done = False
+    self.last_metrics = None
+    self.last_evaluated_step = None
+
+  def evaluate_and_export(self):
+    """Returns (metrics or None, export_results list)."""
+    # The newest checkpoint that reads back (a corrupt newest one is skipped
+    # with a warning naming its file).
+    path = checkpoints.latest_usable_checkpoint(self._estimator.model_dir)
+    if not path:
+      logging.debug("eval | no checkpoint yet in %s",
+                    self._estimator.model_dir)
+      return None, []
+    if path == self._previous_checkpoint:
+      logging.debug("eval | no new checkpoint since %s", path)
+      return None, []
+    try:
+      metrics = self._estimator.evaluate(
+          input_fn=self._eval_spec.input_fn, steps=self._eval_spec.steps,
+          name=self._eval_spec.name, checkpoint_path=path,
+          hooks=self._eval_spec.hooks)
+    except (ValueError, tf.errors.NotFoundError):
+      if tf.io.gfile.exists(path + ".index"):
+        raise
+      # The Saver deleted it (keep_checkpoint_max) while training raced
+      # ahead; the next poll takes the newest one.
+      logging.info("eval | %s was deleted before it was evaluated; taking "
+                   "the newest checkpoint instead", path)
+      return None, []
+    if evaluation.GLOBAL_STEP_KEY not in metrics:
+      raise errors.ModelFnError(
+          "Estimator.evaluate result should have `global_step`; given "
+          f"{sorted(metrics)}.")
+    step = int(metrics[evaluation.GLOBAL_STEP_KEY])
+    is_final = bool(self._max_training_steps) and (
+        step >= self._max_training_steps)
+    exports = self.export(metrics, path, is_final)
+    self._previous_checkpoint = path
+    self.last_metrics = metrics
+    self.last_evaluated_step = step
+    return metrics, exports
+
+  @property
+  def previous_checkpoint(self):
+    """The checkpoint evaluated last, or None."""
+    return self._previous_checkpoint
+
+  def export(self, metrics, checkpoint_path, is_the_final_export):
+    """Runs every exporter of the EvalSpec; returns their results."""
+    base = os.path.join(os.fsdecode(self._estimator.model_dir), "export")
+    results = []
+    for exporter in self._eval_spec.exporters:
+      results.append(exporter.export(
+          estimator=self._estimator,
+          export_path=os.path.join(base, exporter.name),
+          checkpoint_path=checkpoint_path, eval_result=metrics,
+          is_the_final_export=is_the_final_export))
+    if is_the_final_export:
+      self.final_export_done = True
+    return results
+
+
+class NewCheckpointListener(tf.compat.v1.train.CheckpointSaverListener):
+  """Evaluates after checkpoint saves in local train_and_evaluate."""
+
+  def __init__(self, evaluator, throttle_secs, clock=time.monotonic):
+    self._evaluator = evaluator
+    self._throttle_secs = throttle_secs
+    self._clock = clock
+    self._last_eval_time = None
+    self._last_eval_step = None
+    self._first_save = True
+    self.eval_result = None
+    self.export_results = []
+
+  def _evaluate(self, step):
+    metrics, exports = self._evaluator.evaluate_and_export()
+    if metrics is not None:
+      self.eval_result = metrics
+      self.export_results = exports
+      self._last_eval_time = self._clock()
+      self._last_eval_step = step
+
+  def after_save(self, session, global_step_value):
+    del session
+    if self._first_save:  # The save at session start: nothing trained yet.
+      self._first_save = False
+      return
+    now = self._clock()
+    if (self._last_eval_time is not None and
+        now - self._last_eval_time < self._throttle_secs):
+      logging.info("eval | skipping checkpoint at step %d: throttle_secs=%s",
+                   global_step_value, self._throttle_secs)
+      return
+    self._evaluate(global_step_value)
+
+  def end(self, session, global_step_value):
+    del session
+    if global_step_value != self._last_eval_step:
+      self._evaluate(global_step_value)
+
+
+_FROM_CONFIG = object()
+_STEP_RE = re.compile(r"-(\d+)$")
+
+
+def _step_of(checkpoint_path):
+  match = _STEP_RE.search(os.fsdecode(checkpoint_path or ""))
+  return int(match.group(1)) if match else None
+
+
+def run_continuous(estimator, train_spec, eval_spec, *,
+                   idle_timeout_secs=_FROM_CONFIG, poll_secs=None,
+                   clock=time.monotonic, sleep=time.sleep):
+  """The evaluator task's loop; returns (last metrics, last export results).
+
+  It looks for a new checkpoint (and for training's end marker) every
+  `poll_secs`, never sleeping longer than that. `eval_spec.throttle_secs`
+  only spaces two evaluations; the checkpoint at `max_steps`, and the last
+  one once training marked itself done, are evaluated and exported at once.
+
+  Args:
+    estimator: the Estimator (its model_dir is the chief's).
+    train_spec: TrainSpec (its max_steps ends the loop).
+    eval_spec: EvalSpec (start_delay_secs, throttle_secs, exporters).
+    idle_timeout_secs: give up after this many seconds without a new
+      checkpoint (None: wait while training may resume); default
+      `estimator.config.eval_idle_timeout_secs`.
+    poll_secs: seconds between two looks at model_dir; default
+      `estimator.config.eval_poll_secs` (1).
+    clock, sleep: injected for tests.
+
+  Raises:
+    PeerLostError: nothing new for `idle_timeout_secs`, or a preempted or
+      failed chief did not come back within `restart_wait_secs`.
+  """
+  config = estimator.config
+  if idle_timeout_secs is _FROM_CONFIG:
+    idle_timeout_secs = getattr(config, "eval_idle_timeout_secs", None)
+  poll_secs = poll_secs or getattr(config, "eval_poll_secs", None) or 1.0
+  model_dir, max_steps = estimator.model_dir, train_spec.max_steps
+  evaluator = CheckpointEvaluator(estimator, eval_spec, max_steps)
+  if eval_spec.start_delay_secs:
+    logging.info("eval | waiting %s s before the first evaluation",
+                 eval_spec.start_delay_secs)
+    sleep(eval_spec.start_delay_secs)
+  last_exports = []
+  last_progress = clock()
+  last_eval_started = None
+  seen, said = None, None
+  while True:
+    # The marker first: training writes its last checkpoint before it.
+    stopped = run_state.read_training_stopped(model_dir)
+    if stopped is not None and preemption.resumable_reason(
+        stopped.get("reason")):
+      _check_resumed(model_dir, stopped, _restart_wait_secs(config))
+      stopped = None  # Preempted or failed: a restarted chief resumes.
+    latest = checkpoints.latest_usable_checkpoint(model_dir)
+    if latest != seen:  # Something new: not idle.
+      seen, last_progress = latest, clock()
+    is_new = latest is not None and latest != evaluator.previous_checkpoint
+    step = _step_of(latest)
+    final = stopped is not None or bool(
+        max_steps and step is not None and step >= max_steps)
+    wait = 0.0 if last_eval_started is None else (
+        eval_spec.throttle_secs - (clock() - last_eval_started))
+    if is_new and (final or wait <= 0):
+      last_eval_started = clock()
+      metrics, exports = evaluator.evaluate_and_export()
+      if metrics is not None:
+        last_exports = exports
+        last_progress = clock()
+        done = evaluator.last_evaluated_step
+        if max_steps and done is not None and done >= max_steps:
+          logging.info("eval | done: evaluated global_step %d >= max_steps "
+                       "%d", done, max_steps)
+          break
+        continue  # Look again at once: training may have ended meanwhile.
+    elif stopped is not None and not is_new:
+      # Training ended and no checkpoint is newer than the last evaluated.
+      if not evaluator.final_export_done and evaluator.last_metrics:
+        last_exports = evaluator.export(
+            evaluator.last_metrics, evaluator.previous_checkpoint, True)
+      logging.info("eval | done: training ended (%s) at step %s",
+                   stopped.get("reason"), stopped.get("global_step"))
+      break
+    elif said != (latest, is_new):
+      said = (latest, is_new)
+      if latest is None:
+        logging.info("eval | no checkpoint yet in %s; looking every %g s",
+                     model_dir, poll_secs)
+      elif is_new:
+        logging.info("eval | new checkpoint %s; evaluating in %.0f s "
+                     "(throttle_secs=%s) unless training ends first", latest,
+                     wait, eval_spec.throttle_secs)
+    if idle_timeout_secs is not None and (
+        clock() - last_progress >= idle_timeout_secs):
+      raise errors.PeerLostError(
+          f"eval | no new checkpoint in {model_dir} for "
+          f"{idle_timeout_secs:g} s and training has not marked itself done;"
+          " the chief is probably gone. Fix: restart the chief, or raise "
+          "--eval_idle_timeout_secs (RunConfig(eval_idle_timeout_secs=)).")
+    sleep(poll_secs)
+  return evaluator.last_metrics, last_exports
+
+
+def _restart_wait_secs(config):
+  value = getattr(config, "restart_wait_secs", None)
+  return value if value is not None else preemption.restart_wait_secs()
+
+
+def _check_resumed(model_dir, stopped, limit, wall_clock=time.time):
+  """Raises once a preempted/failed chief has not come back in time."""
+  waited = wall_clock() - float(stopped.get("written_at") or wall_clock())
+  if waited > limit:
+    raise errors.PeerLostError(
+        f"eval | training stopped ({stopped.get('reason')}) at step "
+        f"{stopped.get('global_step')} {waited:.0f} s ago and has not "
+        f"resumed in {model_dir}; the evaluator waited {limit:g} s "
+        f"(--restart_wait_secs, RunConfig(restart_wait_secs=), else "
+        f"{preemption.RESTART_WAIT_ENV}). Fix: restart the training tasks, "
+        "or raise that limit.")

@@ -1,0 +1,469 @@
+"""Standalone-client training: this process drives a cluster of servers.
+
+The servers run no model code (`python -m harness.server` on each machine);
+this process builds the graphs and runs them there::
+
+    config = harness.RunConfig(
+        model_dir="/shared/model",  # the SAME path on the servers
+        experimental_distribute=harness.DistributeConfig(
+            train_distribute=strategy,  # collective or parameter_server
+            remote_cluster={"worker": ["h1:2222", "h2:2222"]}))
+    harness.Estimator(model_fn, config=config).train(input_fn, max_steps=1000)
+
+`Estimator.train` calls `train_remote` for such a config. It first checks that
+every server answers (`check_servers`, bounded by `connect_timeout_secs`),
+then runs one thread per training task (chief, master and worker jobs), each
+building its own graph with the strategy configured for that task and a
+session on "grpc://<that task>". The chief task (chief/0, else master/0,
+else worker/0) writes checkpoints and summaries; the user's hooks and saving
+listeners run in its thread only. Progress lines of every task are logged by
+this process, tagged "remote worker/1" and so on.
+
+Checkpoint data is written by the server that holds the variables, the
+`checkpoint` index file by this process: model_dir must name the same
+storage for both (trivially so on one machine). A new client resumes from the
+latest checkpoint on the same servers:
+
+* One client at a time: before any graph is sent, the client claims every
+  server (`harness.distribute.server_claim`) and renews the claim while it trains; a
+  second live client gets `RemoteClusterBusyError` naming the first.
+* A client killed inside a step can leave that step waiting in an
+  all-reduce on a server. Aborting it (`Session.reset`, a collective
+  timeout) would leave the server's collective runtime aborted for every
+  later client ("collective ops already aborted"), so instead a
+  `harness.server` whose client's claim expired restarts itself in place
+  (same pid and port), releasing everything that client left. A new client
+  on the same host expires a dead client's claim at once and waits for the
+  restart (up to `remote_connect_timeout_secs`).
+* Each client numbers its collective groups from a fresh random base, so its
+  all-reduces never meet buffers a killed client left under the same keys.
+
+When a task fails, the others are asked to stop after their current step,
+and the first error is raised here once they did or `_STOP_SECS` passed (a
+task waiting in an all-reduce for the failed one cannot be stopped without
+an abort, see above: it is left to end with this process).
+"""
+
+import concurrent.futures
+import copy
+import random
+import socket
+import threading
+import time
+
+from absl import logging
+
+from harness import _tf_private
+from harness import errors
+from harness import run_config as run_config_lib
+from harness._tf import tf
+from harness.cluster import tf_config as cluster_lib
+from harness.core import train_loop
+from harness.distribute import server_claim
+from harness.distribute import strategies
+
+__all__ = [
+    "DEFAULT_CONNECT_TIMEOUT_SECS",
+    "trainer_tasks",
+    "chief_task",
+    "check_reachable",
+    "check_servers",
+    "train_remote",
+]
+
+# How long the start-up checks wait for the servers by default (seconds);
+# train_remote uses the config's `remote_connect_timeout_secs`.
+DEFAULT_CONNECT_TIMEOUT_SECS = (
+    run_config_lib.DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS)
+_RETRY_SECS = 0.5
+_STOP_SECS = 30.0  # How long stopping the other tasks after an error takes.
+_INTERRUPT_SECS = 5.0  # The same after Ctrl-C.
+_WAIT_LOG_SECS = 60.0
+_MAX_KEY_BASE = 2**21  # Group keys are int32 on the servers: base * 1000.
+
+
+def trainer_tasks(cluster):
+  """The training tasks of `cluster`, chief first: [("worker", 0), ...]."""
+  return [(job, index) for job in cluster_lib.TRAINER_JOBS
+          for index in range(len(cluster.get(job, ())))]
+
+
+def chief_task(cluster):
+  """The task that writes checkpoints: chief/0, else master/0, else worker/0.
+
+  Raises:
+    ClusterConfigError: the cluster has no training task.
+  """
+  tasks = trainer_tasks(cluster)
+  if not tasks:
+    raise errors.ClusterConfigError(
+        f"The remote cluster {cluster} has no chief, master or worker job: "
+        "nothing would train. Fix: add worker=host:port to it.")
+  return tasks[0]
+
+
+def _connect_error(address, timeout_secs):
+  """None if a TCP connection to `address` opens in time, else why not."""
+  host, _, port = address.rpartition(":")
+  deadline = time.monotonic() + timeout_secs
+  while True:
+    left = deadline - time.monotonic()
+    try:
+      with socket.create_connection((host.strip("[]"), int(port)),
+                                    timeout=max(0.1, min(left, 5.0))):
+        return None
+    except OSError as e:
+      if time.monotonic() + _RETRY_SECS >= deadline:
+        return e.strerror or type(e).__name__
+    time.sleep(_RETRY_SECS)
+
+
+def check_reachable(cluster, *, timeout_secs=DEFAULT_CONNECT_TIMEOUT_SECS):
+  """Raises unless every address of `cluster` accepts TCP connections.
+
+  All addresses are tried at once, each retried until `timeout_secs` (a
+  server that is still starting comes up in time), so the call returns or
+  raises within about `timeout_secs`.
+
+  Args:
+    cluster: {job: [address, ...]}.
+    timeout_secs: seconds to wait for every server, > 0.
+
+  Raises:
+    RemoteClusterError: naming every address that did not answer.
+  """
+  addresses = [(job, index, address) for job, tasks in cluster.items()
+               for index, address in enumerate(tasks)]
+  with concurrent.futures.ThreadPoolExecutor(len(addresses)) as pool:
+    found = list(pool.map(
+        lambda a: _connect_error(a[2], timeout_secs), addresses))
+  failed = [f"{job}/{index} at {address} ({why})" for (job, index, address),
+            why in zip(addresses, found) if why is not None]
+  if failed:
+    raise errors.RemoteClusterError(
+        f"Cannot reach {len(failed)} of the {len(addresses)} servers of the "
+        f"remote cluster within {timeout_secs:g} s: {'; '.join(failed)}. "
+        "Fix: start `python -m harness.server` for each of them with the same "
+        "cluster (and check the host:port in --remote_cluster / "
+        "DistributeConfig(remote_cluster=...)), or raise "
+        "--remote_connect_timeout_secs.")
+
+
+def _server_devices(address, timeout_secs):
+  """The device names a server's cluster offers, within `timeout_secs`."""
+  result = {}
+
+  def list_devices():
+    try:
+      config = tf.compat.v1.ConfigProto(
+          operation_timeout_in_ms=int(timeout_secs * 1000))
+      with tf.Graph().as_default(), tf.compat.v1.Session(
+          f"grpc://{address}", config=config) as session:
+        result["devices"] = [d.name for d in session.list_devices()]
+    except Exception as e:  # pylint: disable=broad-except
+      result["error"] = e
+
+  thread = threading.Thread(target=list_devices, daemon=True,
+                            name=f"list-devices-{address}")
+  thread.start()
+  thread.join(timeout_secs)
+  if thread.is_alive():
+    return None, f"no answer to a TensorFlow request in {timeout_secs:g} s"
+  if "error" in result:
+    return None, f"{type(result['error']).__name__}: {result['error']}"
+  return result["devices"], None
+
+
+def check_servers(cluster, *, num_cpu_devices=1,
+                  timeout_secs=DEFAULT_CONNECT_TIMEOUT_SECS):
+  """Checks that the cluster's servers answer and fit the training.
+
+  Every address must accept TCP connections (`check_reachable`); then each
+  training task must answer a TensorFlow request, know every task of
+  `cluster` (its servers were started with the same cluster) and offer
+  `num_cpu_devices` CPU devices (the collective strategy's replicas).
+
+  Args:
+    cluster: {job: [address, ...]}.
+    num_cpu_devices: CPU devices each training task needs.
+    timeout_secs: bound of each of the two checks, seconds.
+
+  Raises:
+    RemoteClusterError: a server is unreachable or does not answer.
+    ClusterConfigError: a server runs another cluster, or has too few CPU
+      devices.
+  """
+  check_reachable(cluster, timeout_secs=timeout_secs)
+  for job, index in trainer_tasks(cluster):
+    address = cluster[job][index]
+    devices, why = _server_devices(address, timeout_secs)
+    if devices is None:
+      raise errors.RemoteClusterError(
+          f"The server of {job}/{index} at {address} accepts connections but "
+          f"is not a working TensorFlow server: {why}. Fix: start it with "
+          "`python -m harness.server` and this cluster.")
+    specs = [tf.DeviceSpec.from_string(name) for name in devices]
+    for other_job, addresses in cluster.items():
+      for other_index in range(len(addresses)):
+        if not any(s.job == other_job and s.task == other_index
+                   for s in specs):
+          raise errors.ClusterConfigError(
+              f"The server at {address} ({job}/{index}) does not know task "
+              f"{other_job}/{other_index} of the remote cluster {cluster}: it "
+              "was started with another cluster. Fix: start every server "
+              "with exactly the cluster given to the client.")
+    cpus = sum(1 for s in specs if s.job == job and s.task == index and
+               s.device_type == "CPU")
+    if cpus < num_cpu_devices:
+      raise errors.ClusterConfigError(
+          f"The server of {job}/{index} at {address} has {cpus} CPU "
+          f"device(s), but the strategy runs {num_cpu_devices} replicas on "
+          "each worker. Fix: restart it with `python -m harness.server "
+          f"--num_cpu_devices={num_cpu_devices}`, or lower the devices per "
+          "worker of the strategy.")
+
+
+class _TaskHook(tf.compat.v1.train.SessionRunHook):
+  """Tells the client when a task's session exists; stops it when asked.
+
+  Every task starts stepping once all tasks have a session (or one of them
+  ended or failed, or the client stops): under parameter servers a task
+  whose session came first would otherwise train alone for a while.
+  """
+
+  def __init__(self, ready, everyone_ready, stop, timeout_secs):
+    self._ready = ready
+    self._everyone_ready = everyone_ready
+    self._stop = stop
+    self._timeout_secs = timeout_secs
+
+  def after_create_session(self, session, coord):
+    del session, coord
+    self._ready.set()
+    deadline = time.monotonic() + self._timeout_secs
+    while not (self._stop.is_set() or time.monotonic() > deadline or
+               all(e.is_set() for e in self._everyone_ready)):
+      self._stop.wait(0.05)
+
+  def after_run(self, run_context, run_values):
+    del run_values
+    if self._stop.is_set():
+      run_context.request_stop()
+
+
+def _task_strategy(graph_strategy, cluster, job, index, session_config,
+                   key_base):
+  """A copy of the strategy configured for one task, and its session config."""
+  try:
+    with tf.Graph().as_default():  # Eager copies would need local devices.
+      strategy = copy.deepcopy(graph_strategy)
+  except TypeError as e:
+    raise errors.ConfigError(
+        f"Cannot copy train_distribute {type(graph_strategy).__name__} for "
+        f"each remote task: {e}. A strategy built while TF_CONFIG named a "
+        "cluster runs threads that cannot be copied. Fix: build it without "
+        "TF_CONFIG in the client (e.g. harness.distribute.strategies.make_strategy).") \
+        from e
+  if run_config_lib.strategy_kind(strategy) == "collective":
+    _tf_private.set_collective_key_base(strategy, key_base)
+  config = strategies.configure_for_task(
+      strategy, cluster=cluster, task_type=job, task_id=index,
+      session_config=session_config)
+  return strategy, config
+
+
+def _num_cpu_devices(graph_strategy):
+  if run_config_lib.strategy_kind(graph_strategy) != "collective":
+    return 1
+  return strategies.cpu_devices_per_worker(graph_strategy)
+
+
+def train_remote(estimator, input_fn, *, train_fn, hooks=None, steps=None,
+                 max_steps=None, saving_listeners=None,
+                 connect_timeout_secs=None):
+  """Trains `estimator` on its `config.remote_cluster` from this process.
+
+  Args:
+    estimator: a `harness.Estimator` whose config has a remote_cluster and a
+      collective or parameter_server train_distribute.
+    input_fn: the training input_fn (called once per task, in its thread).
+    train_fn: the Estimator's training entry, `train_fn(input_fn, hooks,
+      steps, max_steps, saving_listeners, context, strategy=)`, run once
+      per remote task in its thread.
+    hooks: SessionRunHooks for the chief task only.
+    steps: train this many more steps (None: see max_steps).
+    max_steps: train up to this global step.
+    saving_listeners: CheckpointSaverListeners (the chief task's saver).
+    connect_timeout_secs: bound of each start-up check of the servers,
+      seconds; None: the config's `remote_connect_timeout_secs`.
+
+  Returns:
+    The chief task's last loss, or None.
+
+  Raises:
+    RemoteClusterError: a server cannot be reached in time.
+    ClusterConfigError: the servers do not fit the cluster or strategy.
+    Whatever a task's training raised first (the others are stopped).
+  """
+  config = estimator.config
+  cluster = dict(config.remote_cluster)
+  graph_strategy = strategies.to_graph_strategy(config.train_distribute)
+  chief = chief_task(cluster)
+  logging.info("remote | client | checking the servers of %s", cluster)
+  if connect_timeout_secs is None:
+    connect_timeout_secs = config.remote_connect_timeout_secs
+  check_servers(cluster, num_cpu_devices=_num_cpu_devices(graph_strategy),
+                timeout_secs=connect_timeout_secs)
+  # One client at a time: claim every server (or fail naming the holder).
+  claims = server_claim.claim_all(
+      cluster, timeout_secs=config.remote_claim_timeout_secs,
+      wait_secs=connect_timeout_secs)
+  clean = False
+  try:
+    result = _train_claimed(estimator, input_fn, train_fn, cluster,
+                            graph_strategy, chief, claims, hooks=hooks,
+                            steps=steps,
+                            max_steps=max_steps,
+                            saving_listeners=saving_listeners)
+    clean = True
+    return result
+  finally:
+    # A failed run may leave steps blocked on the servers: an expired
+    # claim makes them restart at once.
+    claims.release(clean=clean)
+
+
+def _train_claimed(estimator, input_fn, train_fn, cluster, graph_strategy,
+                   chief, claims, *, hooks, steps, max_steps,
+                   saving_listeners):
+  """train_remote's work once this client holds the servers."""
+  config = estimator.config
+  kind = run_config_lib.strategy_kind(graph_strategy)
+  session_config = (config.session_config or
+                    run_config_lib.get_default_session_config())
+  # The same for every task of this client, new for each client.
+  key_base = random.SystemRandom().randrange(1, _MAX_KEY_BASE) * 1000
+  runs, stop = [], threading.Event()
+  everyone_ready = []  # Each task's `ready` event, filled below.
+  for job, index in trainer_tasks(cluster):
+    strategy, task_config = _task_strategy(graph_strategy, cluster, job,
+                                           index, session_config, key_base)
+    is_chief = (job, index) == chief
+    context = train_loop.TrainContext(
+        master=f"grpc://{cluster[job][index]}", is_chief=is_chief,
+        should_init=is_chief or kind == "collective",
+        session_config=task_config, task_label=f"remote {job}/{index}")
+    runs.append(_TaskRun(
+        train_fn, input_fn, context, strategy, steps=steps,
+        max_steps=max_steps,
+        hooks=list(hooks or []) if is_chief else [],
+        saving_listeners=list(saving_listeners or []) if is_chief else [],
+        stop=stop, everyone_ready=everyone_ready,
+        start_timeout_secs=config.session_creation_timeout_secs))
+    everyone_ready.append(runs[-1].ready)
+  logging.info("remote | client | training on %d task(s): %s (chief %s/%d)",
+               len(runs), ", ".join(r.label for r in runs), *chief)
+  return _run_all(runs, stop, config.session_creation_timeout_secs,
+                  claims)[0]
+
+
+class _TaskRun:
+  """One task's training thread and its outcome."""
+
+  def __init__(self, train_fn, input_fn, context, strategy, *, steps,
+               max_steps, hooks, saving_listeners, stop, everyone_ready,
+               start_timeout_secs):
+    self.label = context.task_label.split()[-1]
+    self.ready = threading.Event()
+    self.result = None
+    self.error = None
+    self.failed_at = None
+    task_hook = _TaskHook(self.ready, everyone_ready, stop, start_timeout_secs)
+    self._args = (input_fn, hooks + [task_hook], steps, max_steps,
+                  saving_listeners, context)
+    self._train_fn = train_fn
+    self._strategy = strategy
+    self.thread = threading.Thread(target=self._run, daemon=True,
+                                   name=f"remote-{self.label}")
+
+  def _run(self):
+    try:
+      self.result = self._train_fn(*self._args, strategy=self._strategy)
+    except BaseException as e:  # pylint: disable=broad-except
+      self.error = e
+      self.failed_at = time.monotonic()
+      logging.warning("remote | %s | failed: %s: %s", self.label,
+                      type(e).__name__, e)
+    finally:
+      self.ready.set()  # A task that stops early is not waited for either.
+
+
+def _run_all(runs, stop, session_creation_timeout_secs, claims):
+  """Runs every task's thread; stops all on the first error and raises it."""
+  for run in runs:
+    run.thread.start()
+  started = time.monotonic()
+  next_log = started + _WAIT_LOG_SECS
+  try:
+    while any(run.thread.is_alive() for run in runs):
+      if claims.lost:
+        _stop(runs, stop, "claim lost", _STOP_SECS)
+        raise errors.RemoteClusterBusyError(
+            f"This client lost its claim of the servers ({claims.lost}); it "
+            "stopped so that two clients do not interleave steps. Fix: keep "
+            "one client per cluster; raise --remote_claim_timeout_secs if "
+            "this client was only slow to renew it.")
+      failed = _first_failed(runs)
+      if failed is not None:
+        _stop(runs, stop, f"{failed.label} failed", _STOP_SECS)
+        break
+      waiting = [r.label for r in runs if not r.ready.is_set()]
+      now = time.monotonic()
+      if waiting and now - started > session_creation_timeout_secs:
+        _stop(runs, stop, "session creation timed out", _STOP_SECS)
+        raise errors.PeerLostError(
+            f"Sessions of {', '.join(waiting)} were not ready after "
+            f"session_creation_timeout_secs={session_creation_timeout_secs}: "
+            "a server stopped answering or runs another cluster. Fix: check "
+            "the servers' logs, restart the lost ones with the same cluster.")
+      if waiting and now > next_log:
+        logging.info("remote | client | waiting for the sessions of %s",
+                     ", ".join(waiting))
+        next_log = now + _WAIT_LOG_SECS
+      runs[0].thread.join(0.2)
+  except KeyboardInterrupt:
+    _stop(runs, stop, "interrupted", _INTERRUPT_SECS)
+    raise
+  failed = _first_failed(runs)
+  if failed is not None:
+    raise failed.error
+  return [run.result for run in runs]
+
+
+def _first_failed(runs):
+  """The run that failed first (the others fail because it was stopped)."""
+  failed = [r for r in runs if r.error is not None]
+  return min(failed, key=lambda r: r.failed_at) if failed else None
+
+
+def _stop(runs, stop, why, timeout_secs):
+  """Asks every task to stop after its current step; waits `timeout_secs`.
+
+  Nothing is aborted on the servers. A collective task waiting in an
+  all-reduce for a failed peer never finishes its step: it is left behind
+  and ends with this process (aborting collective ops would break the
+  servers for later clients, see the module docstring).
+  """
+  stop.set()
+  alive = [r.label for r in runs if r.thread.is_alive()]
+  if not alive:
+    return
+  logging.warning("remote | client | %s: stopping %s (waiting up to %g s)",
+                  why, ", ".join(alive), timeout_secs)
+  deadline = time.monotonic() + timeout_secs
+  for run in runs:
+    run.thread.join(max(0.0, deadline - time.monotonic()))
+  stuck = [r.label for r in runs if r.thread.is_alive()]
+  if stuck:
+    logging.warning("remote | client | %s did not stop (waiting in a step "
+                    "for a peer); leaving them behind", ", ".join(stuck))

@@ -1,0 +1,252 @@
+"""What each TF_CONFIG task does inside `train_and_evaluate`.
+
+* chief / worker: start this task's standard server in-process, make the
+  strategy (if any) a multi-worker one for this task, and train against the
+  server. Collective workers all initialise (each holds a copy, kept equal by
+  all-reduce); with parameter servers only the chief initialises and the
+  others wait. Only the chief writes checkpoints and summaries, and when it
+  stops, for whatever reason, it leaves a `training_stopped` marker in
+  model_dir for the evaluator and the ps tasks.
+* master (legacy): a chief that also evaluates after its checkpoints.
+* ps: serve variables until the chief's marker says training ended.
+
+The evaluator's loop is `harness.distribute.evaluator.run_continuous`.
+"""
+
+import os
+import time
+
+from absl import logging
+
+from harness import errors
+from harness import run_config as run_config_lib
+from harness._tf import tf
+from harness.cluster import listen
+from harness.cluster import tf_config as cluster_lib
+from harness.core import preemption
+from harness.core import train_loop
+from harness.distribute import evaluator as evaluator_lib
+from harness.state import checkpoints
+from harness.state import run_state
+
+__all__ = ["run_chief", "run_master", "run_worker", "run_ps",
+           "train_in_cluster"]
+
+_MULTI_WORKER_KINDS = ("collective", "parameter_server")
+_IN_GRAPH_KINDS = ("mirrored", "central_storage", "one_device", "default")
+_PS_POLL_SECS = 1.0
+_PS_EXIT_GRACE_SECS = 60.0
+_SERVERS = []
+
+
+def _label(config):
+  return cluster_lib.task_label(config.task_type, config.task_id)
+
+
+def _training_cluster(config):
+  return {job: list(addresses) for job, addresses in
+          config.cluster_spec.as_dict().items() if job != "evaluator"}
+
+
+def _start_delay(config, kind):
+  """Seconds a non-chief waits before starting (ps setups only)."""
+  if config.is_chief or kind == "collective":
+    return 0
+  max_delay = config.experimental_max_worker_delay_secs
+  if not max_delay:
+    return 0  # Workers wait for the chief's init themselves; no need.
+  return min(max_delay, (config.task_id + 1) * 5)
+
+
+def _prepare_task(config, strategy):
+  """Configures the strategy for this task and finds or starts its server.
+
+  Returns:
+    (session target, session_config, graph strategy)
+  """
+  from harness.distribute import strategies  # pylint: disable=g-import-not-at-top
+  preemption.fail_fast_rpcs()  # Before the first RPC: no hang on dead peers.
+  cluster = _training_cluster(config)
+  # A collective strategy built eagerly under TF_CONFIG already serves this
+  # task's port: use that server instead of failing to start a second.
+  target = strategies.in_process_server_target(
+      strategy, cluster=cluster, task_type=config.task_type,
+      task_id=config.task_id)
+  graph_strategy = strategies.to_graph_strategy(strategy)
+  if config.task_type == "ps":
+    session_config = None
+  else:
+    session_config = strategies.configure_for_task(
+        graph_strategy, cluster=cluster, task_type=config.task_type,
+        task_id=config.task_id, session_config=config.session_config)
+  if target:
+    line, warning = listen.describe(
+        cluster[config.task_type][config.task_id], environ=os.environ,
+        bind_address=config.bind_address)
+    logging.info("server | %s | using the strategy's server %s, listening "
+                 "on %s", _label(config), target, line)
+    if warning:
+      logging.warning("server | %s | %s", _label(config), warning)
+    return target, session_config, graph_strategy
+  server_config = strategies.server_config_for(
+      session_config, cluster=cluster, task_type=config.task_type,
+      num_devices_per_worker=strategies.cpu_devices_per_worker(
+          graph_strategy))
+  address = cluster[config.task_type][config.task_id]
+  try:
+    server = tf.distribute.Server(
+        tf.train.ClusterSpec(cluster), job_name=config.task_type,
+        task_index=config.task_id, protocol=config.protocol or "grpc",
+        config=server_config, start=True)
+  except (tf.errors.OpError, ValueError) as e:
+    raise errors.ClusterConfigError(
+        f"Cannot start the server of {_label(config)} on {address!r}: {e}. "
+        "Fix: free the port, or give this task another address in "
+        "TF_CONFIG.") from e
+  _SERVERS.append(server)  # Keep it alive for the life of the process.
+  line, warning = listen.describe(address, environ=os.environ,
+                                  bind_address=config.bind_address)
+  logging.info("server | %s | listening on %s", _label(config), line)
+  if warning:
+    logging.warning("server | %s | %s", _label(config), warning)
+  return server.target, session_config, graph_strategy
+
+
+def train_in_cluster(estimator, input_fn, *, train_fn, hooks=None, steps=None,
+                     max_steps=None, saving_listeners=None):
+  """Trains as this process's TF_CONFIG task (chief or worker).
+
+  `Estimator.train` calls this for a cluster task and passes its own
+  training entry as `train_fn(input_fn, hooks, steps, max_steps,
+  saving_listeners, context, strategy=)`: this module sets up the task
+  (server, session target, strategy) and the markers around it, and never
+  reaches into the Estimator.
+
+  Returns:
+    The last training loss seen by this task, or None.
+  """
+  config = estimator.config
+  strategy = config.train_distribute
+  kind = run_config_lib.strategy_kind(strategy)
+  if kind in _IN_GRAPH_KINDS and not config.is_chief:
+    raise errors.ClusterConfigError(
+        f"{type(strategy).__name__} is an in-graph, single-process strategy, "
+        f"but this task is {_label(config)} of a multi-worker TF_CONFIG "
+        "cluster. Fix: use tf.compat.v1.distribute.experimental."
+        "MultiWorkerMirroredStrategy (collective) or ParameterServerStrategy "
+        "for several workers, or run only the chief.")
+  delay = _start_delay(config, kind)
+  if delay:
+    logging.info("train | %s | waiting %d s before starting", _label(config),
+                 delay)
+    time.sleep(delay)
+  target, session_config, strategy = _prepare_task(config, strategy)
+  context = train_loop.TrainContext(
+      master=target, is_chief=config.is_chief,
+      should_init=config.is_chief or kind == "collective",
+      session_config=session_config, task_label=_label(config))
+  if config.is_chief:
+    run_state.clear_training_stopped(estimator.model_dir)
+  reason = "failed"
+  try:
+    loss = train_fn(input_fn, list(hooks or []), steps, max_steps,
+                    saving_listeners, context, strategy=strategy)
+    reason = "finished"
+    return loss
+  except KeyboardInterrupt:
+    reason = "interrupted"
+    raise
+  except preemption.TrainingPreemptedError:
+    reason = preemption.PREEMPTED_REASON  # The evaluator waits for a resume.
+    raise
+  except BaseException as e:
+    reason = f"failed: {type(e).__name__}: {e}"[:500]
+    raise
+  finally:
+    run_state.write_task_done(estimator.model_dir, _label(config))
+    if config.is_chief:
+      step = checkpoints.global_step_of(estimator.latest_checkpoint())
+      run_state.write_training_stopped(estimator.model_dir, reason, step)
+      logging.info("train | %s | training %s at step %s", _label(config),
+                   reason.split(":")[0], step)
+
+
+def run_chief(estimator, train_spec, eval_spec):
+  """The chief: trains, saves checkpoints, marks the end of training."""
+  del eval_spec  # The evaluator task evaluates.
+  estimator.train(train_spec.input_fn, hooks=train_spec.hooks,
+                  max_steps=train_spec.max_steps,
+                  saving_listeners=train_spec.saving_listeners)
+  return None, []
+
+
+run_worker = run_chief  # Same code; RunConfig.is_chief tells them apart.
+
+
+def run_master(estimator, train_spec, eval_spec):
+  """Legacy `master` job: the chief, also evaluating after checkpoints."""
+  evaluator = evaluator_lib.CheckpointEvaluator(
+      estimator, eval_spec, train_spec.max_steps)
+  listener = evaluator_lib.NewCheckpointListener(
+      evaluator, eval_spec.throttle_secs)
+  estimator.train(
+      train_spec.input_fn, hooks=train_spec.hooks,
+      max_steps=train_spec.max_steps,
+      saving_listeners=list(train_spec.saving_listeners) + [listener])
+  return listener.eval_result, listener.export_results
+
+
+def run_ps(estimator, train_spec, eval_spec, *, poll_secs=_PS_POLL_SECS,
+           grace_secs=_PS_EXIT_GRACE_SECS, clock=time.time, sleep=time.sleep):
+  """A parameter server: serves until every trainer has finished.
+
+  It exits once the chief marked training as ended and every chief/worker
+  task recorded that it left its loop, or `grace_secs` after the chief's
+  mark if some worker never does (it died): a worker that still needs the
+  variables is never cut off while it is alive and finishing. A chief that
+  was preempted or failed is waited for (its restart restores its last
+  checkpoint into this ps) for up to HARNESS_RESTART_WAIT_SECS.
+  """
+  del train_spec, eval_spec
+  config = estimator.config
+  started = clock()
+  _prepare_task(config, None)  # Serves from its own threads from now on.
+  trainers = [f"{job}/{i}" for job, addresses in _training_cluster(
+      config).items() if job in ("chief", "worker", "master")
+              for i in range(len(addresses))]
+  logging.info("ps | %s | serving until %s finish (model_dir %s)",
+               _label(config), ", ".join(trainers), estimator.model_dir)
+  marked_at = None
+  while True:
+    marker = run_state.training_stopped_since(estimator.model_dir, started)
+    if marker is not None and preemption.resumable_reason(
+        marker.get("reason")) and (
+            clock() - marker.get("written_at", 0) < (
+                _restart_wait_secs(config))):
+      # Preempted or failed: keep the variables served; the restarted chief
+      # restores its checkpoint into them.
+      marker = None
+    if marker is not None:
+      marked_at = marked_at or clock()
+      done = run_state.tasks_done_since(estimator.model_dir, trainers,
+                                        started)
+      if done == set(trainers) or clock() - marked_at > grace_secs:
+        missing = sorted(set(trainers) - done)
+        logging.info("ps | %s | training ended (%s)%s; exiting",
+                     _label(config), marker.get("reason"),
+                     f"; no word from {missing}" if missing else "")
+        if marker.get("reason") != "finished":
+          # Exit non-zero so that a supervisor (harness.launch, a k8s Job)
+          # brings the ps back for the chief's next attempt.
+          raise errors.PeerLostError(
+              f"ps | {_label(config)} | the chief ended training without "
+              f"finishing ({marker.get('reason')}); this ps exits so that "
+              "it is restarted with the job.")
+        return None, []
+    sleep(poll_secs)
+
+
+def _restart_wait_secs(config):
+  """RunConfig's `restart_wait_secs` (resolved there), else the variable."""
+  value = getattr(config, "restart_wait_secs", None)
+  return value if value is not None else preemption.restart_wait_secs()

@@ -1,0 +1,342 @@
+"""Which standalone client drives a server: claims, heartbeats, expiry.
+
+A standalone client (`harness.distribute.remote`) claims every server of its remote
+cluster before sending any training graph, and keeps the claim alive with a
+heartbeat::
+
+    claims = server_claim.claim_all(cluster, timeout_secs=15)  # or raises
+    ...  # train
+    claims.release(clean=True)
+
+A claim lives on the server itself: two resource variables in the container
+`harness_claim` of the server's CPU (`holder`: who, as JSON; `deadline`: the
+server's own clock, `tf.timestamp()`, plus the client's timeout), changed
+only inside a `tf.CriticalSection` so that two clients claiming at the same
+instant cannot both win. A claim is granted when nobody holds the server,
+the holder is this client, or the holder's deadline passed. A second live
+client gets `RemoteClusterBusyError` naming the holder.
+
+The server (`harness.server`) watches its claim (`Watchdog`): once a
+holder's deadline passes without a heartbeat, the client is gone, and
+whatever it left on the server (sessions, a step blocked in an all-reduce
+with its threads, memory) is released by restarting the server in place
+(same pid and port; see `harness.server`). Aborting the blocked step instead
+would leave the collective runtime aborted for every later client.
+A client that ends cleanly clears its claim; one that fails ends it with an
+expired deadline, so that its servers restart at once.
+"""
+
+import json
+import os
+import socket
+import threading
+import time
+import uuid
+
+from absl import logging
+
+from harness import errors
+
+__all__ = [
+    "CONTAINER", "Claims", "claim_all", "Watchdog",
+    "ClaimOps",
+]
+
+CONTAINER = "harness_claim"
+# The holder while a server waits for its watchdog to restart it: nobody
+# can claim it until then.
+RESTART = "!restart"
+_RPC_TIMEOUT_MS = 10000
+
+
+def _tf():
+  from harness._tf import tf  # pylint: disable=g-import-not-at-top
+  return tf
+
+
+def server_device(job, index):
+  return f"/job:{job}/replica:0/task:{index}/device:CPU:0"
+
+
+class ClaimOps:
+  """The claim graph of one server (built in its own tf.Graph)."""
+
+  def __init__(self, device):
+    tf = _tf()
+    self.graph = tf.Graph()
+    with self.graph.as_default(), tf.device(device):
+      holder = tf.raw_ops.VarHandleOp(
+          dtype=tf.string, shape=[], container=CONTAINER,
+          shared_name="holder")
+      deadline = tf.raw_ops.VarHandleOp(
+          dtype=tf.float64, shape=[], container=CONTAINER,
+          shared_name="deadline")
+      # Set by the server's Watchdog: an expired claim then waits for the
+      # restart instead of being taken over with what its client left.
+      watched = tf.raw_ops.VarHandleOp(
+          dtype=tf.bool, shape=[], container=CONTAINER, shared_name="watched")
+      self.set_watched = tf.raw_ops.AssignVariableOp(
+          resource=watched, value=tf.constant(True))
+      self.token = tf.compat.v1.placeholder(tf.string, [])
+      self.timeout = tf.compat.v1.placeholder(tf.float64, [])
+      # "claim" (take or refresh), "clean" (clear), "expire" (restart now);
+      # "clean" and "expire" act only if `token` holds the claim.
+      self.action = tf.compat.v1.placeholder(tf.string, [])
+
+      def current():
+        ready = tf.raw_ops.VarIsInitializedOp(resource=holder)
+        old_holder = tf.cond(
+            ready, lambda: tf.raw_ops.ReadVariableOp(
+                resource=holder, dtype=tf.string), lambda: tf.constant(""))
+        old_deadline = tf.cond(
+            ready, lambda: tf.raw_ops.ReadVariableOp(
+                resource=deadline, dtype=tf.float64),
+            lambda: tf.constant(0.0, tf.float64))
+        return old_holder, old_deadline
+
+      def change():
+        now = tf.timestamp()
+        old_holder, old_deadline = current()
+        mine = tf.equal(old_holder, self.token)
+        live = tf.logical_and(tf.not_equal(old_holder, ""),
+                              now < old_deadline)
+        is_watched = tf.cond(
+            tf.raw_ops.VarIsInitializedOp(resource=watched),
+            lambda: tf.raw_ops.ReadVariableOp(resource=watched,
+                                              dtype=tf.bool),
+            lambda: tf.constant(False))
+        free = tf.logical_or(
+            tf.equal(old_holder, ""),
+            tf.logical_and(tf.logical_not(live), tf.logical_not(is_watched)))
+        granted = tf.logical_and(tf.logical_or(mine, free),
+                                 tf.not_equal(old_holder, RESTART))
+        claim = tf.equal(self.action, "claim")
+        clean = tf.equal(self.action, "clean")
+        expire = tf.equal(self.action, "expire")
+        new_holder = tf.where(
+            tf.logical_and(claim, granted), self.token,
+            tf.where(tf.logical_and(clean, mine), tf.constant(""),
+                     tf.where(tf.logical_and(expire, mine),
+                              tf.constant(RESTART), old_holder)))
+        new_deadline = tf.where(
+            tf.logical_and(claim, granted), now + self.timeout,
+            tf.where(mine, tf.constant(0.0, tf.float64), old_deadline))
+        with tf.control_dependencies([
+            tf.raw_ops.AssignVariableOp(resource=holder, value=new_holder),
+            tf.raw_ops.AssignVariableOp(resource=deadline,
+                                        value=new_deadline)]):
+          return (tf.identity(granted), tf.identity(old_holder),
+                  tf.identity(old_deadline - now))
+
+      section = tf.CriticalSection(shared_name="harness_claim_lock")
+      self.change = section.execute(change)
+      self.watch = (*current(), tf.timestamp())
+
+
+class _Server:
+  """One server's claim graph and session (re-created after a restart)."""
+
+  def __init__(self, job, index, address):
+    self.job, self.index, self.address = job, index, address
+    self.label = f"{job}/{index} at {address}"
+    self.ops = ClaimOps(server_device(job, index))
+    self.session = None
+
+  def run(self, action, token, timeout):
+    """Runs the claim op; returns (granted, holder text, seconds left)."""
+    tf = _tf()
+    if self.session is None:
+      self.session = tf.compat.v1.Session(
+          f"grpc://{self.address}", graph=self.ops.graph,
+          config=tf.compat.v1.ConfigProto(
+              operation_timeout_in_ms=_RPC_TIMEOUT_MS))
+    try:
+      granted, holder, left = self.session.run(self.ops.change, feed_dict={
+          self.ops.token: token, self.ops.timeout: timeout,
+          self.ops.action: action})
+    except tf.errors.OpError:
+      self.close()  # A restarted server forgot the session.
+      raise
+    return bool(granted), holder.decode(), float(left)
+
+  def close(self):
+    if self.session is not None:
+      self.session.close()
+      self.session = None
+
+
+def _holder(text):
+  """The holder's JSON as a dict ({} if it is not a client's)."""
+  try:
+    who = json.loads(text)
+  except ValueError:
+    return {}
+  return who if isinstance(who, dict) else {}
+
+
+def _describe_holder(text, left_secs):
+  if text == RESTART:
+    return "nobody (the server is restarting to release a lost client)"
+  who = _holder(text)
+  name = (f"host {who.get('host')}, pid {who.get('pid')}, started "
+          f"{who.get('started')}") if who else repr(text)
+  return (f"{name}; its claim expires in {max(0.0, left_secs):.0f} s unless "
+          "renewed")
+
+
+def _dead_on_this_host(text):
+  """True if the holder is a client process of this host that has exited."""
+  who = _holder(text)
+  if who.get("host") != socket.gethostname() or not isinstance(
+      who.get("pid"), int) or who["pid"] == os.getpid():
+    return False
+  try:
+    os.kill(who["pid"], 0)
+  except ProcessLookupError:
+    return True
+  except PermissionError:
+    return False
+  return False
+
+
+class Claims:
+  """This client's claims on every server, renewed by a heartbeat thread."""
+
+  def __init__(self, servers, token, timeout_secs):
+    self._servers = servers
+    self._token = token
+    self._timeout = float(timeout_secs)
+    self._stop = threading.Event()
+    self.lost = None  # Why a heartbeat failed, once one did.
+    self._thread = threading.Thread(target=self._beat, daemon=True,
+                                    name="harness-claim-heartbeat")
+
+  def _beat(self):
+    while not self._stop.wait(self._timeout / 4):
+      for server in self._servers:
+        try:
+          granted, holder, left = server.run("claim", self._token,
+                                             self._timeout)
+        except Exception as e:  # pylint: disable=broad-except
+          self.lost = f"{server.label}: {type(e).__name__}: {e}"
+        else:
+          if not granted:
+            self.lost = (f"{server.label} is now held by "
+                         + _describe_holder(holder, left))
+        if self.lost:
+          logging.error("remote | client | lost the claim of %s", self.lost)
+          return
+
+  def release(self, *, clean):
+    """Ends the claims: cleared (`clean`) or expired (servers restart)."""
+    self._stop.set()
+    if self._thread.is_alive():
+      self._thread.join(timeout=30)
+    for server in self._servers:
+      try:
+        server.run("clean" if clean else "expire", self._token, self._timeout)
+      except Exception as e:  # pylint: disable=broad-except
+        logging.warning("remote | client | cannot end the claim of %s: %s",
+                        server.label, e)
+      server.close()
+
+
+def _busy_error(server, holder, left, timeout_secs):
+  return errors.RemoteClusterBusyError(
+      f"The server of {server.label} is driven by another client: "
+      f"{_describe_holder(holder, left)}. Two clients on the same servers "
+      "would interleave their steps. Fix: wait for that client to finish, or "
+      "stop it (its servers restart once its claim expires, "
+      f"{timeout_secs:g} s after its last renewal), or use other servers.")
+
+
+def claim_all(cluster, *, timeout_secs, wait_secs):
+  """Claims every server of `cluster` for this client; starts heartbeats.
+
+  A holder that is a dead process of this host (a killed client) has its
+  claim expired at once; its servers restart, and this call waits up to
+  `wait_secs` for them to come back before claiming them.
+
+  Args:
+    cluster: {job: [address, ...]}.
+    timeout_secs: a claim not renewed for this long expires (the servers
+      then restart); heartbeats run every `timeout_secs / 4`.
+    wait_secs: how long to wait for servers that restart.
+
+  Returns:
+    A `Claims`; call `release(clean=...)` when training ends.
+
+  Raises:
+    RemoteClusterBusyError: another live client holds a server (the claims
+      taken so far are released).
+    RemoteClusterError: a restarting server is not back within `wait_secs`.
+  """
+  tf = _tf()
+  token = json.dumps({"host": socket.gethostname(), "pid": os.getpid(),
+                      "started": time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                               time.gmtime()),
+                      "id": uuid.uuid4().hex[:8]}, sort_keys=True)
+  servers = [_Server(job, index, address)
+             for job, addresses in cluster.items()
+             for index, address in enumerate(addresses)]
+  claims = Claims(servers, token, timeout_secs)
+  pending = list(servers)
+  deadline = time.monotonic() + wait_secs
+  while pending:
+    server = pending[0]
+    try:
+      granted, holder, left = server.run("claim", token, timeout_secs)
+    except tf.errors.OpError as e:
+      if time.monotonic() > deadline:
+        claims.release(clean=True)
+        raise errors.RemoteClusterError(
+            f"The server of {server.label} did not answer the claim within "
+            f"{wait_secs:g} s ({type(e).__name__}: {e}). Fix: check that it "
+            "runs (`python -m harness.server`), or raise "
+            "--remote_connect_timeout_secs.") from e
+      time.sleep(0.5)
+      continue
+    if granted:
+      pending.pop(0)
+      continue
+    if holder != RESTART and left > 0:
+      if not _dead_on_this_host(holder):
+        claims.release(clean=True)
+        raise _busy_error(server, holder, left, timeout_secs)
+      logging.warning(
+          "remote | client | %s was claimed by a client that is no longer "
+          "running on this host (%s): expiring its claim; the server "
+          "restarts to release what that client left", server.label, holder)
+      server.run("expire", holder, timeout_secs)
+    elif time.monotonic() > deadline:
+      claims.release(clean=True)
+      raise errors.RemoteClusterError(
+          f"The server of {server.label} did not restart within "
+          f"{wait_secs:g} s after its previous client was lost. Fix: check "
+          "its log; restart it by hand if needed.")
+    time.sleep(0.5)
+  claims._thread.start()  # pylint: disable=protected-access
+  logging.info("remote | client | claimed %d server(s) (claim renewed every "
+               "%g s, expires after %g s)", len(servers), timeout_secs / 4,
+               timeout_secs)
+  return claims
+
+
+class Watchdog:
+  """The server side: reports when its claim's holder stopped renewing it."""
+
+  def __init__(self, target, job, index):
+    tf = _tf()
+    self._ops = ClaimOps(server_device(job, index))
+    self._session = tf.compat.v1.Session(target, graph=self._ops.graph)
+    self._session.run(self._ops.set_watched)
+
+  def lost_client(self):
+    """Who was lost (the holder whose claim expired), else None."""
+    holder, deadline, now = self._session.run(self._ops.watch)
+    holder = holder.decode()
+    if holder == RESTART:
+      return "(claim expired by its client or a successor)"
+    if holder and now > deadline:
+      return holder
+    return None

@@ -1,0 +1,376 @@
+"""Finding the newest checkpoint that can actually be restored.
+
+A save killed half way (or a disk that lost the tail of a file) can leave
+the newest checkpoint truncated or corrupt while the `checkpoint` state file
+still names it. Restoring it then fails on every restart. Training and the
+evaluator ask this module instead of `tf.train.latest_checkpoint`::
+
+    path = checkpoints.latest_usable_checkpoint(model_dir)
+    # None (nothing usable: initialise), or the checkpoint the `checkpoint`
+    # state file names when it reads back, else the newest one on disk that
+    # does; skipped ones are logged as
+    # "checkpoint | skipping unusable checkpoint <file>: <why>".
+
+Every file access is `tf.io.gfile`, so any filesystem TensorFlow knows
+(gs://, s3://, hdfs://, ram://) works. `checkpoints_to_recover` tells a
+restarted Saver which checkpoints already count against
+`keep_checkpoint_max` (see `retention.py`).
+
+A checkpoint is checked once per version of its files (path, size, mtime):
+its index must open, every data shard must exist and hold at least the
+bytes of its fixed-size tensors, and, up to `FULL_CHECK_MAX_BYTES` of data,
+every tensor is read back (which verifies TensorFlow's per-tensor CRC).
+"""
+
+import os
+import re
+
+from absl import logging
+
+from harness import errors
+from harness._tf import tf
+
+__all__ = [
+    "FULL_CHECK_MAX_BYTES",
+    "check_checkpoint",
+    "candidate_checkpoints",
+    "check_fits",
+    "checkpoints_on_disk",
+    "checkpoints_to_recover",
+    "read_state",
+    "latest_usable_checkpoint",
+    "open_reader",
+    "global_step_of",
+]
+
+# Above this much data a checkpoint is checked for structure and size only:
+# reading it all back would double the restore time of large models.
+FULL_CHECK_MAX_BYTES = 512 * 1024 * 1024
+
+_SHARD_RE = re.compile(r"\.data-(\d+)-of-(\d+)$")
+_STEP_RE = re.compile(r"-(\d+)$")
+_SECOND_URL_RE = re.compile(r".+/([a-zA-Z][a-zA-Z0-9+.-]*://.*)$")
+# {prefix: (files signature, error message or None)}: each version of a
+# checkpoint's files is read once per process (the evaluator polls).
+_VERDICTS = {}
+# {model_dir: (why, chosen)}: each fallback from the state file is logged once.
+_FALLBACKS = {}
+
+
+def _split(prefix):
+  """(directory, file name) of a checkpoint prefix (also for URLs)."""
+  directory, _, name = os.fsdecode(prefix).rpartition("/")
+  return directory or ".", name
+
+
+def _listdir(directory):
+  """The names in `directory` (gfile), [] when it does not exist."""
+  try:
+    return [n.rstrip("/") for n in tf.io.gfile.listdir(directory)]
+  except tf.errors.NotFoundError:
+    return []
+
+
+def _data_file_paths(prefix):
+  """Paths of the `<prefix>.data-*-of-*` files that exist (no glob: the
+  prefix may hold glob characters)."""
+  directory, name = _split(prefix)
+  head = "" if directory == "." and "/" not in os.fsdecode(prefix) else (
+      directory + "/")
+  return [f"{head}{n}" for n in _listdir(directory)
+          if n.startswith(name + ".data-") and _SHARD_RE.search(n)]
+
+
+def _data_files(prefix):
+  """The data shard paths of `prefix`, or raises CheckpointError."""
+  found = {}
+  total = None
+  for path in _data_file_paths(prefix):
+    match = _SHARD_RE.search(path)
+    found[int(match.group(1))] = path
+    total = int(match.group(2))
+  if total is None:
+    raise errors.CheckpointError(
+        f"no data file {prefix}.data-00000-of-NNNNN next to its index")
+  missing = sorted(set(range(total)) - set(found))
+  if missing:
+    raise errors.CheckpointError(
+        f"data shard(s) {missing} of {total} missing for {prefix}")
+  return [found[i] for i in range(total)]
+
+
+def _fixed_size_bytes(reader):
+  """Bytes the checkpoint's non-string tensors take at least."""
+  total = 0
+  dtypes = reader.get_variable_to_dtype_map()
+  for name, shape in reader.get_variable_to_shape_map().items():
+    dtype = dtypes[name]
+    if dtype == tf.string or dtype.size == 0:
+      continue
+    count = 1
+    for dim in shape:
+      count *= int(dim)
+    total += count * dtype.size
+  return total
+
+
+def open_reader(prefix):
+  """A CheckpointReader of the checkpoint `prefix` (not a directory).
+
+  `tf.train.load_checkpoint` first asks whether the path is a directory,
+  which TensorFlow's ram:// filesystem answers "yes" for any prefix of a
+  file name; opening the prefix directly works on every filesystem.
+  """
+  return tf.compat.v1.train.NewCheckpointReader(os.fsdecode(prefix))
+
+
+def global_step_of(prefix):
+  """The `global_step` saved in checkpoint `prefix`; None for no prefix."""
+  if not prefix:
+    return None
+  return int(open_reader(prefix).get_tensor("global_step"))
+
+
+def check_checkpoint(prefix, *, full_check_max_bytes=FULL_CHECK_MAX_BYTES):
+  """Raises CheckpointError unless the checkpoint at `prefix` reads back.
+
+  Args:
+    prefix: a checkpoint path such as "/m/model.ckpt-200" (no suffix).
+    full_check_max_bytes: read every tensor when the data files are at most
+      this large; above it, check the structure and sizes only.
+
+  Raises:
+    CheckpointError: naming the bad file and what is wrong with it.
+  """
+  prefix = os.fsdecode(prefix)
+  index = prefix + ".index"
+  if not tf.io.gfile.exists(index):
+    raise errors.CheckpointError(f"index file {index} is missing")
+  try:
+    data = _data_files(prefix)
+    reader = open_reader(prefix)
+  except errors.CheckpointError:
+    raise
+  except (tf.errors.OpError, ValueError) as e:
+    raise errors.CheckpointError(
+        f"index file {index} cannot be read: {_first_line(e)}") from e
+  sizes = sum(tf.io.gfile.stat(path).length for path in data)
+  needed = _fixed_size_bytes(reader)
+  if sizes < needed:
+    raise errors.CheckpointError(
+        f"data file {data[0] if len(data) == 1 else data} is truncated: "
+        f"{sizes} bytes, the index lists at least {needed}")
+  if sizes > full_check_max_bytes:
+    return
+  for name in reader.get_variable_to_shape_map():
+    try:
+      reader.get_tensor(name)
+    except (tf.errors.OpError, ValueError) as e:
+      raise errors.CheckpointError(
+          f"data file {data[0] if len(data) == 1 else data} is corrupt: "
+          f"tensor {name!r}: {_first_line(e)}") from e
+
+
+def _first_line(error):
+  text = getattr(error, "message", None) or str(error)
+  return text.strip().splitlines()[0] if text.strip() else type(error).__name__
+
+
+def _step_of(prefix):
+  match = _STEP_RE.search(prefix)
+  return int(match.group(1)) if match else -1
+
+
+def _repair(path):
+  """Undoes TF's join of a URL model_dir with a state-file URL entry.
+
+  `tf.train.get_checkpoint_state` joins every entry that `os.path.isabs`
+  does not call absolute, so "gs://b/m" + "gs://b/m/model.ckpt-5" becomes
+  "gs://b/m/gs://b/m/model.ckpt-5"; the second URL is the real path.
+  """
+  match = _SECOND_URL_RE.search(path)
+  return path[match.start(1):] if match else path
+
+
+def read_state(model_dir):
+  """The `checkpoint` state file's view of `model_dir`.
+
+  Returns:
+    (latest, listed, problem): `latest` the prefix the state file names as
+    the newest (None if none), `listed` every prefix it lists, oldest first
+    (`latest` last), and `problem` None, or why the file cannot be used
+    ("missing", or the parse error).
+  """
+  model_dir = os.fsdecode(model_dir)
+  state_path = f"{model_dir.rstrip('/')}/checkpoint"
+  if not tf.io.gfile.exists(state_path):
+    return None, [], "missing"
+  try:
+    state = tf.train.get_checkpoint_state(model_dir)
+  except (tf.errors.OpError, ValueError) as e:  # Empty or unreadable.
+    return None, [], _first_line(e)
+  if state is None or not state.model_checkpoint_path:
+    return None, [], "unreadable (no model_checkpoint_path)"
+  latest = _repair(state.model_checkpoint_path)
+  listed = [_repair(p) for p in state.all_model_checkpoint_paths]
+  if latest in listed:
+    listed.remove(latest)
+  return latest, listed + [latest], None
+
+
+def checkpoints_on_disk(model_dir):
+  """Every `<prefix>.index` in `model_dir` as a prefix, oldest step first."""
+  model_dir = os.fsdecode(model_dir).rstrip("/")
+  found = [f"{model_dir}/{n[:-len('.index')]}" for n in _listdir(model_dir)
+           if n.endswith(".index") and not n.startswith(".")]
+  return sorted(found, key=_step_of)
+
+
+def candidate_checkpoints(model_dir):
+  """Checkpoint prefixes to try, in order.
+
+  The `checkpoint` state file decides, as in TensorFlow: the prefix it
+  names comes first. The rest (the state file's other entries and every
+  `*.index` on disk, newest step first) are the fallback for a state file
+  that is missing, unreadable or names an unusable checkpoint.
+
+  Args:
+    model_dir: the directory the Saver writes to.
+
+  Returns:
+    A list of prefixes (paths as model_dir spells them), possibly empty.
+  """
+  latest, listed, _ = read_state(model_dir)
+  rest = sorted(set(listed + checkpoints_on_disk(model_dir)) - {latest},
+                key=_step_of, reverse=True)
+  return ([latest] if latest else []) + rest
+
+
+def checkpoints_to_recover(model_dir):
+  """The existing checkpoints a restarted Saver must count, oldest first.
+
+  Those the state file lists, plus on-disk checkpoints newer than all of
+  them (a save that was killed after its files but before the state
+  file); with no usable state file, every checkpoint on disk by step.
+  Older unlisted ones are left alone: the Saver itself unlists the ones
+  `keep_checkpoint_every_n_hours` preserves.
+  """
+  latest, listed, _ = read_state(model_dir)
+  on_disk = checkpoints_on_disk(model_dir)
+  if latest is None:
+    return on_disk
+  present = set(on_disk)
+  listed = [p for p in listed if p in present]
+  newest = max([_step_of(p) for p in listed], default=-1)
+  return listed + [p for p in on_disk
+                   if p not in listed and _step_of(p) > newest]
+
+
+def _signature(prefix):
+  paths = [prefix + ".index"] + _data_file_paths(prefix)
+  signature = []
+  for path in sorted(paths):
+    try:
+      stat = tf.io.gfile.stat(path)
+    except tf.errors.OpError:
+      continue
+    signature.append((path, stat.length, stat.mtime_nsec))
+  return tuple(signature)
+
+
+def _verdict(prefix, full_check_max_bytes):
+  """None if `prefix` is usable, else why not (cached per file version)."""
+  signature = _signature(prefix)
+  cached = _VERDICTS.get(prefix)
+  if cached is not None and cached[0] == signature:
+    return cached[1]
+  try:
+    check_checkpoint(prefix, full_check_max_bytes=full_check_max_bytes)
+    problem = None
+  except errors.CheckpointError as e:
+    problem = str(e)
+  if problem is not None and (cached is None or cached[1] != problem):
+    logging.warning("checkpoint | skipping unusable checkpoint %s: %s",
+                    prefix, problem)
+  _VERDICTS[prefix] = (signature, problem)
+  return problem
+
+
+def latest_usable_checkpoint(model_dir, *,
+                             full_check_max_bytes=FULL_CHECK_MAX_BYTES):
+  """The checkpoint to restore from `model_dir`, or None.
+
+  The one the `checkpoint` state file names (as `tf.train.latest_checkpoint`
+  returns it) when it reads back. Otherwise (state file missing, unreadable,
+  or naming an unusable checkpoint) the newest usable checkpoint on disk,
+  with one warning saying which and why; each unusable checkpoint tried is
+  logged once with its bad file and the reason.
+
+  Args:
+    model_dir: the directory the Saver writes to (a local or mounted path).
+    full_check_max_bytes: see `check_checkpoint`.
+
+  Returns:
+    A checkpoint prefix such as "/m/model.ckpt-200", or None when the
+    directory holds no usable checkpoint (or does not exist).
+  """
+  if not model_dir or not tf.io.gfile.isdir(os.fsdecode(model_dir)):
+    return None
+  latest, _, problem = read_state(model_dir)
+  chosen = None
+  for prefix in candidate_checkpoints(model_dir):
+    if _verdict(prefix, full_check_max_bytes) is None:
+      chosen = prefix
+      break
+  if chosen is not None and chosen != latest:
+    why = (f"the state file names {latest}, which is unusable" if latest
+           else f"the `checkpoint` state file is {problem}")
+    note = (why, chosen)
+    if _FALLBACKS.get(os.fsdecode(model_dir)) != note:
+      logging.warning("checkpoint | %s: %s; using %s (the newest usable "
+                      "checkpoint on disk)", os.fsdecode(model_dir), why,
+                      chosen)
+      _FALLBACKS[os.fsdecode(model_dir)] = note
+  return chosen
+
+
+def check_fits(checkpoint_path, scaffold=None):
+  """Raises CheckpointError when `checkpoint_path` would restore wrong shapes.
+
+  A resource variable restored from a tensor of another shape silently takes
+  that shape (TensorFlow checks nothing), and the model then fails later with
+  an unrelated-looking shape error, or not at all. Only the default Saver's
+  layout is checked (a variable's op name is its key in the checkpoint);
+  a custom Saver (Scaffold(saver=...) or the SAVERS collection) may map names
+  freely and is left to itself.
+
+  Args:
+    checkpoint_path: the checkpoint about to be restored, or None (nothing).
+    scaffold: the model's Scaffold, or None; one with a saver is not checked.
+  """
+  if not checkpoint_path or (scaffold is not None and
+                             scaffold.saver is not None):
+    return
+  graph = tf.compat.v1.get_default_graph()
+  if graph.get_collection(tf.compat.v1.GraphKeys.SAVERS):
+    return
+  try:
+    shapes = open_reader(checkpoint_path).get_variable_to_shape_map()
+  except (tf.errors.OpError, ValueError):
+    return  # Unreadable: the restore itself reports it.
+  wrong = []
+  for variable in graph.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES):
+    name = variable.op.name
+    shape = variable.shape
+    if name in shapes and shape.is_fully_defined() and (
+        list(shapes[name]) != shape.as_list()):
+      wrong.append(f"{name}: {shape.as_list()} in the model, "
+                   f"{list(shapes[name])} in the checkpoint")
+  if wrong:
+    shown = "; ".join(wrong[:4]) + ("; ..." if len(wrong) > 4 else "")
+    raise errors.CheckpointError(
+        f"the checkpoint {checkpoint_path} does not fit this model: "
+        f"{len(wrong)} variable(s) have other shapes ({shown}). It was "
+        "written by another model_fn or other params; it was left "
+        "untouched. Fix: train this model in a new model_dir, or run the "
+        "model_fn and params that wrote it.")

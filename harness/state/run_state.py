@@ -1,0 +1,161 @@
+"""Small files in `model_dir` that tell other tasks how training stands.
+
+The chief writes `training_stopped` (JSON) when its training loop ends for
+any reason (max_steps, early stopping, input exhausted, error, preemption)
+and removes it when training starts again. The evaluator reads it to know
+that no further checkpoint will come. Writes are atomic (temp + rename), so a
+reader never sees half a file. Every access is `tf.io.gfile` (through
+`harness.state.storage`), so the markers work on any filesystem the checkpoints
+do (gs://, s3://, hdfs://, ram://, local).
+"""
+
+import json
+import os
+import time
+
+from harness._tf import tf
+from harness.state import storage
+
+__all__ = ["MARKER_NAME", "write_training_stopped", "read_training_stopped",
+           "training_stopped_since", "clear_training_stopped",
+           "write_task_done", "tasks_done_since", "write_loop_ended",
+           "loops_ended_since", "write_task_started", "write_task_opened",
+           "task_records"]
+
+MARKER_NAME = "training_stopped"
+
+
+def _path(model_dir):
+  return os.path.join(os.fsdecode(model_dir), MARKER_NAME)
+
+
+def write_training_stopped(model_dir, reason, global_step):
+  """Atomically records that training ended, why, and at which step."""
+  payload = json.dumps({"reason": str(reason),
+                        "global_step": None if global_step is None
+                                       else int(global_step),
+                        "written_at": time.time()})
+  _write_atomic(model_dir, _path(model_dir), payload)
+
+
+def _write_atomic(model_dir, path, payload):
+  del model_dir  # The marker's folder; write_text_atomic creates it.
+  storage.write_text_atomic(path, payload)
+
+
+def _load_json(path):
+  """The JSON in `path`; None when missing; raises ValueError/OSError/
+  tf.errors.OpError when unreadable."""
+  text = storage.read_text(path)
+  return None if text is None else json.loads(text)
+
+
+def read_training_stopped(model_dir):
+  """The marker's dict, or None when training has not ended (or never ran)."""
+  try:
+    return _load_json(_path(model_dir))
+  except (OSError, ValueError, tf.errors.OpError):
+    return {"reason": "unreadable marker", "global_step": None}
+
+
+def training_stopped_since(model_dir, since):
+  """The marker's dict if it was written at or after `since` (time.time())."""
+  marker = read_training_stopped(model_dir)
+  if marker is None or marker.get("written_at", 0) < since:
+    return None
+  return marker
+
+
+def _done_path(model_dir, task_label):
+  return os.path.join(os.fsdecode(model_dir),
+                      "task_done-" + task_label.replace("/", "-"))
+
+
+def write_task_done(model_dir, task_label):
+  """Records that trainer `task_label` ("worker/1") left its training loop."""
+  _write_atomic(model_dir, _done_path(model_dir, task_label),
+                json.dumps({"written_at": time.time()}))
+
+
+def tasks_done_since(model_dir, task_labels, since):
+  """The subset of `task_labels` whose done-record is newer than `since`."""
+  done = set()
+  for label in task_labels:
+    record = _read_record(_done_path(model_dir, label))
+    if record is not None and record.get("written_at", 0) >= since:
+      done.add(label)
+  return done
+
+
+def _loop_ended_path(model_dir, task_label):
+  return os.path.join(os.fsdecode(model_dir),
+                      "loop_ended-" + task_label.replace("/", "-"))
+
+
+def write_loop_ended(model_dir, task_label):
+  """Records that trainer `task_label` left its step loop cleanly.
+
+  Written when the loop ended without an error (input exhausted, last
+  step reached), unlike `write_task_done`: a collective peer that sees this
+  task vanish then ends its own loop instead of reporting a lost peer.
+  """
+  _write_atomic(model_dir, _loop_ended_path(model_dir, task_label),
+                json.dumps({"written_at": time.time()}))
+
+
+def loops_ended_since(model_dir, task_labels, since):
+  """The subset of `task_labels` whose clean loop end is newer than `since`."""
+  ended = set()
+  for label in task_labels:
+    record = _read_record(_loop_ended_path(model_dir, label))
+    if record is not None and record.get("written_at", 0) >= since:
+      ended.add(label)
+  return ended
+
+
+def _started_path(model_dir, task_label):
+  return os.path.join(os.fsdecode(model_dir),
+                      "task_started-" + task_label.replace("/", "-"))
+
+
+def _read_record(path):
+  try:
+    record = _load_json(path)
+  except (OSError, ValueError, tf.errors.OpError):
+    return None
+  return record if isinstance(record, dict) else None
+
+
+def write_task_started(model_dir, task_label):
+  """Records that trainer `task_label` (re)starts training now.
+
+  Returns:
+    Its previous record ({"written_at": ..., "opened_at": ...}) or None.
+  """
+  path = _started_path(model_dir, task_label)
+  previous = _read_record(path)
+  _write_atomic(model_dir, path, json.dumps({"written_at": time.time()}))
+  return previous
+
+
+def write_task_opened(model_dir, task_label):
+  """Adds to the task's start record that its training session exists."""
+  path = _started_path(model_dir, task_label)
+  record = _read_record(path) or {"written_at": time.time()}
+  record["opened_at"] = time.time()
+  _write_atomic(model_dir, path, json.dumps(record))
+
+
+def task_records(model_dir, task_labels):
+  """{label: its start record} for the labels that have one."""
+  records = {}
+  for label in task_labels:
+    record = _read_record(_started_path(model_dir, label))
+    if record is not None:
+      records[label] = record
+  return records
+
+
+def clear_training_stopped(model_dir):
+  """Removes the marker (training is starting or resuming)."""
+  storage.remove_file(_path(model_dir))

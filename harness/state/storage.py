@@ -1,0 +1,154 @@
+"""File access for `model_dir` on any `tf.io.gfile` filesystem.
+
+Everything harness reads or writes under a model_dir (checkpoints, the
+run-state markers, exports, event files, predictions) goes through
+`tf.io.gfile`, so `gs://`, `s3://`, `hdfs://` and `ram://` model_dirs work
+like local ones::
+
+    storage.write_text_atomic(model_dir + "/training_stopped", "{...}")
+    text = storage.read_text(model_dir + "/training_stopped")  # or None
+    storage.move_dir_into_place(temp_dir, final_dir)
+
+Atomicity: a file is written under a temporary name next to its target and
+renamed over it (one object write on object stores, a POSIX rename on local
+disks and HDFS). A directory (an export) is renamed where the filesystem
+renames directories atomically (local, HDFS); elsewhere it is copied file by
+file with `saved_model.pb(txt)` last, so a reader that waits for that file
+(TF Serving, `list_exports`) never sees a partial export. docs/RELIABILITY.md
+lists what each filesystem guarantees. Path normalisation (no file
+access, no TensorFlow) is in `harness.state.paths`.
+"""
+
+import os
+import tempfile
+import uuid
+
+from absl import logging
+
+from harness._tf import tf
+
+__all__ = [
+    "renames_dirs_atomically",
+    "write_text_atomic",
+    "read_text",
+    "remove_file",
+    "move_dir_into_place",
+    "mtime_secs",
+    "temporary_model_dir",
+]
+
+# Schemes whose directory rename is one atomic metadata operation. Object
+# stores (gs, s3) rename a "directory" object by object; TensorFlow's ram://
+# renames the directory entry only and loses its files.
+_ATOMIC_DIR_RENAME_SCHEMES = frozenset(["", "file", "hdfs", "viewfs"])
+# Written last when a directory is copied: its presence marks a complete
+# SavedModel.
+_COMPLETION_FILES = ("saved_model.pb", "saved_model.pbtxt")
+
+
+def _scheme(path):
+  head, sep, _ = path.partition("://")
+  return head.lower() if sep else ""
+
+
+def renames_dirs_atomically(path):
+  """True when `path`'s filesystem renames a directory in one step."""
+  return _scheme(os.fsdecode(path)) in _ATOMIC_DIR_RENAME_SCHEMES
+
+
+def write_text_atomic(path, text):
+  """Writes `text` to `path`: a temporary sibling, then a rename over it.
+
+  The directory is created if missing. On failure the temporary file is
+  removed and the previous content of `path` (if any) is left as it was.
+  """
+  path = os.fsdecode(path)
+  directory = os.path.dirname(path)
+  if directory:
+    tf.io.gfile.makedirs(directory)
+  temp = os.path.join(
+      directory, f".tmp-{os.path.basename(path)}-{uuid.uuid4().hex[:12]}")
+  try:
+    with tf.io.gfile.GFile(temp, "w") as f:
+      f.write(text)
+    tf.io.gfile.rename(temp, path, overwrite=True)
+  except BaseException:
+    remove_file(temp)
+    raise
+
+
+def read_text(path):
+  """The content of `path` as str, or None when it does not exist."""
+  try:
+    with tf.io.gfile.GFile(os.fsdecode(path), "r") as f:
+      return f.read()
+  except tf.errors.NotFoundError:
+    return None
+
+
+def remove_file(path):
+  """Deletes `path` if it exists (a missing file is not an error)."""
+  try:
+    tf.io.gfile.remove(os.fsdecode(path))
+  except tf.errors.NotFoundError:
+    pass
+
+
+def mtime_secs(path):
+  """Modification time of `path` in seconds, or None if it cannot be read.
+
+  Some filesystems report 0 (TensorFlow's ram://); callers treat that as
+  "old".
+  """
+  try:
+    return tf.io.gfile.stat(os.fsdecode(path)).mtime_nsec / 1e9
+  except tf.errors.OpError:
+    return None
+
+
+def move_dir_into_place(temp_dir, final_dir):
+  """Moves the complete directory `temp_dir` to the new name `final_dir`.
+
+  Local disks and HDFS: one rename (atomic). Other filesystems: every file
+  is copied into `final_dir` with `saved_model.pb`/`.pbtxt` last, then
+  `temp_dir` is deleted; `final_dir` is visible early but incomplete until
+  that last file lands.
+
+  Raises:
+    tf.errors.AlreadyExistsError: `final_dir` exists already (nothing was
+      moved).
+  """
+  temp_dir, final_dir = os.fsdecode(temp_dir), os.fsdecode(final_dir)
+  if renames_dirs_atomically(final_dir):
+    tf.io.gfile.rename(temp_dir, final_dir, overwrite=False)
+    return
+  if tf.io.gfile.exists(final_dir):
+    raise tf.errors.AlreadyExistsError(
+        None, None, f"{final_dir} already exists")
+  files = []
+  for root, _, names in tf.io.gfile.walk(temp_dir):
+    files += [os.path.join(root, name) for name in names]
+  files.sort(key=lambda p: os.path.basename(p) in _COMPLETION_FILES)
+  tf.io.gfile.makedirs(final_dir)
+  for source in files:
+    dest = os.path.join(final_dir, source[len(temp_dir):].lstrip("/"))
+    tf.io.gfile.makedirs(os.path.dirname(dest))
+    tf.io.gfile.copy(source, dest, overwrite=False)
+  tf.io.gfile.rmtree(temp_dir)
+
+
+def temporary_model_dir():
+  """Makes the model_dir of a run given none, and says so in one log line.
+
+  The Estimator (no `model_dir`, none in RunConfig) and `harness.main` (no
+  `--model_dir`, none in TF_CONFIG) both come here. A temporary folder is
+  local by definition, so `tempfile` is right (no gfile filesystem makes
+  temporary folders).
+
+  Returns:
+    The new folder's absolute path.
+  """
+  model_dir = tempfile.mkdtemp(prefix="harness_model_")  # local-fs: temp
+  logging.warning("Using temporary folder as model directory: %s (no "
+                  "model_dir given)", model_dir)
+  return model_dir
