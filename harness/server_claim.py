@@ -160,9 +160,16 @@ class _Server:
     return bool(granted), holder.decode(), float(left)
 
   def close(self):
-    if self.session is not None:
-      self.session.close()
-      self.session = None
+    """Drops the session; closing it may fail on a restarted server."""
+    session, self.session = self.session, None
+    if session is not None:
+      try:
+        session.close()
+      except _tf().errors.OpError as e:
+        # The session is closed either way (TF marks it closed before the
+        # RPC); the server that held it restarted or is gone.
+        logging.info("remote | client | closing the claim session of %s: "
+                     "%s", self.label, e)
 
 
 def _holder(text):
