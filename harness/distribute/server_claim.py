@@ -54,8 +54,12 @@ def _tf():
   return tf
 
 
+def server_task(job, index):
+  return f"/job:{job}/replica:0/task:{index}"
+
+
 def server_device(job, index):
-  return f"/job:{job}/replica:0/task:{index}/device:CPU:0"
+  return f"{server_task(job, index)}/device:CPU:0"
 
 
 class ClaimOps:
@@ -149,7 +153,8 @@ class _Server:
       self.session = tf.compat.v1.Session(
           f"grpc://{self.address}", graph=self.ops.graph,
           config=tf.compat.v1.ConfigProto(
-              operation_timeout_in_ms=_RPC_TIMEOUT_MS))
+              operation_timeout_in_ms=_RPC_TIMEOUT_MS,
+              device_filters=[server_task(self.job, self.index)]))
     try:
       granted, holder, left = self.session.run(self.ops.change, feed_dict={
           self.ops.token: token, self.ops.timeout: timeout,
@@ -160,9 +165,16 @@ class _Server:
     return bool(granted), holder.decode(), float(left)
 
   def close(self):
-    if self.session is not None:
-      self.session.close()
-      self.session = None
+    """Drops the session; closing it may fail on a restarted server."""
+    session, self.session = self.session, None
+    if session is not None:
+      try:
+        session.close()
+      except _tf().errors.OpError as e:
+        # The session is closed either way (TF marks it closed before the
+        # RPC); the server that held it restarted or is gone.
+        logging.info("remote | client | closing the claim session of %s: "
+                     "%s", self.label, e)
 
 
 def _holder(text):
@@ -328,7 +340,12 @@ class Watchdog:
   def __init__(self, target, job, index):
     tf = _tf()
     self._ops = ClaimOps(server_device(job, index))
-    self._session = tf.compat.v1.Session(target, graph=self._ops.graph)
+    # Only this task: a session that lists the whole cluster's devices
+    # would dial tasks not started yet, and gRPC then refuses the clients'
+    # steps to them for its reconnect backoff ("Connection refused").
+    self._session = tf.compat.v1.Session(
+        target, graph=self._ops.graph, config=tf.compat.v1.ConfigProto(
+            device_filters=[server_task(job, index)]))
     self._session.run(self._ops.set_watched)
 
   def lost_client(self):
