@@ -17,6 +17,7 @@ Each removal is one INFO line:
 `cleanup | removed <path>: left by an interrupted checkpoint save`.
 """
 
+import math
 import os
 import re
 
@@ -66,8 +67,10 @@ def _remove(path, what):
 
 
 def _older(path, started_at):
+  # TensorFlow's local filesystem reports mtime in whole seconds: only a
+  # time in an earlier second than the run's start is surely older.
   mtime = storage.mtime_secs(path)
-  return mtime is None or mtime < started_at
+  return mtime is None or mtime < math.floor(started_at)
 
 
 def remove_leftovers(model_dir, *, started_at):
