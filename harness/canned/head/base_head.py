@@ -94,6 +94,18 @@ class Head(abc.ABC):
   def _summary_key(self, key):
     return f"{key}/{self.name}" if self.name else key
 
+  def _labels_loss(self, labels, logits, features, regularization_losses):
+    """The canned heads' `loss`: their `_processed_labels`, then their
+    `_unweighted_loss_and_weights`, reduced and regularized."""
+    with tf.compat.v1.name_scope("losses"):
+      logits = check_logits_final_dim(logits, self.logits_dimension)
+      processed = self._processed_labels(logits, labels)
+      unweighted_loss, weights = self._unweighted_loss_and_weights(
+          logits, processed, features)
+      training_loss = compute_weighted_loss(
+          unweighted_loss, weights, self.loss_reduction)
+      return regularized(training_loss, regularization_losses)
+
   def create_estimator_spec(self, features, mode, logits, labels=None,
                             optimizer=None, trainable_variables=None,
                             train_op_fn=None, update_ops=None,

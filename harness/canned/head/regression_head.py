@@ -100,15 +100,7 @@ class RegressionHead(base_head.Head):
            regularization_losses=None):
     """Regularized training loss, reduced by `loss_reduction`."""
     del mode  # The same in every mode.
-    with tf.compat.v1.name_scope("losses"):
-      logits = base_head.check_logits_final_dim(logits,
-                                                self._logits_dimension)
-      labels = self._processed_labels(logits, labels)
-      unweighted_loss, weights = self._unweighted_loss_and_weights(
-          logits, labels, features)
-      training_loss = base_head.compute_weighted_loss(
-          unweighted_loss, weights, self._loss_reduction)
-      return base_head.regularized(training_loss, regularization_losses)
+    return self._labels_loss(labels, logits, features, regularization_losses)
 
   def predictions(self, logits, keys=None):
     """`predictions` (and `logits` when there is an inverse link)."""
