@@ -186,9 +186,7 @@ class BinaryClassHead(base_head.Head):
                      regularization_losses=None):
     """Updates every metric of `metrics()` with one batch."""
     class_ids = self.predictions(logits, [_PRED.CLASS_IDS])[_PRED.CLASS_IDS]
-    logits = base_head.check_logits_final_dim(logits, 1)
-    labels = self._processed_labels(logits, labels)
-    unweighted_loss, weights = self._unweighted_loss_and_weights(
+    logits, labels, unweighted_loss, weights = self._checked_labels_and_loss(
         logits, labels, features)
     eval_metrics[self._loss_mean_key].update_state(
         values=unweighted_loss, sample_weight=weights)

@@ -226,10 +226,8 @@ class MultiLabelHead(base_head.Head):
   def update_metrics(self, eval_metrics, features, logits, labels,
                      regularization_losses=None):
     """Updates every metric of `metrics()` with one batch."""
-    logits = base_head.check_logits_final_dim(logits, self.logits_dimension)
-    processed = self._processed_labels(logits, labels)
-    unweighted_loss, weights = self._unweighted_loss_and_weights(
-        logits, processed, features)
+    logits, processed, unweighted_loss, weights = self._checked_labels_and_loss(
+        logits, labels, features)
     probabilities = self.predictions(
         logits, [_PRED.PROBABILITIES])[_PRED.PROBABILITIES]
     eval_metrics[self._loss_mean_key].update_state(

@@ -130,10 +130,8 @@ class RegressionHead(base_head.Head):
                      regularization_losses=None):
     """Updates every metric of `metrics()` with one batch."""
     predicted = self.predictions(logits)[_PRED.PREDICTIONS]
-    logits = base_head.check_logits_final_dim(logits, self.logits_dimension)
-    processed = self._processed_labels(logits, labels)
-    unweighted_loss, weights = self._unweighted_loss_and_weights(
-        logits, processed, features)
+    logits, processed, unweighted_loss, weights = self._checked_labels_and_loss(
+        logits, labels, features)
     eval_metrics[self._loss_mean_key].update_state(
         values=unweighted_loss, sample_weight=weights)
     # 2.15 averages the labels as fed (not reshaped) with the weights.
