@@ -19,6 +19,10 @@ import os as _os
 # TF_CONFIG parser start without importing TensorFlow at all.
 _os.environ["TF_USE_LEGACY_KERAS"] = "1"
 
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from harness import canned as _canned  # Names only: loads no TensorFlow.
+# pylint: enable=g-import-not-at-top,wrong-import-position
+
 # Public name -> module that defines it (loaded on first access).
 _EXPORTS = {
     "Estimator": "harness.estimator",
@@ -62,14 +66,7 @@ _EXPORTS = {
     "stop_if_no_decrease_hook": "harness.early_stopping",
     "stop_if_no_increase_hook": "harness.early_stopping",
     # Canned estimators and heads (tf.estimator 2.15's v2 classes).
-    **{name: "harness.canned" for name in (
-        "DNNClassifier", "DNNRegressor", "DNNEstimator", "LinearClassifier",
-        "LinearRegressor", "LinearEstimator", "DNNLinearCombinedClassifier",
-        "DNNLinearCombinedRegressor", "DNNLinearCombinedEstimator",
-        "BaselineClassifier", "BaselineRegressor", "BaselineEstimator",
-        "Head", "BinaryClassHead", "MultiClassHead", "MultiLabelHead",
-        "RegressionHead", "PoissonRegressionHead", "LogisticRegressionHead",
-        "MultiHead")},
+    **{name: "harness.canned" for name in _canned.__all__},
 }
 _SUBMODULES = frozenset([
     "canned", "errors", "export", "experimental", "inputs", "tpu"])
@@ -128,28 +125,8 @@ __all__ = [
     "stop_if_no_increase_hook",
     "stop_if_no_decrease_hook",
     "read_eval_metrics",
-    # Canned estimators.
-    "DNNClassifier",
-    "DNNRegressor",
-    "DNNEstimator",
-    "LinearClassifier",
-    "LinearRegressor",
-    "LinearEstimator",
-    "DNNLinearCombinedClassifier",
-    "DNNLinearCombinedRegressor",
-    "DNNLinearCombinedEstimator",
-    "BaselineClassifier",
-    "BaselineRegressor",
-    "BaselineEstimator",
-    # Heads.
-    "Head",
-    "BinaryClassHead",
-    "MultiClassHead",
-    "MultiLabelHead",
-    "RegressionHead",
-    "PoissonRegressionHead",
-    "LogisticRegressionHead",
-    "MultiHead",
+    # Canned estimators, then heads.
+    *_canned.__all__,
 ]
 
 # Canned estimators of tf.estimator 2.15 that harness does not provide,

@@ -294,8 +294,8 @@ def verify_model_fn_args(model_fn, params):
   return args
 
 
-def call_model_fn(model_fn, features, labels, mode, params, config):
-  """Calls `model_fn` with the arguments it declares; checks its result."""
+def model_fn_kwargs(model_fn, labels, mode, params, config):
+  """The keyword arguments besides `features` that `model_fn` declares."""
   args = fn_args(model_fn)
   kwargs = {}
   if "labels" in args:
@@ -310,6 +310,12 @@ def call_model_fn(model_fn, features, labels, mode, params, config):
     kwargs["params"] = params
   if "config" in args:
     kwargs["config"] = config
+  return kwargs
+
+
+def call_model_fn(model_fn, features, labels, mode, params, config):
+  """Calls `model_fn` with the arguments it declares; checks its result."""
+  kwargs = model_fn_kwargs(model_fn, labels, mode, params, config)
   result = model_fn(features=features, **kwargs)
   if not isinstance(result, EstimatorSpec):
     raise errors.ModelFnError(

@@ -11,6 +11,11 @@ Names load lazily, so `import harness.canned` costs nothing until used.
 
 import importlib
 
+# The heads (tf.estimator.*), as harness.canned.head names them.
+_HEADS = ("Head", "BinaryClassHead", "MultiClassHead", "MultiLabelHead",
+          "RegressionHead", "PoissonRegressionHead", "LogisticRegressionHead",
+          "MultiHead")
+
 # Public name -> module that defines it.
 _EXPORTS = {
     **{name: "harness.canned.dnn" for name in (
@@ -27,10 +32,7 @@ _EXPORTS = {
         "BaselineClassifier", "BaselineRegressor", "BaselineEstimator",
         "BaselineClassifierV1", "BaselineRegressorV1",
         "BaselineEstimatorV1")},
-    **{name: "harness.canned.head" for name in (
-        "Head", "BinaryClassHead", "MultiClassHead", "MultiLabelHead",
-        "RegressionHead", "PoissonRegressionHead", "LogisticRegressionHead",
-        "MultiHead")},
+    **{name: "harness.canned.head" for name in _HEADS},
 }
 
 # The v2 estimators and heads (tf.estimator.*), grouped.
@@ -49,14 +51,7 @@ __all__ = [
     "BaselineRegressor",
     "BaselineEstimator",
     # Heads.
-    "Head",
-    "BinaryClassHead",
-    "MultiClassHead",
-    "MultiLabelHead",
-    "RegressionHead",
-    "PoissonRegressionHead",
-    "LogisticRegressionHead",
-    "MultiHead",
+    *_HEADS,
 ]
 
 # tf.compat.v1.estimator name -> harness.canned name, where they differ.

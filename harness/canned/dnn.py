@@ -225,6 +225,25 @@ def dnn_model_fn_v1(features, labels, mode, head, hidden_units,
       train_op_fn=train_op_fn)
 
 
+def _model_fn_for(head, hidden_units, feature_columns, optimizer,
+                  activation_fn, dropout, batch_norm, v1=False,
+                  input_layer_partitioner=None):
+  """The model_fn every DNN class passes to `Estimator` (v1: the v1 one)."""
+  columns = tuple(feature_columns or [])
+
+  def _model_fn(features, labels, mode, config):
+    if v1:
+      return dnn_model_fn_v1(
+          features, labels, mode, head, hidden_units, columns, optimizer,
+          activation_fn, dropout, input_layer_partitioner, config,
+          batch_norm)
+    return dnn_model_fn_v2(
+        features, labels, mode, head, hidden_units, columns, optimizer,
+        activation_fn, dropout, config, batch_norm=batch_norm)
+
+  return _model_fn
+
+
 class DNNClassifier(estimator.Estimator):
   """tf.estimator.DNNClassifier: a feed-forward classifier.
 
@@ -261,15 +280,10 @@ class DNNClassifier(estimator.Estimator):
                loss_reduction=_SUM_OVER_BATCH, batch_norm=False):
     head = default_heads.binary_or_multi_class_head(
         n_classes, weight_column, label_vocabulary, loss_reduction)
-    columns = tuple(feature_columns or [])
-
-    def _model_fn(features, labels, mode, config):
-      return dnn_model_fn_v2(
-          features, labels, mode, head, hidden_units, columns, optimizer,
-          activation_fn, dropout, config, batch_norm=batch_norm)
-
-    super().__init__(model_fn=_model_fn, model_dir=model_dir, config=config,
-                     warm_start_from=warm_start_from)
+    super().__init__(
+        model_fn=_model_fn_for(head, hidden_units, feature_columns, optimizer,
+                               activation_fn, dropout, batch_norm),
+        model_dir=model_dir, config=config, warm_start_from=warm_start_from)
 
 
 class DNNRegressor(estimator.Estimator):
@@ -286,15 +300,10 @@ class DNNRegressor(estimator.Estimator):
                batch_norm=False):
     head = default_heads.regression_head(label_dimension, weight_column,
                                          loss_reduction)
-    columns = tuple(feature_columns or [])
-
-    def _model_fn(features, labels, mode, config):
-      return dnn_model_fn_v2(
-          features, labels, mode, head, hidden_units, columns, optimizer,
-          activation_fn, dropout, config, batch_norm=batch_norm)
-
-    super().__init__(model_fn=_model_fn, model_dir=model_dir, config=config,
-                     warm_start_from=warm_start_from)
+    super().__init__(
+        model_fn=_model_fn_for(head, hidden_units, feature_columns, optimizer,
+                               activation_fn, dropout, batch_norm),
+        model_dir=model_dir, config=config, warm_start_from=warm_start_from)
 
 
 class DNNEstimator(estimator.Estimator):
@@ -307,15 +316,10 @@ class DNNEstimator(estimator.Estimator):
   def __init__(self, head, hidden_units, feature_columns, model_dir=None,
                optimizer="Adagrad", activation_fn=tf.nn.relu, dropout=None,
                config=None, warm_start_from=None, batch_norm=False):
-    columns = tuple(feature_columns or [])
-
-    def _model_fn(features, labels, mode, config):
-      return dnn_model_fn_v2(
-          features, labels, mode, head, hidden_units, columns, optimizer,
-          activation_fn, dropout, config, batch_norm=batch_norm)
-
-    super().__init__(model_fn=_model_fn, model_dir=model_dir, config=config,
-                     warm_start_from=warm_start_from)
+    super().__init__(
+        model_fn=_model_fn_for(head, hidden_units, feature_columns, optimizer,
+                               activation_fn, dropout, batch_norm),
+        model_dir=model_dir, config=config, warm_start_from=warm_start_from)
 
 
 class DNNClassifierV1(estimator.Estimator):
@@ -329,16 +333,11 @@ class DNNClassifierV1(estimator.Estimator):
                batch_norm=False):
     head = default_heads.binary_or_multi_class_head(
         n_classes, weight_column, label_vocabulary, loss_reduction)
-    columns = tuple(feature_columns or [])
-
-    def _model_fn(features, labels, mode, config):
-      return dnn_model_fn_v1(
-          features, labels, mode, head, hidden_units, columns, optimizer,
-          activation_fn, dropout, input_layer_partitioner, config,
-          batch_norm)
-
-    super().__init__(model_fn=_model_fn, model_dir=model_dir, config=config,
-                     warm_start_from=warm_start_from)
+    super().__init__(
+        model_fn=_model_fn_for(head, hidden_units, feature_columns, optimizer,
+                               activation_fn, dropout, batch_norm, v1=True,
+                               input_layer_partitioner=input_layer_partitioner),
+        model_dir=model_dir, config=config, warm_start_from=warm_start_from)
 
 
 class DNNRegressorV1(estimator.Estimator):
@@ -352,16 +351,11 @@ class DNNRegressorV1(estimator.Estimator):
                batch_norm=False):
     head = default_heads.regression_head(label_dimension, weight_column,
                                          loss_reduction)
-    columns = tuple(feature_columns or [])
-
-    def _model_fn(features, labels, mode, config):
-      return dnn_model_fn_v1(
-          features, labels, mode, head, hidden_units, columns, optimizer,
-          activation_fn, dropout, input_layer_partitioner, config,
-          batch_norm)
-
-    super().__init__(model_fn=_model_fn, model_dir=model_dir, config=config,
-                     warm_start_from=warm_start_from)
+    super().__init__(
+        model_fn=_model_fn_for(head, hidden_units, feature_columns, optimizer,
+                               activation_fn, dropout, batch_norm, v1=True,
+                               input_layer_partitioner=input_layer_partitioner),
+        model_dir=model_dir, config=config, warm_start_from=warm_start_from)
 
 
 class DNNEstimatorV1(estimator.Estimator):
@@ -371,13 +365,8 @@ class DNNEstimatorV1(estimator.Estimator):
                optimizer="Adagrad", activation_fn=tf.nn.relu, dropout=None,
                input_layer_partitioner=None, config=None,
                warm_start_from=None, batch_norm=False):
-    columns = tuple(feature_columns or [])
-
-    def _model_fn(features, labels, mode, config):
-      return dnn_model_fn_v1(
-          features, labels, mode, head, hidden_units, columns, optimizer,
-          activation_fn, dropout, input_layer_partitioner, config,
-          batch_norm)
-
-    super().__init__(model_fn=_model_fn, model_dir=model_dir, config=config,
-                     warm_start_from=warm_start_from)
+    super().__init__(
+        model_fn=_model_fn_for(head, hidden_units, feature_columns, optimizer,
+                               activation_fn, dropout, batch_norm, v1=True,
+                               input_layer_partitioner=input_layer_partitioner),
+        model_dir=model_dir, config=config, warm_start_from=warm_start_from)

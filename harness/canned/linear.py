@@ -124,6 +124,22 @@ def linear_model_fn_v1(features, labels, mode, head, feature_columns,
       train_op_fn=train_op_fn)
 
 
+def _model_fn_for(head, feature_columns, optimizer, sparse_combiner, v1=False,
+                  partitioner=None):
+  """The model_fn every linear class passes to `Estimator` (v1: the v1 one)."""
+  columns = tuple(feature_columns or [])
+
+  def _model_fn(features, labels, mode, config):
+    if v1:
+      return linear_model_fn_v1(features, labels, mode, head, columns,
+                                optimizer, partitioner, config,
+                                sparse_combiner)
+    return linear_model_fn_v2(features, labels, mode, head, columns,
+                              optimizer, config, sparse_combiner)
+
+  return _model_fn
+
+
 class LinearClassifier(estimator.Estimator):
   """tf.estimator.LinearClassifier: logistic / softmax regression.
 
@@ -144,14 +160,10 @@ class LinearClassifier(estimator.Estimator):
                loss_reduction=_SUM_OVER_BATCH, sparse_combiner="sum"):
     head = default_heads.binary_or_multi_class_head(
         n_classes, weight_column, label_vocabulary, loss_reduction)
-    columns = tuple(feature_columns or [])
-
-    def _model_fn(features, labels, mode, config):
-      return linear_model_fn_v2(features, labels, mode, head, columns,
-                                optimizer, config, sparse_combiner)
-
-    super().__init__(model_fn=_model_fn, model_dir=model_dir, config=config,
-                     warm_start_from=warm_start_from)
+    super().__init__(
+        model_fn=_model_fn_for(head, feature_columns, optimizer,
+                               sparse_combiner),
+        model_dir=model_dir, config=config, warm_start_from=warm_start_from)
 
 
 class LinearRegressor(estimator.Estimator):
@@ -167,14 +179,10 @@ class LinearRegressor(estimator.Estimator):
                sparse_combiner="sum"):
     head = default_heads.regression_head(label_dimension, weight_column,
                                          loss_reduction)
-    columns = tuple(feature_columns or [])
-
-    def _model_fn(features, labels, mode, config):
-      return linear_model_fn_v2(features, labels, mode, head, columns,
-                                optimizer, config, sparse_combiner)
-
-    super().__init__(model_fn=_model_fn, model_dir=model_dir, config=config,
-                     warm_start_from=warm_start_from)
+    super().__init__(
+        model_fn=_model_fn_for(head, feature_columns, optimizer,
+                               sparse_combiner),
+        model_dir=model_dir, config=config, warm_start_from=warm_start_from)
 
 
 class LinearEstimator(estimator.Estimator):
@@ -186,14 +194,10 @@ class LinearEstimator(estimator.Estimator):
 
   def __init__(self, head, feature_columns, model_dir=None, optimizer="Ftrl",
                config=None, sparse_combiner="sum", warm_start_from=None):
-    columns = tuple(feature_columns or [])
-
-    def _model_fn(features, labels, mode, config):
-      return linear_model_fn_v2(features, labels, mode, head, columns,
-                                optimizer, config, sparse_combiner)
-
-    super().__init__(model_fn=_model_fn, model_dir=model_dir, config=config,
-                     warm_start_from=warm_start_from)
+    super().__init__(
+        model_fn=_model_fn_for(head, feature_columns, optimizer,
+                               sparse_combiner),
+        model_dir=model_dir, config=config, warm_start_from=warm_start_from)
 
 
 class LinearClassifierV1(estimator.Estimator):
@@ -205,15 +209,11 @@ class LinearClassifierV1(estimator.Estimator):
                loss_reduction=_V1_SUM, sparse_combiner="sum"):
     head = default_heads.binary_or_multi_class_head(
         n_classes, weight_column, label_vocabulary, loss_reduction)
-    columns = tuple(feature_columns or [])
-
-    def _model_fn(features, labels, mode, config):
-      return linear_model_fn_v1(features, labels, mode, head, columns,
-                                optimizer, partitioner, config,
-                                sparse_combiner)
-
-    super().__init__(model_fn=_model_fn, model_dir=model_dir, config=config,
-                     warm_start_from=warm_start_from)
+    super().__init__(
+        model_fn=_model_fn_for(head, feature_columns, optimizer,
+                               sparse_combiner, v1=True,
+                               partitioner=partitioner),
+        model_dir=model_dir, config=config, warm_start_from=warm_start_from)
 
 
 class LinearRegressorV1(estimator.Estimator):
@@ -225,15 +225,11 @@ class LinearRegressorV1(estimator.Estimator):
                loss_reduction=_V1_SUM, sparse_combiner="sum"):
     head = default_heads.regression_head(label_dimension, weight_column,
                                          loss_reduction)
-    columns = tuple(feature_columns or [])
-
-    def _model_fn(features, labels, mode, config):
-      return linear_model_fn_v1(features, labels, mode, head, columns,
-                                optimizer, partitioner, config,
-                                sparse_combiner)
-
-    super().__init__(model_fn=_model_fn, model_dir=model_dir, config=config,
-                     warm_start_from=warm_start_from)
+    super().__init__(
+        model_fn=_model_fn_for(head, feature_columns, optimizer,
+                               sparse_combiner, v1=True,
+                               partitioner=partitioner),
+        model_dir=model_dir, config=config, warm_start_from=warm_start_from)
 
 
 class LinearEstimatorV1(estimator.Estimator):
@@ -242,12 +238,8 @@ class LinearEstimatorV1(estimator.Estimator):
   def __init__(self, head, feature_columns, model_dir=None, optimizer="Ftrl",
                config=None, partitioner=None, sparse_combiner="sum",
                warm_start_from=None):
-    columns = tuple(feature_columns or [])
-
-    def _model_fn(features, labels, mode, config):
-      return linear_model_fn_v1(features, labels, mode, head, columns,
-                                optimizer, partitioner, config,
-                                sparse_combiner)
-
-    super().__init__(model_fn=_model_fn, model_dir=model_dir, config=config,
-                     warm_start_from=warm_start_from)
+    super().__init__(
+        model_fn=_model_fn_for(head, feature_columns, optimizer,
+                               sparse_combiner, v1=True,
+                               partitioner=partitioner),
+        model_dir=model_dir, config=config, warm_start_from=warm_start_from)

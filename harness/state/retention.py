@@ -73,6 +73,25 @@ def _older(path, started_at):
   return mtime is None or mtime < math.floor(started_at)
 
 
+def _remove_older(folder, what, limit_for):
+  """Removes each entry of `folder` last modified before `limit_for(name)`
+  (None: not a leftover, kept); returns the removed paths."""
+  folder = os.fsdecode(folder).rstrip("/")
+  removed = []
+  try:
+    names = tf.io.gfile.listdir(folder)
+  except tf.errors.NotFoundError:
+    return removed
+  for name in names:
+    name = name.rstrip("/")
+    path = f"{folder}/{name}"
+    limit = limit_for(name)
+    if limit is not None and _older(path, limit):
+      _remove(path, what)
+      removed.append(path)
+  return removed
+
+
 def remove_leftovers(model_dir, *, started_at):
   """Removes interrupted-save leftovers in `model_dir` older than the run.
 
@@ -85,23 +104,15 @@ def remove_leftovers(model_dir, *, started_at):
   Returns:
     The removed paths.
   """
-  model_dir = os.fsdecode(model_dir).rstrip("/")
-  removed = []
-  try:
-    names = tf.io.gfile.listdir(model_dir)
-  except tf.errors.NotFoundError:
-    return removed
-  for name in names:
-    name = name.rstrip("/")
-    path = f"{model_dir}/{name}"
+  def limit(name):
+    if not is_checkpoint_leftover(name):
+      return None
     # Only the chief saves checkpoints, and it has not saved yet: all of
     # TensorFlow's temporaries are from earlier runs. Markers' are anyone's.
-    limit = (started_at - _MARKER_WRITE_MARGIN_SECS
-             if name.startswith(".tmp-") else started_at)
-    if is_checkpoint_leftover(name) and _older(path, limit):
-      _remove(path, "checkpoint save")
-      removed.append(path)
-  return removed
+    return (started_at - _MARKER_WRITE_MARGIN_SECS
+            if name.startswith(".tmp-") else started_at)
+
+  return _remove_older(model_dir, "checkpoint save", limit)
 
 
 def remove_export_leftovers(export_dir_base, *, started_at):
@@ -110,19 +121,9 @@ def remove_export_leftovers(export_dir_base, *, started_at):
   Returns:
     The removed paths.
   """
-  base = os.fsdecode(export_dir_base).rstrip("/")
-  removed = []
-  try:
-    names = tf.io.gfile.listdir(base)
-  except tf.errors.NotFoundError:
-    return removed
-  for name in names:
-    name = name.rstrip("/")
-    path = f"{base}/{name}"
-    if name.startswith(EXPORT_TEMP_PREFIX) and _older(path, started_at):
-      _remove(path, "export")
-      removed.append(path)
-  return removed
+  return _remove_older(
+      export_dir_base, "export",
+      lambda name: started_at if name.startswith(EXPORT_TEMP_PREFIX) else None)
 
 
 class RecoverCheckpointsHook(tf.compat.v1.train.SessionRunHook):

@@ -66,30 +66,35 @@ def training_stopped_since(model_dir, since):
   return marker
 
 
-def _done_path(model_dir, task_label):
+def _task_path(model_dir, kind, task_label):
+  """model_dir/<kind>-<job>-<index>: one task's record of `kind`."""
   return os.path.join(os.fsdecode(model_dir),
-                      "task_done-" + task_label.replace("/", "-"))
+                      f"{kind}-" + task_label.replace("/", "-"))
+
+
+def _write_task_now(model_dir, kind, task_label):
+  _write_atomic(model_dir, _task_path(model_dir, kind, task_label),
+                json.dumps({"written_at": time.time()}))
+
+
+def _tasks_written_since(model_dir, kind, task_labels, since):
+  """The subset of `task_labels` whose `kind` record is newer than `since`."""
+  written = set()
+  for label in task_labels:
+    record = _read_record(_task_path(model_dir, kind, label))
+    if record is not None and record.get("written_at", 0) >= since:
+      written.add(label)
+  return written
 
 
 def write_task_done(model_dir, task_label):
   """Records that trainer `task_label` ("worker/1") left its training loop."""
-  _write_atomic(model_dir, _done_path(model_dir, task_label),
-                json.dumps({"written_at": time.time()}))
+  _write_task_now(model_dir, "task_done", task_label)
 
 
 def tasks_done_since(model_dir, task_labels, since):
   """The subset of `task_labels` whose done-record is newer than `since`."""
-  done = set()
-  for label in task_labels:
-    record = _read_record(_done_path(model_dir, label))
-    if record is not None and record.get("written_at", 0) >= since:
-      done.add(label)
-  return done
-
-
-def _loop_ended_path(model_dir, task_label):
-  return os.path.join(os.fsdecode(model_dir),
-                      "loop_ended-" + task_label.replace("/", "-"))
+  return _tasks_written_since(model_dir, "task_done", task_labels, since)
 
 
 def write_loop_ended(model_dir, task_label):
@@ -99,23 +104,16 @@ def write_loop_ended(model_dir, task_label):
   step reached), unlike `write_task_done`: a collective peer that sees this
   task vanish then ends its own loop instead of reporting a lost peer.
   """
-  _write_atomic(model_dir, _loop_ended_path(model_dir, task_label),
-                json.dumps({"written_at": time.time()}))
+  _write_task_now(model_dir, "loop_ended", task_label)
 
 
 def loops_ended_since(model_dir, task_labels, since):
   """The subset of `task_labels` whose clean loop end is newer than `since`."""
-  ended = set()
-  for label in task_labels:
-    record = _read_record(_loop_ended_path(model_dir, label))
-    if record is not None and record.get("written_at", 0) >= since:
-      ended.add(label)
-  return ended
+  return _tasks_written_since(model_dir, "loop_ended", task_labels, since)
 
 
 def _started_path(model_dir, task_label):
-  return os.path.join(os.fsdecode(model_dir),
-                      "task_started-" + task_label.replace("/", "-"))
+  return _task_path(model_dir, "task_started", task_label)
 
 
 def _read_record(path):

@@ -246,18 +246,9 @@ class TPUEstimator(estimator_lib.Estimator):
     if batch_size is not None:
       params[_BATCH_SIZE_KEY] = batch_size
     params[_USE_TPU_KEY] = False
-    args = spec_lib.fn_args(self._model_fn)
-    kwargs = {"params": params}
-    if "labels" in args:
-      kwargs["labels"] = labels
-    elif labels is not None:
-      raise errors.ModelFnError(
-          "model_fn does not take labels, but input_fn returns labels. Fix: "
-          "add a `labels` argument to model_fn, or return features only.")
-    if "mode" in args:
-      kwargs["mode"] = mode
-    if "config" in args:
-      kwargs["config"] = config
+    kwargs = spec_lib.model_fn_kwargs(self._model_fn, labels, mode, params,
+                                      config)
+    kwargs["params"] = params  # TPUEstimator's model_fn always takes params.
     # Inside steps_per_loop's while loop (K > 1): model_fn's tensors live in
     # the loop body.
     in_loop = (mode == ModeKeys.TRAIN and config.steps_per_loop != 1 and

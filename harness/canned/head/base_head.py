@@ -94,6 +94,25 @@ class Head(abc.ABC):
   def _summary_key(self, key):
     return f"{key}/{self.name}" if self.name else key
 
+  def _checked_labels_and_loss(self, logits, labels, features):
+    """(logits, processed labels, unweighted loss, weights) of the canned
+    heads: their `_processed_labels` and `_unweighted_loss_and_weights`."""
+    logits = check_logits_final_dim(logits, self.logits_dimension)
+    processed = self._processed_labels(logits, labels)
+    unweighted_loss, weights = self._unweighted_loss_and_weights(
+        logits, processed, features)
+    return logits, processed, unweighted_loss, weights
+
+  def _labels_loss(self, labels, logits, features, regularization_losses):
+    """The canned heads' `loss`: `_checked_labels_and_loss`, reduced and
+    regularized."""
+    with tf.compat.v1.name_scope("losses"):
+      _, _, unweighted_loss, weights = self._checked_labels_and_loss(
+          logits, labels, features)
+      training_loss = compute_weighted_loss(
+          unweighted_loss, weights, self.loss_reduction)
+      return regularized(training_loss, regularization_losses)
+
   def create_estimator_spec(self, features, mode, logits, labels=None,
                             optimizer=None, trainable_variables=None,
                             train_op_fn=None, update_ops=None,

@@ -12,9 +12,9 @@ threshold, accuracy/precision/recall ``/positive_threshold_<t>``).
 from harness import errors
 from harness._tf import tf
 from harness.canned.head import base_head
+from harness.canned.head import classification
 from harness.canned.head import metric_keys
 from harness.canned.head import prediction_keys
-from harness.export import outputs
 
 __all__ = ["BinaryClassHead"]
 
@@ -121,14 +121,7 @@ class BinaryClassHead(base_head.Head):
            regularization_losses=None):
     """Regularized training loss, reduced by `loss_reduction`."""
     del mode  # The same in every mode.
-    with tf.compat.v1.name_scope("losses"):
-      logits = base_head.check_logits_final_dim(logits, 1)
-      labels = self._processed_labels(logits, labels)
-      unweighted_loss, weights = self._unweighted_loss_and_weights(
-          logits, labels, features)
-      training_loss = base_head.compute_weighted_loss(
-          unweighted_loss, weights, self._loss_reduction)
-      return base_head.regularized(training_loss, regularization_losses)
+    return self._labels_loss(labels, logits, features, regularization_losses)
 
   def predictions(self, logits, keys=None):
     """logits, logistic, probabilities, class_ids, classes, all_class_ids,
@@ -152,18 +145,8 @@ class BinaryClassHead(base_head.Head):
       if _PRED.PROBABILITIES in keys:
         predictions[_PRED.PROBABILITIES] = tf.nn.softmax(
             two_class_logits, name=_PRED.PROBABILITIES)
-      if _PRED.CLASS_IDS in keys or _PRED.CLASSES in keys:
-        class_ids = tf.expand_dims(
-            tf.argmax(two_class_logits, axis=-1, name=_PRED.CLASS_IDS), -1)
-        if _PRED.CLASS_IDS in keys:
-          predictions[_PRED.CLASS_IDS] = class_ids
-        if _PRED.CLASSES in keys:
-          if self._label_vocabulary is not None:
-            classes = base_head.class_string_table(
-                self._label_vocabulary).lookup(class_ids)
-          else:
-            classes = tf.strings.as_string(class_ids, name="str_classes")
-          predictions[_PRED.CLASSES] = classes
+      classification.add_class_predictions(
+          predictions, keys, two_class_logits, self._label_vocabulary)
       if _PRED.ALL_CLASS_IDS in keys:
         predictions[_PRED.ALL_CLASS_IDS] = base_head.all_class_ids(logits, 2)
       if _PRED.ALL_CLASSES in keys:
@@ -194,22 +177,16 @@ class BinaryClassHead(base_head.Head):
       if regularization_losses is not None:
         eval_metrics[self._loss_regularization_key] = metrics_lib.Mean(
             name=_KEYS.LOSS_REGULARIZATION)
-      for i, threshold in enumerate(self._thresholds):
-        eval_metrics[self._accuracy_keys[i]] = metrics_lib.BinaryAccuracy(
-            name=self._accuracy_keys[i], threshold=threshold)
-        eval_metrics[self._precision_keys[i]] = metrics_lib.Precision(
-            name=self._precision_keys[i], thresholds=threshold)
-        eval_metrics[self._recall_keys[i]] = metrics_lib.Recall(
-            name=self._recall_keys[i], thresholds=threshold)
+      classification.add_threshold_metrics(
+          eval_metrics, self._thresholds, self._accuracy_keys,
+          self._precision_keys, self._recall_keys)
     return eval_metrics
 
   def update_metrics(self, eval_metrics, features, logits, labels,
                      regularization_losses=None):
     """Updates every metric of `metrics()` with one batch."""
     class_ids = self.predictions(logits, [_PRED.CLASS_IDS])[_PRED.CLASS_IDS]
-    logits = base_head.check_logits_final_dim(logits, 1)
-    labels = self._processed_labels(logits, labels)
-    unweighted_loss, weights = self._unweighted_loss_and_weights(
+    logits, labels, unweighted_loss, weights = self._checked_labels_and_loss(
         logits, labels, features)
     eval_metrics[self._loss_mean_key].update_state(
         values=unweighted_loss, sample_weight=weights)
@@ -229,11 +206,10 @@ class BinaryClassHead(base_head.Head):
     if regularization_losses is not None:
       eval_metrics[self._loss_regularization_key].update_state(
           values=tf.math.add_n(regularization_losses))
-    for keys in zip(self._accuracy_keys, self._precision_keys,
-                    self._recall_keys):
-      for key in keys:
-        eval_metrics[key].update_state(
-            y_true=labels, y_pred=logistic, sample_weight=weights)
+    classification.update_threshold_metrics(
+        eval_metrics,
+        (self._accuracy_keys, self._precision_keys, self._recall_keys),
+        labels, logistic, weights)
     return eval_metrics
 
   def create_estimator_spec(self, features, mode, logits, labels=None,
@@ -244,16 +220,9 @@ class BinaryClassHead(base_head.Head):
     `regression` returns the logistic, `predict` every prediction."""
 
     def export_outputs(predictions):
-      classifier = base_head.classification_output(
-          scores=predictions[_PRED.PROBABILITIES], n_classes=2,
-          label_vocabulary=self._label_vocabulary)
-      return {
-          base_head.DEFAULT_SERVING_KEY: classifier,
-          base_head.CLASSIFY_SERVING_KEY: classifier,
-          base_head.REGRESS_SERVING_KEY: outputs.RegressionOutput(
-              value=predictions[_PRED.LOGISTIC]),
-          base_head.PREDICT_SERVING_KEY: outputs.PredictOutput(predictions),
-      }
+      return classification.export_outputs(
+          predictions, 2, self._label_vocabulary,
+          regression_value=predictions[_PRED.LOGISTIC])
 
     return base_head.build_estimator_spec(
         self, features, mode, logits, labels, export_outputs,

@@ -10,9 +10,9 @@ Eval reports accuracy and average_loss (plus regularization_loss when given).
 from harness import errors
 from harness._tf import tf
 from harness.canned.head import base_head
+from harness.canned.head import classification
 from harness.canned.head import metric_keys
 from harness.canned.head import prediction_keys
-from harness.export import outputs
 
 __all__ = ["MultiClassHead"]
 
@@ -111,14 +111,7 @@ class MultiClassHead(base_head.Head):
            regularization_losses=None):
     """Regularized training loss, reduced by `loss_reduction`."""
     del mode  # The same in every mode.
-    with tf.compat.v1.name_scope("losses"):
-      logits = base_head.check_logits_final_dim(logits, self.logits_dimension)
-      label_ids = self._processed_labels(logits, labels)
-      unweighted_loss, weights = self._unweighted_loss_and_weights(
-          logits, label_ids, features)
-      training_loss = base_head.compute_weighted_loss(
-          unweighted_loss, weights, self._loss_reduction)
-      return base_head.regularized(training_loss, regularization_losses)
+    return self._labels_loss(labels, logits, features, regularization_losses)
 
   def predictions(self, logits, keys=None):
     """logits, probabilities, class_ids, classes, all_class_ids, all_classes
@@ -137,18 +130,8 @@ class MultiClassHead(base_head.Head):
       if _PRED.PROBABILITIES in keys:
         predictions[_PRED.PROBABILITIES] = tf.nn.softmax(
             logits, name=_PRED.PROBABILITIES)
-      if _PRED.CLASS_IDS in keys or _PRED.CLASSES in keys:
-        class_ids = tf.expand_dims(
-            tf.argmax(logits, axis=-1, name=_PRED.CLASS_IDS), -1)
-        if _PRED.CLASS_IDS in keys:
-          predictions[_PRED.CLASS_IDS] = class_ids
-        if _PRED.CLASSES in keys:
-          if self._label_vocabulary is not None:
-            classes = base_head.class_string_table(
-                self._label_vocabulary).lookup(class_ids)
-          else:
-            classes = tf.strings.as_string(class_ids, name="str_classes")
-          predictions[_PRED.CLASSES] = classes
+      classification.add_class_predictions(
+          predictions, keys, logits, self._label_vocabulary)
       if _PRED.ALL_CLASS_IDS in keys:
         predictions[_PRED.ALL_CLASS_IDS] = base_head.all_class_ids(
             logits, self._n_classes)
@@ -173,10 +156,8 @@ class MultiClassHead(base_head.Head):
                      regularization_losses=None):
     """Updates every metric of `metrics()` with one batch."""
     class_ids = self.predictions(logits, [_PRED.CLASS_IDS])[_PRED.CLASS_IDS]
-    logits = base_head.check_logits_final_dim(logits, self.logits_dimension)
-    label_ids = self._processed_labels(logits, labels)
-    unweighted_loss, weights = self._unweighted_loss_and_weights(
-        logits, label_ids, features)
+    logits, label_ids, unweighted_loss, weights = self._checked_labels_and_loss(
+        logits, labels, features)
     eval_metrics[self._loss_mean_key].update_state(
         values=unweighted_loss, sample_weight=weights)
     eval_metrics[self._accuracy_key].update_state(
@@ -194,14 +175,8 @@ class MultiClassHead(base_head.Head):
     `predict` returns every prediction."""
 
     def export_outputs(predictions):
-      classifier = base_head.classification_output(
-          scores=predictions[_PRED.PROBABILITIES], n_classes=self._n_classes,
-          label_vocabulary=self._label_vocabulary)
-      return {
-          base_head.DEFAULT_SERVING_KEY: classifier,
-          base_head.CLASSIFY_SERVING_KEY: classifier,
-          base_head.PREDICT_SERVING_KEY: outputs.PredictOutput(predictions),
-      }
+      return classification.export_outputs(
+          predictions, self._n_classes, self._label_vocabulary)
 
     return base_head.build_estimator_spec(
         self, features, mode, logits, labels, export_outputs,

@@ -12,9 +12,9 @@ probability_mean / auc / auc_precision_recall.
 from harness import errors
 from harness._tf import tf
 from harness.canned.head import base_head
+from harness.canned.head import classification
 from harness.canned.head import metric_keys
 from harness.canned.head import prediction_keys
-from harness.export import outputs
 
 __all__ = ["MultiLabelHead"]
 
@@ -177,14 +177,7 @@ class MultiLabelHead(base_head.Head):
            regularization_losses=None):
     """Regularized training loss, reduced by `loss_reduction`."""
     del mode  # The same in every mode.
-    with tf.compat.v1.name_scope("losses"):
-      logits = base_head.check_logits_final_dim(logits, self.logits_dimension)
-      processed = self._processed_labels(logits, labels)
-      unweighted_loss, weights = self._unweighted_loss_and_weights(
-          logits, processed, features)
-      training_loss = base_head.compute_weighted_loss(
-          unweighted_loss, weights, self._loss_reduction)
-      return base_head.regularized(training_loss, regularization_losses)
+    return self._labels_loss(labels, logits, features, regularization_losses)
 
   def predictions(self, logits, keys=None):
     """logits, probabilities, classes (every class string), or `keys`."""
@@ -218,13 +211,9 @@ class MultiLabelHead(base_head.Head):
       if regularization_losses is not None:
         eval_metrics[self._loss_regularization_key] = metrics_lib.Mean(
             name=_KEYS.LOSS_REGULARIZATION)
-      for i, threshold in enumerate(self._thresholds):
-        eval_metrics[self._accuracy_keys[i]] = metrics_lib.BinaryAccuracy(
-            name=self._accuracy_keys[i], threshold=threshold)
-        eval_metrics[self._precision_keys[i]] = metrics_lib.Precision(
-            name=self._precision_keys[i], thresholds=threshold)
-        eval_metrics[self._recall_keys[i]] = metrics_lib.Recall(
-            name=self._recall_keys[i], thresholds=threshold)
+      classification.add_threshold_metrics(
+          eval_metrics, self._thresholds, self._accuracy_keys,
+          self._precision_keys, self._recall_keys)
       for i in range(len(self._classes_for_class_based_metrics)):
         eval_metrics[self._prob_keys[i]] = metrics_lib.Mean(
             name=self._prob_keys[i])
@@ -237,10 +226,8 @@ class MultiLabelHead(base_head.Head):
   def update_metrics(self, eval_metrics, features, logits, labels,
                      regularization_losses=None):
     """Updates every metric of `metrics()` with one batch."""
-    logits = base_head.check_logits_final_dim(logits, self.logits_dimension)
-    processed = self._processed_labels(logits, labels)
-    unweighted_loss, weights = self._unweighted_loss_and_weights(
-        logits, processed, features)
+    logits, processed, unweighted_loss, weights = self._checked_labels_and_loss(
+        logits, labels, features)
     probabilities = self.predictions(
         logits, [_PRED.PROBABILITIES])[_PRED.PROBABILITIES]
     eval_metrics[self._loss_mean_key].update_state(
@@ -251,11 +238,10 @@ class MultiLabelHead(base_head.Head):
     if regularization_losses is not None:
       eval_metrics[self._loss_regularization_key].update_state(
           values=tf.math.add_n(regularization_losses))
-    for keys in zip(self._accuracy_keys, self._precision_keys,
-                    self._recall_keys):
-      for key in keys:
-        eval_metrics[key].update_state(
-            y_true=processed, y_pred=probabilities, sample_weight=weights)
+    classification.update_threshold_metrics(
+        eval_metrics,
+        (self._accuracy_keys, self._precision_keys, self._recall_keys),
+        processed, probabilities, weights)
     for i, class_id in enumerate(self._classes_for_class_based_metrics):
       class_probabilities = probabilities[..., class_id:class_id + 1]
       class_labels = processed[..., class_id:class_id + 1]
@@ -275,14 +261,8 @@ class MultiLabelHead(base_head.Head):
     `predict` returns every prediction."""
 
     def export_outputs(predictions):
-      classifier = base_head.classification_output(
-          scores=predictions[_PRED.PROBABILITIES], n_classes=self._n_classes,
-          label_vocabulary=self._label_vocabulary)
-      return {
-          base_head.DEFAULT_SERVING_KEY: classifier,
-          base_head.CLASSIFY_SERVING_KEY: classifier,
-          base_head.PREDICT_SERVING_KEY: outputs.PredictOutput(predictions),
-      }
+      return classification.export_outputs(
+          predictions, self._n_classes, self._label_vocabulary)
 
     return base_head.build_estimator_spec(
         self, features, mode, logits, labels, export_outputs,

@@ -100,15 +100,7 @@ class RegressionHead(base_head.Head):
            regularization_losses=None):
     """Regularized training loss, reduced by `loss_reduction`."""
     del mode  # The same in every mode.
-    with tf.compat.v1.name_scope("losses"):
-      logits = base_head.check_logits_final_dim(logits,
-                                                self._logits_dimension)
-      labels = self._processed_labels(logits, labels)
-      unweighted_loss, weights = self._unweighted_loss_and_weights(
-          logits, labels, features)
-      training_loss = base_head.compute_weighted_loss(
-          unweighted_loss, weights, self._loss_reduction)
-      return base_head.regularized(training_loss, regularization_losses)
+    return self._labels_loss(labels, logits, features, regularization_losses)
 
   def predictions(self, logits, keys=None):
     """`predictions` (and `logits` when there is an inverse link)."""
@@ -138,10 +130,8 @@ class RegressionHead(base_head.Head):
                      regularization_losses=None):
     """Updates every metric of `metrics()` with one batch."""
     predicted = self.predictions(logits)[_PRED.PREDICTIONS]
-    logits = base_head.check_logits_final_dim(logits, self.logits_dimension)
-    processed = self._processed_labels(logits, labels)
-    unweighted_loss, weights = self._unweighted_loss_and_weights(
-        logits, processed, features)
+    logits, processed, unweighted_loss, weights = self._checked_labels_and_loss(
+        logits, labels, features)
     eval_metrics[self._loss_mean_key].update_state(
         values=unweighted_loss, sample_weight=weights)
     # 2.15 averages the labels as fed (not reshaped) with the weights.
