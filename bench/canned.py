@@ -192,15 +192,11 @@ def main(argv=None):
   parser.add_argument("--out", default=os.path.join(_ROOT, "bench",
                                                     "RESULTS.md"))
   args = parser.parse_args(argv)
-  start = time.time()
-  uptime_before = report.uptime()
-  results = measure(args.rounds, args.warmup_steps, args.timed_steps)
-  command = "python -m bench.canned" + "".join(f" {a}" for a in argv)
-  text = render(results, command=command, elapsed_secs=time.time() - start,
-                uptime_before=uptime_before, uptime_after=report.uptime())
-  report.write_section(args.out, text, begin=BEGIN, end=END)
-  print(text)
-  return 0
+  return report.measure_and_write(
+      "python -m bench.canned", argv,
+      lambda: measure(args.rounds, args.warmup_steps,
+                      args.timed_steps), render,
+      out=args.out, begin=BEGIN, end=END)
 
 
 if __name__ == "__main__":

@@ -134,17 +134,12 @@ def main(argv=None):
   parser.add_argument("--steps", type=int, default=1500)
   parser.add_argument("--out", default=os.path.join(_ROOT, "bench",
                                                     "RESULTS.md"))
-  args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-  start = time.time()
-  uptime_before = report.uptime()
-  results = measure(args.rounds, args.steps)
-  command = "python -m bench.hook_cost" + "".join(
-      f" {a}" for a in (sys.argv[1:] if argv is None else argv))
-  text = render(results, command=command, elapsed_secs=time.time() - start,
-                uptime_before=uptime_before, uptime_after=report.uptime())
-  report.write_section(args.out, text, begin=BEGIN, end=END)
-  print(text)
-  return 0
+  argv = sys.argv[1:] if argv is None else argv
+  args = parser.parse_args(argv)
+  return report.measure_and_write(
+      "python -m bench.hook_cost", argv,
+      lambda: measure(args.rounds, args.steps), render,
+      out=args.out, begin=BEGIN, end=END)
 
 
 if __name__ == "__main__":

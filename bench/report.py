@@ -10,8 +10,10 @@ import importlib.metadata
 import os
 import platform
 import statistics
+import time
 
-__all__ = ["uptime", "machine", "render", "write_section", "BEGIN", "END"]
+__all__ = ["uptime", "machine", "render", "write_section", "measure_and_write",
+           "BEGIN", "END"]
 
 BEGIN = "<!-- bench.run: generated section begins -->"
 END = "<!-- bench.run: generated section ends -->"
@@ -284,3 +286,28 @@ def write_section(path, text, *, begin=BEGIN, end=END):
     new = "# Benchmark results\n\n" + text + "\n"
   with open(path, "w", encoding="utf-8") as f:
     f.write(new)
+
+
+def measure_and_write(prog, argv, measure, render_fn, *, out, begin, end):
+  """The tail of a one-section benchmark's main: measure, render, write.
+
+  Args:
+    prog: the command as a user types it ("python -m bench.tpu_loop").
+    argv: its arguments (shown in the section after `prog`).
+    measure: `fn() -> results`.
+    render_fn: `fn(results, *, command, elapsed_secs, uptime_before,
+      uptime_after) -> text`, the section between `begin` and `end`.
+    out, begin, end: as `write_section`'s path, begin, end.
+
+  Returns:
+    0 (the exit status).
+  """
+  start = time.time()
+  uptime_before = uptime()
+  results = measure()
+  text = render_fn(results, command=prog + "".join(f" {a}" for a in argv),
+                   elapsed_secs=time.time() - start,
+                   uptime_before=uptime_before, uptime_after=uptime())
+  write_section(out, text, begin=begin, end=end)
+  print(text)
+  return 0
