@@ -44,7 +44,8 @@ SUBPACKAGES = {
                    "strategies"},
     "cli": {"bad_flags", "diagnose", "flags", "job", "k8s_policy",
             "legacy_imports", "registry", "results_text",
-            "tensorboard_server"},
+            "tensorboard_server",
+            "k8s_config", "k8s_manifests",},
 }
 # Names the docs show by their module path.
 DOCUMENTED_NAMES = (
