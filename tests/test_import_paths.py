@@ -45,7 +45,7 @@ SUBPACKAGES = {
     "cli": {"bad_flags", "diagnose", "flags", "job", "k8s_policy",
             "legacy_imports", "registry", "results_text",
             "tensorboard_server",
-            "k8s_config", "k8s_manifests",},
+            "k8s_config", "k8s_manifests", "task_supervisor"},
 }
 # Names the docs show by their module path.
 DOCUMENTED_NAMES = (
