@@ -91,11 +91,15 @@ class ImportPathsTest(parameterized.TestCase):
                                        function)), f"{module}:{function}")
 
   def test_compat_alias_targets_import(self):
-    # Every "harness.x.y" or "harness.x:name" string in compat.py.
-    tree = ast.parse((ROOT / "harness" / "compat.py").read_text())
-    targets = {node.value for node in ast.walk(tree)
-               if isinstance(node, ast.Constant) and isinstance(node.value, str)
-               and re.fullmatch(r"harness(\.\w+)+(:\w+)?", node.value)}
+    # Every "harness.x.y" or "harness.x:name" string in compat.py and its
+    # alias table.
+    targets = set()
+    for module in ("compat.py", "compat_aliases.py"):
+      tree = ast.parse((ROOT / "harness" / module).read_text())
+      targets |= {
+          node.value for node in ast.walk(tree)
+          if isinstance(node, ast.Constant) and isinstance(node.value, str)
+          and re.fullmatch(r"harness(\.\w+)+(:\w+)?", node.value)}
     self.assertGreater(len(targets), 5)
     for target in sorted(targets):
       module, _, name = target.partition(":")
