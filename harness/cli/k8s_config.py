@@ -23,7 +23,8 @@ from harness.cli import k8s_policy
 __all__ = [
     "K8sConfig", "training_tasks", "cluster_addresses",
     "CLUSTER_ENV", "TASK_TYPE_ENV", "TASK_INDEX_ENV", "JOB_INDEX_ENV",
-    "CONTAINER", "MODEL_MOUNT", "SCRATCH_MOUNT", "ENTRYPOINT", "CONFIG_ERROR_EXIT_CODE",
+    "CONTAINER", "MODEL_MOUNT", "SCRATCH_MOUNT", "ENTRYPOINT",
+    "CONFIG_ERROR_EXIT_CODE",
 ]
 
 CLUSTER_ENV = "HARNESS_K8S_CLUSTER"
