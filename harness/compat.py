@@ -24,19 +24,20 @@ object, so nothing is copied and nothing goes stale. A public name that
 harness lacks raises `harness.errors.NotSupportedError` naming it. Importing
 twice, or calling `install()` again, changes nothing.
 
+The table of module paths and names, and the alias module type, are
+`harness/compat_aliases.py`; this module installs them.
+
 Importing harness sets `TF_USE_LEGACY_KERAS=1` before TensorFlow loads; if
 Keras 3 was already loaded, the import raises `harness.errors.
 LegacyKerasError` unchanged.
 """
 
-import importlib
 import importlib.abc
-import importlib.machinery
 import re
 import sys
-import types
 
 from harness import _tf_private
+from harness import compat_aliases
 from harness import errors
 # Loads TensorFlow with TF_USE_LEGACY_KERAS=1, or raises LegacyKerasError.
 from harness._tf import tf
@@ -49,24 +50,6 @@ V2_NAMESPACE = "tensorflow_estimator.python.estimator.api._v2.estimator"
 _PACKAGE = "tensorflow_estimator.python.estimator"
 _MIRROR = "tensorflow.python.estimator"
 _ROOTS = ("tensorflow_estimator", _MIRROR)
-_MARKER = "_harness_alias"
-
-_FIX = ("Fix: use the tf.estimator name harness provides (see "
-        "`dir(harness)`), express the model as a model_fn, or keep that job "
-        "on tf.estimator 2.15.")
-_CANNED_WHY = ("harness provides the canned modules dnn, linear, "
-               "dnn_linear_combined, baseline, optimizers, metric_keys, "
-               "prediction_keys and head.* (the v2 heads), not this one "
-               "(BoostedTrees, RNN, KMeans, TimeSeries and the v1 "
-               "canned.head module are not provided). Fix: use those "
-               "classes, express the model as a model_fn, or keep that "
-               "job on tf.estimator 2.15.")
-_TPU_WHY = ("harness provides TPUEstimator for CPU/GPU (use_tpu=False) "
-            "through the tpu, tpu.tpu_estimator and tpu.tpu_config modules "
-            "only. Fix: import TPUEstimator, TPUEstimatorSpec, RunConfig, "
-            "TPUConfig from tensorflow_estimator.python.estimator.tpu."
-            "tpu_estimator / tpu_config, or keep that job on tf.estimator "
-            "2.15.")
 
 
 class ModuleNotProvidedError(errors.NotSupportedError, ModuleNotFoundError):
@@ -75,185 +58,6 @@ class ModuleNotProvidedError(errors.NotSupportedError, ModuleNotFoundError):
   Also a `ModuleNotFoundError`, so `try: import ... except ImportError`
   probes in libraries keep working.
   """
-
-
-class _AliasModule(types.ModuleType):
-  """A module whose public names forward, on each access, to harness.
-
-  Lookup order: real attributes (child alias modules), `names` (explicit
-  `{name: "module:attr"}`), `unsupported` (`{name: why}`), then the public
-  names (`__all__`, or the module's own `__getattr__`) of each module in
-  `sources`. Anything else public raises `NotSupportedError`.
-  """
-
-  def __init__(self, name, display, *, names=None, sources=(),
-               unsupported=None, why=None, is_package=False):
-    super().__init__(name, f"Alias of `{display}`, forwarding to harness.")
-    state = self.__dict__
-    state[_MARKER] = True
-    state["_harness_display"] = display
-    state["_harness_names"] = dict(names or {})
-    state["_harness_sources"] = tuple(sources)
-    state["_harness_unsupported"] = dict(unsupported or {})
-    state["_harness_why"] = why
-    state["__spec__"] = importlib.machinery.ModuleSpec(
-        name, None, is_package=is_package)
-    if is_package:
-      state["__path__"] = []
-
-  def __getattr__(self, name):
-    if name.startswith("_") and name not in self.__dict__["_harness_names"]:
-      # Tools probe modules for dunders and private hooks; those must stay
-      # ordinary AttributeErrors.
-      raise AttributeError(
-          f"module {self.__name__!r} has no attribute {name!r}")
-    return _lookup(self.__dict__, name)
-
-  def __dir__(self):
-    names = set(self.__dict__["_harness_names"])
-    for source in self.__dict__["_harness_sources"]:
-      names.update(getattr(importlib.import_module(source), "__all__", ()))
-    names.update(k for k in self.__dict__ if not k.startswith("_"))
-    return sorted(names) + ["__name__", "__doc__"]
-
-
-def _resolve(target):
-  module_name, _, attr = target.partition(":")
-  return getattr(importlib.import_module(module_name), attr)
-
-
-def _lookup(state, name):
-  """Returns the harness object `name` of an alias module, or raises."""
-  display = state["_harness_display"]
-  if name in state["_harness_names"]:
-    return _resolve(state["_harness_names"][name])
-  if name in state["_harness_unsupported"]:
-    raise errors.NotSupportedError(
-        f"{display}.{name}: {state['_harness_unsupported'][name]}")
-  for source in state["_harness_sources"]:
-    module = importlib.import_module(source)
-    if name in getattr(module, "__all__", ()):
-      return getattr(module, name)
-    module_getattr = module.__dict__.get("__getattr__")
-    if module_getattr is not None:
-      try:
-        return module_getattr(name)  # May raise its own NotSupportedError.
-      except AttributeError:
-        pass
-  why = state["_harness_why"] or (
-      "harness implements tf.estimator's public Estimator API, not every "
-      f"symbol of tensorflow_estimator 2.15. {_FIX}")
-  raise errors.NotSupportedError(
-      f"{display}.{name} is not provided by harness: {why}")
-
-
-def _names(module, *attrs):
-  return {attr: f"{module}:{attr}" for attr in attrs}
-
-
-def _canned_names(module, *classes):
-  """{2.15 name: harness target} of a canned module: X is v1, XV2 is v2."""
-  names = {}
-  for cls in classes:
-    names[cls] = f"harness.canned.{module}:{cls}V1"
-    names[f"{cls}V2"] = f"harness.canned.{module}:{cls}"
-  return names
-
-
-# tf.compat.v1.estimator names whose class differs from tf.estimator's.
-_V1_CANNED = {
-    **_canned_names("dnn", "DNNClassifier", "DNNRegressor", "DNNEstimator"),
-    **_canned_names("linear", "LinearClassifier", "LinearRegressor",
-                    "LinearEstimator"),
-    **_canned_names("dnn_linear_combined", "DNNLinearCombinedClassifier",
-                    "DNNLinearCombinedRegressor",
-                    "DNNLinearCombinedEstimator"),
-    **_canned_names("baseline", "BaselineClassifier", "BaselineRegressor",
-                    "BaselineEstimator"),
-}
-_V1_CANNED = {k: v for k, v in _V1_CANNED.items() if not k.endswith("V2")}
-
-
-# The tf.estimator API namespaces: (relative path, sources, unsupported).
-_NAMESPACE_PARTS = (
-    ("", ("harness",), {}),
-    ("export", ("harness.export",), {}),
-    ("experimental", ("harness.experimental",), {}),
-    ("inputs", ("harness.inputs",), {}),
-    ("tpu", ("harness.tpu",), {}),  # TPUEstimator on CPU/GPU.
-)
-
-# tensorflow_estimator 2.15's module layout under `_PACKAGE`:
-# relative path -> (explicit names, fallback harness modules).
-_LAYOUT = {
-    "": ({}, ()),
-    "estimator": ({
-        **_names("harness", "Estimator", "VocabInfo", "WarmStartSettings"),
-        "EstimatorV2": "harness:Estimator",
-        # Private helpers legacy code is known to call.
-        "_write_dict_to_summary": "harness.core.evaluation:write_dict_to_summary",
-    }, ("harness.estimator",)),
-    "estimator_lib": ({}, ("harness",)),
-    "run_config": (_names("harness.run_config", "RunConfig", "TaskType"),
-                   ("harness.run_config",)),
-    "model_fn": (_names("harness.spec", "EstimatorSpec", "ModeKeys"),
-                 ("harness.spec",)),
-    "mode_keys": (_names("harness.spec", "ModeKeys"), ()),
-    "training": ({}, ("harness.training",)),
-    "exporter": ({}, ("harness.export.exporter",)),
-    "extenders": ({}, ("harness.extension",)),
-    "early_stopping": (_names(
-        "harness.early_stopping", "_StopOnPredicateHook",
-        "_CheckForStoppingHook"), ("harness.early_stopping",)),
-    "util": (_names("harness.spec", "fn_args"), ()),
-    "keras_lib": (_names("harness.keras_lib", "model_to_estimator"), ()),
-    "keras": (_names("harness.keras_lib", "model_to_estimator"), ()),
-    "export": ({}, ("harness.export",)),
-    "export.export": ({}, ("harness.export.receivers",)),
-    "export.export_output": ({}, ("harness.export.outputs",)),
-    "export.export_lib": (_names(
-        "harness.export.writer", "get_timestamped_export_dir"), (
-            "harness.export.receivers", "harness.export.outputs")),
-    "hooks": ({}, ()),
-    "hooks.hooks": ({}, ("harness.hooks",)),
-    "hooks.basic_session_run_hooks": ({}, ("harness.hooks",)),
-    "hooks.session_run_hook": ({}, ("harness.hooks",)),
-    "inputs": ({}, ("harness.inputs",)),
-    "inputs.inputs": ({}, ("harness.inputs",)),
-    "inputs.numpy_io": (_names("harness.inputs", "numpy_input_fn"), ()),
-    "inputs.pandas_io": (_names("harness.inputs", "pandas_input_fn"), ()),
-    "canned": ({}, ()),
-    "canned.parsing_utils": ({}, ("harness.parsing",)),
-    # Canned estimators: `X` is the v1 class there, `XV2` the v2 one.
-    "canned.dnn": (_canned_names("dnn", "DNNClassifier", "DNNRegressor",
-                                 "DNNEstimator"), ("harness.canned.dnn",)),
-    "canned.linear": (_canned_names(
-        "linear", "LinearClassifier", "LinearRegressor", "LinearEstimator"),
-                      ("harness.canned.linear",)),
-    "canned.dnn_linear_combined": (_canned_names(
-        "dnn_linear_combined", "DNNLinearCombinedClassifier",
-        "DNNLinearCombinedRegressor", "DNNLinearCombinedEstimator"),
-                                   ("harness.canned.dnn_linear_combined",)),
-    "canned.baseline": (_canned_names(
-        "baseline", "BaselineClassifier", "BaselineRegressor",
-        "BaselineEstimator"), ("harness.canned.baseline",)),
-    "canned.optimizers": ({}, ("harness.canned.optimizers",)),
-    "canned.metric_keys": ({}, ("harness.canned.head.metric_keys",)),
-    "canned.prediction_keys": ({}, ("harness.canned.head.prediction_keys",)),
-    "head": ({}, ("harness.canned.head",)),
-    "head.head_utils": ({}, ("harness.canned.default_heads",)),
-    **{f"head.{module}": ({}, (f"harness.canned.head.{module}",))
-       for module in ("base_head", "binary_class_head", "multi_class_head",
-                      "multi_label_head", "regression_head", "multi_head")},
-    # TPUEstimator on CPU/GPU (use_tpu=False), harness/tpu/.
-    "tpu": ({}, ("harness.tpu",)),
-    "tpu.tpu_estimator": ({}, ("harness.tpu.tpu_estimator",
-                               "harness.tpu.tpu_spec", "harness.tpu")),
-    "tpu.tpu_config": ({}, ("harness.tpu.tpu_config",)),
-}
-# Packages whose unknown names are canned estimators or TPU code.
-_WHY_BY_PACKAGE = {"canned": _CANNED_WHY, "head": _CANNED_WHY,
-                   "tpu": _TPU_WHY}
 
 
 def _register(registry, name, module):
@@ -277,7 +81,7 @@ def _ensure_packages(registry, name):
     if not ancestor.startswith(_ROOTS):
       continue  # TensorFlow's own packages (`tensorflow.compat`) stay real.
     _register(registry, ancestor,
-              _AliasModule(ancestor, ancestor, is_package=True))
+              compat_aliases.AliasModule(ancestor, ancestor, is_package=True))
 
 
 def _build_namespace(registry, version):
@@ -285,12 +89,13 @@ def _build_namespace(registry, version):
   base = V1_NAMESPACE if version == 1 else V2_NAMESPACE
   display = "tf.compat.v1.estimator" if version == 1 else "tf.estimator"
   modules = {}
-  for rel, sources, unsupported in _NAMESPACE_PARTS:
+  for rel, sources, unsupported in compat_aliases.NAMESPACE_PARTS:
     name = f"{base}.{rel}" if rel else base
     names = {}
     if rel == "" and version == 1:
-      names = _V1_CANNED  # tf.compat.v1.estimator.DNNClassifier & co.
-    modules[rel] = _AliasModule(
+      # tf.compat.v1.estimator.DNNClassifier & co.
+      names = compat_aliases.V1_CANNED
+    modules[rel] = compat_aliases.AliasModule(
         name, f"{display}.{rel}" if rel else display, names=names,
         sources=sources, unsupported=unsupported, is_package=(rel == ""))
   _alias_namespace(registry, modules, base)
@@ -308,17 +113,17 @@ def _alias_namespace(registry, modules, name):
 
 def _build_layout(registry):
   for root in (_PACKAGE, _MIRROR):
-    for rel, (names, sources) in _LAYOUT.items():
+    for rel, (names, sources) in compat_aliases.LAYOUT.items():
       name = f"{root}.{rel}" if rel else root
       is_package = rel in ("", "export", "hooks", "inputs", "canned",
                            "head", "tpu")
       unsupported = {}
+      why = (compat_aliases.CANNED_WHY if rel.startswith(("canned", "head"))
+             else compat_aliases.TPU_WHY if rel.startswith("tpu") else None)
       _ensure_packages(registry, name)
-      _register(registry, name, _AliasModule(
+      _register(registry, name, compat_aliases.AliasModule(
           name, name, names=names, sources=sources, is_package=is_package,
-          unsupported=unsupported,
-          why=_CANNED_WHY if rel.startswith(("canned", "head")) else (
-              _TPU_WHY if rel.startswith("tpu") else None)))
+          unsupported=unsupported, why=why))
 
 
 def register_module(rel, *, names=None, sources=(), is_package=False):
@@ -335,14 +140,14 @@ def register_module(rel, *, names=None, sources=(), is_package=False):
     sources: harness modules whose `__all__` names it forwards.
     is_package: whether it has submodules.
   """
-  _LAYOUT[rel] = (dict(names or {}), tuple(sources))
+  compat_aliases.LAYOUT[rel] = (dict(names or {}), tuple(sources))
   registry = _registry()
   if registry is None:
     return  # install() builds it with the rest.
   for root in (_PACKAGE, _MIRROR):
     name = f"{root}.{rel}"
     _ensure_packages(registry, name)
-    _register(registry, name, _AliasModule(
+    _register(registry, name, compat_aliases.AliasModule(
         name, name, names=names, sources=sources, is_package=is_package))
 
 
@@ -361,13 +166,15 @@ class _NotProvidedFinder(importlib.abc.MetaPathFinder):
     if not fullname.startswith(tuple(r + "." for r in _ROOTS)):
       return None
     parts = fullname.split(".")
-    why = next((_WHY_BY_PACKAGE[p] for p in parts if p in _WHY_BY_PACKAGE),
+    why_by_package = compat_aliases.WHY_BY_PACKAGE
+    why = next((why_by_package[p] for p in parts if p in why_by_package),
                None)
     error = ModuleNotProvidedError(
         f"No module named {fullname!r}: harness aliases tensorflow_estimator "
         "2.15's Estimator modules (estimator, run_config, model_fn, "
         "training, exporter, export, hooks, inputs, early_stopping, "
-        f"keras_lib, canned.*, head.*, tpu), not this one. {why or _FIX}")
+        "keras_lib, canned.*, head.*, tpu), not this one. "
+        f"{why or compat_aliases.FIX}")
     error.name = fullname
     raise error
 
@@ -461,7 +268,7 @@ def install():
     sys.modules[name] = module  # Restores entries someone removed.
   _patch_tensorflow(registry, namespaces)
   # By marker, not class: a reloaded module has a new class object.
-  if not any(getattr(f, _MARKER, False) for f in sys.meta_path):
+  if not any(getattr(f, compat_aliases.MARKER, False) for f in sys.meta_path):
     sys.meta_path.append(_NotProvidedFinder())
   return dict(registry)
 

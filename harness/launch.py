@@ -26,7 +26,9 @@ case every task still running gets SIGTERM, then SIGKILL after
 
     code = launch.launch(["python", "train.py"], workers=2, ps=1)
 
-This module imports nothing from TensorFlow, so that it starts fast.
+The task supervisor (process groups, restarts, stopping) is
+`cli/task_supervisor.py`; this module builds the cluster and is the binary.
+It imports nothing from TensorFlow, so that it starts fast.
 """
 
 import contextlib
@@ -36,10 +38,8 @@ import os
 import shlex
 import shutil
 import signal
-import subprocess
 import sys
 import threading
-import time
 import types
 
 from absl import app
@@ -47,6 +47,7 @@ from absl import flags
 
 from harness import errors
 from harness.cli import bad_flags as cli
+from harness.cli import task_supervisor
 from harness.cli import tensorboard_server
 from harness.cluster import listen
 from harness.cluster import netns
@@ -56,11 +57,8 @@ from harness.cluster import tf_config as cluster_lib
 __all__ = ["launch", "build_tf_configs", "task_names", "TIMEOUT_EXIT_CODE",
            "NETWORK_ISOLATIONS"]
 
-TIMEOUT_EXIT_CODE = 124
-_POLL_SECS = 0.05
-_READER_JOIN_SECS = 5.0
-_REAP_SECS = 10.0
 NETWORK_ISOLATIONS = netns.MODES
+TIMEOUT_EXIT_CODE = task_supervisor.TIMEOUT_EXIT_CODE
 
 
 def _check_count(name, value, minimum=0):
@@ -139,124 +137,6 @@ def build_tf_configs(*, workers, chief=False, ps=0, evaluator=False,
         "task": {"type": job, "index": int(index)},
     }
   return configs
-
-
-def _exit_status(returncode):
-  """A shell's exit status for a `Popen.returncode` (signal N -> 128 + N)."""
-  return 128 - returncode if returncode < 0 else returncode
-
-
-class _Output:
-  """Writes whole lines to one text stream from many threads."""
-
-  def __init__(self, stream):
-    self._stream = stream
-    self._lock = threading.Lock()
-
-  def line(self, text):
-    with self._lock:
-      self._stream.write(text + "\n")
-      self._stream.flush()
-
-  def pump(self, prefix, pipe):
-    """Copies `pipe` (bytes) line by line to the stream until EOF."""
-    with pipe:
-      for raw in iter(pipe.readline, b""):
-        text = raw.decode("utf-8", "replace")
-        if text.endswith("\n"):
-          text = text[:-1]
-        self.line(prefix + text)
-
-
-class _Task:
-  """One task of the cluster: its environment, current process and restarts."""
-
-  def __init__(self, name, command, env, output):
-    self.name = name
-    self.job = name.split("/")[0]
-    self.restarts = 0
-    self.finished = False
-    self.returncode = None
-    self._command = command
-    self._env = env
-    self._output = output
-    self._proc = None
-    self._readers = []
-
-  def start(self):
-    """Starts (or restarts) the task's process in a new process group."""
-    self.returncode = None
-    try:
-      self._proc = subprocess.Popen(
-          self._command, env=self._env, stdin=subprocess.DEVNULL,
-          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-          start_new_session=True)
-    except OSError as e:
-      self._proc = None
-      raise errors.ConfigError(
-          f"Cannot start task {self.name} with command {self._command}: {e}. "
-          "Give a program on PATH (or its path) after `--`.") from e
-    prefix = f"[{self.name}] "
-    self._readers = [
-        threading.Thread(target=self._output.pump, args=(prefix, pipe),
-                         name=f"launch-{self.name}", daemon=True)
-        for pipe in (self._proc.stdout, self._proc.stderr)]
-    for reader in self._readers:
-      reader.start()
-
-  @property
-  def running(self):
-    return self._proc is not None and self.returncode is None
-
-  def poll(self):
-    """Returns the exit code once the process ended (reaping it), else None.
-
-    The exit is seen without reaping first (`WNOWAIT`), so that the task's
-    process group, which cannot be reused while its leader is a zombie, can
-    be cleared of processes the task left behind before the leader is reaped.
-    """
-    if not self.running:
-      return self.returncode
-    try:
-      info = os.waitid(os.P_PID, self._proc.pid,
-                       os.WEXITED | os.WNOHANG | os.WNOWAIT)
-    except ChildProcessError:  # Reaped elsewhere; Popen knows the code.
-      info = True
-    if info is None:
-      return None
-    self.signal(signal.SIGKILL)
-    self.returncode = self._proc.wait(timeout=_REAP_SECS)
-    for reader in self._readers:
-      reader.join(timeout=_READER_JOIN_SECS)
-    return self.returncode
-
-  def signal(self, signum):
-    """Sends `signum` to the task's process group while its leader is unreaped."""
-    if not self.running:
-      return
-    try:
-      os.killpg(self._proc.pid, signum)
-    except (ProcessLookupError, PermissionError):
-      pass
-
-
-def _stop_all(tasks, grace_secs):
-  """SIGTERM to every running task's group, SIGKILL after `grace_secs`."""
-  live = [t for t in tasks if t.running]
-  for task in live:
-    task.signal(signal.SIGTERM)
-  deadline = time.monotonic() + grace_secs
-  while live and time.monotonic() < deadline:
-    time.sleep(_POLL_SECS)
-    live = [t for t in live if t.poll() is None]
-  for task in live:
-    task.signal(signal.SIGKILL)
-  for task in live:
-    task.poll()
-    if task.running:  # Still not seen: wait for the SIGKILL to land.
-      deadline = time.monotonic() + _REAP_SECS
-      while task.poll() is None and time.monotonic() < deadline:
-        time.sleep(_POLL_SECS)
 
 
 def _task_env(base, name, tf_config, isolated=False):
@@ -354,72 +234,24 @@ def launch(command, *, workers, chief=False, ps=0, evaluator=False,
         config, source=f"the TF_CONFIG launch made for {name}"))
   base_env = dict(os.environ if env is None else env)
   _check_program(command, base_env, next(iter(configs)))
-  out = _Output(sys.stdout if output is None else output)
+  out = task_supervisor.Output(sys.stdout if output is None else output)
   space = netns.isolate_for_launch(
       network_isolation, host=host, open_ports=_open_ports(configs),
       log=out.line)
   run_command = space.wrap(command) if space else command
-  tasks = [_Task(name, run_command,
-                 _task_env(base_env, name, config, isolated=bool(space)), out)
-           for name, config in configs.items()]
+  tasks = [
+      task_supervisor.Task(
+          name, run_command,
+          _task_env(base_env, name, config, isolated=bool(space)), out)
+      for name, config in configs.items()]
   try:
-    return _supervise(tasks, out, max_restarts=max_restarts,
-                      timeout_secs=timeout_secs, stop_event=stop_event,
-                      grace_secs=grace_secs)
+    return task_supervisor.supervise(
+        tasks, out, max_restarts=max_restarts, timeout_secs=timeout_secs,
+        stop_event=stop_event, grace_secs=grace_secs)
   finally:  # Also on KeyboardInterrupt or any error of the launcher itself.
-    _stop_all(tasks, grace_secs)
+    task_supervisor.stop_all(tasks, grace_secs)
     if space:
       space.close()
-
-
-def _supervise(tasks, out, *, max_restarts, timeout_secs, stop_event,
-               grace_secs):
-  """Starts `tasks` and watches them until the run ends; returns its status."""
-  start = time.monotonic()
-  cluster = ", ".join(t.name for t in tasks)
-  out.line(f"launch | starting {len(tasks)} tasks: {cluster}")
-  for task in tasks:
-    task.start()
-
-  def stop(reason, status, final=True):
-    running = [t for t in tasks if t.running]
-    out.line(f"launch | {reason} | stopping {len(running)} running tasks")
-    _stop_all(tasks, grace_secs)
-    if final:  # A stop request's caller decides the final status itself.
-      out.line(f"launch | exit {status}")
-    return status
-
-  while True:
-    for task in tasks:
-      if task.finished:
-        continue
-      code = task.poll()
-      if code is None:
-        continue
-      if code == 0:
-        task.finished = True
-        out.line(f"launch | {task.name} exited with 0")
-        continue
-      if task.restarts < max_restarts:
-        task.restarts += 1
-        out.line(f"launch | {task.name} exited with {code} | restart "
-                 f"{task.restarts}/{max_restarts}")
-        task.start()
-        continue
-      task.finished = True
-      used = f" after {task.restarts} restarts" if max_restarts else ""
-      return stop(f"{task.name} failed: exited with {code}{used}",
-                  _exit_status(code))
-    if all(t.finished for t in tasks if t.job != "ps"):
-      if any(t.running for t in tasks):
-        return stop("all chief/worker/evaluator tasks exited with 0", 0)
-      out.line("launch | exit 0")
-      return 0
-    if stop_event is not None and stop_event.is_set():
-      return stop("stop requested", 130, final=False)
-    if timeout_secs and time.monotonic() - start >= timeout_secs:
-      return stop(f"timeout after {timeout_secs:g} s", TIMEOUT_EXIT_CODE)
-    time.sleep(_POLL_SECS)
 
 
 # ---------------------------------------------------------------- binary --

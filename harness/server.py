@@ -124,7 +124,7 @@ def server_config(cluster, job_name, *, num_cpu_devices, num_gpus):
         f"`num_gpus` must be an integer >= 0, got {num_gpus!r}.")
   # Imported here so that flag and TF_CONFIG errors are reported at once,
   # before TensorFlow's multi-second import.
-  from harness._tf import tf  # pylint: disable=g-import-not-at-top
+  from harness._tf import tf  # lazy: TF-free --help and flag errors; pylint: disable=g-import-not-at-top
   gpus = 0 if job_name == "ps" else num_gpus
   config = tf.compat.v1.ConfigProto(
       device_count={"CPU": num_cpu_devices, "GPU": gpus})
@@ -181,7 +181,7 @@ def start_server(cluster, job_name, task_index, *, num_cpu_devices=1,
   _check_task(jobs, job_name, task_index)
   config = server_config(jobs, job_name, num_cpu_devices=num_cpu_devices,
                          num_gpus=num_gpus)
-  from harness._tf import tf  # pylint: disable=g-import-not-at-top
+  from harness._tf import tf  # lazy: TF-free --help and flag errors; pylint: disable=g-import-not-at-top
   address = jobs[job_name][task_index]
   try:
     return tf.distribute.Server(

@@ -44,7 +44,8 @@ SUBPACKAGES = {
                    "strategies"},
     "cli": {"bad_flags", "diagnose", "flags", "job", "k8s_policy",
             "legacy_imports", "registry", "results_text",
-            "tensorboard_server"},
+            "tensorboard_server",
+            "k8s_config", "k8s_manifests", "task_supervisor"},
 }
 # Names the docs show by their module path.
 DOCUMENTED_NAMES = (
@@ -54,6 +55,35 @@ DOCUMENTED_NAMES = (
     "harness.state.checkpoints.latest_usable_checkpoint",
     "harness.launch.build_tf_configs",
 )
+# Public names of modules split in two (issue 13, part 6): each stays at its
+# old path, the same object as where it now lives (None: it did not move).
+SPLIT_MODULE_NAMES = {
+    "harness.k8s": {
+        **dict.fromkeys(("K8sConfig", "training_tasks", "CLUSTER_ENV",
+                         "TASK_TYPE_ENV", "TASK_INDEX_ENV", "JOB_INDEX_ENV",
+                         "CONTAINER", "MODEL_MOUNT", "SCRATCH_MOUNT",
+                         "ENTRYPOINT", "CONFIG_ERROR_EXIT_CODE"),
+                        "harness.cli.k8s_config"),
+        **dict.fromkeys(("render", "to_yaml"), "harness.cli.k8s_manifests"),
+        **dict.fromkeys(("tf_config_from_environ", "parse_args", "main")),
+    },
+    "harness.launch": {
+        "TIMEOUT_EXIT_CODE": "harness.cli.task_supervisor",
+        **dict.fromkeys(("launch", "build_tf_configs", "task_names",
+                         "NETWORK_ISOLATIONS", "run")),
+    },
+    "harness.export.outputs": {
+        **dict.fromkeys(("ExportOutput", "ClassificationOutput",
+                         "RegressionOutput", "PredictOutput", "TrainOutput",
+                         "EvalOutput"), "harness.export.output_classes"),
+        **dict.fromkeys(("get_export_outputs", "export_outputs_for_mode",
+                         "build_all_signature_defs", "DEFAULT_SERVING_KEY",
+                         "SINGLE_RECEIVER_DEFAULT_NAME")),
+    },
+    "harness.compat": dict.fromkeys((
+        "install", "check_keras_2", "register_module",
+        "ModuleNotProvidedError", "V1_NAMESPACE", "V2_NAMESPACE")),
+}
 # `python -m` binaries and what `--help` exits with (absl's app exits 1).
 BINARIES = {"main": 0, "launch": 1, "server": 1, "k8s": 0, "run": 0}
 
@@ -81,6 +111,16 @@ class ImportPathsTest(parameterized.TestCase):
       self.assertTrue(callable(getattr(importlib.import_module(module), name)),
                       dotted)
 
+  @parameterized.parameters(*sorted(SPLIT_MODULE_NAMES))
+  def test_split_module_keeps_its_names(self, module_name):
+    module = importlib.import_module(module_name)
+    for name, home in SPLIT_MODULE_NAMES[module_name].items():
+      self.assertIn(name, dir(module), f"{module_name}.{name}")
+      if home is not None:
+        self.assertIs(getattr(module, name),
+                      getattr(importlib.import_module(home), name),
+                      f"{module_name}.{name} is not {home}.{name}")
+
   def test_console_scripts_resolve(self):
     setup = (ROOT / "setup.py").read_text()
     scripts = re.findall(r'"harness-\w+=([\w.]+):(\w+)"', setup)
@@ -90,11 +130,15 @@ class ImportPathsTest(parameterized.TestCase):
                                        function)), f"{module}:{function}")
 
   def test_compat_alias_targets_import(self):
-    # Every "harness.x.y" or "harness.x:name" string in compat.py.
-    tree = ast.parse((ROOT / "harness" / "compat.py").read_text())
-    targets = {node.value for node in ast.walk(tree)
-               if isinstance(node, ast.Constant) and isinstance(node.value, str)
-               and re.fullmatch(r"harness(\.\w+)+(:\w+)?", node.value)}
+    # Every "harness.x.y" or "harness.x:name" string in compat.py and its
+    # alias table.
+    targets = set()
+    for module in ("compat.py", "compat_aliases.py"):
+      tree = ast.parse((ROOT / "harness" / module).read_text())
+      targets |= {
+          node.value for node in ast.walk(tree)
+          if isinstance(node, ast.Constant) and isinstance(node.value, str)
+          and re.fullmatch(r"harness(\.\w+)+(:\w+)?", node.value)}
     self.assertGreater(len(targets), 5)
     for target in sorted(targets):
       module, _, name = target.partition(":")

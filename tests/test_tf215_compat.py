@@ -15,6 +15,7 @@ from absl.testing import absltest
 from absl.testing import parameterized
 
 from harness import compat
+from harness import compat_aliases
 from harness import errors
 from harness import run_config as rc
 from harness._tf import tf
@@ -375,7 +376,7 @@ class ModulePathsTest(absltest.TestCase):
   def test_register_module_hook_for_later_modules(self):
     compat.register_module("canned.demo_for_test",
                            names={"Thing": "harness:RunConfig"})
-    self.addCleanup(compat._LAYOUT.pop, "canned.demo_for_test")  # pylint: disable=protected-access
+    self.addCleanup(compat_aliases.LAYOUT.pop, "canned.demo_for_test")
     module = importlib.import_module(
         "tensorflow_estimator.python.estimator.canned.demo_for_test")
     self.assertIs(module.Thing, harness.RunConfig)

@@ -1,0 +1,186 @@
+"""What `python -m harness.k8s` renders: `K8sConfig`, its checks, the tasks.
+
+    config = k8s_config.K8sConfig(name="mnist", workers=2, image="...",
+                                  model_dir="gs://b/m")
+    k8s_config.training_tasks(config)  # [("worker", 0), ("worker", 1)]
+
+One field per flag of the binary (its `metadata["help"]` is the flag's
+help); a bad value raises `FlagError` naming the flag, the rule and the fix.
+The constants are the contract between the manifests (`cli/k8s_manifests.py`)
+and the pod's entrypoint (`python -m harness.k8s tf-config`): the variables
+that carry the cluster and the task, the mounts, the exit status of a bad
+flag. Re-exported by `harness.k8s`.
+
+This module imports nothing from TensorFlow.
+"""
+
+import dataclasses
+import re
+
+from harness import errors
+from harness.cli import k8s_policy
+
+__all__ = [
+    "K8sConfig", "training_tasks", "cluster_addresses",
+    "CLUSTER_ENV", "TASK_TYPE_ENV", "TASK_INDEX_ENV", "JOB_INDEX_ENV",
+    "CONTAINER", "MODEL_MOUNT", "SCRATCH_MOUNT", "ENTRYPOINT",
+    "CONFIG_ERROR_EXIT_CODE",
+]
+
+CLUSTER_ENV = "HARNESS_K8S_CLUSTER"
+TASK_TYPE_ENV = "HARNESS_K8S_TASK_TYPE"
+TASK_INDEX_ENV = "HARNESS_K8S_TASK_INDEX"
+JOB_INDEX_ENV = "JOB_COMPLETION_INDEX"  # Set by Kubernetes in Indexed Jobs.
+CONTAINER = "harness"
+MODEL_MOUNT = "/mnt/harness"
+SCRATCH_MOUNT = k8s_policy.SCRATCH_MOUNT
+CONFIG_ERROR_EXIT_CODE = 2  # harness binaries' "bad flag / TF_CONFIG" status.
+# The container's command: TF_CONFIG from this pod's index, then exec args.
+ENTRYPOINT = (
+    "/bin/sh", "-c",
+    'TF_CONFIG="$(python -m harness.k8s tf-config)" || exit '
+    f'{CONFIG_ERROR_EXIT_CODE}; export TF_CONFIG; exec "$@"',
+    "harness-k8s")
+_NAME_RE = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_MAX_NAME = 40  # Leaves room for "-evaluator-0" in a 63-character hostname.
+
+
+def _field(default, help_text):
+  return dataclasses.field(default=default, metadata={"help": help_text})
+
+
+def _flag_error(flag, value, rule, fix):
+  raise errors.FlagError(f"flag --{flag}={value!r}: {rule} Fix: {fix}")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class K8sConfig:
+  """What to render: one field per flag of `python -m harness.k8s`.
+
+  Each field's `metadata["help"]` is its flag's help. `workers`, `chief`,
+  `ps` and `evaluator` are the tasks, as in `harness.launch`; exactly one of
+  `pvc` and `model_dir` gives training its shared model_dir; `main_args` are
+  the flags after `--` for `python -m harness.main`.
+  """
+  name: str = _field(None, "The job's name, a DNS label; it prefixes every "
+                     "object and pod.")
+  image: str = _field(None, "The container image (k8s/Dockerfile).")
+  workers: int = _field(1, "Worker tasks.")
+  chief: bool = _field(False, "Add a chief task.")
+  ps: int = _field(0, "Parameter server tasks.")
+  evaluator: bool = _field(False, "Add an evaluator Job.")
+  tensorboard: bool = _field(False, "Add a TensorBoard Deployment/Service.")
+  num_gpus_per_worker: int = _field(0, "nvidia.com/gpu limit of each "
+                                    "training/evaluator pod (ps: none); "
+                                    "also passed to harness.main/server.")
+  namespace: str = _field("default", "Namespace of every object.")
+  pvc: str | None = _field(None, "An existing ReadWriteMany claim; "
+                           f"model_dir is {MODEL_MOUNT}/<name> on it.")
+  model_dir: str | None = _field(None, "A model_dir every pod reaches, "
+                                 "e.g. gs://bucket/dir (instead of --pvc).")
+  standalone: bool = _field(False, "Only standard servers (StatefulSets).")
+  tfjob: bool = _field(False, "A Kubeflow TFJob (kubeflow.org/v1).")
+  port: int = _field(2222, "The TF (gRPC) port of every task.")
+  cpu: str = _field("2", "CPU request of each pod.")
+  memory: str = _field("4Gi", "Memory request (and limit) of each pod.")
+  num_cpu_devices: int = _field(1, "CPU devices of each standalone server.")
+  restarts_per_task: int = _field(3, "Retries of one task before the job "
+                                  "fails.")
+  allow_cidr: tuple[str, ...] = _field((), "Extra source range admitted to "
+                                       "the TF port: the standalone "
+                                       "client's (e.g. 10.1.2.3/32) or a "
+                                       "private load balancer's "
+                                       "(repeatable; /0 is refused).")
+  main_args: tuple[str, ...] = dataclasses.field(default=())
+
+  def __post_init__(self):
+    for flag in ("name", "namespace") + (("pvc",) if self.pvc else ()):
+      value = getattr(self, flag)
+      if not isinstance(value, str) or not _NAME_RE.match(value) or len(
+          value) > (_MAX_NAME if flag == "name" else 63):
+        _flag_error(flag, value, "must be a DNS label: lowercase letters, "
+                    "digits and '-', starting with a letter (at most "
+                    f"{_MAX_NAME if flag == 'name' else 63} characters).",
+                    "e.g. --name=mnist-1.")
+    if not self.image or not isinstance(self.image, str):
+      _flag_error("image", self.image, "is required.",
+                  "build k8s/Dockerfile and pass its tag.")
+    for flag, low in (("workers", 0), ("ps", 0), ("num_gpus_per_worker", 0),
+                      ("port", 1), ("num_cpu_devices", 1),
+                      ("restarts_per_task", 0)):
+      value = getattr(self, flag)
+      if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        _flag_error(flag, value, f"must be an integer >= {low}.",
+                    f"give --{flag}={max(low, 1)} or more.")
+    k8s_policy.check_cidrs(self.allow_cidr)
+    if not self.chief and self.workers == 0:
+      _flag_error("workers", 0, "a cluster needs a chief or a worker.",
+                  "use --workers=1 or more, or --chief.")
+    if self.standalone and self.tfjob:
+      _flag_error("tfjob", True, "cannot be combined with --standalone.",
+                  "choose one of them.")
+    if self.standalone:
+      self._check_standalone()
+    else:
+      self._check_training()
+
+  def _check_standalone(self):
+    if self.evaluator:
+      _flag_error("evaluator", True, "a standalone cluster runs only "
+                  "servers.", "drop --evaluator (evaluate from your client).")
+    if self.main_args:
+      _flag_error("standalone", True, "runs no harness.main, but flags "
+                  f"{list(self.main_args)} follow `--`.", "drop them.")
+
+  def _check_training(self):
+    if bool(self.pvc) == bool(self.model_dir):
+      _flag_error("pvc", self.pvc, f"with --model_dir={self.model_dir!r}: "
+                  "training needs exactly one shared model_dir, a "
+                  "ReadWriteMany claim or a bucket path.",
+                  "pass --pvc=<claim> or --model_dir=gs://bucket/dir.")
+    for arg in self.main_args:
+      if arg.split("=")[0] in ("--model_dir", "-model_dir"):
+        _flag_error("model_dir", arg, "is set by harness.k8s from --pvc / "
+                    "--model_dir, so it cannot follow `--`.",
+                    "move it before `--`.")
+      if arg.split("=")[0] == "--num_gpus_per_worker" and arg != (
+          f"--num_gpus_per_worker={self.num_gpus_per_worker}"):
+        _flag_error("num_gpus_per_worker", self.num_gpus_per_worker,
+                    f"disagrees with {arg!r} after `--`; the GPU limit and "
+                    "the flag must match.", "give it once, before `--`.")
+
+  @property
+  def service(self):
+    """The headless Service's name: pods are `<host>.<service>` in DNS."""
+    return self.name
+
+  @property
+  def model_dir_path(self):
+    """model_dir as the pods see it (None for a standalone cluster)."""
+    if self.standalone:
+      return None
+    return f"{MODEL_MOUNT}/{self.name}" if self.pvc else self.model_dir
+
+
+def training_tasks(config):
+  """[(task_type, index)] of the training cluster: chief, workers, ps.
+
+  Index i of the training Job runs task i of this list.
+  """
+  tasks = [("chief", 0)] if config.chief else []
+  tasks += [("worker", i) for i in range(config.workers)]
+  return tasks + [("ps", i) for i in range(config.ps)]
+
+
+def cluster_addresses(config):
+  """{job: [address, ...]} of the training cluster (no evaluator)."""
+  result = {}
+  for i, (task_type, index) in enumerate(training_tasks(config)):
+    if config.tfjob:  # The address the training operator gives the task.
+      address = f"{config.name}-{task_type}-{index}.{config.namespace}.svc"
+    elif config.standalone:  # A StatefulSet per role.
+      address = f"{config.name}-{task_type}-{index}.{config.service}"
+    else:  # Hostname of index i of the training Job.
+      address = f"{config.name}-{i}.{config.service}"
+    result.setdefault(task_type, []).append(f"{address}:{config.port}")
+  return result

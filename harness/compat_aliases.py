@@ -1,0 +1,225 @@
+"""The alias table of `harness.compat`: 2.15 module paths -> harness objects.
+
+    compat_aliases.LAYOUT["run_config"]
+    # ({"RunConfig": "harness.run_config:RunConfig", ...},
+    #  ("harness.run_config",))
+
+`LAYOUT` maps each module path of tensorflow_estimator 2.15 under
+`tensorflow_estimator.python.estimator` to its explicit names
+(`{name: "harness.module:attr"}`) and the harness modules whose public names
+it forwards; `NAMESPACE_PARTS` does the same for the `tf.estimator` API
+namespaces, `V1_CANNED` for the v1 canned classes of
+`tf.compat.v1.estimator`. `AliasModule` is the module type that forwards
+each attribute access through such an entry, and raises
+`NotSupportedError` (with the `*_WHY` reason) for a name harness lacks.
+`harness.compat` installs these modules; nothing here touches
+`sys.modules` or TensorFlow.
+"""
+
+import importlib
+import importlib.machinery
+import types
+
+from harness import errors
+
+__all__ = ["AliasModule", "LAYOUT", "NAMESPACE_PARTS", "V1_CANNED",
+           "WHY_BY_PACKAGE", "MARKER", "FIX", "CANNED_WHY", "TPU_WHY"]
+
+MARKER = "_harness_alias"
+
+FIX = ("Fix: use the tf.estimator name harness provides (see "
+       "`dir(harness)`), express the model as a model_fn, or keep that job "
+       "on tf.estimator 2.15.")
+CANNED_WHY = ("harness provides the canned modules dnn, linear, "
+              "dnn_linear_combined, baseline, optimizers, metric_keys, "
+              "prediction_keys and head.* (the v2 heads), not this one "
+              "(BoostedTrees, RNN, KMeans, TimeSeries and the v1 "
+              "canned.head module are not provided). Fix: use those "
+              "classes, express the model as a model_fn, or keep that "
+              "job on tf.estimator 2.15.")
+TPU_WHY = ("harness provides TPUEstimator for CPU/GPU (use_tpu=False) "
+           "through the tpu, tpu.tpu_estimator and tpu.tpu_config modules "
+           "only. Fix: import TPUEstimator, TPUEstimatorSpec, RunConfig, "
+           "TPUConfig from tensorflow_estimator.python.estimator.tpu."
+           "tpu_estimator / tpu_config, or keep that job on tf.estimator "
+           "2.15.")
+
+
+class AliasModule(types.ModuleType):
+  """A module whose public names forward, on each access, to harness.
+
+  Lookup order: real attributes (child alias modules), `names` (explicit
+  `{name: "module:attr"}`), `unsupported` (`{name: why}`), then the public
+  names (`__all__`, or the module's own `__getattr__`) of each module in
+  `sources`. Anything else public raises `NotSupportedError`.
+  """
+
+  def __init__(self, name, display, *, names=None, sources=(),
+               unsupported=None, why=None, is_package=False):
+    super().__init__(name, f"Alias of `{display}`, forwarding to harness.")
+    state = self.__dict__
+    state[MARKER] = True
+    state["_harness_display"] = display
+    state["_harness_names"] = dict(names or {})
+    state["_harness_sources"] = tuple(sources)
+    state["_harness_unsupported"] = dict(unsupported or {})
+    state["_harness_why"] = why
+    state["__spec__"] = importlib.machinery.ModuleSpec(
+        name, None, is_package=is_package)
+    if is_package:
+      state["__path__"] = []
+
+  def __getattr__(self, name):
+    if name.startswith("_") and name not in self.__dict__["_harness_names"]:
+      # Tools probe modules for dunders and private hooks; those must stay
+      # ordinary AttributeErrors.
+      raise AttributeError(
+          f"module {self.__name__!r} has no attribute {name!r}")
+    return _lookup(self.__dict__, name)
+
+  def __dir__(self):
+    names = set(self.__dict__["_harness_names"])
+    for source in self.__dict__["_harness_sources"]:
+      names.update(getattr(importlib.import_module(source), "__all__", ()))
+    names.update(k for k in self.__dict__ if not k.startswith("_"))
+    return sorted(names) + ["__name__", "__doc__"]
+
+
+def _resolve(target):
+  module_name, _, attr = target.partition(":")
+  return getattr(importlib.import_module(module_name), attr)
+
+
+def _lookup(state, name):
+  """Returns the harness object `name` of an alias module, or raises."""
+  display = state["_harness_display"]
+  if name in state["_harness_names"]:
+    return _resolve(state["_harness_names"][name])
+  if name in state["_harness_unsupported"]:
+    raise errors.NotSupportedError(
+        f"{display}.{name}: {state['_harness_unsupported'][name]}")
+  for source in state["_harness_sources"]:
+    module = importlib.import_module(source)
+    if name in getattr(module, "__all__", ()):
+      return getattr(module, name)
+    module_getattr = module.__dict__.get("__getattr__")
+    if module_getattr is not None:
+      try:
+        return module_getattr(name)  # May raise its own NotSupportedError.
+      except AttributeError:
+        pass
+  why = state["_harness_why"] or (
+      "harness implements tf.estimator's public Estimator API, not every "
+      f"symbol of tensorflow_estimator 2.15. {FIX}")
+  raise errors.NotSupportedError(
+      f"{display}.{name} is not provided by harness: {why}")
+
+
+def _names(module, *attrs):
+  return {attr: f"{module}:{attr}" for attr in attrs}
+
+
+def _canned_names(module, *classes):
+  """{2.15 name: harness target} of a canned module: X is v1, XV2 is v2."""
+  names = {}
+  for cls in classes:
+    names[cls] = f"harness.canned.{module}:{cls}V1"
+    names[f"{cls}V2"] = f"harness.canned.{module}:{cls}"
+  return names
+
+
+# tf.compat.v1.estimator names whose class differs from tf.estimator's.
+V1_CANNED = {
+    **_canned_names("dnn", "DNNClassifier", "DNNRegressor", "DNNEstimator"),
+    **_canned_names("linear", "LinearClassifier", "LinearRegressor",
+                    "LinearEstimator"),
+    **_canned_names("dnn_linear_combined", "DNNLinearCombinedClassifier",
+                    "DNNLinearCombinedRegressor",
+                    "DNNLinearCombinedEstimator"),
+    **_canned_names("baseline", "BaselineClassifier", "BaselineRegressor",
+                    "BaselineEstimator"),
+}
+V1_CANNED = {k: v for k, v in V1_CANNED.items() if not k.endswith("V2")}
+
+
+# The tf.estimator API namespaces: (relative path, sources, unsupported).
+NAMESPACE_PARTS = (
+    ("", ("harness",), {}),
+    ("export", ("harness.export",), {}),
+    ("experimental", ("harness.experimental",), {}),
+    ("inputs", ("harness.inputs",), {}),
+    ("tpu", ("harness.tpu",), {}),  # TPUEstimator on CPU/GPU.
+)
+
+# tensorflow_estimator 2.15's module layout under
+# `tensorflow_estimator.python.estimator` (and `tensorflow.python.estimator`):
+# relative path -> (explicit names, fallback harness modules).
+LAYOUT = {
+    "": ({}, ()),
+    "estimator": ({
+        **_names("harness", "Estimator", "VocabInfo", "WarmStartSettings"),
+        "EstimatorV2": "harness:Estimator",
+        # Private helpers legacy code is known to call.
+        "_write_dict_to_summary": "harness.core.evaluation:write_dict_to_summary",
+    }, ("harness.estimator",)),
+    "estimator_lib": ({}, ("harness",)),
+    "run_config": (_names("harness.run_config", "RunConfig", "TaskType"),
+                   ("harness.run_config",)),
+    "model_fn": (_names("harness.spec", "EstimatorSpec", "ModeKeys"),
+                 ("harness.spec",)),
+    "mode_keys": (_names("harness.spec", "ModeKeys"), ()),
+    "training": ({}, ("harness.training",)),
+    "exporter": ({}, ("harness.export.exporter",)),
+    "extenders": ({}, ("harness.extension",)),
+    "early_stopping": (_names(
+        "harness.early_stopping", "_StopOnPredicateHook",
+        "_CheckForStoppingHook"), ("harness.early_stopping",)),
+    "util": (_names("harness.spec", "fn_args"), ()),
+    "keras_lib": (_names("harness.keras_lib", "model_to_estimator"), ()),
+    "keras": (_names("harness.keras_lib", "model_to_estimator"), ()),
+    "export": ({}, ("harness.export",)),
+    "export.export": ({}, ("harness.export.receivers",)),
+    "export.export_output": ({}, ("harness.export.outputs",)),
+    "export.export_lib": (_names(
+        "harness.export.writer", "get_timestamped_export_dir"), (
+            "harness.export.receivers", "harness.export.outputs")),
+    "hooks": ({}, ()),
+    "hooks.hooks": ({}, ("harness.hooks",)),
+    "hooks.basic_session_run_hooks": ({}, ("harness.hooks",)),
+    "hooks.session_run_hook": ({}, ("harness.hooks",)),
+    "inputs": ({}, ("harness.inputs",)),
+    "inputs.inputs": ({}, ("harness.inputs",)),
+    "inputs.numpy_io": (_names("harness.inputs", "numpy_input_fn"), ()),
+    "inputs.pandas_io": (_names("harness.inputs", "pandas_input_fn"), ()),
+    "canned": ({}, ()),
+    "canned.parsing_utils": ({}, ("harness.parsing",)),
+    # Canned estimators: `X` is the v1 class there, `XV2` the v2 one.
+    "canned.dnn": (_canned_names("dnn", "DNNClassifier", "DNNRegressor",
+                                 "DNNEstimator"), ("harness.canned.dnn",)),
+    "canned.linear": (_canned_names(
+        "linear", "LinearClassifier", "LinearRegressor", "LinearEstimator"),
+                      ("harness.canned.linear",)),
+    "canned.dnn_linear_combined": (_canned_names(
+        "dnn_linear_combined", "DNNLinearCombinedClassifier",
+        "DNNLinearCombinedRegressor", "DNNLinearCombinedEstimator"),
+                                   ("harness.canned.dnn_linear_combined",)),
+    "canned.baseline": (_canned_names(
+        "baseline", "BaselineClassifier", "BaselineRegressor",
+        "BaselineEstimator"), ("harness.canned.baseline",)),
+    "canned.optimizers": ({}, ("harness.canned.optimizers",)),
+    "canned.metric_keys": ({}, ("harness.canned.head.metric_keys",)),
+    "canned.prediction_keys": ({}, ("harness.canned.head.prediction_keys",)),
+    "head": ({}, ("harness.canned.head",)),
+    "head.head_utils": ({}, ("harness.canned.default_heads",)),
+    **{f"head.{module}": ({}, (f"harness.canned.head.{module}",))
+       for module in ("base_head", "binary_class_head", "multi_class_head",
+                      "multi_label_head", "regression_head", "multi_head")},
+    # TPUEstimator on CPU/GPU (use_tpu=False), harness/tpu/.
+    "tpu": ({}, ("harness.tpu",)),
+    "tpu.tpu_estimator": ({}, ("harness.tpu.tpu_estimator",
+                               "harness.tpu.tpu_spec", "harness.tpu")),
+    "tpu.tpu_config": ({}, ("harness.tpu.tpu_config",)),
+}
+# Packages whose unknown names are canned estimators or TPU code.
+WHY_BY_PACKAGE = {"canned": CANNED_WHY, "head": CANNED_WHY,
+                   "tpu": TPU_WHY}
