@@ -121,15 +121,16 @@ class ParameterServerModesTest(parameterized.TestCase):
     chief, worker, ps = (f"127.0.0.1:{p}" for p in ports.pick_free_ports(3))
     cluster = {"chief": [chief], "worker": [worker], "ps": [ps]}
     logs = self.create_tempdir().full_path
+    command = [sys.executable, "-m", "harness.main",
+               f"--model_dir={model_dir}", "--mode=train",
+               "--strategy=parameter_server", *_MODEL]
     procs = {}
     for job in ("ps", "chief", "worker"):
       env = conftest.child_env({"cluster": cluster,
                                 "task": {"type": job, "index": 0}})
       with open(os.path.join(logs, job), "w") as log:
         procs[f"{job}/0"] = subprocess.Popen(
-            [sys.executable, "-m", "harness.main", f"--model_dir={model_dir}",
-             "--mode=train", "--strategy=parameter_server", *_MODEL],
-            env=env, cwd=conftest.REPO_ROOT, stdout=log,
+            command, env=env, cwd=conftest.REPO_ROOT, stdout=log,
             stderr=subprocess.STDOUT, start_new_session=True)
     codes = {}
     try:
@@ -146,7 +147,8 @@ class ParameterServerModesTest(parameterized.TestCase):
     for task in procs:
       with open(os.path.join(logs, task.split("/")[0])) as log:
         outputs[task] = log.read()
-    detail = json.dumps(codes) + "\n" + "\n".join(
+    detail = " ".join(command) + " (TF_CONFIG per task)\nexit " + json.dumps(
+        codes) + "\n" + "\n".join(
         f"--- {t}\n{o[-3000:]}" for t, o in outputs.items())
     self.assertEqual(codes, {"ps/0": 0, "chief/0": 0, "worker/0": 0}, detail)
     self.assertIn("ps | ps/0 | training ended (finished); exiting",
