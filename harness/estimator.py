@@ -170,6 +170,15 @@ class Estimator:
     Returns:
       self, for chaining.
     """
+    if self._config.task_type in ("evaluator", "ps"):
+      # As 2.15: such a task has no training loop (a ps only serves).
+      raise errors.ConfigError(
+          "Train has been called wrong configuration. Please use "
+          "tf.estimator.train_and_evaluate which calls proper API according "
+          "to given configuration. Current configuration: task "
+          f"{_task_label(self._config)}.\nFix: call train_and_evaluate in "
+          "every task (a ps serves the trainers' variables until they "
+          "finish), or call train() only in chief/worker tasks.")
     check_supported_config(self._config)
     if self._config.remote_cluster is not None:
       # Standalone client: drive the remote cluster's servers from here.

@@ -572,7 +572,17 @@ def _train_and_evaluate(estimator, job, info):
 
 
 def _train(estimator, job, info):
-  del info
+  if _is_task(info, cluster_lib.PS):
+    # Estimator.train refuses a ps task (as 2.15): serve the trainers'
+    # variables until they finish, as train_and_evaluate's ps does.
+    from harness.distribute import roles  # pylint: disable=g-import-not-at-top
+    metrics, exports = roles.run_ps(estimator, None, None)
+    return metrics, exports, None
+  if _is_task(info, cluster_lib.EVALUATOR):
+    logging.warning("train | %s | --mode=train evaluates nothing: this task "
+                    "exits (--mode=train_and_evaluate evaluates the "
+                    "checkpoints as they come)", task_label(info))
+    return None, [], None
   estimator.train(_input_fn(job, "train", estimator.params),
                   max_steps=job.max_steps)
   return None, [], None

@@ -1,0 +1,183 @@
+"""`--mode=train` (and evaluate / export after it) on a parameter-server cluster.
+
+    python -m harness.launch --chief --workers=1 --ps=1 -- python -m \\
+        harness.main --strategy=parameter_server --mode=train ...
+
+used to hang: the ps task called `Estimator.train`, which trained it as a
+non-chief that waited for a chief, while the chief and the worker waited for
+the ps's server, which no one started. The ps now serves until the trainers
+are done, then exits (as in `train_and_evaluate`); an evaluator task has
+nothing to do in `--mode=train` and exits; `Estimator.train` itself refuses
+ps and evaluator tasks, as tf.estimator 2.15 did.
+"""
+
+import glob
+import json
+import os
+import subprocess
+import sys
+
+from absl.testing import absltest
+from absl.testing import parameterized
+import pytest
+
+from harness import errors
+from harness import estimator as estimator_lib
+from harness import run_config as run_config_lib
+from harness._tf import tf
+from harness.cluster import ports
+from tests import conftest
+
+_MAX_STEPS = 30
+# A run takes ~20 s on 2 idle cores; these only bound a hang.
+_TIMEOUT_SECS = 240
+_MODEL = ["--model_fn=mnist_mlp", "--input_fn=synthetic", "--eval_steps=2",
+          f"--max_steps={_MAX_STEPS}"]
+_STRATEGIES = (("parameter_server", ["--strategy=parameter_server"]),
+               ("replica_device_setter", []))  # No strategy.
+
+
+def _launch(model_dir, mode, strategy_flags, evaluator=False):
+  """Runs the launch command in `mode`; returns (exit code, output text)."""
+  command = [
+      sys.executable, "-m", "harness.launch", "--chief", "--workers=1",
+      "--ps=1", f"--timeout_secs={_TIMEOUT_SECS}"] + (
+          ["--evaluator"] if evaluator else []) + [
+              "--", sys.executable, "-m", "harness.main",
+              f"--model_dir={model_dir}", f"--mode={mode}",
+              *strategy_flags, *_MODEL]
+  result = subprocess.run(command, env=conftest.child_env(),
+                          cwd=conftest.REPO_ROOT, capture_output=True,
+                          text=True, timeout=_TIMEOUT_SECS + 60, check=False)
+  output = result.stdout + result.stderr
+  return result.returncode, output, (
+      f"{' '.join(command)}\nexit {result.returncode}\n{output[-6000:]}")
+
+
+def _checkpoint_step(test, model_dir, detail):
+  latest = tf.train.latest_checkpoint(model_dir)
+  test.assertIsNotNone(latest, detail)
+  return int(tf.train.load_variable(latest, "global_step"))
+
+
+def _assert_ended_with_0(test, output, detail, tasks):
+  test.assertIn("launch | exit 0", output, detail)
+  for task in tasks:
+    test.assertIn(f"launch | {task} exited with 0", output, detail)
+
+
+@pytest.mark.slow
+class ParameterServerModesTest(parameterized.TestCase):
+
+  @parameterized.named_parameters(*_STRATEGIES)
+  def test_train_then_evaluate_then_export(self, strategy_flags):
+    model_dir = self.create_tempdir().full_path
+    code, output, detail = _launch(model_dir, "train", strategy_flags)
+    self.assertEqual(code, 0, detail)
+    _assert_ended_with_0(self, output, detail, ("chief/0", "worker/0"))
+    self.assertIn("ps | ps/0 | serving until chief/0, worker/0 finish",
+                  output, detail)
+    # Asynchronous trainers: each may have one step in flight at the end.
+    step = _checkpoint_step(self, model_dir, detail)
+    self.assertBetween(step, _MAX_STEPS, _MAX_STEPS + 2)
+    self.assertRegex(output, r"train \| chief/0 \| training finished at "
+                     rf"step {step}\b", detail)
+    for task in ("chief-0", "worker-0"):  # Both left their loop.
+      self.assertTrue(os.path.exists(
+          os.path.join(model_dir, f"task_done-{task}")), detail)
+
+    # The same cluster shape evaluates and exports the checkpoint it left.
+    code, output, detail = _launch(model_dir, "evaluate", strategy_flags)
+    self.assertEqual(code, 0, detail)
+    _assert_ended_with_0(self, output, detail, ("chief/0", "worker/0"))
+    self.assertIn(f"[chief/0] eval results | chief/0 | global_step {step}",
+                  output, detail)
+
+    code, output, detail = _launch(model_dir, "export", strategy_flags)
+    self.assertEqual(code, 0, detail)
+    _assert_ended_with_0(self, output, detail, ("chief/0", "worker/0"))
+    exports = glob.glob(os.path.join(model_dir, "export", "saved_model", "*",
+                                     "saved_model.pb"))
+    self.assertNotEmpty(exports, detail)
+
+  def test_evaluator_task_exits_in_train_mode(self):
+    model_dir = self.create_tempdir().full_path
+    code, output, detail = _launch(
+        model_dir, "train", ["--strategy=parameter_server"], evaluator=True)
+    self.assertEqual(code, 0, detail)
+    _assert_ended_with_0(self, output, detail,
+                         ("chief/0", "worker/0", "evaluator/0"))
+    self.assertIn("train | evaluator/0 | --mode=train evaluates nothing",
+                  output, detail)
+    # The evaluator neither trained nor took the trainers' lease.
+    self.assertNotIn("train | evaluator/0 | starting at step", output, detail)
+    self.assertNotIn("lease | evaluator/0", output, detail)
+    self.assertBetween(_checkpoint_step(self, model_dir, detail), _MAX_STEPS,
+                       _MAX_STEPS + 2)
+
+  def test_every_task_exits_by_itself(self):
+    """Without harness.launch (which stops a ps): the ps exits on its own."""
+    model_dir = self.create_tempdir().full_path
+    chief, worker, ps = (f"127.0.0.1:{p}" for p in ports.pick_free_ports(3))
+    cluster = {"chief": [chief], "worker": [worker], "ps": [ps]}
+    logs = self.create_tempdir().full_path
+    command = [sys.executable, "-m", "harness.main",
+               f"--model_dir={model_dir}", "--mode=train",
+               "--strategy=parameter_server", *_MODEL]
+    procs = {}
+    for job in ("ps", "chief", "worker"):
+      env = conftest.child_env({"cluster": cluster,
+                                "task": {"type": job, "index": 0}})
+      with open(os.path.join(logs, job), "w") as log:
+        procs[f"{job}/0"] = subprocess.Popen(
+            command, env=env, cwd=conftest.REPO_ROOT, stdout=log,
+            stderr=subprocess.STDOUT, start_new_session=True)
+    codes = {}
+    try:
+      for task, proc in procs.items():
+        codes[task] = proc.wait(timeout=_TIMEOUT_SECS)
+    except subprocess.TimeoutExpired:
+      pass  # Reported by the assertion below, with the logs.
+    finally:
+      for proc in procs.values():  # Only our own children, by process group.
+        if proc.poll() is None:
+          os.killpg(proc.pid, 9)
+          proc.wait(timeout=30)
+    outputs = {}
+    for task in procs:
+      with open(os.path.join(logs, task.split("/")[0])) as log:
+        outputs[task] = log.read()
+    detail = " ".join(command) + " (TF_CONFIG per task)\nexit " + json.dumps(
+        codes) + "\n" + "\n".join(
+        f"--- {t}\n{o[-3000:]}" for t, o in outputs.items())
+    self.assertEqual(codes, {"ps/0": 0, "chief/0": 0, "worker/0": 0}, detail)
+    self.assertIn("ps | ps/0 | training ended (finished); exiting",
+                  outputs["ps/0"], detail)
+    self.assertBetween(_checkpoint_step(self, model_dir, detail), _MAX_STEPS,
+                       _MAX_STEPS + 2)
+
+
+class EstimatorTrainTaskTest(parameterized.TestCase):
+  """Estimator.train on a ps or evaluator task: 2.15's ValueError."""
+
+  @parameterized.parameters("ps", "evaluator")
+  def test_refused(self, task_type):
+    cluster = {"chief": ["127.0.0.1:1"], "ps": ["127.0.0.1:2"]}
+    environ = {"TF_CONFIG": json.dumps(
+        {"cluster": cluster, "task": {"type": task_type, "index": 0}})}
+    config = run_config_lib.RunConfig(
+        model_dir=self.create_tempdir().full_path, environ=environ)
+
+    def model_fn(features, labels, mode):
+      raise AssertionError("train() must refuse before building anything")
+
+    estimator = estimator_lib.Estimator(model_fn, config=config)
+    with self.assertRaisesRegex(
+        errors.ConfigError, "Train has been called wrong configuration.*"
+        rf"task {task_type}/0") as raised:
+      estimator.train(lambda: None, max_steps=1)
+    self.assertIsInstance(raised.exception, ValueError)
+
+
+if __name__ == "__main__":
+  absltest.main()
