@@ -5,7 +5,9 @@ synthetic violation below showing that it fails.
 """
 
 import ast
+import collections
 import pathlib
+import re
 import textwrap
 
 from absl.testing import absltest
@@ -111,6 +113,121 @@ def tensorflow_imports(relative, source):
           if name == "tensorflow" or name.startswith(TENSORFLOW)]
 
 
+def module_name(relative):
+  """"core/train_loop.py" -> "harness.core.train_loop" (packages by folder)."""
+  parts = pathlib.PurePosixPath(relative).with_suffix("").parts
+  if parts[-1] == "__init__":
+    parts = parts[:-1]
+  return ".".join(("harness",) + parts)
+
+
+def _imports_by_place(tree):
+  """(import node, inside a function?) for every import in `tree`."""
+  found = []
+
+  def visit(node, in_function):
+    for child in ast.iter_child_nodes(node):
+      if isinstance(child, (ast.Import, ast.ImportFrom)):
+        found.append((child, in_function))
+      visit(child, in_function or isinstance(
+          child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+  visit(tree, False)
+  return found
+
+
+def import_targets(module, source, known):
+  """Modules of `known` that importing `module` imports at once.
+
+  Only imports outside functions count (they run at import time). `from a
+  import b` names module `a.b` when that is a module, else `a`; importing
+  `a.b.c` imports its packages `a.b` and `a` too, except the importer's
+  own packages (already initialising).
+  """
+  own = set()
+  parts = module.split(".")
+  for i in range(1, len(parts) + 1):
+    own.add(".".join(parts[:i]))
+  targets = set()
+  for node, in_function in _imports_by_place(ast.parse(source)):
+    if in_function:
+      continue
+    if isinstance(node, ast.Import):
+      names = [alias.name for alias in node.names]
+    elif node.level:
+      raise ValueError(f"{module}:{node.lineno}: relative import; harness "
+                       "uses absolute imports only")
+    else:
+      names = [f"{node.module}.{alias.name}"
+               if f"{node.module}.{alias.name}" in known else node.module
+               for alias in node.names]
+    for name in names:
+      pieces = name.split(".")
+      for i in range(1, len(pieces) + 1):
+        prefix = ".".join(pieces[:i])
+        if prefix in known and prefix not in own:
+          targets.add(prefix)
+  return targets
+
+
+def import_graph(sources):
+  """{module: modules it imports at import time}; `sources` maps
+  harness-relative file paths to their text."""
+  known = {module_name(relative) for relative in sources}
+  return {module_name(relative): import_targets(module_name(relative), text,
+                                                known)
+          for relative, text in sources.items()}
+
+
+def import_cycles(graph):
+  """Each import cycle once, as "a -> b -> a" (shortest from its first
+  module in sorted order)."""
+  cycles = set()
+  for start in sorted(graph):
+    # Breadth-first back to `start`: the shortest cycle through it.
+    parent = {start: None}
+    queue = collections.deque([start])
+    closing = None
+    while queue and closing is None:
+      node = queue.popleft()
+      for nxt in sorted(graph[node]):
+        if nxt == start:
+          closing = node
+          break
+        if nxt not in parent:
+          parent[nxt] = node
+          queue.append(nxt)
+    if closing is None:
+      continue
+    path = [closing]
+    while parent[path[-1]] is not None:
+      path.append(parent[path[-1]])
+    path.reverse()
+    smallest = path.index(min(path))
+    path = path[smallest:] + path[:smallest]
+    cycles.add(" -> ".join(path + [path[0]]))
+  return sorted(cycles)
+
+
+LAZY_MARK = re.compile(r"#\s*lazy:\s*\S")
+
+
+def unmarked_lazy_imports(relative, source):
+  """Imports inside a function whose line lacks `# lazy: <reason>`."""
+  lines = textwrap.dedent(source).splitlines()
+  return [f"{relative}:{node.lineno}: {lines[node.lineno - 1].strip()} "
+          "(an import inside a function needs `# lazy: <reason>`, see "
+          "docs/ARCHITECTURE.md; else move it to the module top)"
+          for node, in_function in _imports_by_place(
+              ast.parse(textwrap.dedent(source)))
+          if in_function and not LAZY_MARK.search(lines[node.lineno - 1])]
+
+
+def harness_sources():
+  return {str(path.relative_to(HARNESS_DIR)): path.read_text()
+          for path in sorted(HARNESS_DIR.rglob("*.py"))}
+
+
 # (file under harness/, "module_alias._name"): why it reaches into another
 # harness module's private name. New entries need a reason; better, a
 # public name.
@@ -163,6 +280,8 @@ def tree_violations():
 
 
 class LayeringTest(absltest.TestCase):
+
+  maxDiff = None
 
   def test_tree_follows_the_folder_rules(self):
     self.assertEqual(tree_violations(), [])
@@ -217,6 +336,54 @@ class LayeringTest(absltest.TestCase):
         "estimator.py:3: roles._label", "estimator.py:4: cluster_lib._fail"])
     self.assertEqual(private_reach("cluster/tf_config_rules.py", source),
                      ["cluster/tf_config_rules.py:3: roles._label"])
+
+  def test_no_import_cycle(self):
+    self.assertEqual(import_cycles(import_graph(harness_sources())), [])
+
+  def test_an_import_cycle_fails(self):
+    sources = {
+        "a.py": "from harness import b\n",
+        "b.py": "import json\nfrom harness.core import c\n",
+        "core/__init__.py": "",
+        "core/c.py": "def f():\n  from harness import d\nfrom harness import a\n",
+        "d.py": "from harness import b\n",
+    }
+    self.assertEqual(import_cycles(import_graph(sources)), [
+        "harness.a -> harness.b -> harness.core.c -> harness.a"])
+    # The import inside a function is no edge: d -> b alone is no cycle.
+    sources["core/c.py"] = "def f():\n  from harness import a\n"
+    self.assertEqual(import_cycles(import_graph(sources)), [])
+
+  def test_a_cycle_through_a_package_init_fails(self):
+    sources = {
+        "spec.py": "from harness.export import outputs\n",
+        "export/__init__.py": "from harness.export.writer import w\n",
+        "export/outputs.py": "import abc\n",
+        "export/writer.py": "from harness import spec\n",
+    }
+    self.assertEqual(import_cycles(import_graph(sources)), [
+        "harness.export -> harness.export.writer -> harness.spec -> "
+        "harness.export"])
+
+  def test_every_function_level_import_says_why(self):
+    found = []
+    for relative, source in harness_sources().items():
+      found += unmarked_lazy_imports(relative, source)
+    self.assertEqual(found, [])
+
+  def test_an_unmarked_function_level_import_fails(self):
+    source = ("import os\n"
+              "def f():\n"
+              "  import json  # pylint: disable=g-import-not-at-top\n"
+              "  from harness._tf import tf  # lazy: TensorFlow-free path\n"
+              "  class C:\n"
+              "    def g(self):\n"
+              "      from harness import spec  # lazy:\n")
+    found = unmarked_lazy_imports("x.py", source)
+    self.assertLen(found, 2)
+    self.assertIn("x.py:3: import json", found[0])
+    self.assertIn("x.py:7: from harness import spec", found[1])
+    self.assertEqual(unmarked_lazy_imports("x.py", "import os\n"), [])
 
   def test_binaries_may_wire_cli(self):
     self.assertEqual(layering_violations(
