@@ -2,7 +2,8 @@
 
 `input_pipeline`, `train_graph` (the TRAIN graph), `train_loop` (its
 session loop), `progress` (the progress line), `step_loop`, `loop_spec`,
-`auto_loop` (`steps_per_loop`), `evaluation` (one pass), `preemption`,
+`auto_loop` (`steps_per_loop`), `evaluation` (one pass), `prediction`
+(predict's session loop), `preemption`,
 `peers`, `watchdog`, `stall`, `step_rate`.
 
 Import rule: never imports cli/, distribute/, the binaries (`main`,

@@ -27,6 +27,7 @@ __all__ = [
     "create_global_step",
     "build_local",
     "build_distributed",
+    "replica_device_setter",
 ]
 
 ModeKeys = spec_lib.ModeKeys
@@ -257,3 +258,21 @@ def _distributed_scaffold(scaffold, strategy):
           local.ready_for_local_init_op),
       local_init_op=local.local_init_op, summary_op=local.summary_op,
       saver=local.saver, copy_from_scaffold=None)
+
+
+def replica_device_setter(config):
+  """Between-graph ps placement of a TF_CONFIG ps cluster (None without ps
+  tasks, or under a strategy, which places variables itself)."""
+  if config.num_ps_replicas <= 0 or config.train_distribute is not None:
+    return None
+  return tf.compat.v1.train.replica_device_setter(
+      ps_tasks=config.num_ps_replicas,
+      worker_device=f"/job:{config.task_type}/task:{config.task_id}",
+      merge_devices=True,
+      ps_ops=["Variable", "VariableV2", "AutoReloadVariable",
+              "MutableHashTable", "MutableHashTableV2",
+              "MutableHashTableOfTensors", "MutableHashTableOfTensorsV2",
+              "MutableDenseHashTable", "MutableDenseHashTableV2",
+              "VarHandleOp", "BoostedTreesEnsembleResourceHandleOp",
+              "BoostedTreesQuantileStreamResourceHandleOp"],
+      cluster=config.cluster_spec)
