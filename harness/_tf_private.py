@@ -13,6 +13,7 @@ surface to what is listed here.
 """
 
 import contextlib
+import random
 
 from harness._tf import tf
 
@@ -214,9 +215,8 @@ def seed_keras_initializers(seed):
   seeding that generator per graph restores it without touching the
   process-wide `random`/numpy state. Checked on tf_keras 2.21.0.
   """
-  import random  # pylint: disable=g-import-not-at-top
   try:
-    from tf_keras.src import backend as keras_backend  # pylint: disable=g-import-not-at-top
+    from tf_keras.src import backend as keras_backend  # lazy: tf_keras internals, may move (ImportError kept)  # pylint: disable=g-import-not-at-top
   except ImportError:  # A tf_keras layout change: stay unseeded, as before.
     return
   generator = getattr(keras_backend, "_SEED_GENERATOR", None)

@@ -4,6 +4,7 @@
 """
 
 from harness import errors
+from harness.canned import logit_fns
 from harness.early_stopping import make_early_stopping_hook
 from harness.early_stopping import read_eval_metrics
 from harness.early_stopping import stop_if_higher_hook
@@ -41,7 +42,6 @@ _LOGIT_FNS = frozenset([
 
 def __getattr__(name):
   if name in _LOGIT_FNS:
-    from harness.canned import logit_fns  # pylint: disable=g-import-not-at-top
     return getattr(logit_fns, name)
   if name in _NOT_PORTED:
     raise errors.NotSupportedError(
