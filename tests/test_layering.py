@@ -237,15 +237,12 @@ PRIVATE_REACH_ALLOWED = {
        "the rules (one module split in two)"
        for name in ("_fail", "_fail_215", "_task_json", "_check_job_names",
                     "_check_addresses", "_check_job_counts")},
-    ("canned/dnn_linear_combined.py", "dnn._layer_summary"):
-        "2.15's combined estimator logs its linear logits like dnn's",
-    ("canned/head/multi_label_head.py", "base_head._LABEL_NONE_ERR_MSG"):
-        "2.15's message, shared by the heads",
 }
 
 
 def private_reach(relative, source):
-  """`module._name` where `module` is another harness module."""
+  """`module._name` where `module` is another harness module, and
+  `from harness.x import _name`."""
   tree = ast.parse(textwrap.dedent(source))
   modules = set()
   for node in ast.walk(tree):
@@ -255,6 +252,14 @@ def private_reach(relative, source):
                      if a.name[:1].islower())
   found = []
   for node in ast.walk(tree):
+    if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+        "harness"):
+      found += [(node.lineno, f"{relative}:{node.lineno}: from {node.module} "
+                              f"import {alias.name}")
+                for alias in node.names
+                if alias.name.startswith("_") and not alias.name.startswith(
+                    "__") and f"{node.module}.{alias.name}" not in (
+                        "harness._tf", "harness._tf_private")]
     if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
         and node.value.id in modules and node.attr.startswith("_")
         and not node.attr.startswith("__")
@@ -336,6 +341,12 @@ class LayeringTest(absltest.TestCase):
         "estimator.py:3: roles._label", "estimator.py:4: cluster_lib._fail"])
     self.assertEqual(private_reach("cluster/tf_config_rules.py", source),
                      ["cluster/tf_config_rules.py:3: roles._label"])
+    self.assertEqual(private_reach(
+        "canned/dnn_linear_combined.py",
+        "from harness.canned.dnn import _layer_summary\n"
+        "from harness import _tf_private\nfrom harness._tf import tf\n"), [
+            "canned/dnn_linear_combined.py:1: from harness.canned.dnn import "
+            "_layer_summary"])
 
   def test_no_import_cycle(self):
     self.assertEqual(import_cycles(import_graph(harness_sources())), [])

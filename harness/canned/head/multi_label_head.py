@@ -128,7 +128,7 @@ class MultiLabelHead(base_head.Head):
   def _processed_labels(self, logits, labels):
     """Multi-hot int64 labels [D0.., n_classes]."""
     if labels is None:
-      raise errors.ModelFnError(base_head._LABEL_NONE_ERR_MSG)  # pylint: disable=protected-access
+      raise errors.ModelFnError(base_head.LABEL_NONE_ERR_MSG)
     if isinstance(labels, tf.sparse.SparseTensor):
       if labels.dtype == tf.string:
         if self._label_vocabulary is None:
