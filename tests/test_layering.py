@@ -38,7 +38,7 @@ RULES = {
     "core": (EXAMPLES + (
         "harness.cli", "harness.distribute", "harness.canned", "harness.tpu",
         "harness.estimator", "harness.training", "harness.compat",
-        "harness.keras_lib") + BINARIES,
+        "harness.keras_lib", "harness.hooks") + BINARIES,
              "core/ builds graphs and runs sessions; the Estimator, the "
              "roles and the binaries call it, never the other way"),
     "distribute": (EXAMPLES + ("harness.cli", "harness.canned", "harness.tpu",
@@ -304,6 +304,12 @@ class LayeringTest(absltest.TestCase):
 
   def test_core_importing_a_binary_fails(self):
     self.assertLen(layering_violations("core/x.py", "import harness.k8s\n"), 1)
+
+  def test_core_importing_hooks_fails(self):
+    # hooks.py builds on core/ (train_graph, evaluation): the reverse would
+    # be the cycle core/train_loop <-> hooks had.
+    self.assertLen(layering_violations(
+        "core/train_loop.py", "from harness import hooks as hooks_lib\n"), 1)
 
   def test_core_importing_distribute_fails(self):
     self.assertLen(layering_violations(
