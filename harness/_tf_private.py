@@ -17,6 +17,13 @@ import random
 
 from harness._tf import tf
 
+# tf_keras's backend (loaded by `harness._tf`'s Keras 2 check already); None
+# if a tf_keras release moves it.
+try:
+  from tf_keras.src import backend as _keras_backend
+except ImportError:
+  _keras_backend = None
+
 __all__ = [
     "override_collective_local_devices",
     "collective_communication_options",
@@ -215,11 +222,9 @@ def seed_keras_initializers(seed):
   seeding that generator per graph restores it without touching the
   process-wide `random`/numpy state. Checked on tf_keras 2.21.0.
   """
-  try:
-    from tf_keras.src import backend as keras_backend  # lazy: tf_keras internals, may move (ImportError kept)  # pylint: disable=g-import-not-at-top
-  except ImportError:  # A tf_keras layout change: stay unseeded, as before.
+  if _keras_backend is None:  # A tf_keras layout change: stay unseeded.
     return
-  generator = getattr(keras_backend, "_SEED_GENERATOR", None)
+  generator = getattr(_keras_backend, "_SEED_GENERATOR", None)
   if generator is not None:
     generator.generator = None if seed is None else random.Random(seed)
 
