@@ -96,8 +96,11 @@ class Head(abc.ABC):
                      regularization_losses=None):
     """Updates `eval_metrics` for one batch and returns the dict."""
 
-  def _summary_key(self, key):
+  def summary_key(self, key):
+    """`key` with `/<name>` added for a named head (2.15's summary tags)."""
     return f"{key}/{self.name}" if self.name else key
+
+  _summary_key = summary_key  # 2.15's name, which subclasses call.
 
   def _checked_labels_and_loss(self, logits, labels, features):
     """(logits, processed labels, unweighted loss, weights) of the canned

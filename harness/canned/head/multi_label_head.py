@@ -72,7 +72,7 @@ class MultiLabelHead(base_head.Head):
     self._loss_fn = loss_fn
     self._classes_for_class_based_metrics = class_ids
     self._name = name
-    key = self._summary_key
+    key = self.summary_key
     self._loss_mean_key = key(_KEYS.LOSS_MEAN)
     self._auc_key = key(_KEYS.AUC)
     self._auc_pr_key = key(_KEYS.AUC_PR)
