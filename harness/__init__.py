@@ -11,6 +11,7 @@ Legacy code that says `tf.estimator.X` runs unchanged after
 `import harness.compat` (or under `python -m harness.run script.py`).
 """
 
+import importlib as _importlib
 import os as _os
 
 # tf.compat.v1.layers and Keras 2 need this before TensorFlow's first
@@ -21,6 +22,7 @@ _os.environ["TF_USE_LEGACY_KERAS"] = "1"
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from harness import canned as _canned  # Names only: loads no TensorFlow.
+from harness import errors as _errors  # No TensorFlow either.
 # pylint: enable=g-import-not-at-top,wrong-import-position
 
 # Public name -> module that defines it (loaded on first access).
@@ -142,16 +144,14 @@ _NOT_PROVIDED = {
 
 
 def __getattr__(name):
-  import importlib  # pylint: disable=g-import-not-at-top
   if name in _SUBMODULES:
-    return importlib.import_module(f"harness.{name}")
+    return _importlib.import_module(f"harness.{name}")
   if name in _EXPORTS:
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    value = getattr(_importlib.import_module(_EXPORTS[name]), name)
     globals()[name] = value
     return value
   if name in _NOT_PROVIDED:
-    from harness import errors  # pylint: disable=g-import-not-at-top
-    raise errors.NotSupportedError(
+    raise _errors.NotSupportedError(
         f"tf.estimator.{name} is not provided by harness: "
         f"{_NOT_PROVIDED[name]}.")
   raise AttributeError(f"module 'harness' has no attribute {name!r}")

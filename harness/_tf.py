@@ -22,6 +22,9 @@ import sys
 import tempfile
 import warnings
 
+from absl import flags as absl_flags
+from absl import logging as absl_logging
+
 from harness import errors
 
 __all__ = ["tf", "ensure_legacy_keras", "quiet_tensorflow", "VERBOSITY_ENV"]
@@ -37,7 +40,7 @@ def _verbose_requested(environ):
 def _import_tensorflow_quietly(environ):
   """Imports tensorflow with fd 2 sent to a file; replays it on failure."""
   if "tensorflow" in sys.modules or _verbose_requested(environ):
-    import tensorflow  # pylint: disable=g-import-not-at-top
+    import tensorflow  # lazy: the one quiet TensorFlow import  # pylint: disable=g-import-not-at-top
     return tensorflow
   # 3 hides the C++ ERROR lines too ("failed call to cuInit" on every
   # CPU-only process); real failures still surface as Python exceptions.
@@ -45,13 +48,13 @@ def _import_tensorflow_quietly(environ):
   try:
     saved_fd = os.dup(2)
   except OSError:  # No usable fd 2 (some embedded interpreters).
-    import tensorflow  # pylint: disable=g-import-not-at-top
+    import tensorflow  # lazy: the one quiet TensorFlow import  # pylint: disable=g-import-not-at-top
     return tensorflow
   with tempfile.TemporaryFile() as sink:
     sys.stderr.flush()
     os.dup2(sink.fileno(), 2)
     try:
-      import tensorflow  # pylint: disable=g-import-not-at-top
+      import tensorflow  # lazy: the one quiet TensorFlow import  # pylint: disable=g-import-not-at-top
     except BaseException:
       os.dup2(saved_fd, 2)
       sink.seek(0)
@@ -102,8 +105,6 @@ def ensure_legacy_keras(tf_module):
 
 def _show_progress_lines():
   """harness logs progress with absl at INFO; show it unless set otherwise."""
-  from absl import flags as absl_flags  # pylint: disable=g-import-not-at-top
-  from absl import logging as absl_logging  # pylint: disable=g-import-not-at-top
   flag = absl_flags.FLAGS["verbosity"] if "verbosity" in absl_flags.FLAGS else None
   if flag is None or not flag.present:
     absl_logging.set_verbosity(absl_logging.INFO)

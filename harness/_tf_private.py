@@ -13,8 +13,16 @@ surface to what is listed here.
 """
 
 import contextlib
+import random
 
 from harness._tf import tf
+
+# tf_keras's backend (loaded by `harness._tf`'s Keras 2 check already); None
+# if a tf_keras release moves it.
+try:
+  from tf_keras.src import backend as _keras_backend
+except ImportError:
+  _keras_backend = None
 
 __all__ = [
     "override_collective_local_devices",
@@ -214,12 +222,9 @@ def seed_keras_initializers(seed):
   seeding that generator per graph restores it without touching the
   process-wide `random`/numpy state. Checked on tf_keras 2.21.0.
   """
-  import random  # pylint: disable=g-import-not-at-top
-  try:
-    from tf_keras.src import backend as keras_backend  # pylint: disable=g-import-not-at-top
-  except ImportError:  # A tf_keras layout change: stay unseeded, as before.
+  if _keras_backend is None:  # A tf_keras layout change: stay unseeded.
     return
-  generator = getattr(keras_backend, "_SEED_GENERATOR", None)
+  generator = getattr(_keras_backend, "_SEED_GENERATOR", None)
   if generator is not None:
     generator.generator = None if seed is None else random.Random(seed)
 

@@ -31,7 +31,13 @@ from harness.cluster import tf_config as cluster_lib
 from harness.core import evaluation
 from harness.core import input_pipeline
 from harness.core import loop_spec
+from harness.core import prediction
+from harness.core import train_graph
 from harness.core import train_loop
+from harness.distribute import remote
+from harness.distribute import roles
+from harness.distribute import strategies
+from harness.export import writer
 from harness.state import checkpoints
 from harness.state import storage
 
@@ -91,7 +97,8 @@ class Estimator:
     self._warm_start_settings = (
         warm_start_lib.get_default_warm_start_settings(warm_start_from)
         if warm_start_from is not None else None)
-    self._device_fn = config.device_fn or _replica_device_setter(config)
+    self._device_fn = (config.device_fn or
+                       train_graph.replica_device_setter(config))
 
   # --- properties ----------------------------------------------------------
 
@@ -182,7 +189,6 @@ class Estimator:
     check_supported_config(self._config)
     if self._config.remote_cluster is not None:
       # Standalone client: drive the remote cluster's servers from here.
-      from harness.distribute import remote  # pylint: disable=g-import-not-at-top
       remote.train_remote(
           self, input_fn, train_fn=self._train_with_context, hooks=hooks,
           steps=steps, max_steps=max_steps,
@@ -192,7 +198,6 @@ class Estimator:
     if _is_cluster_trainer(self._config):
       # A chief/worker task of a TF_CONFIG cluster: join it (as tf.estimator
       # 2.15 did through its distribute coordinator).
-      from harness.distribute import roles  # pylint: disable=g-import-not-at-top
       roles.train_in_cluster(self, input_fn,
                              train_fn=self._train_with_context, hooks=hooks,
                              steps=steps, max_steps=max_steps,
@@ -201,7 +206,6 @@ class Estimator:
     strategy = self._config.train_distribute
     context = self._local_train_context()
     if strategy is not None:
-      from harness.distribute import strategies  # pylint: disable=g-import-not-at-top
       strategy = strategies.to_graph_strategy(strategy)
       # E.g. device_count CPU=N for N CPU replicas of a MirroredStrategy.
       context = dataclasses.replace(
@@ -266,12 +270,12 @@ class Estimator:
     # global step included, as in tf.estimator.
     with tf.Graph().as_default() as graph, graph.device(self._device_fn):
       if strategy is not None:
-        train_graph = train_loop.build_distributed(
+        built = train_graph.build_distributed(
             strategy, self._call_model_fn, input_fn, self._params, config)
       else:
-        train_graph = train_loop.build_local(
+        built = train_graph.build_local(
             self._call_model_fn, input_fn, self._params, config)
-      if train_graph.auto_bound is not None:
+      if built.auto_bound is not None:
         reason = loop_spec.hooks_needing_each_step(hooks, graph)
         if reason:
           raise loop_spec.NeedsOneStepPerRun(reason)
@@ -280,7 +284,7 @@ class Estimator:
                      self._warm_start_settings.ckpt_to_initialize_from)
         warm_start_lib.warm_start(self._warm_start_settings)
       return train_loop.run(
-          train_graph, model_dir=self._model_dir, config=config,
+          built, model_dir=self._model_dir, config=config,
           hooks=hooks, saving_listeners=saving_listeners, context=context,
           max_steps=max_steps)
 
@@ -296,8 +300,8 @@ class Estimator:
     _check_positive(steps, "steps")
     checkpoint_path = self._checkpoint_for("evaluate", checkpoint_path)
     with tf.Graph().as_default():
-      train_loop.set_graph_seed(self._config.tf_random_seed)
-      global_step = train_loop.create_global_step(
+      train_graph.set_graph_seed(self._config.tf_random_seed)
+      global_step = train_graph.create_global_step(
           tf.compat.v1.get_default_graph())
       features, labels, input_hooks = input_pipeline.features_and_labels(
           input_fn, ModeKeys.EVAL, self._params, self._config)
@@ -339,14 +343,14 @@ class Estimator:
     """Yields predictions for every element input_fn produces."""
     checkpoint_path = self._checkpoint_for("predict", checkpoint_path)
     with tf.Graph().as_default():
-      train_loop.set_graph_seed(self._config.tf_random_seed)
-      train_loop.create_global_step(tf.compat.v1.get_default_graph())
+      train_graph.set_graph_seed(self._config.tf_random_seed)
+      train_graph.create_global_step(tf.compat.v1.get_default_graph())
       result = spec_lib.call_input_fn(input_fn, ModeKeys.PREDICT,
                                       self._params, self._config)
       features, _, input_hooks = input_pipeline.parse_input_fn_result(result)
       spec = self._call_model_fn(features, None, ModeKeys.PREDICT,
                                  self._config)
-      predictions = _extract_keys(spec.predictions, predict_keys)
+      predictions = prediction.select_keys(spec.predictions, predict_keys)
       all_hooks = (input_hooks + spec_lib.check_hooks(hooks, "hooks") +
                    list(spec.prediction_hooks))
       checkpoints.check_fits(checkpoint_path, spec.scaffold)
@@ -354,18 +358,8 @@ class Estimator:
           checkpoint_filename_with_path=checkpoint_path,
           master=self._config.master, scaffold=spec.scaffold,
           config=self._session_config)
-      with tf.compat.v1.train.MonitoredSession(
-          session_creator=creator, hooks=all_hooks) as session:
-        while not session.should_stop():
-          values = session.run(predictions)
-          if not yield_single_examples:
-            yield values
-          elif not isinstance(values, dict):
-            for value in values:
-              yield value
-          else:
-            for i in range(_batch_length(values)):
-              yield {key: value[i] for key, value in values.items()}
+      yield from prediction.yield_predictions(
+          creator, all_hooks, predictions, yield_single_examples)
 
   # --- export --------------------------------------------------------------
 
@@ -403,7 +397,6 @@ class Estimator:
 
   def _export_all_saved_models(self, export_dir_base, input_receiver_fn_map,
                                assets_extra, as_text, checkpoint_path):
-    from harness.export import writer  # pylint: disable=g-import-not-at-top
     if not checkpoint_path:
       checkpoint_path = self.latest_checkpoint()
     if not checkpoint_path and self._warm_start_settings is not None:
@@ -459,55 +452,3 @@ def _fmt(value):
   if isinstance(value, (float, np.floating)):
     return f"{float(value):.4g}"
   return str(value)
-
-
-def _replica_device_setter(config):
-  if config.num_ps_replicas <= 0 or config.train_distribute is not None:
-    return None
-  return tf.compat.v1.train.replica_device_setter(
-      ps_tasks=config.num_ps_replicas,
-      worker_device=f"/job:{config.task_type}/task:{config.task_id}",
-      merge_devices=True,
-      ps_ops=["Variable", "VariableV2", "AutoReloadVariable",
-              "MutableHashTable", "MutableHashTableV2",
-              "MutableHashTableOfTensors", "MutableHashTableOfTensorsV2",
-              "MutableDenseHashTable", "MutableDenseHashTableV2",
-              "VarHandleOp", "BoostedTreesEnsembleResourceHandleOp",
-              "BoostedTreesQuantileStreamResourceHandleOp"],
-      cluster=config.cluster_spec)
-
-
-def _extract_keys(predictions, predict_keys):
-  if not predict_keys:
-    return predictions
-  if not isinstance(predictions, dict):
-    raise errors.ConfigError(
-        "predict_keys argument is not valid in case of non-dict "
-        "predictions.")
-  if isinstance(predict_keys, str):
-    predict_keys = [predict_keys]
-  selected = {k: v for k, v in predictions.items() if k in predict_keys}
-  if not selected:
-    raise errors.ConfigError(
-        f"Expected to run at least one output from {sorted(predictions)}, "
-        f"provided {list(predict_keys)}.")
-  return selected
-
-
-def _batch_length(values):
-  length = None
-  for key, value in values.items():
-    value_len = np.shape(value)[0] if np.ndim(value) else None
-    if value_len is None:
-      raise errors.ConfigError(
-          "In order to use yield_single_examples=True, all predictions "
-          f"should have a batch dimension; {key!r} has shape "
-          f"{np.shape(value)}. Fix: predict with "
-          "yield_single_examples=False.")
-    if length is None:
-      length = value_len
-    elif length != value_len:
-      raise errors.ConfigError(
-          f"Batch length of predictions should be same. {key!r} has "
-          "different batch length than others.")
-  return length or 0

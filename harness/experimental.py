@@ -4,6 +4,7 @@
 """
 
 from harness import errors
+from harness.canned import logit_fns
 from harness.early_stopping import make_early_stopping_hook
 from harness.early_stopping import read_eval_metrics
 from harness.early_stopping import stop_if_higher_hook
@@ -33,7 +34,8 @@ _NOT_PORTED = frozenset([
     "KMeans", "LinearSDCA", "RNNClassifier", "RNNEstimator",
 ])
 
-# The canned estimators' logit_fn helpers (loaded on first access).
+# The canned estimators' logit_fn helpers: outside __all__, as in 2.15, and
+# served by __getattr__ (which compat.py's aliases consult).
 _LOGIT_FNS = frozenset([
     "call_logit_fn", "dnn_logit_fn_builder", "linear_logit_fn_builder",
 ])
@@ -41,7 +43,6 @@ _LOGIT_FNS = frozenset([
 
 def __getattr__(name):
   if name in _LOGIT_FNS:
-    from harness.canned import logit_fns  # pylint: disable=g-import-not-at-top
     return getattr(logit_fns, name)
   if name in _NOT_PORTED:
     raise errors.NotSupportedError(

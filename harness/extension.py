@@ -12,6 +12,7 @@
 """
 
 from harness import errors
+from harness import estimator as estimator_lib
 from harness import spec as spec_lib
 
 __all__ = ["add_metrics"]
@@ -55,7 +56,6 @@ def add_metrics(estimator, metric_fn):
   Raises:
     ConfigError (ValueError): `metric_fn` takes an argument not listed above.
   """
-  from harness import estimator as estimator_lib  # pylint: disable=g-import-not-at-top
   _verify_metric_fn_args(metric_fn)
   base_model_fn = estimator.model_fn
   base_params = estimator.params

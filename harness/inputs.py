@@ -177,7 +177,7 @@ def pandas_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None,
       DataFrame.
   """
   try:
-    import pandas as pd  # pylint: disable=g-import-not-at-top
+    import pandas as pd  # lazy: optional dependency (pandas)  # pylint: disable=g-import-not-at-top
   except ImportError as e:
     raise errors.NotSupportedError(
         "pandas_input_fn should not be called without pandas installed "

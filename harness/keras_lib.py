@@ -30,6 +30,9 @@ from absl import logging
 
 from harness import _tf_private
 from harness import errors
+from harness import estimator as estimator_lib
+from harness import export as export_lib
+from harness import spec as spec_lib
 from harness._tf import tf
 
 __all__ = ["model_to_estimator"]
@@ -219,8 +222,6 @@ def _weights_init_fn(model, weights):
 def _create_model_fn(keras_model, custom_objects, metric_names_map,
                      export_outputs):
   """Returns the model_fn that clones and runs `keras_model` in each mode."""
-  from harness import export as export_lib  # pylint: disable=g-import-not-at-top
-  from harness import spec as spec_lib  # pylint: disable=g-import-not-at-top
   compiled = _compile_config(keras_model)
   loss_fn = _as_loss_fn(compiled["loss"])
   make_optimizer = _legacy_optimizer_factory(keras_model.optimizer)
@@ -332,7 +333,6 @@ def model_to_estimator(keras_model=None, keras_model_path=None,
       no graph-mode equivalent.
   """
   del use_v2_estimator  # Both flavours are the same harness Estimator.
-  from harness import estimator as estimator_lib  # pylint: disable=g-import-not-at-top
   _check_arguments(keras_model, keras_model_path, checkpoint_format)
   if keras_model is None:
     logging.info("model_to_estimator | loading %s", keras_model_path)

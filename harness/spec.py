@@ -17,6 +17,7 @@ import inspect
 
 from harness import errors
 from harness._tf import tf
+from harness.export import outputs as export_outputs_lib
 
 __all__ = [
     "ModeKeys",
@@ -181,8 +182,6 @@ def _validate_hooks(hooks, name):
 
 
 def _default_export_outputs(export_outputs, predictions):
-  # Imported here: the export package imports spec for ModeKeys.
-  from harness.export import outputs as export_outputs_lib  # pylint: disable=g-import-not-at-top
   return export_outputs_lib.get_export_outputs(export_outputs, predictions)
 
 

@@ -18,10 +18,13 @@ import collections
 from absl import logging
 
 from harness import errors
+from harness import estimator as estimator_lib
 from harness import run_config as run_config_lib
 from harness import spec as spec_lib
 from harness._tf import tf
 from harness.distribute import evaluator as evaluator_lib
+from harness.distribute import roles
+from harness.export import exporter as exporter_lib
 from harness.state import run_state
 
 __all__ = ["TrainSpec", "EvalSpec", "train_and_evaluate"]
@@ -98,7 +101,6 @@ class EvalSpec(collections.namedtuple("EvalSpec", [
 
 
 def _validate_exporters(exporters):
-  from harness.export import exporter as exporter_lib  # pylint: disable=g-import-not-at-top
   if not exporters:
     return ()
   if isinstance(exporters, exporter_lib.Exporter):
@@ -141,7 +143,6 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
     (eval metrics dict or None, list of export results) for the local and
     evaluator roles; (None, []) for chief, worker and ps tasks.
   """
-  from harness import estimator as estimator_lib  # pylint: disable=g-import-not-at-top
   if not isinstance(eval_spec, EvalSpec):
     raise errors.ConfigTypeError(
         "`eval_spec` must have type `tf.estimator.EvalSpec`. Got: "
@@ -195,7 +196,6 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
 
 
 def _runners():
-  from harness.distribute import roles  # pylint: disable=g-import-not-at-top
   return {
       "chief": roles.run_chief,
       "master": roles.run_master,

@@ -5,7 +5,9 @@ synthetic violation below showing that it fails.
 """
 
 import ast
+import collections
 import pathlib
+import re
 import textwrap
 
 from absl.testing import absltest
@@ -36,7 +38,7 @@ RULES = {
     "core": (EXAMPLES + (
         "harness.cli", "harness.distribute", "harness.canned", "harness.tpu",
         "harness.estimator", "harness.training", "harness.compat",
-        "harness.keras_lib") + BINARIES,
+        "harness.keras_lib", "harness.hooks") + BINARIES,
              "core/ builds graphs and runs sessions; the Estimator, the "
              "roles and the binaries call it, never the other way"),
     "distribute": (EXAMPLES + ("harness.cli", "harness.canned", "harness.tpu",
@@ -113,6 +115,121 @@ def tensorflow_imports(relative, source):
           if name == "tensorflow" or name.startswith(TENSORFLOW)]
 
 
+def module_name(relative):
+  """"core/train_loop.py" -> "harness.core.train_loop" (packages by folder)."""
+  parts = pathlib.PurePosixPath(relative).with_suffix("").parts
+  if parts[-1] == "__init__":
+    parts = parts[:-1]
+  return ".".join(("harness",) + parts)
+
+
+def _imports_by_place(tree):
+  """(import node, inside a function?) for every import in `tree`."""
+  found = []
+
+  def visit(node, in_function):
+    for child in ast.iter_child_nodes(node):
+      if isinstance(child, (ast.Import, ast.ImportFrom)):
+        found.append((child, in_function))
+      visit(child, in_function or isinstance(
+          child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+  visit(tree, False)
+  return found
+
+
+def import_targets(module, source, known):
+  """Modules of `known` that importing `module` imports at once.
+
+  Only imports outside functions count (they run at import time). `from a
+  import b` names module `a.b` when that is a module, else `a`; importing
+  `a.b.c` imports its packages `a.b` and `a` too, except the importer's
+  own packages (already initialising).
+  """
+  own = set()
+  parts = module.split(".")
+  for i in range(1, len(parts) + 1):
+    own.add(".".join(parts[:i]))
+  targets = set()
+  for node, in_function in _imports_by_place(ast.parse(source)):
+    if in_function:
+      continue
+    if isinstance(node, ast.Import):
+      names = [alias.name for alias in node.names]
+    elif node.level:
+      raise ValueError(f"{module}:{node.lineno}: relative import; harness "
+                       "uses absolute imports only")
+    else:
+      names = [f"{node.module}.{alias.name}"
+               if f"{node.module}.{alias.name}" in known else node.module
+               for alias in node.names]
+    for name in names:
+      pieces = name.split(".")
+      for i in range(1, len(pieces) + 1):
+        prefix = ".".join(pieces[:i])
+        if prefix in known and prefix not in own:
+          targets.add(prefix)
+  return targets
+
+
+def import_graph(sources):
+  """{module: modules it imports at import time}; `sources` maps
+  harness-relative file paths to their text."""
+  known = {module_name(relative) for relative in sources}
+  return {module_name(relative): import_targets(module_name(relative), text,
+                                                known)
+          for relative, text in sources.items()}
+
+
+def import_cycles(graph):
+  """Each import cycle once, as "a -> b -> a" (shortest from its first
+  module in sorted order)."""
+  cycles = set()
+  for start in sorted(graph):
+    # Breadth-first back to `start`: the shortest cycle through it.
+    parent = {start: None}
+    queue = collections.deque([start])
+    closing = None
+    while queue and closing is None:
+      node = queue.popleft()
+      for nxt in sorted(graph[node]):
+        if nxt == start:
+          closing = node
+          break
+        if nxt not in parent:
+          parent[nxt] = node
+          queue.append(nxt)
+    if closing is None:
+      continue
+    path = [closing]
+    while parent[path[-1]] is not None:
+      path.append(parent[path[-1]])
+    path.reverse()
+    smallest = path.index(min(path))
+    path = path[smallest:] + path[:smallest]
+    cycles.add(" -> ".join(path + [path[0]]))
+  return sorted(cycles)
+
+
+LAZY_MARK = re.compile(r"#\s*lazy:\s*\S")
+
+
+def unmarked_lazy_imports(relative, source):
+  """Imports inside a function whose line lacks `# lazy: <reason>`."""
+  lines = textwrap.dedent(source).splitlines()
+  return [f"{relative}:{node.lineno}: {lines[node.lineno - 1].strip()} "
+          "(an import inside a function needs `# lazy: <reason>`, see "
+          "docs/ARCHITECTURE.md; else move it to the module top)"
+          for node, in_function in _imports_by_place(
+              ast.parse(textwrap.dedent(source)))
+          if in_function and not LAZY_MARK.search(lines[node.lineno - 1])]
+
+
+def harness_sources():
+  return {str(path.relative_to(HARNESS_DIR)): path.read_text()
+          for path in sorted(HARNESS_DIR.rglob("*.py"))}
+
+
 # (file under harness/, "module_alias._name"): why it reaches into another
 # harness module's private name. New entries need a reason; better, a
 # public name.
@@ -122,15 +239,12 @@ PRIVATE_REACH_ALLOWED = {
        "the rules (one module split in two)"
        for name in ("_fail", "_fail_215", "_task_json", "_check_job_names",
                     "_check_addresses", "_check_job_counts")},
-    ("canned/dnn_linear_combined.py", "dnn._layer_summary"):
-        "2.15's combined estimator logs its linear logits like dnn's",
-    ("canned/head/multi_label_head.py", "base_head._LABEL_NONE_ERR_MSG"):
-        "2.15's message, shared by the heads",
 }
 
 
 def private_reach(relative, source):
-  """`module._name` where `module` is another harness module."""
+  """`module._name` where `module` is another harness module, and
+  `from harness.x import _name`."""
   tree = ast.parse(textwrap.dedent(source))
   modules = set()
   for node in ast.walk(tree):
@@ -140,6 +254,14 @@ def private_reach(relative, source):
                      if a.name[:1].islower())
   found = []
   for node in ast.walk(tree):
+    if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+        "harness"):
+      found += [(node.lineno, f"{relative}:{node.lineno}: from {node.module} "
+                              f"import {alias.name}")
+                for alias in node.names
+                if alias.name.startswith("_") and not alias.name.startswith(
+                    "__") and f"{node.module}.{alias.name}" not in (
+                        "harness._tf", "harness._tf_private")]
     if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
         and node.value.id in modules and node.attr.startswith("_")
         and not node.attr.startswith("__")
@@ -166,6 +288,8 @@ def tree_violations():
 
 class LayeringTest(absltest.TestCase):
 
+  maxDiff = None
+
   def test_tree_follows_the_folder_rules(self):
     self.assertEqual(tree_violations(), [])
 
@@ -182,6 +306,12 @@ class LayeringTest(absltest.TestCase):
 
   def test_core_importing_a_binary_fails(self):
     self.assertLen(layering_violations("core/x.py", "import harness.k8s\n"), 1)
+
+  def test_core_importing_hooks_fails(self):
+    # hooks.py builds on core/ (train_graph, evaluation): the reverse would
+    # be the cycle core/train_loop <-> hooks had.
+    self.assertLen(layering_violations(
+        "core/train_loop.py", "from harness import hooks as hooks_lib\n"), 1)
 
   def test_core_importing_distribute_fails(self):
     self.assertLen(layering_violations(
@@ -219,6 +349,60 @@ class LayeringTest(absltest.TestCase):
         "estimator.py:3: roles._label", "estimator.py:4: cluster_lib._fail"])
     self.assertEqual(private_reach("cluster/tf_config_rules.py", source),
                      ["cluster/tf_config_rules.py:3: roles._label"])
+    self.assertEqual(private_reach(
+        "canned/dnn_linear_combined.py",
+        "from harness.canned.dnn import _layer_summary\n"
+        "from harness import _tf_private\nfrom harness._tf import tf\n"), [
+            "canned/dnn_linear_combined.py:1: from harness.canned.dnn import "
+            "_layer_summary"])
+
+  def test_no_import_cycle(self):
+    self.assertEqual(import_cycles(import_graph(harness_sources())), [])
+
+  def test_an_import_cycle_fails(self):
+    sources = {
+        "a.py": "from harness import b\n",
+        "b.py": "import json\nfrom harness.core import c\n",
+        "core/__init__.py": "",
+        "core/c.py": "def f():\n  from harness import d\nfrom harness import a\n",
+        "d.py": "from harness import b\n",
+    }
+    self.assertEqual(import_cycles(import_graph(sources)), [
+        "harness.a -> harness.b -> harness.core.c -> harness.a"])
+    # The import inside a function is no edge: d -> b alone is no cycle.
+    sources["core/c.py"] = "def f():\n  from harness import a\n"
+    self.assertEqual(import_cycles(import_graph(sources)), [])
+
+  def test_a_cycle_through_a_package_init_fails(self):
+    sources = {
+        "spec.py": "from harness.export import outputs\n",
+        "export/__init__.py": "from harness.export.writer import w\n",
+        "export/outputs.py": "import abc\n",
+        "export/writer.py": "from harness import spec\n",
+    }
+    self.assertEqual(import_cycles(import_graph(sources)), [
+        "harness.export -> harness.export.writer -> harness.spec -> "
+        "harness.export"])
+
+  def test_every_function_level_import_says_why(self):
+    found = []
+    for relative, source in harness_sources().items():
+      found += unmarked_lazy_imports(relative, source)
+    self.assertEqual(found, [])
+
+  def test_an_unmarked_function_level_import_fails(self):
+    source = ("import os\n"
+              "def f():\n"
+              "  import json  # pylint: disable=g-import-not-at-top\n"
+              "  from harness._tf import tf  # lazy: TensorFlow-free path\n"
+              "  class C:\n"
+              "    def g(self):\n"
+              "      from harness import spec  # lazy:\n")
+    found = unmarked_lazy_imports("x.py", source)
+    self.assertLen(found, 2)
+    self.assertIn("x.py:3: import json", found[0])
+    self.assertIn("x.py:7: from harness import spec", found[1])
+    self.assertEqual(unmarked_lazy_imports("x.py", "import os\n"), [])
 
   def test_binaries_may_wire_cli(self):
     self.assertEqual(layering_violations(

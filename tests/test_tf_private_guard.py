@@ -30,9 +30,6 @@ HARNESS_OBJECTS = {
     ("run_config.py", "new._derive"): "a RunConfig copy made by replace()",
     ("tpu/tpu_config.py", "new._steps_per_loop_given"): "a TPU RunConfig",
     ("tpu/tpu_config.py", "new._tpu_config"): "a TPU RunConfig",
-    ("tpu/tpu_estimator.py", "result._to_estimator_spec"):
-        "harness's TPUEstimatorSpec",
-    ("canned/head/spec_builder.py", "head._summary_key"): "a harness Head",
     ("state/lease.py", "lease._thread"): "harness's lease refresher",
     ("distribute/server_claim.py", "claims._thread"):
         "harness's claim renewer",

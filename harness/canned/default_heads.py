@@ -8,6 +8,7 @@ heads take (SUM and SUM_OVER_BATCH_SIZE have one; the others raise).
 """
 
 from harness._tf import tf
+from harness.canned import head as heads_lib
 
 __all__ = [
     "binary_or_multi_class_head",
@@ -41,15 +42,10 @@ def keras_reduction(loss_reduction):
       "tf.compat.v1.estimator.* and SUM_OVER_BATCH_SIZE for tf.estimator.*).")
 
 
-def _heads():
-  from harness.canned import head  # pylint: disable=g-import-not-at-top
-  return head
-
-
 def binary_or_multi_class_head(n_classes, weight_column, label_vocabulary,
                                loss_reduction):
   """Returns the classifier head 2.15 chose for these arguments."""
-  heads = _heads()
+  heads = heads_lib
   loss_reduction = keras_reduction(loss_reduction)
   if n_classes == 2:
     return heads.BinaryClassHead(
@@ -62,6 +58,6 @@ def binary_or_multi_class_head(n_classes, weight_column, label_vocabulary,
 
 def regression_head(label_dimension, weight_column, loss_reduction):
   """Returns the regression head 2.15's regressors used."""
-  return _heads().RegressionHead(
+  return heads_lib.RegressionHead(
       label_dimension=label_dimension, weight_column=weight_column,
       loss_reduction=keras_reduction(loss_reduction))

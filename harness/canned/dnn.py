@@ -57,7 +57,8 @@ def v1_partitioners(config):
               max_partitions=num_ps, min_slice_size=64 << 20))
 
 
-def _layer_summary(value, tag):
+def layer_summary(value, tag):
+  """2.15's activation summaries of a layer: zero fraction, histogram."""
   tf.compat.v1.summary.scalar(f"{tag}/fraction_of_zero_values",
                               tf.math.zero_fraction(value))
   tf.compat.v1.summary.histogram(f"{tag}/activation", value)
@@ -116,11 +117,11 @@ def dnn_logits(features, mode, *, units, hidden_units, feature_columns,
         layers.append(norm)
         net = norm(net, training=training)
         update_ops.extend(norm.updates)
-      _layer_summary(net, f"{scope_name}/{name}")
+      layer_summary(net, f"{scope_name}/{name}")
     logits_layer = _dense(units, None, init, "logits", v1)
     layers.append(logits_layer)
     logits = logits_layer(net)
-    _layer_summary(logits, f"{scope_name}/logits")
+    layer_summary(logits, f"{scope_name}/logits")
   variables = []
   for layer in layers:
     variables.extend(v for v in layer.trainable_variables

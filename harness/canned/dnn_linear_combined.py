@@ -89,7 +89,7 @@ def combined_model_fn(features, labels, mode, head, *, linear_feature_columns,
         feature_columns=linear_feature_columns,
         sparse_combiner=linear_sparse_combiner,
         partitioner=input_layer_partitioner)
-    dnn._layer_summary(logits, "linear")  # pylint: disable=protected-access
+    dnn.layer_summary(logits, "linear")
     parts.append((logits, variables, linear_optimizer,
                   _linear_learning_rate(len(linear_feature_columns)), []))
   logits = parts[0][0] if len(parts) == 1 else parts[0][0] + parts[1][0]

@@ -1,10 +1,12 @@
 """Graph building and the session loop: input_fn -> graph -> MonitoredSession.
 
-`input_pipeline`, `train_loop` (TRAIN graph and session loop), `step_loop`,
-`loop_spec`, `auto_loop` (`steps_per_loop`), `evaluation` (one pass),
-`preemption`, `peers`, `watchdog`, `stall`, `step_rate`.
+`input_pipeline`, `train_graph` (the TRAIN graph), `train_loop` (its
+session loop), `progress` (the progress line), `step_loop`, `loop_spec`,
+`auto_loop` (`steps_per_loop`), `evaluation` (one pass), `prediction`
+(predict's session loop), `preemption`, `peers`, `watchdog`, `stall`,
+`step_rate`.
 
-Import rule: never imports cli/, distribute/, the binaries (`main`,
+Import rule: never imports cli/, distribute/, `hooks`, the binaries (`main`,
 `launch`, `server`, `k8s`), `compat`/`run`, `model_fns/` or `input_fns/`
 (tests/test_layering.py).
 """

@@ -1,11 +1,10 @@
-"""The training graph and loop behind `Estimator.train`.
+"""The training loop behind `Estimator.train`.
 
-`build_local` / `build_distributed` create the global step, the inputs and
-the TRAIN `EstimatorSpec` in the current default graph (the latter under a
-distribution strategy, one model_fn call per replica). `run` then drives a
-`MonitoredTrainingSession` with tf.estimator's hooks: NaN loss check,
-progress logging, checkpoint saving on the chief (with listeners), summaries
-and the global_step/sec counter.
+`core/train_graph`'s `build_local` / `build_distributed` build the TRAIN
+graph (re-exported here). `run` then drives a `MonitoredTrainingSession`
+with tf.estimator's hooks: NaN loss check, progress logging, checkpoint
+saving on the chief (with listeners), summaries and the global_step/sec
+counter.
 """
 
 import dataclasses
@@ -15,15 +14,14 @@ from absl import logging
 
 from harness import _tf_private
 from harness import errors
-from harness import hooks as hooks_lib
-from harness import run_config as run_config_lib
 from harness import spec as spec_lib
 from harness._tf import tf
 from harness.core import auto_loop
-from harness.core import input_pipeline
 from harness.core import preemption
+from harness.core import progress
 from harness.core import step_loop
 from harness.core import step_rate
+from harness.core import train_graph
 from harness.core import watchdog
 from harness.state import checkpoints
 from harness.state import lease as lease_lib
@@ -40,6 +38,13 @@ __all__ = [
 ]
 
 ModeKeys = spec_lib.ModeKeys
+
+# Re-exported: these lived here before core/train_graph.py.
+TrainGraph = train_graph.TrainGraph
+set_graph_seed = train_graph.set_graph_seed
+create_global_step = train_graph.create_global_step
+build_local = train_graph.build_local
+build_distributed = train_graph.build_distributed
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -120,234 +125,6 @@ class StopAtStepHook(tf.compat.v1.train.StopAtStepHook):
         options=run_values.options, run_metadata=run_values.run_metadata))
 
 
-def set_graph_seed(seed):
-  """tf_random_seed for the default graph, tf_keras initializers included."""
-  tf.compat.v1.random.set_random_seed(seed)
-  _tf_private.seed_keras_initializers(seed)
-
-
-def create_global_step(graph):
-  """Creates the int64 scalar global step; errors if model_fn made its own."""
-  step = tf.compat.v1.train.get_global_step(graph)
-  if step is not None:
-    raise errors.ModelFnError(
-        '"global_step" already exists in the graph before model_fn was '
-        "called. Fix: read it with tf.compat.v1.train.get_global_step() "
-        "instead of creating it.")
-  step = tf.compat.v1.train.create_global_step(graph)
-  if step.dtype.base_dtype != tf.int64 or step.shape.ndims != 0:
-    raise errors.ModelFnError(
-        f"global_step must be an int64 scalar, it is {step!r}.")
-  return step
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class TrainGraph:
-  """What `build_local` / `build_distributed` made.
-
-  Attributes:
-    spec: the TRAIN EstimatorSpec (under steps_per_loop > 1, `train_op` is
-      the loop and `loss` its last step's loss).
-    input_hooks: hooks that initialise the input iterator.
-    global_step: the global step variable.
-    steps_per_loop: training steps one `session.run` makes.
-    loop: the `step_loop.LoopedStep` (None without a loop).
-    auto_bound: under steps_per_loop="auto", (K's bound, what sets it);
-      None for a fixed K.
-    same_k_everywhere: every worker must run the same K (collective).
-    examples_per_step: the global batch of a step, for `examples/sec`: a
-      scalar Tensor, an int (static batch under a loop), or None (unknown).
-  """
-  spec: object
-  input_hooks: list
-  global_step: object
-  steps_per_loop: int = 1
-  loop: object = None
-  auto_bound: tuple = None
-  same_k_everywhere: bool = False
-  examples_per_step: object = None
-
-
-def _loop_size(config, is_dataset):
-  """(K the loop is built for, auto's (bound, reason) or None)."""
-  requested = config.steps_per_loop
-  if requested != run_config_lib.STEPS_PER_LOOP_AUTO:
-    return step_loop.check_input(is_dataset, requested), None
-  bound, reason = auto_loop.cadence_bound(config)
-  if step_loop.check_input(is_dataset, bound, auto=True) == 1:
-    if bound == 1:
-      logging.info("train | steps_per_loop=auto: K=1 (%s allows no more).",
-                   reason)
-    return 1, None
-  return bound, (bound, reason)
-
-
-def build_local(call_model_fn, input_fn, params, config):
-  """Builds a single-device TRAIN graph in the default graph.
-
-  Returns:
-    A TrainGraph.
-  """
-  graph = tf.compat.v1.get_default_graph()
-  set_graph_seed(config.tf_random_seed)
-  global_step = create_global_step(graph)
-  result = spec_lib.call_input_fn(input_fn, ModeKeys.TRAIN, params, config)
-  steps_per_loop, auto_bound = _loop_size(
-      config, isinstance(result, tf.data.Dataset))
-  if steps_per_loop == 1:
-    features, labels, input_hooks = input_pipeline.parse_input_fn_result(
-        result)
-    spec = call_model_fn(features, labels, ModeKeys.TRAIN, config)
-    return TrainGraph(spec=spec, input_hooks=input_hooks,
-                      global_step=global_step,
-                      examples_per_step=step_rate.examples_in(features, labels))
-  iterator = tf.compat.v1.data.make_initializable_iterator(result)
-  _register_global_step_read(global_step.read_value)
-  examples = []  # The body's batch, carried out of the loop.
-
-  def step_fn():
-    features, labels = input_pipeline.parse_features_and_labels(
-        iterator.get_next())
-    examples.append(step_rate.examples_in(features, labels))
-    return call_model_fn(features, labels, ModeKeys.TRAIN, config)
-
-  looped = step_loop.build(
-      step_fn, steps_per_loop=steps_per_loop, step_read=global_step.read_value,
-      global_step=global_step, examples_fn=lambda: examples[-1])
-  return TrainGraph(
-      spec=looped.spec, global_step=global_step, steps_per_loop=steps_per_loop,
-      input_hooks=[input_pipeline.DatasetInitializerHook(iterator)],
-      loop=looped, auto_bound=auto_bound,
-      examples_per_step=looped.examples_per_step)
-
-
-def _loss_reduce_op():
-  graph = tf.compat.v1.get_default_graph()
-  if _tf_private.loss_scaled_by_optimizer(graph):
-    return tf.compat.v1.distribute.get_loss_reduction()
-  return tf.distribute.ReduceOp.SUM
-
-
-def build_distributed(strategy, call_model_fn, input_fn, params, config):
-  """Builds a replicated TRAIN graph under `strategy` in the default graph.
-
-  Each replica calls model_fn on its own per-replica batch. v1 optimizers
-  scale each replica's loss by 1/num_replicas and sum the gradients, so
-  N replicas at batch B train like one device at batch N*B; the reported
-  loss is the mean over replicas when the optimizer scaled it, else the sum
-  (tf.estimator's rule). Under a multi-worker strategy the reported loss is
-  over this worker's replicas only (see `_local_reported_loss`).
-
-  Returns:
-    A TrainGraph.
-  """
-  graph = tf.compat.v1.get_default_graph()
-  scale = _tf_private.scale_loss_for_estimator(strategy)
-  with strategy.scope():
-    ctx = scale() if scale is not None else _null_context()
-    with ctx:
-      set_graph_seed(config.tf_random_seed)
-      iterator, input_hooks = input_pipeline.distributed_iterator(
-          strategy, input_fn, ModeKeys.TRAIN, params, config)
-      global_step = create_global_step(graph)
-      read_step = lambda: strategy.extended.read_var(global_step)
-      _register_global_step_read(read_step)
-
-      examples = []  # This step's global batch (carried out of a loop).
-
-      def step_fn():
-        features, labels = input_pipeline.parse_features_and_labels(
-            iterator.get_next(), check=False)
-        examples.append(step_rate.replicated_examples_in(
-            strategy, features, labels))
-        grouped = strategy.extended.call_for_each_replica(
-            call_model_fn, args=(features, labels, ModeKeys.TRAIN, config))
-        loss = _local_reported_loss(strategy, grouped.loss)
-        first = lambda hooks: [
-            strategy.experimental_local_results(h)[0] for h in hooks]
-        scaffold = _distributed_scaffold(grouped.scaffold, strategy)
-        return spec_lib.EstimatorSpec(
-            mode=ModeKeys.TRAIN, loss=loss,
-            train_op=strategy.group(grouped.train_op),
-            training_hooks=first(grouped.training_hooks),
-            training_chief_hooks=first(grouped.training_chief_hooks),
-            scaffold=scaffold)
-
-      steps_per_loop, auto_bound = _loop_size(config, True)
-      if steps_per_loop == 1:
-        return TrainGraph(spec=step_fn(), input_hooks=input_hooks,
-                          global_step=global_step,
-                          examples_per_step=examples[0])
-      looped = step_loop.build(
-          step_fn, steps_per_loop=steps_per_loop, step_read=read_step,
-          global_step=global_step, examples_fn=lambda: examples[-1])
-  return TrainGraph(spec=looped.spec, input_hooks=input_hooks,
-                    global_step=global_step, steps_per_loop=steps_per_loop,
-                    loop=looped, auto_bound=auto_bound,
-                    same_k_everywhere=_is_collective(strategy),
-                    examples_per_step=looped.examples_per_step)
-
-
-def _is_collective(strategy):
-  """Whether workers' loops must agree on K (collective all-reduces)."""
-  return "Collective" in type(strategy.extended).__name__
-
-
-def _register_global_step_read(read_step):
-  """Makes the hooks' global step read a plain read of the variable.
-
-  Hooks (StopAtStep, CheckpointSaver, SummarySaver, StepCounter) read the
-  step through TF's cached "global step read" tensor. Built by TF, it falls
-  back to the variable's initial value, and under a collective strategy that
-  initial value is a broadcast from the first worker: every run that reads
-  the step then runs a collective. The chief's own hooks read the step in
-  extra runs its peers do not make, so the workers' collectives go out of
-  step and the next gradient all-reduce hangs (or aborts with "Delete called
-  on non-empty BufRendezvous"). A plain read involves no peer; tf.estimator
-  registered the same one.
-  """
-  tf.compat.v1.add_to_collection(_tf_private.GLOBAL_STEP_READ_KEY,
-                                 read_step())
-
-
-def _local_reported_loss(strategy, per_replica_loss):
-  """The loss to log and summarise: reduced over THIS worker's replicas.
-
-  `strategy.reduce` would all-reduce across workers under a collective
-  strategy; a fetch of that on the chief alone (summaries, logging) would
-  wait forever for the other workers. Reducing locally needs no peer.
-  Under an in-process strategy it equals tf.estimator's reported loss.
-  """
-  values = strategy.experimental_local_results(per_replica_loss)
-  total = tf.add_n([tf.cast(v, tf.float32) for v in values])
-  if _loss_reduce_op() == tf.distribute.ReduceOp.MEAN:
-    return total / float(len(values))
-  return total
-
-
-class _null_context:  # pylint: disable=invalid-name
-  def __enter__(self):
-    return self
-
-  def __exit__(self, *exc):
-    return False
-
-
-def _distributed_scaffold(scaffold, strategy):
-  """Collapses a per-replica Scaffold into one (first replica's parts)."""
-  local = strategy.experimental_local_results(scaffold)[0]
-  if local.init_fn is None:
-    return local
-  init_fn = local.init_fn
-  return tf.compat.v1.train.Scaffold(
-      init_op=local.init_op, init_feed_dict=local.init_feed_dict,
-      init_fn=lambda scaffold_, session: init_fn(scaffold_, session),
-      ready_op=local.ready_op, ready_for_local_init_op=(
-          local.ready_for_local_init_op),
-      local_init_op=local.local_init_op, summary_op=local.summary_op,
-      saver=local.saver, copy_from_scaffold=None)
-
-
 def _ensure_saver(scaffold, config):
   if scaffold.saver is not None or tf.compat.v1.get_collection(
       tf.compat.v1.GraphKeys.SAVERS):
@@ -423,7 +200,7 @@ def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
       max_runs=config.max_runs_without_progress,
       task_label=context.task_label))
   if config.log_step_count_steps is not None:
-    worker_hooks.append(hooks_lib.ProgressLoggerHook(
+    worker_hooks.append(progress.ProgressLoggerHook(
         loss_tensor=spec.loss, global_step_tensor=global_step_tensor,
         every_n_steps=config.log_step_count_steps, task_label=context.task_label,
         max_steps=max_steps, examples_per_step=examples_per_step))

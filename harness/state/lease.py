@@ -35,6 +35,7 @@ import uuid
 from absl import logging
 
 from harness import errors
+from harness._tf import tf
 
 __all__ = [
     "LEASE_FILE", "DEFAULT_REFRESH_SECS", "STALE_AFTER_REFRESHES",
@@ -67,11 +68,6 @@ class LeaseRecord:
             f"{started}, last refreshed {age:.0f} s ago")
 
 
-def _gfile():
-  from harness._tf import tf  # pylint: disable=g-import-not-at-top
-  return tf.io.gfile
-
-
 def _path(model_dir):
   return os.path.join(os.fspath(model_dir), LEASE_FILE)
 
@@ -81,7 +77,7 @@ def read(model_dir):
 
   An unreadable or malformed lease file counts as no lease; a warning says so.
   """
-  gfile = _gfile()
+  gfile = tf.io.gfile
   path = _path(model_dir)
   try:
     if not gfile.exists(path):
@@ -104,7 +100,7 @@ def read(model_dir):
 
 
 def _write(model_dir, record):
-  gfile = _gfile()
+  gfile = tf.io.gfile
   path = _path(model_dir)
   tmp = f"{path}.tmp-{record.token}"
   with gfile.GFile(tmp, "w") as f:
@@ -206,7 +202,6 @@ class Lease:
   def hook(self):
     """A SessionRunHook that stops training with an error once lost."""
     if self._hook is None:
-      from harness._tf import tf  # pylint: disable=g-import-not-at-top
       lease = self
 
       class _LeaseHook(tf.compat.v1.train.SessionRunHook):
@@ -226,7 +221,7 @@ class Lease:
     current = read(self.model_dir)
     if current is not None and current.token == self.record.token:
       try:
-        _gfile().remove(_path(self.model_dir))
+        tf.io.gfile.remove(_path(self.model_dir))
       except Exception as e:  # pylint: disable=broad-except
         if type(e).__name__ != "NotFoundError":
           raise
@@ -267,7 +262,7 @@ def acquire(model_dir, *, task_label="local", force_takeover=False,
   host = socket.gethostname() if host is None else host
   pid = os.getpid() if pid is None else pid
   model_dir = os.fspath(model_dir)
-  _gfile().makedirs(model_dir)
+  tf.io.gfile.makedirs(model_dir)
   now = clock()
   current = read(model_dir)
   if current is not None:

@@ -257,7 +257,7 @@ class TPUEstimator(estimator_lib.Estimator):
     if isinstance(result, tpu_spec.TPUEstimatorSpec):
       # A host_call's hook fetches body tensors every step: loop_spec sees
       # that after the loop is built and training falls back to K = 1.
-      result = result._to_estimator_spec(lift_host_fns=in_loop)  # pylint: disable=protected-access
+      result = result.to_estimator_spec(lift_host_fns=in_loop)
     elif not isinstance(result, spec_lib.EstimatorSpec):
       raise errors.ModelFnError(
           "model_fn should return a TPUEstimatorSpec or EstimatorSpec, it "

@@ -144,10 +144,12 @@ class TPUEstimatorSpec(
 
   def as_estimator_spec(self):
     """The equivalent `EstimatorSpec`, as train/eval off-TPU use it."""
-    return self._to_estimator_spec(lift_host_fns=False)
+    return self.to_estimator_spec(lift_host_fns=False)
 
-  def _to_estimator_spec(self, *, lift_host_fns):
-    """`lift_host_fns`: build scaffold_fn's ops outside a training loop.
+  def to_estimator_spec(self, *, lift_host_fns):
+    """The equivalent `EstimatorSpec` (TPUEstimator's model_fn call).
+
+    `lift_host_fns`: build scaffold_fn's ops outside a training loop.
 
     Under steps_per_loop > 1, model_fn runs inside a `tf.while_loop` body;
     on a TPU, 2.15 called `scaffold_fn` on the host, outside the loop, and

@@ -21,8 +21,13 @@ from harness import errors
 from harness import spec as spec_lib
 from harness._tf import tf
 from harness.canned.head import metric_keys
-from harness.export import outputs
 # 2.15 kept these in base_head; programs import them from there.
+from harness.canned.head.class_labels import all_class_ids  # pylint: disable=unused-import
+from harness.canned.head.class_labels import all_classes  # pylint: disable=unused-import
+from harness.canned.head.class_labels import check_label_range  # pylint: disable=unused-import
+from harness.canned.head.class_labels import class_id_table  # pylint: disable=unused-import
+from harness.canned.head.class_labels import class_string_table  # pylint: disable=unused-import
+from harness.canned.head.class_labels import classification_output  # pylint: disable=unused-import
 from harness.canned.head.spec_builder import build_estimator_spec  # pylint: disable=unused-import
 from harness.canned.head.spec_builder import create_estimator_spec_summary  # pylint: disable=unused-import
 from harness.canned.head.spec_builder import create_estimator_spec_train_op  # pylint: disable=unused-import
@@ -41,7 +46,7 @@ CLASSIFY_SERVING_KEY = "classification"
 REGRESS_SERVING_KEY = "regression"
 PREDICT_SERVING_KEY = "predict"
 
-_LABEL_NONE_ERR_MSG = (
+LABEL_NONE_ERR_MSG = (
     "You must provide a labels Tensor. Given: None. Suggested troubleshooting "
     "steps: Check that your data contains your label feature. Check that your "
     "input_fn properly parses and returns labels.")
@@ -91,8 +96,11 @@ class Head(abc.ABC):
                      regularization_losses=None):
     """Updates `eval_metrics` for one batch and returns the dict."""
 
-  def _summary_key(self, key):
+  def summary_key(self, key):
+    """`key` with `/<name>` added for a named head (2.15's summary tags)."""
     return f"{key}/{self.name}" if self.name else key
+
+  _summary_key = summary_key  # 2.15's name, which subclasses call.
 
   def _checked_labels_and_loss(self, logits, labels, features):
     """(logits, processed labels, unweighted loss, weights) of the canned
@@ -127,7 +135,7 @@ def check_dense_labels_match_logits_and_reshape(labels, logits,
                                                 expected_labels_dimension):
   """Checks labels are [D0..DN, dim] (or [D0..DN] when dim is 1); reshapes."""
   if labels is None:
-    raise errors.ModelFnError(_LABEL_NONE_ERR_MSG)
+    raise errors.ModelFnError(LABEL_NONE_ERR_MSG)
   with tf.compat.v1.name_scope("labels", values=(labels, logits)) as scope:
     labels = tf.compat.v1.convert_to_tensor_or_sparse_tensor(labels)
     if isinstance(labels, tf.sparse.SparseTensor):
@@ -306,61 +314,6 @@ def check_prediction_keys(pred_keys, valid_keys):
       raise errors.ModelFnError(
           f"Prediction key must be in PredictionKeys, given: {key}."
           f"Valid prediction keys include {valid_keys}.")
-
-
-def all_class_ids(logits, n_classes):
-  batch_size = tf.shape(logits)[0]
-  return tf.tile(tf.expand_dims(tf.range(n_classes), 0), [batch_size, 1])
-
-
-def all_classes(logits, n_classes, label_vocabulary=None):
-  batch_size = tf.shape(logits)[0]
-  if label_vocabulary:
-    classes = tf.constant(list(label_vocabulary), dtype=tf.string)
-  else:
-    classes = tf.strings.as_string(tf.range(n_classes))
-  return tf.tile(tf.expand_dims(classes, 0), [batch_size, 1])
-
-
-def classification_output(scores, n_classes, label_vocabulary=None):
-  return outputs.ClassificationOutput(
-      scores=scores, classes=all_classes(scores, n_classes, label_vocabulary))
-
-
-def check_label_range(labels, n_classes, message=None):
-  """Asserts (at run time) that labels are in [0, n_classes).
-
-  One `Assert` whose data are only strings, so TF runs it as a plain op,
-  not as a conditional per step (what `assert_less_equal` on int64 labels
-  builds): it runs on every training step.
-  """
-  with tf.compat.v1.name_scope("check_label_range", values=(labels,)):
-    in_range = tf.reduce_all(tf.logical_and(
-        labels >= tf.constant(0, labels.dtype),
-        labels <= tf.constant(n_classes - 1, labels.dtype)))
-    check = tf.debugging.Assert(in_range, [
-        message or f"Labels must be <= n_classes - 1 ({n_classes - 1}) and "
-        ">= 0"])
-    with tf.control_dependencies([check]):
-      return tf.identity(labels)
-
-
-def class_id_table(label_vocabulary):
-  """String label -> id (-1 when absent, which the range check rejects)."""
-  return tf.compat.v1.lookup.StaticHashTable(
-      tf.compat.v1.lookup.KeyValueTensorInitializer(
-          keys=tf.constant(list(label_vocabulary), tf.string),
-          values=tf.range(len(label_vocabulary), dtype=tf.int64)),
-      default_value=-1, name="class_id_lookup")
-
-
-def class_string_table(label_vocabulary):
-  """Class id -> string label."""
-  return tf.compat.v1.lookup.StaticHashTable(
-      tf.compat.v1.lookup.KeyValueTensorInitializer(
-          keys=tf.range(len(label_vocabulary), dtype=tf.int64),
-          values=tf.constant(list(label_vocabulary), tf.string)),
-      default_value="UNK", name="class_string_lookup")
 
 
 def update_metric_with_broadcast_weights(eval_metric, values, weights):

@@ -57,7 +57,7 @@ class BinaryClassHead(base_head.Head):
     self._loss_reduction = loss_reduction
     self._loss_fn = loss_fn
     self._name = name
-    key = self._summary_key
+    key = self.summary_key
     self._loss_mean_key = key(_KEYS.LOSS_MEAN)
     self._accuracy_key = key(_KEYS.ACCURACY)
     self._precision_key = key(_KEYS.PRECISION)

@@ -57,9 +57,9 @@ class MultiClassHead(base_head.Head):
     self._loss_reduction = loss_reduction
     self._loss_fn = loss_fn
     self._name = name
-    self._loss_mean_key = self._summary_key(_KEYS.LOSS_MEAN)
-    self._accuracy_key = self._summary_key(_KEYS.ACCURACY)
-    self._loss_regularization_key = self._summary_key(
+    self._loss_mean_key = self.summary_key(_KEYS.LOSS_MEAN)
+    self._accuracy_key = self.summary_key(_KEYS.ACCURACY)
+    self._loss_regularization_key = self.summary_key(
         _KEYS.LOSS_REGULARIZATION)
 
   @property

@@ -63,7 +63,7 @@ class MultiHead(base_head.Head):
     self._heads = tuple(heads)
     self._head_weights = tuple(head_weights) if head_weights else tuple()
     self._logits_dimension = sum(h.logits_dimension for h in self._heads)
-    self._loss_regularization_key = self._summary_key(
+    self._loss_regularization_key = self.summary_key(
         _KEYS.LOSS_REGULARIZATION)
     self._loss_keys = tuple(f"{_KEYS.LOSS}/{h.name}" for h in self._heads)
 

@@ -72,7 +72,7 @@ class MultiLabelHead(base_head.Head):
     self._loss_fn = loss_fn
     self._classes_for_class_based_metrics = class_ids
     self._name = name
-    key = self._summary_key
+    key = self.summary_key
     self._loss_mean_key = key(_KEYS.LOSS_MEAN)
     self._auc_key = key(_KEYS.AUC)
     self._auc_pr_key = key(_KEYS.AUC_PR)
@@ -128,7 +128,7 @@ class MultiLabelHead(base_head.Head):
   def _processed_labels(self, logits, labels):
     """Multi-hot int64 labels [D0.., n_classes]."""
     if labels is None:
-      raise errors.ModelFnError(base_head._LABEL_NONE_ERR_MSG)  # pylint: disable=protected-access
+      raise errors.ModelFnError(base_head.LABEL_NONE_ERR_MSG)
     if isinstance(labels, tf.sparse.SparseTensor):
       if labels.dtype == tf.string:
         if self._label_vocabulary is None:

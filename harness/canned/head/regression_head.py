@@ -54,10 +54,10 @@ class RegressionHead(base_head.Head):
     self._loss_fn = loss_fn
     self._inverse_link_fn = inverse_link_fn
     self._name = name
-    self._loss_mean_key = self._summary_key(_KEYS.LOSS_MEAN)
-    self._prediction_mean_key = self._summary_key(_KEYS.PREDICTION_MEAN)
-    self._label_mean_key = self._summary_key(_KEYS.LABEL_MEAN)
-    self._loss_regularization_key = self._summary_key(
+    self._loss_mean_key = self.summary_key(_KEYS.LOSS_MEAN)
+    self._prediction_mean_key = self.summary_key(_KEYS.PREDICTION_MEAN)
+    self._label_mean_key = self.summary_key(_KEYS.LABEL_MEAN)
+    self._loss_regularization_key = self.summary_key(
         _KEYS.LOSS_REGULARIZATION)
 
   @property

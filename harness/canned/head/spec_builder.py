@@ -144,7 +144,7 @@ def build_estimator_spec(head, features, mode, logits, labels,
         update_ops=update_ops, regularized_training_loss=loss,
         loss_reduction=head.loss_reduction)
   create_estimator_spec_summary(loss, regularization_losses,
-                                summary_key_fn=head._summary_key)  # pylint: disable=protected-access
+                                summary_key_fn=head.summary_key)
   return spec_lib.EstimatorSpec(
       mode=mode_keys.TRAIN, predictions=predictions, loss=loss,
       train_op=train_op)
