@@ -44,6 +44,7 @@ from harness.cluster import tf_config as cluster
 from harness.core import stall
 from harness.spec import fn_args
 from harness.state import paths
+from harness.state import storage
 
 __all__ = [
     "RunConfig", "DistributeConfig", "TaskType", "get_default_session_config",
@@ -51,6 +52,18 @@ __all__ = [
 ]
 
 _USE_DEFAULT = object()
+
+
+class _FromEnviron:
+  """RunConfig's `cluster_info` default: TF_CONFIG is read from `environ`."""
+
+  def __repr__(self):
+    return "<TF_CONFIG from environ>"
+
+
+_FROM_ENVIRON = _FromEnviron()
+# The TF_CONFIG log line's bound (the full JSON goes to DEBUG).
+_SUMMARY_CHARS = 150
 _CONSTRUCTOR_ARGS = (
     "model_dir", "tf_random_seed", "save_summary_steps",
     "save_checkpoints_steps", "save_checkpoints_secs", "session_config",
@@ -281,20 +294,20 @@ def _merged_strategy(values, name):
   return nested
 
 
-def _model_dir_from(info, model_dir):
-  """2.15's merge of the constructor's model_dir and TF_CONFIG's."""
-  if model_dir == "":
-    _raise("model_dir should be non-empty.", "pass a path or None.")
-  in_tf_config = info.model_dir if info is not None else None
-  if in_tf_config:
-    if model_dir and model_dir != in_tf_config:
-      raise errors.ClusterConfigError(
-          "`model_dir` provided in RunConfig construct, if set, must have the "
-          "same value as the model_dir in TF_CONFIG. model_dir: "
-          f'{model_dir}\nTF_CONFIG["model_dir"]: {in_tf_config}.\nFix: drop '
-          "one of them, or make them equal.")
-    logging.info("Using model_dir in TF_CONFIG: %s", in_tf_config)
-  return model_dir or in_tf_config
+def _summary(info):
+  """TF_CONFIG in one short line: the task, the jobs with their sizes, and
+  the names of the other keys given (e.g. `task worker/1 of {chief: 1,
+  worker: 30, ps: 4}; also model_dir`)."""
+  jobs = ", ".join(f"{job}: {len(a)}" for job, a in info.cluster.items())
+  text = f"task {info.task_label} of {{{jobs}}}"
+  extra = [key for key in ("environment", "model_dir", "service",
+                           "session_master", "eval_session_master")
+           if getattr(info, key) is not None]
+  if extra:
+    text += "; also " + ", ".join(extra)
+  if len(text) > _SUMMARY_CHARS:
+    text = text[:_SUMMARY_CHARS - 3] + "..."
+  return text
 
 
 class RunConfig:
@@ -334,7 +347,8 @@ class RunConfig:
                remote_claim_timeout_secs=DEFAULT_REMOTE_CLAIM_TIMEOUT_SECS,
                max_runs_without_progress=(
                    stall.DEFAULT_MAX_RUNS_WITHOUT_PROGRESS),
-               environ=None):
+               environ=None,
+               cluster_info=_FROM_ENVIRON):
     """Constructs a RunConfig; arguments as tf.estimator 2.15's, plus:
 
     Args (harness additions, keyword-only):
@@ -371,12 +385,22 @@ class RunConfig:
         was (a train_op that never advances it); None never stops.
       environ: mapping read for TF_CONFIG (and the two variables above)
         instead of `os.environ`, once, here.
+      cluster_info: TF_CONFIG already parsed by the caller (a
+        `harness.cluster.tf_config.ClusterInfo`, or None for "no
+        TF_CONFIG"): TF_CONFIG is then not read again (`harness.main`
+        parses it once, at its edge). The two variables above are still
+        read from `os.environ`. Not together with `environ`.
 
     Raises:
       ConfigError: a value breaks 2.15's rules (both save_checkpoints_steps
         and save_checkpoints_secs set, negative counts, ...).
       ClusterConfigError: TF_CONFIG is malformed or inconsistent.
     """
+    if cluster_info is not _FROM_ENVIRON and environ is not None:
+      _raise("RunConfig takes TF_CONFIG from `environ` or, already parsed, "
+             "from `cluster_info`, not both.", "pass one of them (the "
+             "variables of `environ` other than TF_CONFIG are read from "
+             "os.environ with `cluster_info`).")
     steps_default = save_checkpoints_steps is _USE_DEFAULT
     secs_default = save_checkpoints_secs is _USE_DEFAULT
     if steps_default and secs_default:
@@ -389,16 +413,25 @@ class RunConfig:
         save_checkpoints_secs is not None):
       _raise(_SAVE_CKPT_ERR, "pass only one of them (the other None).",
              (save_checkpoints_steps, save_checkpoints_secs))
+    if cluster_info not in (None, _FROM_ENVIRON) and not isinstance(
+        cluster_info, cluster.ClusterInfo):
+      _raise("cluster_info must be a harness.cluster.tf_config.ClusterInfo "
+             "or None.", "pass harness.cluster.tf_config.from_environ(...)'s "
+             "result.", cluster_info)
     environ = os.environ if environ is None else environ
-    info = cluster.from_environ(environ)
+    info = cluster_info
+    if cluster_info is _FROM_ENVIRON:
+      info = cluster.from_environ(environ)
     if info is not None:
-      logging.info("TF_CONFIG environment variable: %s", info.to_json())
-    if model_dir is not None:
-      model_dir = os.fspath(model_dir)
+      logging.info("TF_CONFIG environment variable: %s", _summary(info))
+      logging.debug("TF_CONFIG environment variable (full): %s",
+                    info.to_json())
     arguments = locals()  # Every constructor argument, defaults resolved.
     self._cluster_info = info
     self._values = {k: arguments[k] for k in _CONSTRUCTOR_ARGS}
-    self._values["model_dir"] = _model_dir_from(info, model_dir)
+    # The one model_dir rule (harness.state.paths), RunConfig's half.
+    self._values["model_dir"], _ = paths.merge_model_dirs(
+        run_config=model_dir, tf_config=info.model_dir if info else None)
     self._values["steps_per_loop"] = steps_per_loop
     self._values["remote_connect_timeout_secs"] = remote_connect_timeout_secs
     self._values["eval_poll_secs"] = eval_poll_secs
@@ -606,19 +639,22 @@ class RunConfig:
 
 
 def resolve_model_dir(constructor_model_dir, config):
-  """2.15's merge of `Estimator(model_dir=...)` with `config.model_dir`.
+  """The Estimator's model_dir and config: 2.15's merge, decided once.
 
   Args:
-    constructor_model_dir: the Estimator's `model_dir` (str, PathLike, None).
+    constructor_model_dir: the Estimator's `model_dir` (str, PathLike,
+      None); `harness.main` passes `--model_dir` here.
     config: a `RunConfig` or None (a default one is made).
 
   Returns:
-    (model_dir, config): model_dir is None when neither names one (the
-    Estimator then makes a temporary directory and replaces it in); config
-    has the model_dir and, if it had none, the default session_config.
+    (model_dir, config): model_dir from `harness.state.storage.
+    resolve_model_dir` (the constructor's, else the RunConfig's, else
+    TF_CONFIG's, else a new temporary folder; one log line says which);
+    config has that model_dir and, if it had none, the default
+    session_config.
 
   Raises:
-    ConfigError: config is not a RunConfig, or the two model_dirs differ.
+    ConfigError: config is not a RunConfig, or the model_dirs differ.
   """
   if config is None:
     config = RunConfig()
@@ -629,22 +665,18 @@ def resolve_model_dir(constructor_model_dir, config):
            "not accepted).")
   if config.session_config is None:
     config = config.replace(session_config=get_default_session_config())
-  # The library's edge: model_dir is normalised here, once (`~` expanded,
-  # relative local paths made absolute, URLs unchanged).
-  model_dir = paths.normalize_model_dir(constructor_model_dir)
-  if config.model_dir:
-    normal = paths.normalize_model_dir(config.model_dir)
-    if normal != config.model_dir:
-      config = config.replace(model_dir=normal)
-  if model_dir is not None and config.model_dir is not None and (
-      config.model_dir != model_dir):
-    _raise("`model_dir` are set both in constructor and `RunConfig`, but with "
-           f"different values. In constructor: '{model_dir}', in "
-           f"`RunConfig`: '{config.model_dir}' ",
-           "set model_dir in one place only, or to the same value.")
-  if model_dir:
+  info = None if config.remote_cluster else config.cluster_info
+  in_tf_config = info.model_dir if info is not None else None
+  configured = config.model_dir
+  if paths.normalize_model_dir(configured) == paths.normalize_model_dir(
+      in_tf_config):
+    configured = None  # TF_CONFIG's, merged in by RunConfig: say so.
+  model_dir = storage.resolve_model_dir(
+      argument=constructor_model_dir, run_config=configured,
+      tf_config=in_tf_config)
+  if config.model_dir != model_dir:
     config = config.replace(model_dir=model_dir)
-  return config.model_dir, config
+  return model_dir, config
 
 
 def check_supported_config(config):

@@ -65,7 +65,8 @@ class SignatureTest(absltest.TestCase):
                                     "bind_address": None,
                                     "remote_claim_timeout_secs": 15.0,
                                     "max_runs_without_progress": 100,
-                                    "environ": None})
+                                    "environ": None,
+                                    "cluster_info": rc._FROM_ENVIRON})
 
   def test_defaults(self):
     config = rc.RunConfig(environ={})
@@ -334,7 +335,9 @@ class ModelDirTest(parameterized.TestCase):
     self.assertEqual(rc.resolve_model_dir(
         pathlib.Path("/c"), rc.RunConfig("/c", environ=environ))[0], "/c")
     model_dir, config = rc.resolve_model_dir(None, rc.RunConfig(environ={}))
-    self.assertIsNone(model_dir)
+    self.assertTrue(os.path.isdir(model_dir), model_dir)  # Temporary.
+    self.assertEqual(config.model_dir, model_dir)
+    os.rmdir(model_dir)
     self.assertEqual(config.session_config, rc.get_default_session_config())
     mine = tf.compat.v1.ConfigProto(log_device_placement=True)
     _, config = rc.resolve_model_dir(

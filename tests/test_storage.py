@@ -321,15 +321,15 @@ class NormalizeModelDirTest(absltest.TestCase):
     self.assertEqual(est.config.model_dir, est.model_dir)
 
   def test_no_model_dir_makes_one_temporary_dir_with_one_log_line(self):
-    # The Estimator and harness.main share storage.temporary_model_dir.
-    with self.assertLogs(level="WARNING") as logs:
-      est = harness.Estimator(_model_fn)
+    # The Estimator and harness.main share storage.resolve_model_dir.
+    with self.assertLogs(level="INFO") as logs:
+      est = harness.Estimator(_model_fn, config=harness.RunConfig(environ={}))
     self.assertTrue(os.path.isdir(est.model_dir), est.model_dir)
     self.assertEqual(est.config.model_dir, est.model_dir)
-    lines = [l for l in logs.output if "temporary folder" in l]
+    lines = [l for l in logs.output if "model_dir |" in l]
     self.assertEqual(lines, [
-        "WARNING:absl:Using temporary folder as model directory: "
-        f"{est.model_dir} (no model_dir given)"])
+        f"WARNING:absl:model_dir | {est.model_dir} (temporary: nothing named "
+        "one)"])
     tf.io.gfile.rmtree(est.model_dir)
 
   def test_tensorboard_line_is_shell_quoted(self):

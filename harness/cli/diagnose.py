@@ -19,6 +19,7 @@ import sys
 
 from harness import errors
 from harness.cluster import tf_config as cluster_lib
+from harness.state import paths
 
 __all__ = ["model_dir_of", "preflight", "explain"]
 
@@ -26,15 +27,20 @@ __all__ = ["model_dir_of", "preflight", "explain"]
 # ------------------------------------------- checks before the job runs
 
 
-def model_dir_of(job_config, environ):
-  """--model_dir, else TF_CONFIG's; None when a temporary one is made."""
-  if job_config.model_dir:
+def model_dir_of(job_config, cluster_info):
+  """--model_dir, else TF_CONFIG's; None when a temporary one is made.
+
+  Args:
+    job_config: a `JobConfig`.
+    cluster_info: its TF_CONFIG (`ClusterInfo`), or None.
+  """
+  try:  # The one model_dir rule (harness.state.paths).
+    model_dir, _ = paths.merge_model_dirs(
+        argument=job_config.model_dir,
+        tf_config=cluster_info.model_dir if cluster_info else None)
+  except errors.ConfigError:  # flags.parse reported the conflict.
     return job_config.model_dir
-  try:
-    info = cluster_lib.from_environ(environ)
-  except errors.ClusterConfigError:
-    return None
-  return info.model_dir if info is not None else None
+  return model_dir
 
 
 def _unwritable_reason(path):
@@ -49,19 +55,23 @@ def _unwritable_reason(path):
   return None
 
 
-def preflight(job_config, environ):
+def preflight(job_config, cluster_info):
   """Refuses a job that would fail on its model_dir, before TF starts.
+
+  Args:
+    job_config: a `JobConfig`.
+    cluster_info: its TF_CONFIG (`ClusterInfo`, as `flags.parse` read it),
+      or None.
 
   Raises:
     ConfigError: model_dir (or its export/ folder) cannot be written.
     CheckpointError: --mode=evaluate or predict, and model_dir holds no
       checkpoint (tf.estimator would silently use untrained weights).
   """
-  model_dir = model_dir_of(job_config, environ)
-  if job_config.dry_run or not model_dir or "://" in model_dir:
+  model_dir = model_dir_of(job_config, cluster_info)
+  if job_config.dry_run or not model_dir or paths.is_url(model_dir):
     return  # A temporary folder, or a file system os.path cannot see.
-  info = cluster_lib.from_environ(environ)  # Parsed by flags.parse already.
-  if info is not None and info.task_type == cluster_lib.PS:
+  if cluster_info is not None and cluster_info.task_type == cluster_lib.PS:
     return  # A ps task never writes model_dir (it may not even mount it).
   reason = _unwritable_reason(model_dir)
   if reason:

@@ -375,7 +375,7 @@ _STEPS_PER_LOOP = flags.DEFINE(
     flag_values=_FLAGS)
 
 
-FLAG_NAMES = tuple(f.name for f in dataclasses.fields(_D))
+FLAG_NAMES = job_lib.FLAG_NAMES
 assert set(FLAG_NAMES) == set(_FLAGS), set(FLAG_NAMES) ^ set(_FLAGS)
 
 # -------------------------------------------------------------- validators
@@ -611,7 +611,8 @@ def parse(argv, *, environ=None, gpu_count=None):
       `visible_gpu_count(environ)`).
 
   Returns:
-    A `JobConfig`.
+    A `JobConfig`; its `cluster_info` holds TF_CONFIG as read here (None:
+    no TF_CONFIG), so nothing after this reads TF_CONFIG again.
 
   Raises:
     FlagError: listing every problem found, one a line.
@@ -645,12 +646,12 @@ def parse(argv, *, environ=None, gpu_count=None):
   bad = _flag_names_in(problems) & set(FLAG_NAMES)
   for name in bad:  # Checked further as if not given.
     values[name] = getattr(_D, name)
-  job = job_lib.JobConfig(**values)
-  try:
+  try:  # TF_CONFIG, parsed once per process: the job carries it down.
     info = cluster_lib.from_environ(environ)
   except errors.ClusterConfigError as e:
     problems.append(str(e))
     info = None
+  job = job_lib.JobConfig(**values, cluster_info=info)
   problems += job_lib.check_environment(job, info, gpu_count=gpu_count,
                                         skip=bad)
   if problems:

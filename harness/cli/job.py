@@ -37,7 +37,8 @@ from harness.state import paths
 
 __all__ = [
     "MODES", "STRATEGIES", "VERBOSITIES", "EXPORTERS",
-    "JobConfig", "JobResult", "run_job",
+    "FLAG_NAMES", "FROM_ENVIRON", "JobConfig", "JobResult", "run_job",
+    "cluster_info_of",
     "check_environment", "num_replicas", "task_label",
     "describe", "format_metrics", "merged_params", "serving_input_receiver_fn",
     "run_config_kwargs", "spec_kwargs",
@@ -48,6 +49,10 @@ STRATEGIES = ("default", "mirrored", "collective", "parameter_server",
               "central_storage", "one_device")
 VERBOSITIES = ("quiet", "info", "debug")
 EXPORTERS = ("latest", "best", "final")
+# JobConfig.cluster_info's default: `run_job` reads TF_CONFIG from its
+# `environ` (a JobConfig built in code); `harness.cli.flags.parse` sets the
+# `ClusterInfo` it read (None: no TF_CONFIG).
+FROM_ENVIRON = "read TF_CONFIG from run_job's environ"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -60,6 +65,8 @@ class JobConfig:
   `batch_size` is the GLOBAL batch size (None: the input_fn's default);
   `eval_steps` None evaluates the whole eval input; `model_dir` None means
   TF_CONFIG's model_dir, else a new temporary directory (logged).
+  `cluster_info`, the one field that is not a flag, is TF_CONFIG parsed
+  once at the edge (see `FROM_ENVIRON`); it is left out of comparisons.
   """
   # What to train.
   model_fn: str = "mnist_cnn"
@@ -109,6 +116,9 @@ class JobConfig:
   tf_random_seed: int | None = None
   verbosity: str = "info"
   dry_run: bool = False
+  # Not a flag: TF_CONFIG, parsed once (a ClusterInfo, None, FROM_ENVIRON).
+  cluster_info: cluster_lib.ClusterInfo | None | str = dataclasses.field(
+      default=FROM_ENVIRON, compare=False, repr=False)
 
   def __post_init__(self):
     for name, values, valid in (("mode", [self.mode], MODES),
@@ -136,6 +146,25 @@ class JobConfig:
   def num_devices_per_worker(self):
     """Replicas on each machine: the GPUs asked for, at least 1."""
     return max(1, self.num_gpus_per_worker)
+
+
+# The fields that are flags (all but cluster_info), in declaration order.
+FLAG_NAMES = tuple(f.name for f in dataclasses.fields(JobConfig)
+                   if f.name != "cluster_info")
+
+
+def cluster_info_of(job, environ):
+  """`job`'s TF_CONFIG: as `flags.parse` read it, else read from `environ`.
+
+  Returns:
+    A `ClusterInfo`, or None without TF_CONFIG.
+
+  Raises:
+    ClusterConfigError: TF_CONFIG (read here) is malformed.
+  """
+  if isinstance(job.cluster_info, str) and job.cluster_info == FROM_ENVIRON:
+    return cluster_lib.from_environ(os.environ if environ is None else environ)
+  return job.cluster_info
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -210,17 +239,22 @@ def check_environment(job, info, *, gpu_count, skip=()):
     except errors.ClusterConfigError as e:
       problems.append(str(e))
   clustered = info is not None and info.has_cluster
-  tf_dir = paths.normalize_model_dir(info.model_dir if info else None)
+  tf_dir = info.model_dir if info else None
+  try:  # The one model_dir rule (harness.state.paths).
+    model_dir, _ = paths.merge_model_dirs(argument=job.model_dir,
+                                          tf_config=tf_dir)
+  except errors.ConfigError:
+    problems.append(
+        f"flag --model_dir={job.model_dir}: TF_CONFIG's model_dir is "
+        f"{paths.normalize_model_dir(tf_dir)!r}. Fix: drop one of them, or "
+        "make them equal.")
+    model_dir = job.model_dir
   if clustered and job.remote_cluster:
     problems.append(
         f"flag --remote_cluster={json.dumps(job.remote_cluster)}: TF_CONFIG "
         f"also names a cluster ({sorted(info.cluster)}). Fix: unset "
         "TF_CONFIG in the client, or drop --remote_cluster.")
-  if job.model_dir and tf_dir and job.model_dir != tf_dir:
-    problems.append(
-        f"flag --model_dir={job.model_dir}: TF_CONFIG's model_dir is "
-        f"{tf_dir!r}. Fix: drop one of them, or make them equal.")
-  if clustered and not job.model_dir and not tf_dir:
+  if clustered and not model_dir:
     problems.append(
         "flag --model_dir: not given, and TF_CONFIG names a cluster: every "
         "task needs the same directory (a temporary one would differ). Fix: "
@@ -266,9 +300,13 @@ def describe(job, info, *, model_dir=None, full=False):
   `info` is TF_CONFIG's `ClusterInfo` or None; `model_dir` the resolved one
   (None: job.model_dir, else TF_CONFIG's, else "a new temporary directory").
   """
-  model_dir = model_dir or job.model_dir or (
-      info.model_dir if info is not None and info.model_dir else
-      "(a new temporary directory)")
+  if not model_dir:
+    try:
+      model_dir, _ = paths.merge_model_dirs(
+          argument=job.model_dir, tf_config=info.model_dir if info else None)
+    except errors.ConfigError:
+      model_dir = job.model_dir  # check_environment reports the conflict.
+  model_dir = model_dir or "(a new temporary directory)"
   params = json.dumps(job.params, sort_keys=True) if job.params else "defaults"
   replicas, devices = num_replicas(job, info), job.num_devices_per_worker
   stand_in = " standing in for GPUs" if job.cpu_stand_in and (
@@ -291,9 +329,9 @@ def describe(job, info, *, model_dir=None, full=False):
   lines += [f"  {key + ':':<11} {value}" for key, value in rows]
   if full:
     lines.append("  resolved configuration:")
-    width = max(len(f.name) for f in dataclasses.fields(job))
-    lines += [f"    {f.name:<{width}}  {_show(getattr(job, f.name))}"
-              for f in dataclasses.fields(job)]
+    width = max(len(name) for name in FLAG_NAMES)
+    lines += [f"    {name:<{width}}  {_show(getattr(job, name))}"
+              for name in FLAG_NAMES]
   return "\n".join(lines)
 
 
@@ -319,7 +357,9 @@ def run_job(job, *, environ=None, out=None):
 
   Args:
     job: a `JobConfig` (from `harness.cli.flags.parse`, or built directly).
-    environ: mapping read for TF_CONFIG (default `os.environ`).
+    environ: mapping read for TF_CONFIG unless `job.cluster_info` holds it
+      already (`flags.parse` sets it), and for the variables of
+      `harness.cluster.env_knobs` (default `os.environ`).
     out: text stream for the banner, results and summary (default stdout).
 
   Returns:
@@ -331,7 +371,7 @@ def run_job(job, *, environ=None, out=None):
   """
   environ = os.environ if environ is None else environ
   out = sys.stdout if out is None else out
-  info = cluster_lib.from_environ(environ)
+  info = cluster_info_of(job, environ)
   label = "client" if job.remote_cluster else task_label(info)
   # GPUs are counted by TensorFlow itself below, when the job runs.
   problems = check_environment(
@@ -396,10 +436,9 @@ def _build_estimator(job, environ, info):
   from harness.cli import registry
   from harness import run_config as run_config_lib
   from harness.distribute import strategies
-  from harness.state import storage
   # pylint: enable=g-import-not-at-top
   if _is_task(info, cluster_lib.EVALUATOR):
-    strategies.install_evaluator_guard(environ)
+    strategies.install_evaluator_guard(environ, cluster_info=info)
   elif not _is_task(info, cluster_lib.PS):
     _check_gpus_visible(job)
   local = not job.remote_cluster and (info is None or not info.has_cluster)
@@ -413,21 +452,23 @@ def _build_estimator(job, environ, info):
         strategy, cluster=None, task_type=cluster_lib.WORKER, task_id=0,
         num_devices_per_worker=job.num_devices_per_worker,
         device_type=job.device_type)
-  model_dir = job.model_dir
-  if model_dir is None and not (info is not None and info.model_dir):
-    model_dir = storage.temporary_model_dir()
   kwargs = run_config_kwargs(job)
+  for knob in (env_knobs.PEER_TIMEOUT, env_knobs.RESTART_WAIT):
+    # RunConfig reads no environ when given cluster_info: resolved here.
+    kwargs[knob.name] = env_knobs.resolve_secs(kwargs[knob.name], knob,
+                                               environ)
   if job.remote_cluster:
     kwargs["experimental_distribute"] = run_config_lib.DistributeConfig(
         train_distribute=strategy, remote_cluster=dict(job.remote_cluster))
   else:
     kwargs["train_distribute"] = strategy
   config = run_config_lib.RunConfig(
-      model_dir=model_dir, session_config=session_config, environ=environ,
-      **kwargs)
+      session_config=session_config, cluster_info=info, **kwargs)
+  # --model_dir is the Estimator's model_dir: the Estimator decides it
+  # (with RunConfig's and TF_CONFIG's, else a temporary folder), once.
   return estimator_lib.Estimator(
-      registry.resolve_model_fn(job.model_fn), config=config,
-      params=merged_params(job))
+      registry.resolve_model_fn(job.model_fn), model_dir=job.model_dir,
+      config=config, params=merged_params(job))
 
 
 def run_config_kwargs(job):
