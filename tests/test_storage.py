@@ -320,6 +320,27 @@ class NormalizeModelDirTest(absltest.TestCase):
     self.assertEqual(est.model_dir, os.path.join(os.getcwd(), "rel/m"))
     self.assertEqual(est.config.model_dir, est.model_dir)
 
+  def test_merge_rule_and_its_sources(self):
+    merge = paths.merge_model_dirs
+    self.assertEqual(merge(), (None, paths.FROM_NOTHING))
+    self.assertEqual(merge(argument="/a", run_config="/a", tf_config="/a"),
+                     ("/a", paths.FROM_ARGUMENT))
+    self.assertEqual(merge(run_config="/b", tf_config="/b"),
+                     ("/b", paths.FROM_RUN_CONFIG))
+    self.assertEqual(merge(argument="/c/", tf_config="/c"),
+                     ("/c", paths.FROM_ARGUMENT))
+    self.assertEqual(merge(tf_config="rel"),
+                     (os.path.join(os.getcwd(), "rel"), paths.FROM_TF_CONFIG))
+    with self.assertRaisesRegex(errors.ClusterConfigError,
+                                "must have the same value as the model_dir "
+                                "in TF_CONFIG"):
+      merge(argument="/x", run_config="/y", tf_config="/z")
+    with self.assertRaisesRegex(errors.ConfigError,
+                                "set both in constructor and `RunConfig`"):
+      merge(argument="/x", tf_config="/z")
+    with self.assertRaisesRegex(errors.ConfigError, "should be non-empty"):
+      merge(run_config="")
+
   def test_no_model_dir_makes_one_temporary_dir_with_one_log_line(self):
     # The Estimator and harness.main share storage.resolve_model_dir.
     with self.assertLogs(level="INFO") as logs:
