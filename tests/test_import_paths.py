@@ -42,9 +42,9 @@ SUBPACKAGES = {
              "train_loop", "watchdog"},
     "distribute": {"evaluator", "remote", "roles", "server_claim",
                    "strategies"},
-    "cli": {"bad_flags", "diagnose", "flags", "job", "k8s_policy",
-            "legacy_imports", "registry", "results_text",
-            "tensorboard_server"},
+    "cli": {"bad_flags", "diagnose", "flags", "job", "job_config",
+            "k8s_policy", "legacy_imports", "mode_runners", "registry",
+            "results_text", "tensorboard_server"},
 }
 # Names the docs show by their module path.
 DOCUMENTED_NAMES = (
