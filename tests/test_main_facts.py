@@ -11,6 +11,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 from unittest import mock
 
 from absl.testing import absltest
@@ -19,6 +21,7 @@ from harness import main as main_lib
 from harness.cluster import tf_config
 from harness.state import paths
 from tests import _support
+from tests import conftest
 
 _TRAIN = ["harness.main", "--model_fn=linear", "--input_fn=constant",
           "--mode=train", "--max_steps=3", "--save_summary_steps=0",
@@ -75,6 +78,30 @@ class OneResolutionTest(absltest.TestCase):
                              f"({paths.FROM_TF_CONFIG})"])
     self.assertIn("harness.main | chief/0 | train", out)
     self.assertEqual(_support.checkpoint_step(model_dir), 3)
+
+
+class TensorFlowFreeEdgeTest(absltest.TestCase):
+  """--help and --dry_run run through main without importing TensorFlow."""
+
+  def test_help_and_dry_run_import_no_tensorflow(self):
+    code = (
+        "import contextlib, io, sys\n"
+        "from harness import main\n"
+        "args = ['--model_fn=tests.programs.no_tf_fns:model_fn',\n"
+        "        '--input_fn=tests.programs.no_tf_fns:make_input_fn']\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "  codes = [main.main(['harness.main', '--help'], environ={}),\n"
+        "           main.main(['harness.main', '--dry_run'] + args,\n"
+        "                     environ={})]\n"
+        "print(codes, sorted(m for m in sys.modules\n"
+        "                    if m.split('.')[0] == 'tensorflow'\n"
+        "                    or m == 'harness.cli.mode_runners'))\n")
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=conftest.REPO_ROOT,
+        env=conftest.child_env(), capture_output=True, text=True,
+        timeout=120, check=False)
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    self.assertEqual(result.stdout.strip(), "[0, 0] []", result.stderr[-3000:])
 
 
 if __name__ == "__main__":
