@@ -42,7 +42,8 @@ SUBPACKAGES = {
              "train_loop", "watchdog"},
     "distribute": {"evaluator", "remote", "roles", "server_claim",
                    "strategies"},
-    "cli": {"bad_flags", "diagnose", "flags", "job", "job_config",
+    "cli": {"bad_flags", "diagnose", "flag_definitions", "flag_parsers",
+            "flags", "job", "job_config",
             "k8s_policy", "legacy_imports", "mode_runners", "registry",
             "results_text", "tensorboard_server"},
 }
