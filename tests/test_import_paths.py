@@ -43,9 +43,9 @@ SUBPACKAGES = {
     "distribute": {"evaluator", "remote", "roles", "server_claim",
                    "strategies"},
     "cli": {"bad_flags", "diagnose", "flag_definitions", "flag_parsers",
-            "flags", "job", "job_config",
-            "k8s_policy", "legacy_imports", "mode_runners", "registry",
-            "results_text", "tensorboard_server"},
+            "flags", "job", "job_config", "k8s_policy", "legacy_imports",
+            "mode_runners", "preflight", "registry", "results_text",
+            "tensorboard_server"},
 }
 # Names the docs show by their module path.
 DOCUMENTED_NAMES = (
