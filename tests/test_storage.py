@@ -54,9 +54,9 @@ _PRAGMA = re.compile(r"#\s*local-fs:\s*\S")
 _LOCAL_BY_NATURE = {
     ("_tf.py", "_import_tensorflow_quietly"):
         "a temporary file that captures fd 2 while TensorFlow imports",
-    ("cli/diagnose.py", "_unwritable_reason"):
+    ("cli/preflight.py", "_unwritable_reason"):
         "preflight before TensorFlow is imported; URL model_dirs skip it",
-    ("cli/diagnose.py", "preflight"):
+    ("cli/preflight.py", "preflight"):
         "local model_dirs only: it returns first for any scheme:// path",
     ("cli/diagnose.py", "_user_frame"): "source files of a traceback",
     ("cli/diagnose.py", "_py_function_error"): "source files of a traceback",
