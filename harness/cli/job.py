@@ -271,7 +271,6 @@ def _emit(out, text):
   print(text, file=out, flush=True)
 
 
-
 def serving_input_receiver_fn(job, params):
   """The input module's `serving_input_receiver_fn`, else a raw receiver
   (`harness.cli.mode_runners.serving_input_receiver_fn`)."""

@@ -134,11 +134,8 @@ class JobConfig:
 
 
 # The fields that are flags (all but cluster_info), in declaration order.
-
-
 FLAG_NAMES = tuple(f.name for f in dataclasses.fields(JobConfig)
                    if f.name != "cluster_info")
-
 
 
 def cluster_info_of(job, environ):
