@@ -39,7 +39,6 @@ from harness.distribute import roles
 from harness.distribute import strategies
 from harness.export import writer
 from harness.state import checkpoints
-from harness.state import storage
 
 __all__ = ["Estimator", "check_supported_config"]
 
@@ -76,10 +75,8 @@ class Estimator:
     elif not isinstance(config, run_config_lib.RunConfig):
       raise errors.ConfigError(
           f"config must be an instance of RunConfig, but provided {config!r}.")
+    # The one model_dir decision: argument, RunConfig, TF_CONFIG, temporary.
     model_dir, config = run_config_lib.resolve_model_dir(model_dir, config)
-    if model_dir is None:
-      model_dir = storage.temporary_model_dir()
-      config = config.replace(model_dir=model_dir)
     self._config = config
     self._model_dir = model_dir
     self._session_config = (config.session_config if

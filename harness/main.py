@@ -103,7 +103,7 @@ def main(argv, *, environ=None):
   _set_verbosity(job_config.verbosity)
   debug = job_config.verbosity == "debug"
   try:
-    diagnose.preflight(job_config, environ)
+    diagnose.preflight(job_config, job_config.cluster_info)
     if not job_config.dry_run:
       legacy_imports.install()
     job.run_job(job_config, environ=environ)
@@ -120,7 +120,7 @@ def main(argv, *, environ=None):
         "again to resume from it.", _INTERRUPTED, debug, type(e).__name__)
   except Exception as e:  # pylint: disable=broad-except
     label, message = diagnose.explain(
-        e, diagnose.model_dir_of(job_config, environ),
+        e, diagnose.model_dir_of(job_config, job_config.cluster_info),
         params=job_config.params)
     if message is None:
       raise  # A harness bug: its traceback is what helps.

@@ -30,20 +30,18 @@ derived from both. Unlike 2.15:
 
 import collections
 import copy
-import json
-import numbers
 import os
 
 from absl import logging
 
 from harness import errors
+from harness import run_config_checks as checks
 from harness._tf import tf
 from harness.cluster import env_knobs
-from harness.cluster import listen
 from harness.cluster import tf_config as cluster
 from harness.core import stall
-from harness.spec import fn_args
 from harness.state import paths
+from harness.state import storage
 
 __all__ = [
     "RunConfig", "DistributeConfig", "TaskType", "get_default_session_config",
@@ -51,6 +49,16 @@ __all__ = [
 ]
 
 _USE_DEFAULT = object()
+
+
+class _FromEnviron:
+  """RunConfig's `cluster_info` default: TF_CONFIG is read from `environ`."""
+
+  def __repr__(self):
+    return "<TF_CONFIG from environ>"
+
+
+_FROM_ENVIRON = _FromEnviron()
 _CONSTRUCTOR_ARGS = (
     "model_dir", "tf_random_seed", "save_summary_steps",
     "save_checkpoints_steps", "save_checkpoints_secs", "session_config",
@@ -66,17 +74,13 @@ _HARNESS_FIELDS = ("steps_per_loop", "remote_connect_timeout_secs",
                    "force_takeover", "bind_address",
                    "remote_claim_timeout_secs",
                    "max_runs_without_progress")
-# Knobs whose None falls back to an environment variable, then a default.
-_ENV_KNOBS = (env_knobs.PEER_TIMEOUT, env_knobs.RESTART_WAIT)
+_ENV_KNOBS = checks.ENV_KNOBS
 _DEFAULT_REPLACEABLE_LIST = list(_CONSTRUCTOR_ARGS) + list(_HARNESS_FIELDS)
-# Bound of each start-up check of a remote_cluster's servers (seconds).
-DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS = 30.0
-# steps_per_loop's value for "choose K from the first steps' timing"
-# (harness/core/auto_loop.py).
-STEPS_PER_LOOP_AUTO = "auto"
-# How long a standalone client's claim of its servers outlives its last
-# renewal (seconds); see harness.distribute.server_claim.
-DEFAULT_REMOTE_CLAIM_TIMEOUT_SECS = 15.0
+# Public constants of RunConfig's values (harness.run_config_checks).
+DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS = (
+    checks.DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS)
+STEPS_PER_LOOP_AUTO = checks.STEPS_PER_LOOP_AUTO
+DEFAULT_REMOTE_CLAIM_TIMEOUT_SECS = checks.DEFAULT_REMOTE_CLAIM_TIMEOUT_SECS
 _SAVE_CKPT_ERR = (
     "`save_checkpoints_steps` and `save_checkpoints_secs` cannot be both set.")
 INDEPENDENT_WORKER = "independent_worker"
@@ -170,131 +174,11 @@ def strategy_kind(strategy):
   return "other"
 
 
-def _normalize_remote_cluster(remote_cluster):
-  """dict / ClusterSpec / ClusterDef -> {job: [addresses]}, checked."""
-  if isinstance(remote_cluster, tf.train.ClusterSpec):
-    remote_cluster = remote_cluster.as_dict()
-  elif isinstance(remote_cluster, tf.train.ClusterDef):
-    remote_cluster = tf.train.ClusterSpec(remote_cluster).as_dict()
-  if not isinstance(remote_cluster, dict):
-    raise errors.ClusterConfigError(
-        f"experimental_distribute.remote_cluster is {remote_cluster!r}: it "
-        "must be a dict, tf.train.ClusterSpec or ClusterDef. Fix: pass "
-        '{"worker": ["host:port", ...]}.')
-  text = json.dumps(remote_cluster, default=repr)
-  return cluster.parse_remote_cluster(
-      text, source="experimental_distribute.remote_cluster")
-
-
-def _raise(message, fix, value=None):
-  given = "" if value is None else f" Given: {value!r}."
-  message = message if message.endswith((".", " ")) else message + "."
-  raise errors.ConfigError(f"{message}{given} Fix: {fix}")
-
-
-def _validate_properties(values):
-  """2.15's per-property checks, with 2.15's message first."""
-  checks = (
-      ("model_dir", lambda d: d, "model_dir should be non-empty",
-       "pass a directory path or None."),
-      ("save_summary_steps", lambda s: s >= 0,
-       "save_summary_steps should be >= 0", "use 0 to disable summaries."),
-      ("save_checkpoints_steps", lambda s: s >= 0,
-       "save_checkpoints_steps should be >= 0", "use None to disable."),
-      ("save_checkpoints_secs", lambda s: s >= 0,
-       "save_checkpoints_secs should be >= 0", "use None to disable."),
-      ("session_config",
-       lambda c: isinstance(c, tf.compat.v1.ConfigProto),
-       "session_config must be instance of ConfigProto",
-       "pass tf.compat.v1.ConfigProto(...) or None."),
-      ("keep_checkpoint_max", lambda k: k >= 0,
-       "keep_checkpoint_max should be >= 0", "use 0 or None to keep all."),
-      ("keep_checkpoint_every_n_hours", lambda h: h > 0,
-       "keep_checkpoint_every_n_hours should be > 0",
-       "use a positive number of hours (10000 disables the feature)."),
-      ("log_step_count_steps", lambda s: s > 0,
-       "log_step_count_steps should be > 0", "use a positive step count."),
-      ("tf_random_seed", lambda s: isinstance(s, numbers.Integral),
-       "tf_random_seed must be integer.", "pass an int or None."),
-      ("experimental_max_worker_delay_secs",
-       lambda d: isinstance(d, numbers.Integral),
-       "experimental_max_worker_delay_secs must be an integer if set.",
-       "pass an int number of seconds or None."),
-      ("session_creation_timeout_secs", lambda t: t > 0,
-       "session_creation_timeout_secs should be > 0",
-       "use a positive number of seconds."),
-      ("device_fn", lambda f: callable(f) and set(fn_args(f)) == {"op"},
-       'device_fn must be callable with exactly one argument "op".',
-       "define it as `def device_fn(op): return device_string`."),
-      ("protocol", lambda p: p in (None, "grpc", "grpc+verbs"),
-       "protocol should be grpc or grpc+verbs", 'use "grpc" or None.'),
-  )
-  for name, condition, message, fix in checks:
-    value = values[name]
-    if value is not None and not condition(value):
-      _raise(message, fix, value)
-  steps = values["steps_per_loop"]
-  if steps != STEPS_PER_LOOP_AUTO and (
-      isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or
-      steps < 1):
-    _raise("steps_per_loop must be an integer >= 1 (training steps run "
-           f"inside one session.run) or {STEPS_PER_LOOP_AUTO!r} (harness "
-           "picks K from the first steps' timing).",
-           "use 1 for one step per run.", steps)
-  timeout = values["remote_connect_timeout_secs"]
-  if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real) or (
-      not timeout > 0):
-    _raise("remote_connect_timeout_secs must be a number of seconds > 0 (how "
-           "long the servers of remote_cluster may take to answer).",
-           f"use e.g. {DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS:g}.", timeout)
-  env_knobs.check_secs("eval_poll_secs", values["eval_poll_secs"],
-                       example=env_knobs.EVAL_POLL_SECS)
-  env_knobs.check_secs("eval_idle_timeout_secs",
-                       values["eval_idle_timeout_secs"], allow_none=True,
-                       example=600)
-  for knob in _ENV_KNOBS:
-    env_knobs.check_secs(knob.name, values[knob.name], allow_none=True,
-                         example=knob.default)
-  if not isinstance(values["force_takeover"], bool):
-    _raise("force_takeover must be True or False (take over model_dir's "
-           "lease from a live trainer).", "use False unless the other "
-           "trainer is gone.", values["force_takeover"])
-  listen.check_bind_address(values["bind_address"])
-  claim = values["remote_claim_timeout_secs"]
-  if isinstance(claim, bool) or not isinstance(claim, numbers.Real) or (
-      not claim > 0):
-    _raise("remote_claim_timeout_secs must be a number of seconds > 0 (how "
-           "long a standalone client's claim of its servers outlives its "
-           "last renewal).",
-           f"use e.g. {DEFAULT_REMOTE_CLAIM_TIMEOUT_SECS:g}.", claim)
-  stall.check_max_runs(values["max_runs_without_progress"])
-
-
-def _merged_strategy(values, name):
-  """`name` from the constructor or from experimental_distribute, not both."""
-  nested = getattr(values["experimental_distribute"], name, None)
-  if nested is None:
-    return values[name]
-  if values[name] is not None:
-    _raise(f"Either `{name}` or `experimental_distribute.{name}` can be set.",
-           "pass the strategy in one place only.")
-  return nested
-
-
-def _model_dir_from(info, model_dir):
-  """2.15's merge of the constructor's model_dir and TF_CONFIG's."""
-  if model_dir == "":
-    _raise("model_dir should be non-empty.", "pass a path or None.")
-  in_tf_config = info.model_dir if info is not None else None
-  if in_tf_config:
-    if model_dir and model_dir != in_tf_config:
-      raise errors.ClusterConfigError(
-          "`model_dir` provided in RunConfig construct, if set, must have the "
-          "same value as the model_dir in TF_CONFIG. model_dir: "
-          f'{model_dir}\nTF_CONFIG["model_dir"]: {in_tf_config}.\nFix: drop '
-          "one of them, or make them equal.")
-    logging.info("Using model_dir in TF_CONFIG: %s", in_tf_config)
-  return model_dir or in_tf_config
+# The checks' functions under the names the class body uses.
+_raise = checks.fail
+_validate_properties = checks.validate_properties
+_merged_strategy = checks.merged_strategy
+_normalize_remote_cluster = checks.normalize_remote_cluster
 
 
 class RunConfig:
@@ -334,7 +218,8 @@ class RunConfig:
                remote_claim_timeout_secs=DEFAULT_REMOTE_CLAIM_TIMEOUT_SECS,
                max_runs_without_progress=(
                    stall.DEFAULT_MAX_RUNS_WITHOUT_PROGRESS),
-               environ=None):
+               environ=None,
+               cluster_info=_FROM_ENVIRON):
     """Constructs a RunConfig; arguments as tf.estimator 2.15's, plus:
 
     Args (harness additions, keyword-only):
@@ -371,12 +256,22 @@ class RunConfig:
         was (a train_op that never advances it); None never stops.
       environ: mapping read for TF_CONFIG (and the two variables above)
         instead of `os.environ`, once, here.
+      cluster_info: TF_CONFIG already parsed by the caller (a
+        `harness.cluster.tf_config.ClusterInfo`, or None for "no
+        TF_CONFIG"): TF_CONFIG is then not read again (`harness.main`
+        parses it once, at its edge). The two variables above are still
+        read from `os.environ`. Not together with `environ`.
 
     Raises:
       ConfigError: a value breaks 2.15's rules (both save_checkpoints_steps
         and save_checkpoints_secs set, negative counts, ...).
       ClusterConfigError: TF_CONFIG is malformed or inconsistent.
     """
+    if cluster_info is not _FROM_ENVIRON and environ is not None:
+      _raise("RunConfig takes TF_CONFIG from `environ` or, already parsed, "
+             "from `cluster_info`, not both.", "pass one of them (the "
+             "variables of `environ` other than TF_CONFIG are read from "
+             "os.environ with `cluster_info`).")
     steps_default = save_checkpoints_steps is _USE_DEFAULT
     secs_default = save_checkpoints_secs is _USE_DEFAULT
     if steps_default and secs_default:
@@ -389,16 +284,26 @@ class RunConfig:
         save_checkpoints_secs is not None):
       _raise(_SAVE_CKPT_ERR, "pass only one of them (the other None).",
              (save_checkpoints_steps, save_checkpoints_secs))
+    if cluster_info not in (None, _FROM_ENVIRON) and not isinstance(
+        cluster_info, cluster.ClusterInfo):
+      _raise("cluster_info must be a harness.cluster.tf_config.ClusterInfo "
+             "or None.", "pass harness.cluster.tf_config.from_environ(...)'s "
+             "result.", cluster_info)
     environ = os.environ if environ is None else environ
-    info = cluster.from_environ(environ)
+    info = cluster_info
+    if cluster_info is _FROM_ENVIRON:
+      info = cluster.from_environ(environ)
     if info is not None:
-      logging.info("TF_CONFIG environment variable: %s", info.to_json())
-    if model_dir is not None:
-      model_dir = os.fspath(model_dir)
+      logging.info("TF_CONFIG environment variable: %s",
+                   checks.tf_config_summary(info))
+      logging.debug("TF_CONFIG environment variable (full): %s",
+                    info.to_json())
     arguments = locals()  # Every constructor argument, defaults resolved.
     self._cluster_info = info
     self._values = {k: arguments[k] for k in _CONSTRUCTOR_ARGS}
-    self._values["model_dir"] = _model_dir_from(info, model_dir)
+    # The one model_dir rule (harness.state.paths), RunConfig's half.
+    self._values["model_dir"], _ = paths.merge_model_dirs(
+        run_config=model_dir, tf_config=info.model_dir if info else None)
     self._values["steps_per_loop"] = steps_per_loop
     self._values["remote_connect_timeout_secs"] = remote_connect_timeout_secs
     self._values["eval_poll_secs"] = eval_poll_secs
@@ -606,19 +511,22 @@ class RunConfig:
 
 
 def resolve_model_dir(constructor_model_dir, config):
-  """2.15's merge of `Estimator(model_dir=...)` with `config.model_dir`.
+  """The Estimator's model_dir and config: 2.15's merge, decided once.
 
   Args:
-    constructor_model_dir: the Estimator's `model_dir` (str, PathLike, None).
+    constructor_model_dir: the Estimator's `model_dir` (str, PathLike,
+      None); `harness.main` passes `--model_dir` here.
     config: a `RunConfig` or None (a default one is made).
 
   Returns:
-    (model_dir, config): model_dir is None when neither names one (the
-    Estimator then makes a temporary directory and replaces it in); config
-    has the model_dir and, if it had none, the default session_config.
+    (model_dir, config): model_dir from `harness.state.storage.
+    resolve_model_dir` (the constructor's, else the RunConfig's, else
+    TF_CONFIG's, else a new temporary folder; one log line says which);
+    config has that model_dir and, if it had none, the default
+    session_config.
 
   Raises:
-    ConfigError: config is not a RunConfig, or the two model_dirs differ.
+    ConfigError: config is not a RunConfig, or the model_dirs differ.
   """
   if config is None:
     config = RunConfig()
@@ -629,22 +537,18 @@ def resolve_model_dir(constructor_model_dir, config):
            "not accepted).")
   if config.session_config is None:
     config = config.replace(session_config=get_default_session_config())
-  # The library's edge: model_dir is normalised here, once (`~` expanded,
-  # relative local paths made absolute, URLs unchanged).
-  model_dir = paths.normalize_model_dir(constructor_model_dir)
-  if config.model_dir:
-    normal = paths.normalize_model_dir(config.model_dir)
-    if normal != config.model_dir:
-      config = config.replace(model_dir=normal)
-  if model_dir is not None and config.model_dir is not None and (
-      config.model_dir != model_dir):
-    _raise("`model_dir` are set both in constructor and `RunConfig`, but with "
-           f"different values. In constructor: '{model_dir}', in "
-           f"`RunConfig`: '{config.model_dir}' ",
-           "set model_dir in one place only, or to the same value.")
-  if model_dir:
+  info = None if config.remote_cluster else config.cluster_info
+  in_tf_config = info.model_dir if info is not None else None
+  configured = config.model_dir
+  if paths.normalize_model_dir(configured) == paths.normalize_model_dir(
+      in_tf_config):
+    configured = None  # TF_CONFIG's, merged in by RunConfig: say so.
+  model_dir = storage.resolve_model_dir(
+      argument=constructor_model_dir, run_config=configured,
+      tf_config=in_tf_config)
+  if config.model_dir != model_dir:
     config = config.replace(model_dir=model_dir)
-  return config.model_dir, config
+  return model_dir, config
 
 
 def check_supported_config(config):

@@ -43,10 +43,11 @@ SUBPACKAGES = {
              "watchdog"},
     "distribute": {"evaluator", "remote", "roles", "server_claim",
                    "strategies"},
-    "cli": {"bad_flags", "diagnose", "flags", "job", "k8s_policy",
-            "legacy_imports", "registry", "results_text",
-            "tensorboard_server",
-            "k8s_config", "k8s_manifests", "task_supervisor"},
+    "cli": {"bad_flags", "diagnose", "flag_definitions", "flag_parsers",
+            "flags", "job", "job_config", "k8s_config", "k8s_manifests",
+            "k8s_policy", "legacy_imports", "mode_runners", "preflight",
+            "registry", "results_text", "task_supervisor",
+            "tensorboard_server"},
 }
 # Names the docs show by their module path.
 DOCUMENTED_NAMES = (

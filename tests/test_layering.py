@@ -67,7 +67,9 @@ TF_FREE_MODULES = ("errors.py", "launch.py", "state/paths.py",
                    "k8s.py", "cli/k8s_config.py", "cli/k8s_manifests.py",
                    "cli/task_supervisor.py",
                    "cli/tensorboard_server.py", "cli/legacy_imports.py",
-                   "core/stall.py", "core/auto_loop.py")
+                   "core/stall.py", "core/auto_loop.py",
+                   "cli/job_config.py", "cli/flag_parsers.py",
+                   "cli/flag_definitions.py", "cli/preflight.py")
 # Top-level modules exempt from "top": the binaries and the legacy entry
 # points, which wire cli/ (run imports compat).
 TOP_EDGES = frozenset({"main", "launch", "server", "k8s", "run", "compat"})

@@ -65,7 +65,8 @@ class SignatureTest(absltest.TestCase):
                                     "bind_address": None,
                                     "remote_claim_timeout_secs": 15.0,
                                     "max_runs_without_progress": 100,
-                                    "environ": None})
+                                    "environ": None,
+                                    "cluster_info": rc._FROM_ENVIRON})
 
   def test_defaults(self):
     config = rc.RunConfig(environ={})
@@ -334,7 +335,9 @@ class ModelDirTest(parameterized.TestCase):
     self.assertEqual(rc.resolve_model_dir(
         pathlib.Path("/c"), rc.RunConfig("/c", environ=environ))[0], "/c")
     model_dir, config = rc.resolve_model_dir(None, rc.RunConfig(environ={}))
-    self.assertIsNone(model_dir)
+    self.assertTrue(os.path.isdir(model_dir), model_dir)  # Temporary.
+    self.assertEqual(config.model_dir, model_dir)
+    os.rmdir(model_dir)
     self.assertEqual(config.session_config, rc.get_default_session_config())
     mine = tf.compat.v1.ConfigProto(log_device_placement=True)
     _, config = rc.resolve_model_dir(
@@ -357,6 +360,51 @@ class ModelDirTest(parameterized.TestCase):
     with mock.patch.dict(os.environ, {"TF_CONFIG": ""}):
       model_dir, config = rc.resolve_model_dir("/d", None)
     self.assertEqual((model_dir, config.model_dir), ("/d", "/d"))
+
+
+class ClusterInfoArgumentTest(absltest.TestCase):
+  """RunConfig(cluster_info=...): TF_CONFIG parsed once, by the caller."""
+
+  def test_given_info_is_not_parsed_again(self):
+    info = cluster.parse_tf_config(_env(
+        {"chief": ["h:1"], "worker": ["h:2"]}, "worker", 0)["TF_CONFIG"])
+    with mock.patch.object(cluster, "parse_tf_config") as parser, \
+        mock.patch.dict(os.environ, {"TF_CONFIG": "not json"}):
+      config = rc.RunConfig(cluster_info=info)
+      local = rc.RunConfig(cluster_info=None)
+    parser.assert_not_called()
+    self.assertIs(config.cluster_info, info)
+    self.assertEqual((config.task_type, config.num_worker_replicas),
+                     ("worker", 2))
+    self.assertIsNone(local.cluster_info)
+    self.assertEqual(local.task_type, "worker")  # 2.15's local default.
+
+  def test_info_and_environ_together_is_an_error(self):
+    with self.assertRaisesRegex(errors.ConfigError,
+                                "from `environ` or, already parsed, from "
+                                "`cluster_info`, not both"):
+      rc.RunConfig(environ={}, cluster_info=None)
+
+  def test_info_must_be_cluster_info(self):
+    with self.assertRaisesRegex(errors.ConfigError,
+                                "cluster_info must be a harness.cluster"):
+      rc.RunConfig(cluster_info={"cluster": {}})
+
+  def test_tf_config_info_line_is_short_and_full_json_at_debug(self):
+    workers = [f"host-{i}.example.com:2222" for i in range(40)]
+    environ = _env({"chief": ["c:1"], "worker": workers, "ps": ["p:1"]},
+                   "worker", 7, model_dir="/m")
+    with self.assertLogs(logger="absl", level="DEBUG") as logs:
+      rc.RunConfig(environ=environ)
+    info = [l for l in logs.output if l.startswith(
+        "INFO:absl:TF_CONFIG environment variable:")]
+    self.assertEqual(info, [
+        "INFO:absl:TF_CONFIG environment variable: task worker/7 of "
+        "{chief: 1, worker: 40, ps: 1}; also model_dir"])
+    self.assertLess(len(info[0]), 160)
+    full = [l for l in logs.output if l.startswith("DEBUG:absl:TF_CONFIG")]
+    self.assertLen(full, 1)
+    self.assertIn(workers[-1], full[0])
 
 
 class ReplaceTest(parameterized.TestCase):

@@ -54,9 +54,9 @@ _PRAGMA = re.compile(r"#\s*local-fs:\s*\S")
 _LOCAL_BY_NATURE = {
     ("_tf.py", "_import_tensorflow_quietly"):
         "a temporary file that captures fd 2 while TensorFlow imports",
-    ("cli/diagnose.py", "_unwritable_reason"):
+    ("cli/preflight.py", "_unwritable_reason"):
         "preflight before TensorFlow is imported; URL model_dirs skip it",
-    ("cli/diagnose.py", "preflight"):
+    ("cli/preflight.py", "preflight"):
         "local model_dirs only: it returns first for any scheme:// path",
     ("cli/diagnose.py", "_user_frame"): "source files of a traceback",
     ("cli/diagnose.py", "_py_function_error"): "source files of a traceback",
@@ -320,16 +320,37 @@ class NormalizeModelDirTest(absltest.TestCase):
     self.assertEqual(est.model_dir, os.path.join(os.getcwd(), "rel/m"))
     self.assertEqual(est.config.model_dir, est.model_dir)
 
+  def test_merge_rule_and_its_sources(self):
+    merge = paths.merge_model_dirs
+    self.assertEqual(merge(), (None, paths.FROM_NOTHING))
+    self.assertEqual(merge(argument="/a", run_config="/a", tf_config="/a"),
+                     ("/a", paths.FROM_ARGUMENT))
+    self.assertEqual(merge(run_config="/b", tf_config="/b"),
+                     ("/b", paths.FROM_RUN_CONFIG))
+    self.assertEqual(merge(argument="/c/", tf_config="/c"),
+                     ("/c", paths.FROM_ARGUMENT))
+    self.assertEqual(merge(tf_config="rel"),
+                     (os.path.join(os.getcwd(), "rel"), paths.FROM_TF_CONFIG))
+    with self.assertRaisesRegex(errors.ClusterConfigError,
+                                "must have the same value as the model_dir "
+                                "in TF_CONFIG"):
+      merge(argument="/x", run_config="/y", tf_config="/z")
+    with self.assertRaisesRegex(errors.ConfigError,
+                                "set both in constructor and `RunConfig`"):
+      merge(argument="/x", tf_config="/z")
+    with self.assertRaisesRegex(errors.ConfigError, "should be non-empty"):
+      merge(run_config="")
+
   def test_no_model_dir_makes_one_temporary_dir_with_one_log_line(self):
-    # The Estimator and harness.main share storage.temporary_model_dir.
-    with self.assertLogs(level="WARNING") as logs:
-      est = harness.Estimator(_model_fn)
+    # The Estimator and harness.main share storage.resolve_model_dir.
+    with self.assertLogs(level="INFO") as logs:
+      est = harness.Estimator(_model_fn, config=harness.RunConfig(environ={}))
     self.assertTrue(os.path.isdir(est.model_dir), est.model_dir)
     self.assertEqual(est.config.model_dir, est.model_dir)
-    lines = [l for l in logs.output if "temporary folder" in l]
+    lines = [l for l in logs.output if "model_dir |" in l]
     self.assertEqual(lines, [
-        "WARNING:absl:Using temporary folder as model directory: "
-        f"{est.model_dir} (no model_dir given)"])
+        f"WARNING:absl:model_dir | {est.model_dir} (temporary: nothing named "
+        "one)"])
     tf.io.gfile.rmtree(est.model_dir)
 
   def test_tensorboard_line_is_shell_quoted(self):

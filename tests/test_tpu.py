@@ -11,6 +11,7 @@ import glob
 import json
 import os
 import shutil
+from unittest import mock
 
 import numpy as np
 from absl.testing import absltest
@@ -101,6 +102,22 @@ def _estimator(model_dir, iterations_per_loop=50, fn=model_fn, params=None,
                                   **config_args),
       params={"hidden": 16} if params is None else params, use_tpu=False,
       **kwargs)
+
+
+class TPUJobNameTest(absltest.TestCase):
+  """TPUConfig's tpu_job_name from TF_CONFIG["service"] (2.15's), parsed
+  by harness.cluster.tf_config."""
+
+  def test_from_tf_config_service(self):
+    config = {"cluster": {"worker": ["h:1"]}, "task": {"type": "worker"},
+              "service": {"tpu_worker_job_name": "tpu_worker"}}
+    with mock.patch.dict(os.environ, {"TF_CONFIG": json.dumps(config)}):
+      self.assertEqual(tpu.TPUConfig().tpu_job_name, "tpu_worker")
+      self.assertEqual(tpu.TPUConfig(tpu_job_name="mine").tpu_job_name,
+                       "mine")
+    for text in ("", "{not json", json.dumps({"service": {}})):
+      with mock.patch.dict(os.environ, {"TF_CONFIG": text}):
+        self.assertIsNone(tpu.TPUConfig().tpu_job_name, text)
 
 
 class BatchSizeAndParamsTest(absltest.TestCase):

@@ -1,9 +1,9 @@
 """Why a `harness.main` job cannot run, or failed, in one message.
 
-Two jobs for the binary (`harness.main`): `preflight` refuses, before
-TensorFlow starts, a job that would fail on its model_dir (not writable, a
-file where `export/` goes, evaluate/predict with no checkpoint); `explain`
-turns an exception that escaped `job.run_job` into (label, one-line message)
+Two jobs for the binary (`harness.main`): `preflight` (`harness.cli.
+preflight`, re-exported here) refuses, before TensorFlow starts, a job that
+would fail on its model_dir (not writable, a file where `export/` goes,
+evaluate/predict with no checkpoint); `explain` turns an exception that escaped `job.run_job` into (label, one-line message)
 when it is the user's to fix: a TensorFlow error while running the graph, a
 checkpoint that does not fit the model, an exception raised in the user's
 own model_fn / input_fn (named by file and line). Anything else is a harness
@@ -11,78 +11,21 @@ bug and keeps its traceback. The cases and messages: docs/ERRORS.md.
 """
 
 import errno
-import glob
 import math
 import os
 import re
 import sys
+import sysconfig
+import traceback as traceback_lib
 
 from harness import errors
-from harness.cluster import tf_config as cluster_lib
+from harness.cli import preflight as preflight_lib
 
 __all__ = ["model_dir_of", "preflight", "explain"]
 
-
-# ------------------------------------------- checks before the job runs
-
-
-def model_dir_of(job_config, environ):
-  """--model_dir, else TF_CONFIG's; None when a temporary one is made."""
-  if job_config.model_dir:
-    return job_config.model_dir
-  try:
-    info = cluster_lib.from_environ(environ)
-  except errors.ClusterConfigError:
-    return None
-  return info.model_dir if info is not None else None
-
-
-def _unwritable_reason(path):
-  """Why folder `path` cannot be created and written, or None."""
-  existing = os.path.abspath(path)
-  while not os.path.exists(existing) and os.path.dirname(existing) != existing:
-    existing = os.path.dirname(existing)
-  if not os.path.isdir(existing):
-    return f"{existing} is a file, not a folder"
-  if not os.access(existing, os.W_OK | os.X_OK):
-    return f"{existing} is not writable by this user (or is read-only)"
-  return None
-
-
-def preflight(job_config, environ):
-  """Refuses a job that would fail on its model_dir, before TF starts.
-
-  Raises:
-    ConfigError: model_dir (or its export/ folder) cannot be written.
-    CheckpointError: --mode=evaluate or predict, and model_dir holds no
-      checkpoint (tf.estimator would silently use untrained weights).
-  """
-  model_dir = model_dir_of(job_config, environ)
-  if job_config.dry_run or not model_dir or "://" in model_dir:
-    return  # A temporary folder, or a file system os.path cannot see.
-  info = cluster_lib.from_environ(environ)  # Parsed by flags.parse already.
-  if info is not None and info.task_type == cluster_lib.PS:
-    return  # A ps task never writes model_dir (it may not even mount it).
-  reason = _unwritable_reason(model_dir)
-  if reason:
-    raise errors.ConfigError(
-        f"--model_dir={model_dir} cannot be created or written: {reason}. "
-        "Fix: pass a --model_dir in a writable folder.")
-  export_dir = os.path.join(model_dir, "export")
-  if (job_config.mode == "export" or job_config.exporters) and (
-      os.path.exists(export_dir) and not os.path.isdir(export_dir)):
-    raise errors.ConfigError(
-        f"--model_dir={model_dir}: SavedModels are written under "
-        f"{export_dir}/, but {export_dir} is a file. Fix: move that file "
-        "away, or pass another --model_dir.")
-  if job_config.mode in ("evaluate", "predict") and not (
-      os.path.isfile(os.path.join(model_dir, "checkpoint")) or
-      glob.glob(os.path.join(glob.escape(model_dir), "*.index"))):
-    raise errors.CheckpointError(
-        f"--mode={job_config.mode}: --model_dir={model_dir} holds no "
-        "checkpoint, so the model would run with untrained weights. Fix: "
-        "train first (--mode=train or train_and_evaluate), or point "
-        "--model_dir at the folder of a trained model.")
+# The checks before the job runs (harness.cli.preflight), part of this API.
+model_dir_of = preflight_lib.model_dir_of
+preflight = preflight_lib.preflight
 
 
 # ------------------------------------------ errors that escape run_job
@@ -96,7 +39,6 @@ def _user_frame(error):
   it: "the model_fn", "the input_fn" or "your code". None when there is no
   such frame (the error is harness's own).
   """
-  import traceback as traceback_lib  # pylint: disable=g-import-not-at-top
   harness_dir = os.path.dirname(os.path.abspath(errors.__file__)) + os.sep
   library_dirs = _library_dirs()
   found, role = None, "your code"
@@ -152,7 +94,7 @@ def _op_error_text(message):
 
 def _checkpoint_mismatch(detail, model_dir):
   """The message for a failed restore of `model_dir`'s checkpoint."""
-  from harness._tf import tf  # pylint: disable=g-import-not-at-top
+  from harness._tf import tf  # lazy: TF-free preflight  # pylint: disable=g-import-not-at-top
   latest = tf.train.latest_checkpoint(model_dir) if model_dir else None
   try:
     names = [name for name, _ in tf.train.list_variables(latest)]
@@ -279,7 +221,6 @@ def _in_input_pipeline(message):
 
 
 def _library_dirs():
-  import sysconfig  # pylint: disable=g-import-not-at-top
   return tuple(os.path.realpath(sysconfig.get_paths()[key]) + os.sep
                for key in ("stdlib", "purelib", "platlib"))
 
@@ -343,7 +284,7 @@ def _disk_full(error, model_dir, tf):
             f"{_size_text(stats.f_blocks * stats.f_frsize)})")
   usable = None
   if model_dir and tf is not None:
-    from harness.state import checkpoints  # pylint: disable=g-import-not-at-top
+    from harness.state import checkpoints  # lazy: TF-free preflight  # pylint: disable=g-import-not-at-top
     usable = checkpoints.latest_usable_checkpoint(model_dir)
   kept = (f"The newest usable checkpoint is {usable}: the next run resumes "
           "from it." if usable else

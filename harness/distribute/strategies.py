@@ -542,7 +542,7 @@ def in_process_server_target(strategy, *, cluster, task_type, task_id,
   return f"grpc://{address}"
 
 
-def install_evaluator_guard(environ):
+def install_evaluator_guard(environ, *, cluster_info=None):
   """Lets an evaluator process construct multi-worker strategies safely.
 
   A legacy script builds its strategy at top level in every task. In an
@@ -556,6 +556,7 @@ def install_evaluator_guard(environ):
   Args:
     environ: a mapping such as `os.environ`, read for TF_CONFIG. (The guard
       itself checks `os.environ`, which is what TensorFlow reads.)
+    cluster_info: TF_CONFIG already parsed (`ClusterInfo`): `environ` unread.
 
   Returns:
     True if TF_CONFIG's task is an evaluator and the guard is installed.
@@ -563,7 +564,7 @@ def install_evaluator_guard(environ):
   Raises:
     ClusterConfigError: TF_CONFIG is malformed.
   """
-  info = cluster_lib.from_environ(environ)
+  info = cluster_info or cluster_lib.from_environ(environ)
   if info is None or info.task_type != cluster_lib.EVALUATOR:
     return False
   _tf_private.localize_tf_config_resolver({cluster_lib.EVALUATOR})

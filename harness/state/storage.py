@@ -15,8 +15,10 @@ disks and HDFS). A directory (an export) is renamed where the filesystem
 renames directories atomically (local, HDFS); elsewhere it is copied file by
 file with `saved_model.pb(txt)` last, so a reader that waits for that file
 (TF Serving, `list_exports`) never sees a partial export. docs/RELIABILITY.md
-lists what each filesystem guarantees. Path normalisation (no file
-access, no TensorFlow) is in `harness.state.paths`.
+lists what each filesystem guarantees. Path normalisation and the model_dir
+rule (no file access, no TensorFlow) are in `harness.state.paths`;
+`resolve_model_dir` applies that rule for a run and makes the temporary
+folder when nothing names one.
 """
 
 import os
@@ -26,6 +28,7 @@ import uuid
 from absl import logging
 
 from harness._tf import tf
+from harness.state import paths
 
 __all__ = [
     "renames_dirs_atomically",
@@ -34,6 +37,7 @@ __all__ = [
     "remove_file",
     "move_dir_into_place",
     "mtime_secs",
+    "resolve_model_dir",
     "temporary_model_dir",
 ]
 
@@ -137,18 +141,42 @@ def move_dir_into_place(temp_dir, final_dir):
   tf.io.gfile.rmtree(temp_dir)
 
 
-def temporary_model_dir():
-  """Makes the model_dir of a run given none, and says so in one log line.
+def resolve_model_dir(*, argument=None, run_config=None, tf_config=None):
+  """The model_dir of a run, decided once, and one log line saying why.
 
-  The Estimator (no `model_dir`, none in RunConfig) and `harness.main` (no
-  `--model_dir`, none in TF_CONFIG) both come here. A temporary folder is
-  local by definition, so `tempfile` is right (no gfile filesystem makes
-  temporary folders).
+  `harness.state.paths.merge_model_dirs` picks it from the candidates (the
+  Estimator's `model_dir` argument, which is `--model_dir` under
+  `harness.main`; RunConfig's; TF_CONFIG's) and raises tf.estimator 2.15's
+  errors when they differ. When none names one, a new temporary folder is
+  made: local by definition, so `tempfile` is right (no gfile filesystem
+  makes temporary folders). Logs e.g. ``model_dir | /x (from TF_CONFIG's
+  model_dir)``, at WARNING for a temporary folder (its checkpoints are
+  easily lost), else at INFO.
+
+  Args:
+    argument, run_config, tf_config: as `paths.merge_model_dirs`.
+
+  Returns:
+    The model_dir: normalised, or the new folder's absolute path.
+
+  Raises:
+    ConfigError, ClusterConfigError: as `paths.merge_model_dirs`.
+  """
+  model_dir, source = paths.merge_model_dirs(
+      argument=argument, run_config=run_config, tf_config=tf_config)
+  if model_dir is None:
+    model_dir = temporary_model_dir()
+    logging.warning("model_dir | %s (%s)", model_dir, source)
+  else:
+    logging.info("model_dir | %s (%s)", model_dir, source)
+  return model_dir
+
+
+def temporary_model_dir():
+  """Makes a new local folder for a model_dir (no log line: the caller,
+  `resolve_model_dir`, says why).
 
   Returns:
     The new folder's absolute path.
   """
-  model_dir = tempfile.mkdtemp(prefix="harness_model_")  # local-fs: temp
-  logging.warning("Using temporary folder as model directory: %s (no "
-                  "model_dir given)", model_dir)
-  return model_dir
+  return tempfile.mkdtemp(prefix="harness_model_")  # local-fs: temp

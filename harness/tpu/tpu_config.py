@@ -15,7 +15,6 @@ but change nothing on CPU/GPU, as in 2.15.
 """
 
 import collections
-import json
 import numbers
 import os
 import re
@@ -24,6 +23,7 @@ from absl import logging
 
 from harness import errors
 from harness import run_config as run_config_lib
+from harness.cluster import tf_config as cluster_lib
 
 __all__ = ["InputPipelineConfig", "TPUConfig", "RunConfig",
            "parse_iterations_per_loop", "IterationsPerLoop",
@@ -79,15 +79,13 @@ def _check_positive_integer(value, name):
 
 
 def _tpu_job_name_from(environ):
-  text = environ.get("TF_CONFIG")
-  if not text:
-    return None
+  """TF_CONFIG["service"]["tpu_worker_job_name"] (2.15's), or None."""
   try:
-    service = json.loads(text).get("service") or {}
-  except (ValueError, AttributeError):
+    info = cluster_lib.from_environ(environ)
+  except errors.ClusterConfigError:
     return None  # RunConfig reports a malformed TF_CONFIG, with its fix.
-  name = service.get(_TPU_WORKER_JOB_NAME) if isinstance(service,
-                                                         dict) else None
+  service = info.service if info is not None else None
+  name = (service or {}).get(_TPU_WORKER_JOB_NAME)
   if name:
     logging.info("Load TPU job name from TF_CONFIG: %s", name)
   return name

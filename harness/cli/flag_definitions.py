@@ -1,0 +1,290 @@
+"""Every flag of `python -m harness.main`, with its validators.
+
+    from harness.cli import flag_definitions
+
+    flag_definitions.FLAG_VALUES["max_steps"].default   # JobConfig's 1000
+
+The flags live in a private `absl.flags.FlagValues` (`FLAG_VALUES`), so
+they never clash with `absl.flags.FLAGS`; each default is `JobConfig`'s
+(`harness.cli.job_config`), and `FLAG_NAMES` are JobConfig's flag fields,
+one for one. Validators report in absl's `flag --x=y: why` form;
+`harness.cli.flags.parse` runs them and collects every problem. No
+TensorFlow.
+"""
+
+from absl import flags
+
+from harness.cli import flag_parsers
+from harness.cli import job_config
+from harness.cli import tensorboard_server
+from harness.cluster import env_knobs
+
+__all__ = ["FLAG_VALUES", "FLAG_NAMES", "BARE_VALUES", "TB_DEFAULT_PORT"]
+
+FLAG_VALUES = flags.FlagValues()
+_FLAGS = FLAG_VALUES  # The name every definition below passes.
+TB_DEFAULT_PORT = tensorboard_server.DEFAULT_PORT
+_TB_DEFAULT_PORT = TB_DEFAULT_PORT
+# Flags whose value may be left out: the value a bare --name stands for.
+BARE_VALUES = {"tensorboard": str(TB_DEFAULT_PORT)}
+_D = job_config.JobConfig()  # The defaults, shared by flags and JobConfig.
+
+# ------------------------------------------------------------------ flags
+# Grouped as JobConfig's fields; each flag's default is JobConfig's.
+
+
+def _check(condition, message):
+  if not condition:
+    raise flags.ValidationError(message)
+  return True
+
+
+def _int(name, minimum, fix, help_text):
+  """DEFINE_integer plus its `>= minimum` validator (None passes)."""
+  holder = flags.DEFINE_integer(name, getattr(_D, name), help_text,
+                                flag_values=_FLAGS)
+
+  @flags.validator(name, flag_values=_FLAGS)
+  def _validate(value):
+    return value is None or _check(value >= minimum,
+                                   f"must be >= {minimum}. Fix: {fix}")
+
+  del _validate  # Registered with _FLAGS.
+  return holder
+
+
+# What to train.
+_MODEL_FN = flags.DEFINE_string(
+    "model_fn", _D.model_fn, "A registered model_fn name (e.g. linear, "
+    "mnist_cnn, mnist_mlp) or package.module:function.", flag_values=_FLAGS)
+_INPUT_FN = flags.DEFINE_string(
+    "input_fn", _D.input_fn, "A registered input_fn factory name (e.g. "
+    "constant, mnist, mnist_idx, synthetic) or package.module:function.",
+    flag_values=_FLAGS)
+_PARAMS = flags.DEFINE(
+    flag_parsers.ParamsParser(), "params", "", "Overrides of the model's and input's "
+    "DEFAULT_PARAMS: key=value,... or a JSON object; values take the "
+    "defaults' types.", flag_values=_FLAGS)
+_DATA_DIR = flags.DEFINE_string(
+    "data_dir", _D.data_dir, "Where the input_fn reads its data.",
+    flag_values=_FLAGS)
+# What to do, where.
+_MODE = flags.DEFINE_enum(
+    "mode", _D.mode, job_config.MODES, "What to run.", flag_values=_FLAGS)
+_MODEL_DIR = flags.DEFINE_string(
+    "model_dir", _D.model_dir, "Checkpoints, summaries and exports. Default: "
+    "TF_CONFIG's model_dir, else a new temporary directory (logged).",
+    flag_values=_FLAGS)
+# Devices and cluster.
+_STRATEGY = flags.DEFINE(
+    flag_parsers.StrategyParser(), "strategy", _D.strategy, "Distribution strategy: "
+    + "|".join(job_config.STRATEGIES) + " (spellings such as "
+    "MultiWorkerMirroredStrategy or ps are accepted).", flag_values=_FLAGS)
+_NUM_GPUS_PER_WORKER = _int(
+    "num_gpus_per_worker", 0, "0 for CPU, or the GPUs per worker.",
+    "GPUs (replicas) per worker; 0 trains on one CPU device.")
+_CPU_STAND_IN = flags.DEFINE_bool(
+    "cpu_stand_in", _D.cpu_stand_in, "Run --num_gpus_per_worker CPU devices "
+    "in place of GPUs (for machines without GPUs).", flag_values=_FLAGS)
+_REMOTE_CLUSTER = flags.DEFINE(
+    flag_parsers.RemoteClusterParser(), "remote_cluster", None, "Train as a client of "
+    "these servers: worker=h:p,h:p;ps=h:p or JSON.", flag_values=_FLAGS)
+_REMOTE_CONNECT_TIMEOUT_SECS = _int(
+    "remote_connect_timeout_secs", 1, "a positive number of seconds.",
+    "With --remote_cluster: fail if a server does not answer (connect, "
+    "device list) within this many seconds.")
+_REMOTE_CLAIM_TIMEOUT_SECS = _int(
+    "remote_claim_timeout_secs", 1, "a positive number of seconds.",
+    "With --remote_cluster: this client's claim of the servers expires this "
+    "long after its last renewal; a second client is refused meanwhile, and "
+    "the servers restart once it expires.")
+# One writer per model_dir (harness.state.lease).
+_FORCE_TAKEOVER = flags.DEFINE_bool(
+    "force_takeover", _D.force_takeover, "Train even while another live "
+    "trainer holds model_dir's lease (it stops at its next refresh). A dead "
+    "or stale holder's lease is taken over without this flag.",
+    flag_values=_FLAGS)
+_BIND_ADDRESS = flags.DEFINE_string(
+    "bind_address", _D.bind_address, "Where this TF_CONFIG task's server "
+    "listens. Default: its cluster address's host, which TensorFlow 2.21 "
+    "cannot honour (it listens on every interface; a warning says so); '*' "
+    "acknowledges all interfaces. One host is refused.", flag_values=_FLAGS)
+flags.register_validator(
+    "bind_address", lambda value: value in (None, "", "*", "0.0.0.0", "::")
+    or _check(False, "TensorFlow 2.21 cannot listen on one address (it binds "
+              "every interface). Fix: leave it out, or use '*'; restrict "
+              "access with harness.launch's network namespace, a firewall or "
+              "the k8s NetworkPolicy."), flag_values=_FLAGS)
+# Steps and batches.
+_MAX_STEPS = _int(
+    "max_steps", 1, "a global step to stop at, e.g. --max_steps=1000 "
+    "(training also ends when a finite input ends first; the built-in "
+    "input_fns repeat forever, so there is no 'until the input ends' value).",
+    "Train up to this global step (or until a finite train input ends).")
+_EVAL_STEPS = _int(
+    "eval_steps", 0, "a number of batches, or 0 for the whole input.",
+    "Batches per evaluation; 0: the whole eval input.")
+_BATCH_SIZE = _int(
+    "batch_size", 1, "a positive global batch size.", "GLOBAL batch size, "
+    "split over the replicas (default: the input_fn's).")
+# --steps_per_loop: its own block below (an integer or "auto").
+# A train_op that never advances the global step (issue 19.4).
+_MAX_RUNS_WITHOUT_PROGRESS = _int(
+    "max_runs_without_progress", 1, "a positive number of session.run "
+    "calls.", "Stop training with an error after this many session.run calls "
+    "leave the global step unchanged.")
+_SESSION_CREATION_TIMEOUT_SECS = _int(
+    "session_creation_timeout_secs", 1, "a positive number of seconds.",
+    "A trainer waits this long for the cluster tasks it needs (logging "
+    "which, every 10 s), then fails naming them.")
+# Checkpoints and summaries.
+_SAVE_CHECKPOINTS_STEPS = _int(
+    "save_checkpoints_steps", 1, "a positive step count.", "Save a "
+    "checkpoint every this many steps (excludes --save_checkpoints_secs).")
+_SAVE_CHECKPOINTS_SECS = _int(
+    "save_checkpoints_secs", 1, "a positive number of seconds.", "Save a "
+    "checkpoint every this many seconds (default 600 when neither is given).")
+_KEEP_CHECKPOINT_MAX = _int(
+    "keep_checkpoint_max", 0, "0 keeps every checkpoint.",
+    "Checkpoints kept; 0 keeps all.")
+_SAVE_SUMMARY_STEPS = _int(
+    "save_summary_steps", 0, "0 disables summaries.",
+    "Write summaries every this many steps; 0 disables.")
+_LOG_STEP_COUNT_STEPS = _int(
+    "log_step_count_steps", 1, "a positive step count.",
+    "Log a progress line every this many steps.")
+# Evaluation and export.
+_THROTTLE_SECS = _int(
+    "throttle_secs", 0, "0 evaluates after every checkpoint.",
+    "At least this many seconds between two evaluations.")
+_START_DELAY_SECS = _int(
+    "start_delay_secs", 0, "0 starts evaluating at once.",
+    "The evaluator task waits this long before its first evaluation.")
+_EVAL_IDLE_TIMEOUT_SECS = _int(
+    "eval_idle_timeout_secs", 1, "a positive number of seconds, or leave it "
+    "out to wait as long as training may resume.", "The evaluator task gives "
+    "up after this long without a new checkpoint (default: waits).")
+# Evaluator polling and waiting for peers (defaults: harness.cluster.env_knobs).
+
+
+def _secs(name, help_text, fallback=None):
+  """DEFINE_float of seconds > 0 (None passes: the `fallback` applies)."""
+  holder = flags.DEFINE_float(
+      name, getattr(_D, name), help_text + (
+          f" (default: ${fallback.env}, else {fallback.default:g})"
+          if fallback else ""), flag_values=_FLAGS)
+  flags.register_validator(
+      name, lambda value: value is None or _check(
+          value > 0, "must be > 0 seconds. Fix: give a positive number, or "
+          "leave the flag out for its default."), flag_values=_FLAGS)
+  return holder
+
+
+_EVAL_POLL_SECS = _secs(
+    "eval_poll_secs", "The evaluator task looks for a new checkpoint every "
+    "this many seconds (--throttle_secs only spaces evaluations).")
+_PEER_TIMEOUT_SECS = _secs(
+    "peer_timeout_secs", "A training step of a multi-task job fails after "
+    "this many seconds without its peers", env_knobs.PEER_TIMEOUT)
+_RESTART_WAIT_SECS = _secs(
+    "restart_wait_secs", "How long the evaluator and ps tasks wait for a "
+    "preempted or failed chief to come back", env_knobs.RESTART_WAIT)
+_EXPORTERS = flags.DEFINE_list(
+    "exporters", list(_D.exporters), "SavedModel exporters to run after "
+    "evaluations: comma list of " + ",".join(job_config.EXPORTERS) + ".",
+    flag_values=_FLAGS)
+# TensorBoard (harness.cli.tensorboard_server).
+_TENSORBOARD = flags.DEFINE_integer(
+    "tensorboard", _D.tensorboard, "--tensorboard[=PORT]: serve model_dir "
+    "with TensorBoard on 127.0.0.1:PORT while the job runs and print its URL"
+    f"; a bare --tensorboard is port {_TB_DEFAULT_PORT}, 0 picks a free port."
+    " Under a cluster, the chief starts it.", flag_values=_FLAGS)
+_TENSORBOARD_KEEP = flags.DEFINE_bool(
+    "tensorboard_keep", _D.tensorboard_keep, "Leave --tensorboard's server "
+    "running after the job ends (prints its pid).", flag_values=_FLAGS)
+# Run control.
+_TF_RANDOM_SEED = flags.DEFINE_integer(
+    "tf_random_seed", _D.tf_random_seed, "Graph-level random seed.",
+    flag_values=_FLAGS)
+_VERBOSITY = flags.DEFINE_enum(
+    "verbosity", _D.verbosity, job_config.VERBOSITIES, "quiet: results only; "
+    "info: progress lines; debug: TensorFlow's own logs and tracebacks.",
+    flag_values=_FLAGS)
+_DRY_RUN = flags.DEFINE_bool(
+    "dry_run", _D.dry_run, "Print the resolved configuration and the "
+    "TF_CONFIG role, then exit 0.", flag_values=_FLAGS)
+
+# steps_per_loop: K >= 1, or "auto" (K from the first steps' timing).
+_STEPS_PER_LOOP = flags.DEFINE(
+    flag_parsers.StepsPerLoopParser(), "steps_per_loop", _D.steps_per_loop,
+    "Training steps inside one session.run: an integer >= 1, or auto (K "
+    "from the measured time of the first steps, bounded by the summary, "
+    "logging and checkpoint cadence; 1 where a hook needs every step).",
+    flag_values=_FLAGS)
+
+
+FLAG_NAMES = job_config.FLAG_NAMES
+assert set(FLAG_NAMES) == set(_FLAGS), set(FLAG_NAMES) ^ set(_FLAGS)
+
+# -------------------------------------------------------------- validators
+
+
+for _name in ("model_dir", "data_dir"):
+  flags.register_validator(
+      _name, lambda value: value is None or _check(
+          value.strip(), "is empty. Fix: give a path, or leave the flag out."),
+      flag_values=_FLAGS)
+
+
+@flags.validator("exporters", flag_values=_FLAGS)
+def _validate_exporters(names):
+  bad = [n for n in names if n not in job_config.EXPORTERS]
+  _check(not bad, f"unknown exporter(s) {bad}. Fix: a comma list of "
+         f"{', '.join(job_config.EXPORTERS)}.")
+  return _check(len(set(names)) == len(names),
+                "lists an exporter twice. Fix: name each once.")
+
+
+@flags.validator("tensorboard", flag_values=_FLAGS)
+def _validate_tensorboard_port(port):
+  return port is None or _check(
+      0 <= port <= 65535, "is not a TCP port (0..65535). Fix: --tensorboard "
+      f"for port {_TB_DEFAULT_PORT}, or --tensorboard=0 for a free one.")
+
+
+@flags.multi_flags_validator(["tensorboard", "tensorboard_keep"],
+                             flag_values=_FLAGS)
+def _validate_tensorboard_keep(values):
+  return _check(values["tensorboard"] is not None or not values[
+      "tensorboard_keep"], "--tensorboard_keep keeps the server that "
+      "--tensorboard starts. Fix: add --tensorboard, or drop "
+      "--tensorboard_keep.")
+
+
+@flags.multi_flags_validator(
+    ["save_checkpoints_steps", "save_checkpoints_secs"], flag_values=_FLAGS)
+def _validate_checkpoint_frequency(values):
+  return _check(
+      values["save_checkpoints_steps"] is None or
+      values["save_checkpoints_secs"] is None,
+      "are mutually exclusive. Fix: give only one of them.")
+
+
+@flags.multi_flags_validator(["strategy", "num_gpus_per_worker"],
+                             flag_values=_FLAGS)
+def _validate_devices_for_strategy(values):
+  strategy, gpus = values["strategy"], values["num_gpus_per_worker"]
+  return _check(
+      gpus <= 1 or strategy not in ("default", "one_device"),
+      f"the {strategy} strategy trains on one device. Fix: "
+      "--strategy=mirrored (one machine) or collective (several) to use "
+      f"{gpus} devices, or --num_gpus_per_worker=1.")
+
+
+@flags.multi_flags_validator(["remote_cluster", "strategy"],
+                             flag_values=_FLAGS)
+def _validate_remote_cluster(values):
+  return _check(
+      not values["remote_cluster"] or values["strategy"] != "default",
+      "a remote cluster is driven through a strategy. Fix: add "
+      "--strategy=parameter_server or --strategy=collective.")

@@ -1,0 +1,248 @@
+"""`JobConfig`: what one `python -m harness.main` run does, and its facts.
+
+    from harness.cli import job_config
+
+    job = job_config.JobConfig(model_fn="linear", input_fn="constant",
+                               max_steps=20, model_dir="/tmp/linear")
+    job_config.num_replicas(job, info)       # 1
+    job_config.run_config_kwargs(job)        # the RunConfig arguments
+
+The flags of `harness.cli.flags` are this dataclass's fields (one for one,
+`FLAG_NAMES`); `harness.cli.job` runs it. No TensorFlow here: the flags,
+`--help` and the dry run need none.
+"""
+
+import dataclasses
+import os
+from typing import Any, Mapping
+
+from harness import errors
+from harness.cli import registry
+from harness.cluster import env_knobs
+from harness.cluster import tf_config as cluster_lib
+from harness.core import stall
+
+__all__ = [
+    "MODES", "STRATEGIES", "VERBOSITIES", "EXPORTERS", "FROM_ENVIRON",
+    "JobConfig", "FLAG_NAMES", "JobResult", "cluster_info_of", "task_label",
+    "is_task", "num_replicas", "run_config_kwargs", "spec_kwargs",
+    "merged_params",
+]
+
+MODES = ("train_and_evaluate", "train", "evaluate", "predict", "export")
+STRATEGIES = ("default", "mirrored", "collective", "parameter_server",
+              "central_storage", "one_device")
+VERBOSITIES = ("quiet", "info", "debug")
+EXPORTERS = ("latest", "best", "final")
+# JobConfig.cluster_info's default: `run_job` reads TF_CONFIG from its
+# `environ` (a JobConfig built in code); `harness.cli.flags.parse` sets the
+# `ClusterInfo` it read (None: no TF_CONFIG).
+FROM_ENVIRON = "read TF_CONFIG from run_job's environ"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class JobConfig:
+  """Everything one `python -m harness.main` run does; the flags' values.
+
+  Attributes mirror the flags of `harness.cli.flags` one for one (same names,
+  same units); see `python -m harness.main --help` for each. `params` holds
+  only the user's overrides, already coerced to the defaults' types;
+  `batch_size` is the GLOBAL batch size (None: the input_fn's default);
+  `eval_steps` None evaluates the whole eval input; `model_dir` None means
+  TF_CONFIG's model_dir, else a new temporary directory (logged).
+  `cluster_info`, the one field that is not a flag, is TF_CONFIG parsed
+  once at the edge (see `FROM_ENVIRON`); it is left out of comparisons.
+  """
+  # What to train.
+  model_fn: str = "mnist_cnn"
+  input_fn: str = "mnist"
+  params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+  data_dir: str | None = None
+  # What to do, where.
+  mode: str = "train_and_evaluate"
+  model_dir: str | None = None
+  # Devices and cluster.
+  strategy: str = "default"
+  num_gpus_per_worker: int = 0
+  cpu_stand_in: bool = False
+  remote_cluster: Mapping[str, list[str]] | None = None
+  remote_connect_timeout_secs: int = 30
+  force_takeover: bool = False
+  bind_address: str | None = None
+  remote_claim_timeout_secs: int = 15
+  # Steps and batches.
+  max_steps: int | None = 1000
+  eval_steps: int | None = 100
+  batch_size: int | None = None
+  steps_per_loop: int | str = "auto"  # The binary's default: fast.
+  max_runs_without_progress: int = stall.DEFAULT_MAX_RUNS_WITHOUT_PROGRESS
+  # RunConfig's (tf.estimator's) default; tests/test_failures.py pins them.
+  session_creation_timeout_secs: int = 7200
+  # Checkpoints and summaries.
+  save_checkpoints_steps: int | None = None
+  save_checkpoints_secs: int | None = None
+  keep_checkpoint_max: int = 5
+  save_summary_steps: int = 100
+  log_step_count_steps: int = 100
+  # Evaluation and export.
+  throttle_secs: int = 600
+  start_delay_secs: int = 0
+  eval_idle_timeout_secs: int | None = None
+  eval_poll_secs: float = env_knobs.EVAL_POLL_SECS
+  exporters: tuple[str, ...] = ()
+  # Waiting for peers (None: the variable named in harness.cluster.env_knobs, else
+  # its default).
+  peer_timeout_secs: float | None = None
+  restart_wait_secs: float | None = None
+  # TensorBoard (port None: not started; 0: a free port).
+  tensorboard: int | None = None
+  tensorboard_keep: bool = False
+  # Run control.
+  tf_random_seed: int | None = None
+  verbosity: str = "info"
+  dry_run: bool = False
+  # Not a flag: TF_CONFIG, parsed once (a ClusterInfo, None, FROM_ENVIRON).
+  cluster_info: cluster_lib.ClusterInfo | None | str = dataclasses.field(
+      default=FROM_ENVIRON, compare=False, repr=False)
+
+  def __post_init__(self):
+    for name, values, valid in (("mode", [self.mode], MODES),
+                                ("strategy", [self.strategy], STRATEGIES),
+                                ("verbosity", [self.verbosity], VERBOSITIES),
+                                ("exporters", self.exporters, EXPORTERS)):
+      if set(values) - set(valid):
+        raise errors.ConfigError(
+            f"JobConfig `{name}` is {getattr(self, name)!r}; valid values "
+            f"are {list(valid)}. Fix: use those (harness.cli.flags.parse also "
+            "accepts other spellings of a strategy).")
+    object.__setattr__(self, "params", dict(self.params))
+    object.__setattr__(self, "exporters", tuple(self.exporters))
+    if self.remote_cluster is not None:
+      object.__setattr__(self, "remote_cluster", {
+          job: list(a) for job, a in self.remote_cluster.items()})
+
+  @property
+  def device_type(self):
+    """"GPU" when GPUs are asked for and not stood in for, else "CPU"."""
+    return "GPU" if self.num_gpus_per_worker and not self.cpu_stand_in else (
+        "CPU")
+
+  @property
+  def num_devices_per_worker(self):
+    """Replicas on each machine: the GPUs asked for, at least 1."""
+    return max(1, self.num_gpus_per_worker)
+
+
+# The fields that are flags (all but cluster_info), in declaration order.
+FLAG_NAMES = tuple(f.name for f in dataclasses.fields(JobConfig)
+                   if f.name != "cluster_info")
+
+
+def cluster_info_of(job, environ):
+  """`job`'s TF_CONFIG: as `flags.parse` read it, else read from `environ`.
+
+  Returns:
+    A `ClusterInfo`, or None without TF_CONFIG.
+
+  Raises:
+    ClusterConfigError: TF_CONFIG (read here) is malformed.
+  """
+  if isinstance(job.cluster_info, str) and job.cluster_info == FROM_ENVIRON:
+    return cluster_lib.from_environ(os.environ if environ is None else environ)
+  return job.cluster_info
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class JobResult:
+  """What a `run_job` call produced.
+
+  `task` is e.g. "worker/1" or "local"; `metrics` the last evaluation's (or
+  None); `export_paths` the SavedModel directories this run wrote;
+  `predictions_path` the JSON-lines file of mode predict; `model_dir` is
+  None for a dry run.
+  """
+  mode: str
+  task: str
+  model_dir: str | None = None
+  metrics: Mapping[str, Any] | None = None
+  latest_checkpoint: str | None = None
+  export_paths: tuple[str, ...] = ()
+  predictions_path: str | None = None
+  dry_run: bool = False
+
+
+def task_label(info):
+  """"chief/0", "worker/1", ... from a `ClusterInfo`; "local" without one."""
+  return cluster_lib.LOCAL_LABEL if info is None else info.task_label
+
+
+def is_task(info, task_type):
+  """True when `info` names a cluster whose task is of `task_type`."""
+  return info is not None and info.has_cluster and info.task_type == task_type
+
+
+def _trainers(job, info):
+  if job.remote_cluster:
+    cluster = job.remote_cluster
+  elif info is not None and info.has_cluster:
+    cluster = info.cluster
+  else:
+    return 1
+  return max(1, sum(len(cluster.get(j, ())) for j in cluster_lib.TRAINER_JOBS))
+
+
+def num_replicas(job, info):
+  """`num_replicas_in_sync` of `job` under `info` (TF_CONFIG or None).
+
+  Devices per worker for mirrored, central_storage and parameter_server
+  (whose workers update asynchronously), times the training tasks for
+  collective, 1 for default and one_device.
+  """
+  if job.strategy in ("default", "one_device"):
+    return 1
+  if job.strategy == "collective":
+    return job.num_devices_per_worker * _trainers(job, info)
+  return job.num_devices_per_worker
+
+
+def run_config_kwargs(job):
+  """The RunConfig arguments that come from `job`'s fields (no strategy,
+  model_dir or session_config): one place, compared with the flags'
+  defaults by tests."""
+  kwargs = dict(
+      tf_random_seed=job.tf_random_seed,
+      save_summary_steps=job.save_summary_steps,
+      keep_checkpoint_max=job.keep_checkpoint_max,
+      log_step_count_steps=job.log_step_count_steps,
+      steps_per_loop=job.steps_per_loop,
+      remote_connect_timeout_secs=float(job.remote_connect_timeout_secs),
+      eval_poll_secs=float(job.eval_poll_secs),
+      eval_idle_timeout_secs=job.eval_idle_timeout_secs,
+      peer_timeout_secs=job.peer_timeout_secs,
+      restart_wait_secs=job.restart_wait_secs,
+      force_takeover=job.force_takeover,
+      bind_address=job.bind_address,
+      remote_claim_timeout_secs=float(job.remote_claim_timeout_secs),
+      max_runs_without_progress=job.max_runs_without_progress,
+      session_creation_timeout_secs=job.session_creation_timeout_secs)
+  if job.save_checkpoints_steps is not None:
+    kwargs["save_checkpoints_steps"] = job.save_checkpoints_steps
+  elif job.save_checkpoints_secs is not None:
+    kwargs["save_checkpoints_secs"] = job.save_checkpoints_secs
+  return kwargs
+
+
+def spec_kwargs(job):
+  """(TrainSpec, EvalSpec) arguments from `job`'s fields, input_fns and
+  exporters aside."""
+  return (dict(max_steps=job.max_steps),
+          dict(steps=job.eval_steps, start_delay_secs=job.start_delay_secs,
+               throttle_secs=job.throttle_secs))
+
+
+def merged_params(job):
+  """The model's and the input's DEFAULT_PARAMS, then the job's overrides."""
+  params = registry.input_default_params(job.input_fn)
+  params.update(registry.model_default_params(job.model_fn))
+  params.update(job.params)
+  return params

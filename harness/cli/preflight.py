@@ -1,0 +1,90 @@
+"""Refuses, before TensorFlow starts, a `harness.main` job that would fail.
+
+    from harness.cli import preflight
+
+    preflight.preflight(job, job.cluster_info)   # ConfigError / CheckpointError
+    preflight.model_dir_of(job, job.cluster_info)  # "/m", or None: temporary
+
+Checks what os.path can see of the job's model_dir (not writable, a file
+where `export/` goes, --mode=evaluate|predict with no checkpoint), using
+TF_CONFIG as `harness.cli.flags.parse` parsed it, and the one model_dir
+rule (`harness.state.paths.merge_model_dirs`). No TensorFlow. The cases and
+messages: docs/ERRORS.md.
+"""
+
+import glob
+import os
+
+from harness import errors
+from harness.cluster import tf_config as cluster_lib
+from harness.state import paths
+
+__all__ = ["model_dir_of", "preflight"]
+
+
+def model_dir_of(job_config, cluster_info):
+  """--model_dir, else TF_CONFIG's; None when a temporary one is made.
+
+  Args:
+    job_config: a `JobConfig`.
+    cluster_info: its TF_CONFIG (`ClusterInfo`), or None.
+  """
+  try:  # The one model_dir rule (harness.state.paths).
+    model_dir, _ = paths.merge_model_dirs(
+        argument=job_config.model_dir,
+        tf_config=cluster_info.model_dir if cluster_info else None)
+  except errors.ConfigError:  # flags.parse reported the conflict.
+    return job_config.model_dir
+  return model_dir
+
+
+def _unwritable_reason(path):
+  """Why folder `path` cannot be created and written, or None."""
+  existing = os.path.abspath(path)
+  while not os.path.exists(existing) and os.path.dirname(existing) != existing:
+    existing = os.path.dirname(existing)
+  if not os.path.isdir(existing):
+    return f"{existing} is a file, not a folder"
+  if not os.access(existing, os.W_OK | os.X_OK):
+    return f"{existing} is not writable by this user (or is read-only)"
+  return None
+
+
+def preflight(job_config, cluster_info):
+  """Refuses a job that would fail on its model_dir, before TF starts.
+
+  Args:
+    job_config: a `JobConfig`.
+    cluster_info: its TF_CONFIG (`ClusterInfo`, as `flags.parse` read it),
+      or None.
+
+  Raises:
+    ConfigError: model_dir (or its export/ folder) cannot be written.
+    CheckpointError: --mode=evaluate or predict, and model_dir holds no
+      checkpoint (tf.estimator would silently use untrained weights).
+  """
+  model_dir = model_dir_of(job_config, cluster_info)
+  if job_config.dry_run or not model_dir or paths.is_url(model_dir):
+    return  # A temporary folder, or a file system os.path cannot see.
+  if cluster_info is not None and cluster_info.task_type == cluster_lib.PS:
+    return  # A ps task never writes model_dir (it may not even mount it).
+  reason = _unwritable_reason(model_dir)
+  if reason:
+    raise errors.ConfigError(
+        f"--model_dir={model_dir} cannot be created or written: {reason}. "
+        "Fix: pass a --model_dir in a writable folder.")
+  export_dir = os.path.join(model_dir, "export")
+  if (job_config.mode == "export" or job_config.exporters) and (
+      os.path.exists(export_dir) and not os.path.isdir(export_dir)):
+    raise errors.ConfigError(
+        f"--model_dir={model_dir}: SavedModels are written under "
+        f"{export_dir}/, but {export_dir} is a file. Fix: move that file "
+        "away, or pass another --model_dir.")
+  if job_config.mode in ("evaluate", "predict") and not (
+      os.path.isfile(os.path.join(model_dir, "checkpoint")) or
+      glob.glob(os.path.join(glob.escape(model_dir), "*.index"))):
+    raise errors.CheckpointError(
+        f"--mode={job_config.mode}: --model_dir={model_dir} holds no "
+        "checkpoint, so the model would run with untrained weights. Fix: "
+        "train first (--mode=train or train_and_evaluate), or point "
+        "--model_dir at the folder of a trained model.")

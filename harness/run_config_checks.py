@@ -1,0 +1,172 @@
+"""RunConfig's value rules: 2.15's property checks and harness's own.
+
+    from harness import run_config_checks as checks
+
+    checks.validate_properties(values)   # ConfigError naming the value
+    checks.fail("steps_per_loop must be ...", "use 1.", value)
+
+`harness.run_config.RunConfig` keeps its values in one dict; its
+constructor and `replace()` run `validate_properties` on it (2.15's message
+first, then the value and the fix). Also here: the strategy given in two
+places, `remote_cluster` in its three spellings, and the short TF_CONFIG
+line RunConfig logs.
+"""
+
+import json
+import numbers
+
+from harness import errors
+from harness._tf import tf
+from harness.cluster import env_knobs
+from harness.cluster import listen
+from harness.cluster import tf_config as cluster
+from harness.core import stall
+from harness.spec import fn_args
+
+__all__ = [
+    "DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS", "STEPS_PER_LOOP_AUTO",
+    "DEFAULT_REMOTE_CLAIM_TIMEOUT_SECS", "ENV_KNOBS", "fail",
+    "validate_properties", "merged_strategy", "normalize_remote_cluster",
+    "tf_config_summary",
+]
+
+# Bound of each start-up check of a remote_cluster's servers (seconds).
+DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS = 30.0
+# steps_per_loop's value for "choose K from the first steps' timing"
+# (harness/core/auto_loop.py).
+STEPS_PER_LOOP_AUTO = "auto"
+# How long a standalone client's claim of its servers outlives its last
+# renewal (seconds); see harness.distribute.server_claim.
+DEFAULT_REMOTE_CLAIM_TIMEOUT_SECS = 15.0
+# Knobs whose None falls back to an environment variable, then a default.
+ENV_KNOBS = (env_knobs.PEER_TIMEOUT, env_knobs.RESTART_WAIT)
+# The TF_CONFIG log line's bound (the full JSON goes to DEBUG).
+SUMMARY_CHARS = 150
+
+
+def fail(message, fix, value=None):
+  """Raises ConfigError: `message` (2.15's sentence), the value, the fix."""
+  given = "" if value is None else f" Given: {value!r}."
+  message = message if message.endswith((".", " ")) else message + "."
+  raise errors.ConfigError(f"{message}{given} Fix: {fix}")
+
+
+def validate_properties(values):
+  """2.15's per-property checks, with 2.15's message first."""
+  checks = (
+      ("model_dir", lambda d: d, "model_dir should be non-empty",
+       "pass a directory path or None."),
+      ("save_summary_steps", lambda s: s >= 0,
+       "save_summary_steps should be >= 0", "use 0 to disable summaries."),
+      ("save_checkpoints_steps", lambda s: s >= 0,
+       "save_checkpoints_steps should be >= 0", "use None to disable."),
+      ("save_checkpoints_secs", lambda s: s >= 0,
+       "save_checkpoints_secs should be >= 0", "use None to disable."),
+      ("session_config",
+       lambda c: isinstance(c, tf.compat.v1.ConfigProto),
+       "session_config must be instance of ConfigProto",
+       "pass tf.compat.v1.ConfigProto(...) or None."),
+      ("keep_checkpoint_max", lambda k: k >= 0,
+       "keep_checkpoint_max should be >= 0", "use 0 or None to keep all."),
+      ("keep_checkpoint_every_n_hours", lambda h: h > 0,
+       "keep_checkpoint_every_n_hours should be > 0",
+       "use a positive number of hours (10000 disables the feature)."),
+      ("log_step_count_steps", lambda s: s > 0,
+       "log_step_count_steps should be > 0", "use a positive step count."),
+      ("tf_random_seed", lambda s: isinstance(s, numbers.Integral),
+       "tf_random_seed must be integer.", "pass an int or None."),
+      ("experimental_max_worker_delay_secs",
+       lambda d: isinstance(d, numbers.Integral),
+       "experimental_max_worker_delay_secs must be an integer if set.",
+       "pass an int number of seconds or None."),
+      ("session_creation_timeout_secs", lambda t: t > 0,
+       "session_creation_timeout_secs should be > 0",
+       "use a positive number of seconds."),
+      ("device_fn", lambda f: callable(f) and set(fn_args(f)) == {"op"},
+       'device_fn must be callable with exactly one argument "op".',
+       "define it as `def device_fn(op): return device_string`."),
+      ("protocol", lambda p: p in (None, "grpc", "grpc+verbs"),
+       "protocol should be grpc or grpc+verbs", 'use "grpc" or None.'),
+  )
+  for name, condition, message, fix in checks:
+    value = values[name]
+    if value is not None and not condition(value):
+      fail(message, fix, value)
+  steps = values["steps_per_loop"]
+  if steps != STEPS_PER_LOOP_AUTO and (
+      isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or
+      steps < 1):
+    fail("steps_per_loop must be an integer >= 1 (training steps run "
+           f"inside one session.run) or {STEPS_PER_LOOP_AUTO!r} (harness "
+           "picks K from the first steps' timing).",
+           "use 1 for one step per run.", steps)
+  timeout = values["remote_connect_timeout_secs"]
+  if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real) or (
+      not timeout > 0):
+    fail("remote_connect_timeout_secs must be a number of seconds > 0 (how "
+           "long the servers of remote_cluster may take to answer).",
+           f"use e.g. {DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS:g}.", timeout)
+  env_knobs.check_secs("eval_poll_secs", values["eval_poll_secs"],
+                       example=env_knobs.EVAL_POLL_SECS)
+  env_knobs.check_secs("eval_idle_timeout_secs",
+                       values["eval_idle_timeout_secs"], allow_none=True,
+                       example=600)
+  for knob in ENV_KNOBS:
+    env_knobs.check_secs(knob.name, values[knob.name], allow_none=True,
+                         example=knob.default)
+  if not isinstance(values["force_takeover"], bool):
+    fail("force_takeover must be True or False (take over model_dir's "
+           "lease from a live trainer).", "use False unless the other "
+           "trainer is gone.", values["force_takeover"])
+  listen.check_bind_address(values["bind_address"])
+  claim = values["remote_claim_timeout_secs"]
+  if isinstance(claim, bool) or not isinstance(claim, numbers.Real) or (
+      not claim > 0):
+    fail("remote_claim_timeout_secs must be a number of seconds > 0 (how "
+           "long a standalone client's claim of its servers outlives its "
+           "last renewal).",
+           f"use e.g. {DEFAULT_REMOTE_CLAIM_TIMEOUT_SECS:g}.", claim)
+  stall.check_max_runs(values["max_runs_without_progress"])
+
+
+def merged_strategy(values, name):
+  """`name` from the constructor or from experimental_distribute, not both."""
+  nested = getattr(values["experimental_distribute"], name, None)
+  if nested is None:
+    return values[name]
+  if values[name] is not None:
+    fail(f"Either `{name}` or `experimental_distribute.{name}` can be set.",
+           "pass the strategy in one place only.")
+  return nested
+
+
+def normalize_remote_cluster(remote_cluster):
+  """dict / ClusterSpec / ClusterDef -> {job: [addresses]}, checked."""
+  if isinstance(remote_cluster, tf.train.ClusterSpec):
+    remote_cluster = remote_cluster.as_dict()
+  elif isinstance(remote_cluster, tf.train.ClusterDef):
+    remote_cluster = tf.train.ClusterSpec(remote_cluster).as_dict()
+  if not isinstance(remote_cluster, dict):
+    raise errors.ClusterConfigError(
+        f"experimental_distribute.remote_cluster is {remote_cluster!r}: it "
+        "must be a dict, tf.train.ClusterSpec or ClusterDef. Fix: pass "
+        '{"worker": ["host:port", ...]}.')
+  text = json.dumps(remote_cluster, default=repr)
+  return cluster.parse_remote_cluster(
+      text, source="experimental_distribute.remote_cluster")
+
+
+def tf_config_summary(info):
+  """TF_CONFIG in one short line: the task, the jobs with their sizes, and
+  the names of the other keys given (e.g. `task worker/1 of {chief: 1,
+  worker: 30, ps: 4}; also model_dir`)."""
+  jobs = ", ".join(f"{job}: {len(a)}" for job, a in info.cluster.items())
+  text = f"task {info.task_label} of {{{jobs}}}"
+  extra = [key for key in ("environment", "model_dir", "service",
+                           "session_master", "eval_session_master")
+           if getattr(info, key) is not None]
+  if extra:
+    text += "; also " + ", ".join(extra)
+  if len(text) > SUMMARY_CHARS:
+    text = text[:SUMMARY_CHARS - 3] + "..."
+  return text
