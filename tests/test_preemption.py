@@ -7,7 +7,6 @@ slow tests run whole clusters through harness.launch.
 import json
 import os
 import signal
-import socket
 import threading
 import time
 
@@ -17,6 +16,7 @@ import pytest
 
 from harness import errors
 from harness._tf import tf
+from harness.cluster import ports
 from harness.core import preemption
 from harness.distribute import evaluator as evaluator_lib
 from harness.state import run_state
@@ -25,8 +25,7 @@ from tests import _support
 from tests.programs.cluster_job import model_fn as _model_fn
 from tests.programs import launch_watch as watch
 
-def _input_fn():
-  return tf.data.Dataset.from_tensors(({"x": [1.0]}, [2.0])).repeat().batch(4)
+_input_fn = _support.constant_input_fn
 
 
 class _AtStep(tf.compat.v1.train.SessionRunHook):
@@ -137,24 +136,14 @@ class KnobsTest(absltest.TestCase):
       self.assertFalse(preemption.resumable_reason(final))
 
 
-def _closed_port():
-  with socket.socket() as s:
-    s.bind(("127.0.0.1", 0))
-    return s.getsockname()[1]
-
-
 class GuardTest(absltest.TestCase):
   """Lost-peer errors of a multi-task session, on real sockets and files."""
 
   def setUp(self):
     super().setUp()
     self.model_dir = self.create_tempdir().full_path
-    self.listener = socket.socket()
-    self.listener.bind(("127.0.0.1", 0))
-    self.listener.listen(8)
-    self.addCleanup(self.listener.close)
-    alive = f"127.0.0.1:{self.listener.getsockname()[1]}"
-    self.dead = f"127.0.0.1:{_closed_port()}"
+    alive = _support.silent_listener(self)
+    self.dead = f"127.0.0.1:{ports.pick_free_port()}"  # Nobody listens.
     self.cluster = {"worker": [alive, alive, self.dead]}
 
   def _guard(self, **kwargs):
@@ -206,7 +195,11 @@ class GuardTest(absltest.TestCase):
       run_state.write_task_started(self.model_dir, label)
     for label in ("worker/0", "worker/1"):  # Its group formed.
       run_state.write_task_opened(self.model_dir, label)
-    time.sleep(0.01)
+    formed = max(record["opened_at"] for record in run_state.task_records(
+        self.model_dir, ["worker/0", "worker/1"]).values())
+    # A restart is a start record written after the group formed.
+    _support.wait_for(lambda: time.time() > formed, 5,
+                      "the clock to pass the group's opened_at")
     slept = []
 
     def sleep(secs):  # The peer restarts while this task waits.
@@ -275,8 +268,12 @@ class ClusterPreemptionTest(absltest.TestCase):
     thread, result = watch.launch_job(
         model_dir, out, extra=["--max_steps=150", "--ckpt_steps=1000"],
         workers=2, evaluator=True, max_restarts=1)
-    watch.wait_for(out, r"\[worker/0\].*step \d+/150", 90)
-    time.sleep(0.5 + (os.getpid() % 10) / 10)  # "A random moment".
+    # A defined moment mid-run: once worker/0 logged step 30 or later
+    # (progress lines every 10 steps), well before the last of 150.
+    _support.wait_for(
+        lambda: [m for _, m in out.find(r"\[worker/0\].*step (\d+)/150")
+                 if int(m.group(1)) >= 30], 90,
+        "worker/0 to log step 30", details=lambda: out.text()[-4000:])
     os.kill(watch.task_pid(model_dir, "worker/0"), signal.SIGTERM)
     stops = watch.wait_for(out, r"\[(worker/\d)\].*stopped at step (\d+)", 30)
     thread.join(150)
