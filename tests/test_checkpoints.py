@@ -16,6 +16,7 @@ from harness._tf import tf
 from harness.distribute import evaluator as evaluator_lib
 from harness.state import checkpoints
 import harness
+from tests import _support
 from tests.programs.cluster_job import model_fn as _model_fn
 
 
@@ -141,9 +142,7 @@ class LatestUsableCheckpointTest(parameterized.TestCase):
                      prefixes[::-1])
 
 
-def _input_fn():
-  ds = tf.data.Dataset.from_tensors(({"x": [1.0]}, [2.0])).repeat().batch(4)
-  return ds
+_input_fn = _support.constant_input_fn
 
 
 class RestoreFallbackTest(absltest.TestCase):

@@ -18,12 +18,12 @@ from harness._tf import tf
 from harness.distribute import evaluator as evaluator_lib
 from harness.state import run_state
 import harness
+from tests import _support
 from tests import conftest
 from tests.programs.cluster_job import model_fn as _model_fn
 
 
-def _input_fn():
-  return tf.data.Dataset.from_tensors(({"x": [1.0]}, [2.0])).repeat().batch(4)
+_input_fn = _support.constant_input_fn
 
 
 class _FakeTime:
