@@ -17,6 +17,7 @@ import glob
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -272,3 +273,19 @@ def start_servers(test, cluster, num_cpu_devices=1, start_secs=90):
     test.assertTrue(server.wait_for_text("listening on", start_secs),
                     server.describe())
   return servers
+
+
+# ------------------------------------------------------- estimator state
+
+
+def variable_values(estimator):
+  """{variable name: value} of the estimator's latest checkpoint."""
+  return {name: estimator.get_variable_value(name)
+          for name in estimator.get_variable_names()}
+
+
+def copy_model_dir_files(source_dir, model_dir):
+  """Copies source_dir's files (a checkpoint to start from) into model_dir."""
+  for name in os.listdir(source_dir):
+    if os.path.isfile(os.path.join(source_dir, name)):
+      shutil.copy(os.path.join(source_dir, name), model_dir)
