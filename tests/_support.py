@@ -10,7 +10,9 @@
 
 The child-process environment stays `tests.conftest.child_env` (with the
 shared paths; conftest is what pytest loads first). Free ports come from the
-product's own `harness.cluster.ports.pick_free_ports`.
+product's own `harness.cluster.ports.pick_free_ports`. Importing this module
+loads no TensorFlow (tests of TF-free modules such as harness.launch use
+it); the helpers that need TensorFlow import it when called.
 """
 
 import glob
@@ -25,7 +27,6 @@ import sys
 import threading
 import time
 
-from harness._tf import tf
 from harness.cluster import ports
 from tests import conftest
 
@@ -75,6 +76,7 @@ def checkpoint_steps(model_dir):
 
 def checkpoint_step(model_dir):
   """The global step of model_dir's latest checkpoint; None without one."""
+  from harness._tf import tf  # pylint: disable=g-import-not-at-top
   path = tf.train.latest_checkpoint(model_dir)
   return None if path is None else int(
       tf.train.load_variable(path, "global_step"))
@@ -91,6 +93,7 @@ def steps_logged(output, task):
 
 def constant_input_fn():
   """Endless batches of 4 copies of ({"x": [1.0]}, [2.0])."""
+  from harness._tf import tf  # pylint: disable=g-import-not-at-top
   return tf.data.Dataset.from_tensors(({"x": [1.0]}, [2.0])).repeat().batch(4)
 
 
