@@ -7,7 +7,6 @@ so that what the loop does between two looks is deterministic.
 """
 
 import os
-import subprocess
 import sys
 
 from absl import logging
@@ -154,9 +153,8 @@ class IdleTimeoutBinaryTest(absltest.TestCase):
                "--input_fn=constant", f"--model_dir={model_dir}",
                "--max_steps=10", "--eval_idle_timeout_secs=5"]
     # Bounded: a timeout that never fires (issue 19.6) fails here.
-    proc = subprocess.run(command, env=env, capture_output=True, text=True,
-                          timeout=180, cwd=conftest.REPO_ROOT, check=False)
-    detail = f"{command}\nexit {proc.returncode}\n{proc.stderr[-3000:]}"
+    proc = _support.run(command, timeout_secs=180, env=env)
+    detail = proc.description
     self.assertEqual(proc.returncode, 1, detail)
     self.assertIn("no new checkpoint", proc.stderr, detail)
     self.assertIn("for 5 s", proc.stderr, detail)
