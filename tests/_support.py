@@ -191,11 +191,12 @@ class ChildProcess:
                       server.describe())
   """
 
-  def __init__(self, args, name, tf_config=None):
+  def __init__(self, args, name, tf_config=None, env=None):
     self.args, self.name = list(args), name
     self.lines = []
     self.proc = subprocess.Popen(  # pylint: disable=consider-using-with
-        [sys.executable, *self.args], env=conftest.child_env(tf_config),
+        [sys.executable, *self.args],
+        env=conftest.child_env(tf_config) if env is None else env,
         cwd=conftest.REPO_ROOT, stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True)
@@ -229,6 +230,19 @@ class ChildProcess:
     return self.wait_for(lambda: any(text in line for line in self.lines),
                          timeout_secs)
 
+  def search(self, pattern):
+    """The first match of `pattern` (a compiled regex) in the lines so far."""
+    for line in list(self.lines):
+      match = pattern.search(line)
+      if match:
+        return match
+    return None
+
+  def wait_for_match(self, pattern, timeout_secs):
+    """search(pattern) once a line matches; None on timeout or exit."""
+    self.wait_for(lambda: self.search(pattern), timeout_secs)
+    return self.search(pattern)
+
   def wait(self, timeout_secs):
     """The exit status; None (and the group killed) past the bound."""
     try:
@@ -249,6 +263,17 @@ class ChildProcess:
       code = None
     self._reader.join(timeout=5)
     return code, time.monotonic() - start
+
+  def terminate_group(self, timeout_secs=30):
+    """SIGTERM to the group (it may clean up), SIGKILL past the bound."""
+    if self.proc.poll() is None:
+      try:
+        os.killpg(self.proc.pid, signal.SIGTERM)
+        self.proc.wait(timeout=timeout_secs)
+      except ProcessLookupError:
+        pass
+      except subprocess.TimeoutExpired:
+        self.kill_group()
 
   def kill_group(self):
     if self.proc.poll() is None:
