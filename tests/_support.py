@@ -306,6 +306,17 @@ def start_servers(test, cluster, num_cpu_devices=1, start_secs=90):
 # ------------------------------------------------------- estimator state
 
 
+def linear_estimator(model_dir, save_checkpoints_steps, **config):
+  """An Estimator of tests/programs/cluster_job.py's linear model_fn (use
+  with constant_input_fn): checkpoints every `save_checkpoints_steps` steps
+  only, seeded; `config` adds RunConfig fields."""
+  import harness  # pylint: disable=g-import-not-at-top
+  from tests.programs import cluster_job  # pylint: disable=g-import-not-at-top
+  return harness.Estimator(cluster_job.model_fn, config=harness.RunConfig(
+      model_dir=model_dir, save_checkpoints_steps=save_checkpoints_steps,
+      save_checkpoints_secs=None, tf_random_seed=1, **config))
+
+
 def variable_values(estimator):
   """{variable name: value} of the estimator's latest checkpoint."""
   return {name: estimator.get_variable_value(name)

@@ -48,9 +48,7 @@ class EvaluatorPollTest(absltest.TestCase):
   def setUp(self):
     super().setUp()
     self.model_dir = self.create_tempdir().full_path
-    self.est = harness.Estimator(_model_fn, config=harness.RunConfig(
-        model_dir=self.model_dir, save_checkpoints_steps=5,
-        save_checkpoints_secs=None, tf_random_seed=1))
+    self.est = _support.linear_estimator(self.model_dir, 5)
 
   def _run(self, fake, *, max_steps, throttle_secs=600, **kwargs):
     return evaluator_lib.run_continuous(

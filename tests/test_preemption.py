@@ -22,7 +22,6 @@ from harness.distribute import evaluator as evaluator_lib
 from harness.state import run_state
 import harness
 from tests import _support
-from tests.programs.cluster_job import model_fn as _model_fn
 from tests.programs import launch_watch as watch
 
 _input_fn = _support.constant_input_fn
@@ -53,9 +52,7 @@ class LocalPreemptionTest(absltest.TestCase):
     self.model_dir = self.create_tempdir().full_path
     # Checkpoints only at the start and on exit: the one at the stop step
     # can only come from the final save.
-    self.est = harness.Estimator(_model_fn, config=harness.RunConfig(
-        model_dir=self.model_dir, save_checkpoints_steps=1000,
-        save_checkpoints_secs=None, tf_random_seed=1))
+    self.est = _support.linear_estimator(self.model_dir, 1000)
 
   def test_sigterm_saves_at_the_current_step_and_resume_continues(self):
     before = signal.getsignal(signal.SIGTERM)
@@ -218,9 +215,7 @@ class EvaluatorWaitsForResumeTest(absltest.TestCase):
   def setUp(self):
     super().setUp()
     self.model_dir = self.create_tempdir().full_path
-    self.est = harness.Estimator(_model_fn, config=harness.RunConfig(
-        model_dir=self.model_dir, save_checkpoints_steps=5,
-        save_checkpoints_secs=None, tf_random_seed=1))
+    self.est = _support.linear_estimator(self.model_dir, 5)
 
   def _run(self, max_steps):
     return evaluator_lib.run_continuous(
