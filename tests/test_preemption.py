@@ -16,6 +16,7 @@ import pytest
 
 from harness import errors
 from harness._tf import tf
+from harness.cluster import env_knobs
 from harness.cluster import ports
 from harness.core import preemption
 from harness.distribute import evaluator as evaluator_lib
@@ -105,7 +106,8 @@ class LocalPreemptionTest(absltest.TestCase):
 class KnobsTest(absltest.TestCase):
 
   def test_peer_timeout_default_and_env(self):
-    self.assertEqual(preemption.peer_timeout_secs({}), 60.0)
+    self.assertEqual(preemption.peer_timeout_secs({}),
+                     env_knobs.PEER_TIMEOUT.default)
     self.assertEqual(preemption.peer_timeout_secs(
         {preemption.PEER_TIMEOUT_ENV: "7.5"}), 7.5)
 
