@@ -88,13 +88,39 @@ def steps_logged(output, task):
       rf"train \| {re.escape(task)} \| step (\d+)/", output)]
 
 
-# ------------------------------------------------------- toy input_fns
+# ---------------------------------------------- toy input_fns, model_fns
 
 
 def constant_input_fn():
   """Endless batches of 4 copies of ({"x": [1.0]}, [2.0])."""
   from harness._tf import tf  # pylint: disable=g-import-not-at-top
   return tf.data.Dataset.from_tensors(({"x": [1.0]}, [2.0])).repeat().batch(4)
+
+
+def scalar_weight_model_fn(learning_rate=0.1):
+  """A model_fn: predictions = x @ w (one weight "w", from 0), squared loss,
+  plain SGD at `learning_rate`; EVAL adds "mae" and "mean_pred" (a Keras
+  metric, whose variables are in no collection)."""
+  def model_fn(features, labels, mode):
+    from harness import spec  # pylint: disable=g-import-not-at-top
+    from harness._tf import tf  # pylint: disable=g-import-not-at-top
+    weight = tf.compat.v1.get_variable(
+        "w", [1, 1], initializer=tf.zeros_initializer())
+    predictions = tf.matmul(features["x"], weight)
+    loss = tf.reduce_mean(tf.square(predictions - labels))
+    train_op = tf.compat.v1.train.GradientDescentOptimizer(
+        learning_rate).minimize(
+            loss, global_step=tf.compat.v1.train.get_global_step())
+    metrics = {}
+    if mode == spec.ModeKeys.EVAL:
+      keras_mean = tf.keras.metrics.Mean()
+      keras_mean.update_state(predictions)
+      metrics = {"mae": tf.compat.v1.metrics.mean_absolute_error(
+          labels, predictions), "mean_pred": keras_mean}
+    return spec.EstimatorSpec(
+        mode, predictions=predictions, loss=loss, train_op=train_op,
+        eval_metric_ops=metrics)
+  return model_fn
 
 
 # ------------------------------------------------------ clusters, ports
@@ -328,32 +354,3 @@ def copy_model_dir_files(source_dir, model_dir):
   for name in os.listdir(source_dir):
     if os.path.isfile(os.path.join(source_dir, name)):
       shutil.copy(os.path.join(source_dir, name), model_dir)
-
-
-# ------------------------------------------------------------ toy model_fns
-
-
-def scalar_weight_model_fn(learning_rate=0.1):
-  """A model_fn: predictions = x @ w (one weight "w", from 0), squared loss,
-  plain SGD at `learning_rate`; EVAL adds "mae" and "mean_pred" (a Keras
-  metric, whose variables are in no collection)."""
-  def model_fn(features, labels, mode):
-    from harness import spec  # pylint: disable=g-import-not-at-top
-    from harness._tf import tf  # pylint: disable=g-import-not-at-top
-    weight = tf.compat.v1.get_variable(
-        "w", [1, 1], initializer=tf.zeros_initializer())
-    predictions = tf.matmul(features["x"], weight)
-    loss = tf.reduce_mean(tf.square(predictions - labels))
-    train_op = tf.compat.v1.train.GradientDescentOptimizer(
-        learning_rate).minimize(
-            loss, global_step=tf.compat.v1.train.get_global_step())
-    metrics = {}
-    if mode == spec.ModeKeys.EVAL:
-      keras_mean = tf.keras.metrics.Mean()
-      keras_mean.update_state(predictions)
-      metrics = {"mae": tf.compat.v1.metrics.mean_absolute_error(
-          labels, predictions), "mean_pred": keras_mean}
-    return spec.EstimatorSpec(
-        mode, predictions=predictions, loss=loss, train_op=train_op,
-        eval_metric_ops=metrics)
-  return model_fn
