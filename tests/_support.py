@@ -3,15 +3,69 @@
     from tests import _support
 
     self.assertEqual(_support.checkpoint_steps(model_dir), [0, 50, 100])
+    _support.wait_for(lambda: os.path.exists(path), 30, f"{path} to appear")
+    result = _support.run([sys.executable, "-m", "harness.main", ...],
+                          timeout_secs=300)
+    self.assertEqual(result.returncode, 0, result.description)
 
-The child-process environment is `tests.conftest.child_env`.
+The child-process environment stays `tests.conftest.child_env` (with the
+shared paths; conftest is what pytest loads first). Free ports come from the
+product's own `harness.cluster.ports.pick_free_ports`. Importing this module
+loads no TensorFlow (tests of TF-free modules such as harness.launch use
+it); the helpers that need TensorFlow import it when called.
 """
 
 import glob
+import json
 import os
+import re
+import shutil
+import signal
 import socket
+import subprocess
+import sys
+import threading
+import time
 
-from harness._tf import tf
+from harness.cluster import ports
+from tests import conftest
+
+# ------------------------------------------------------------------ waiting
+
+
+def poll_until(predicate, timeout_secs, interval_secs=0.05):
+  """predicate()'s first truthy value within timeout_secs, else None."""
+  deadline = time.monotonic() + timeout_secs
+  while True:
+    value = predicate()
+    if value or time.monotonic() >= deadline:
+      return value or None
+    time.sleep(interval_secs)
+
+
+def wait_for(predicate, timeout_secs, what, *, details=None,
+             interval_secs=0.05):
+  """Waits until predicate() is truthy and returns that value.
+
+  Args:
+    predicate: the marker to wait on (a file, a line, a port answering).
+    timeout_secs: the bound.
+    what: what is awaited, for the failure message ("worker/0 to log a step").
+    details: optional callable giving context for the failure (a log tail).
+    interval_secs: seconds between two looks.
+
+  Raises:
+    AssertionError: naming `what` and the bound, when time runs out.
+  """
+  value = poll_until(predicate, timeout_secs, interval_secs)
+  if value is None:
+    extra = f"\n{details()}" if details else ""
+    raise AssertionError(
+        f"timed out after {timeout_secs:g} s waiting for {what}{extra}")
+  return value
+
+
+# ------------------------------------------------------ model_dir readers
 
 
 def checkpoint_steps(model_dir):
@@ -22,13 +76,281 @@ def checkpoint_steps(model_dir):
 
 def checkpoint_step(model_dir):
   """The global step of model_dir's latest checkpoint; None without one."""
+  from harness._tf import tf  # pylint: disable=g-import-not-at-top
   path = tf.train.latest_checkpoint(model_dir)
   return None if path is None else int(
       tf.train.load_variable(path, "global_step"))
 
 
-def free_port():
-  """A loopback TCP port that was free when asked (bound to port 0)."""
-  with socket.socket() as sock:
-    sock.bind(("127.0.0.1", 0))
-    return sock.getsockname()[1]
+def steps_logged(output, task):
+  """Steps of the `train | <task> | step N/...` lines in `output`."""
+  return [int(s) for s in re.findall(
+      rf"train \| {re.escape(task)} \| step (\d+)/", output)]
+
+
+# ---------------------------------------------- toy input_fns, model_fns
+
+
+def constant_input_fn():
+  """Endless batches of 4 copies of ({"x": [1.0]}, [2.0])."""
+  from harness._tf import tf  # pylint: disable=g-import-not-at-top
+  return tf.data.Dataset.from_tensors(({"x": [1.0]}, [2.0])).repeat().batch(4)
+
+
+def scalar_weight_model_fn(learning_rate=0.1):
+  """A model_fn: predictions = x @ w (one weight "w", from 0), squared loss,
+  plain SGD at `learning_rate`; EVAL adds "mae" and "mean_pred" (a Keras
+  metric, whose variables are in no collection)."""
+  def model_fn(features, labels, mode):
+    from harness import spec  # pylint: disable=g-import-not-at-top
+    from harness._tf import tf  # pylint: disable=g-import-not-at-top
+    weight = tf.compat.v1.get_variable(
+        "w", [1, 1], initializer=tf.zeros_initializer())
+    predictions = tf.matmul(features["x"], weight)
+    loss = tf.reduce_mean(tf.square(predictions - labels))
+    train_op = tf.compat.v1.train.GradientDescentOptimizer(
+        learning_rate).minimize(
+            loss, global_step=tf.compat.v1.train.get_global_step())
+    metrics = {}
+    if mode == spec.ModeKeys.EVAL:
+      keras_mean = tf.keras.metrics.Mean()
+      keras_mean.update_state(predictions)
+      metrics = {"mae": tf.compat.v1.metrics.mean_absolute_error(
+          labels, predictions), "mean_pred": keras_mean}
+    return spec.EstimatorSpec(
+        mode, predictions=predictions, loss=loss, train_op=train_op,
+        eval_metric_ops=metrics)
+  return model_fn
+
+
+# ------------------------------------------------------ clusters, ports
+
+
+def tf_config_environ(cluster=None, task_type=None, index=None, **extra):
+  """{"TF_CONFIG": json} from its parts; a None part is left out."""
+  config = dict(extra)
+  if cluster is not None:
+    config["cluster"] = cluster
+  if task_type is not None or index is not None:
+    config["task"] = {k: v for k, v in (("type", task_type),
+                                        ("index", index)) if v is not None}
+  return {"TF_CONFIG": json.dumps(config)}
+
+
+def loopback_cluster(**num_tasks):
+  """{job: ["127.0.0.1:PORT", ...]} with free ports, e.g. worker=2, ps=1."""
+  free = iter(ports.pick_free_ports(sum(num_tasks.values())))
+  return {job: [f"127.0.0.1:{next(free)}" for _ in range(count)]
+          for job, count in num_tasks.items()}
+
+
+def cluster_spec(cluster):
+  """The `--remote_cluster` / `--cluster_spec` text of a cluster dict."""
+  return ";".join(f"{job}={','.join(a)}" for job, a in cluster.items())
+
+
+def silent_listener(test):
+  """"127.0.0.1:PORT" of a socket that accepts and never speaks (not a
+  TensorFlow server); closed when `test` ends."""
+  listener = socket.socket()
+  listener.bind(("127.0.0.1", 0))
+  listener.listen(16)
+  listener.settimeout(0.2)
+  held = []
+  stop = threading.Event()
+
+  def accept():
+    while not stop.is_set():
+      try:
+        held.append(listener.accept()[0])
+      except OSError:
+        continue
+
+  thread = threading.Thread(target=accept, daemon=True)
+  thread.start()
+
+  def close():
+    stop.set()
+    thread.join(5)
+    for conn in held:
+      conn.close()
+    listener.close()
+
+  test.addCleanup(close)
+  return f"127.0.0.1:{listener.getsockname()[1]}"
+
+
+# ------------------------------------------------------------- processes
+
+
+def run(command, *, timeout_secs, env=None, cwd=None):
+  """Runs `command` to completion (bounded), from the repository root.
+
+  Args:
+    command: argv list.
+    timeout_secs: the bound (subprocess.TimeoutExpired past it).
+    env: the child's environment; default `conftest.child_env()`.
+    cwd: default the repository root.
+
+  Returns:
+    The CompletedProcess (text), with `output` (stdout + stderr) and
+    `description` (command, exit status, output tails) for failure messages.
+  """
+  process = subprocess.run(
+      command, cwd=cwd or conftest.REPO_ROOT,
+      env=conftest.child_env() if env is None else env, capture_output=True,
+      text=True, timeout=timeout_secs, check=False)
+  process.output = process.stdout + process.stderr
+  process.description = (
+      f"command: {command}\nexit: {process.returncode}\n"
+      f"stdout tail:\n{process.stdout[-3000:]}\n"
+      f"stderr tail:\n{process.stderr[-3000:]}")
+  return process
+
+
+class ChildProcess:
+  """`python ARGS` in its own process group, output collected as it runs.
+
+      server = ChildProcess(["-m", "harness.server", ...], "server worker/0")
+      test.addCleanup(server.kill_group)
+      test.assertTrue(server.wait_for_text("listening on", 90),
+                      server.describe())
+  """
+
+  def __init__(self, args, name, tf_config=None, env=None):
+    self.args, self.name = list(args), name
+    self.lines = []
+    self.proc = subprocess.Popen(  # pylint: disable=consider-using-with
+        [sys.executable, *self.args],
+        env=conftest.child_env(tf_config) if env is None else env,
+        cwd=conftest.REPO_ROOT, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True)
+    self._reader = threading.Thread(target=self._read, daemon=True)
+    self._reader.start()
+
+  def _read(self):
+    for line in self.proc.stdout:
+      self.lines.append(line.rstrip("\n"))
+
+  @property
+  def output(self):
+    return "\n".join(self.lines)
+
+  def describe(self):
+    tail = "\n".join(self.lines[-40:])
+    return (f"{self.name}: {' '.join(self.args)}\nexit code: "
+            f"{self.proc.poll()}\nlog tail:\n{tail}")
+
+  def wait_for(self, predicate, timeout_secs):
+    """True once predicate() holds; False on timeout or when the process
+    exits without it."""
+    poll_until(lambda: predicate() or self.proc.poll() is not None,
+               timeout_secs, interval_secs=0.1)
+    if self.proc.poll() is not None:
+      self._reader.join(timeout=5)
+    return bool(predicate())
+
+  def wait_for_text(self, text, timeout_secs):
+    """wait_for a line containing `text`."""
+    return self.wait_for(lambda: any(text in line for line in self.lines),
+                         timeout_secs)
+
+  def search(self, pattern):
+    """The first match of `pattern` (a compiled regex) in the lines so far."""
+    for line in list(self.lines):
+      match = pattern.search(line)
+      if match:
+        return match
+    return None
+
+  def wait_for_match(self, pattern, timeout_secs):
+    """search(pattern) once a line matches; None on timeout or exit."""
+    self.wait_for(lambda: self.search(pattern), timeout_secs)
+    return self.search(pattern)
+
+  def wait(self, timeout_secs):
+    """The exit status; None (and the group killed) past the bound."""
+    try:
+      code = self.proc.wait(timeout=timeout_secs)
+    except subprocess.TimeoutExpired:
+      self.kill_group()
+      code = None
+    self._reader.join(timeout=5)
+    return code
+
+  def stop(self, signum, timeout_secs):
+    """Sends `signum`; (exit status or None if still running, seconds)."""
+    start = time.monotonic()
+    self.proc.send_signal(signum)
+    try:
+      code = self.proc.wait(timeout=timeout_secs)
+    except subprocess.TimeoutExpired:
+      code = None
+    self._reader.join(timeout=5)
+    return code, time.monotonic() - start
+
+  def terminate_group(self, timeout_secs=30):
+    """SIGTERM to the group (it may clean up), SIGKILL past the bound."""
+    if self.proc.poll() is None:
+      try:
+        os.killpg(self.proc.pid, signal.SIGTERM)
+        self.proc.wait(timeout=timeout_secs)
+      except ProcessLookupError:
+        pass
+      except subprocess.TimeoutExpired:
+        self.kill_group()
+
+  def kill_group(self):
+    if self.proc.poll() is None:
+      try:
+        os.killpg(self.proc.pid, signal.SIGKILL)
+      except ProcessLookupError:
+        pass
+      self.proc.wait(timeout=10)
+
+
+def start_servers(test, cluster, num_cpu_devices=1, start_secs=90):
+  """One `python -m harness.server` per task of `cluster`, each listening
+  (waited for, bounded); killed by process group when `test` ends."""
+  spec = cluster_spec(cluster)
+  servers = []
+  for job, addresses in cluster.items():
+    for index in range(len(addresses)):
+      server = ChildProcess(
+          ["-m", "harness.server", f"--cluster_spec={spec}",
+           f"--job_name={job}", f"--task_index={index}",
+           f"--num_cpu_devices={num_cpu_devices}"], f"server {job}/{index}")
+      test.addCleanup(server.kill_group)
+      servers.append(server)
+  for server in servers:
+    test.assertTrue(server.wait_for_text("listening on", start_secs),
+                    server.describe())
+  return servers
+
+
+# ------------------------------------------------------- estimator state
+
+
+def linear_estimator(model_dir, save_checkpoints_steps, **config):
+  """An Estimator of tests/programs/cluster_job.py's linear model_fn (use
+  with constant_input_fn): checkpoints every `save_checkpoints_steps` steps
+  only, seeded; `config` adds RunConfig fields."""
+  import harness  # pylint: disable=g-import-not-at-top
+  from tests.programs import cluster_job  # pylint: disable=g-import-not-at-top
+  return harness.Estimator(cluster_job.model_fn, config=harness.RunConfig(
+      model_dir=model_dir, save_checkpoints_steps=save_checkpoints_steps,
+      save_checkpoints_secs=None, tf_random_seed=1, **config))
+
+
+def variable_values(estimator):
+  """{variable name: value} of the estimator's latest checkpoint."""
+  return {name: estimator.get_variable_value(name)
+          for name in estimator.get_variable_names()}
+
+
+def copy_model_dir_files(source_dir, model_dir):
+  """Copies source_dir's files (a checkpoint to start from) into model_dir."""
+  for name in os.listdir(source_dir):
+    if os.path.isfile(os.path.join(source_dir, name)):
+      shutil.copy(os.path.join(source_dir, name), model_dir)

@@ -19,12 +19,18 @@ if not _absl_flags.FLAGS.is_parsed():
   _absl_flags.FLAGS(["pytest"], known_only=True)
 
 
-def child_env(tf_config=None):
-  """os.environ for a child process: repo importable, TF_CONFIG as given."""
+def child_env(tf_config=None, extra=None):
+  """os.environ for a child process: repo importable, TF_CONFIG as given.
+
+  Args:
+    tf_config: a TF_CONFIG dict for the child; None: the child gets none.
+    extra: more variables ({name: value}), set last.
+  """
   env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
   env["PYTHONPATH"] = str(REPO_ROOT)
   if tf_config is not None:
     env["TF_CONFIG"] = json.dumps(tf_config)
+  env.update(extra or {})
   return env
 
 

@@ -1,6 +1,5 @@
 """steps_per_loop="auto": K from the first runs' timing (harness/core/auto_loop.py)."""
 
-import subprocess
 import sys
 
 from absl.testing import absltest
@@ -14,7 +13,6 @@ from harness.cli import flags
 from harness.core import auto_loop
 import harness
 from tests import _support
-from tests import conftest
 
 _TIMEOUT_SECS = 300
 
@@ -224,12 +222,9 @@ class AutoBinaryTest(absltest.TestCase):
     command = [sys.executable, "-m", "harness.main", "--model_fn=mnist_mlp",
                "--input_fn=synthetic", "--max_steps=300", "--eval_steps=2",
                f"--model_dir={model_dir}"]
-    process = subprocess.run(
-        command, cwd=conftest.REPO_ROOT, env=conftest.child_env(),
-        capture_output=True, text=True, timeout=_TIMEOUT_SECS, check=False)
-    output = process.stdout + process.stderr
-    self.assertEqual(process.returncode, 0, f"{command}\n{output[-3000:]}")
-    self.assertRegex(output, r"steps_per_loop=auto: K=\d+ ")
+    process = _support.run(command, timeout_secs=_TIMEOUT_SECS)
+    self.assertEqual(process.returncode, 0, process.description)
+    self.assertRegex(process.output, r"steps_per_loop=auto: K=\d+ ")
     self.assertEqual(_support.checkpoint_steps(model_dir)[-1], 300)
 
 

@@ -11,17 +11,14 @@ tests/programs/bad_model_fns.py.
 
 import hashlib
 import io
-import json
 import os
 import pathlib
-import socket
-import subprocess
 import sys
 
 from absl.testing import absltest
 from tests import _support
+from tests import conftest
 
-_REPO = pathlib.Path(__file__).resolve().parent.parent
 _TIMEOUT_SECS = 60
 _BAD = "tests.programs.bad_model_fns"
 _LINEAR = ["--model_fn=linear", "--input_fn=constant"]
@@ -38,21 +35,13 @@ def _run(args, *, module="harness.main", env=None, timeout=_TIMEOUT_SECS):
   TF_CONFIG is removed from the inherited environment unless `env` sets it;
   the repo root is on PYTHONPATH so that tests.programs.* import.
   """
-  full_env = dict(os.environ)
-  full_env.pop("TF_CONFIG", None)
-  full_env["PYTHONPATH"] = os.pathsep.join(
-      [str(_REPO)] + ([full_env["PYTHONPATH"]] if full_env.get("PYTHONPATH")
-                      else []))
-  full_env.update(env or {})
-  process = subprocess.run(
-      [sys.executable, "-m", module] + list(args), cwd=_REPO, env=full_env,
-      capture_output=True, text=True, timeout=timeout, check=False)
+  process = _support.run([sys.executable, "-m", module] + list(args),
+                         timeout_secs=timeout,
+                         env=conftest.child_env(extra=env))
   return process.returncode, process.stdout, process.stderr
 
 
-def _tf_config(cluster, task_type, index):
-  return {"TF_CONFIG": json.dumps(
-      {"cluster": cluster, "task": {"type": task_type, "index": index}})}
+_tf_config = _support.tf_config_environ
 
 
 def _snapshot(directory):
@@ -318,26 +307,20 @@ class BadInputTest(absltest.TestCase):
   # ---------------------------------------------------------------- ports
 
   def test_server_port_in_use(self):
-    with socket.socket() as taken:
-      taken.bind(("127.0.0.1", 0))
-      taken.listen(1)
-      port = taken.getsockname()[1]
-      result = _run([], module="harness.server",
-                    env=_tf_config({"worker": [f"127.0.0.1:{port}"]},
-                                   "worker", 0))
+    port = _support.silent_listener(self).rsplit(":", 1)[1]  # Taken.
+    result = _run([], module="harness.server",
+                  env=_tf_config({"worker": [f"127.0.0.1:{port}"]},
+                                 "worker", 0))
     self.assert_one_error(result, 2, f"127.0.0.1:{port}",
                           "check that no other process uses the port",
                           prefix="server: error:")
 
   def test_tf_config_task_port_in_use(self):
-    with socket.socket() as taken:
-      taken.bind(("127.0.0.1", 0))
-      taken.listen(1)
-      port = taken.getsockname()[1]
-      result = _run(_LINEAR + _TRAIN + ["--strategy=collective",
-                                        f"--model_dir={self.model_dir}"],
-                    env=_tf_config({"worker": [f"127.0.0.1:{port}"]},
-                                   "worker", 0))
+    port = _support.silent_listener(self).rsplit(":", 1)[1]  # Taken.
+    result = _run(_LINEAR + _TRAIN + ["--strategy=collective",
+                                      f"--model_dir={self.model_dir}"],
+                  env=_tf_config({"worker": [f"127.0.0.1:{port}"]},
+                                 "worker", 0))
     self.assert_one_error(result, 1, "ClusterConfigError",
                           f"worker/0 on '127.0.0.1:{port}'",
                           "Fix: free the port")
@@ -345,13 +328,13 @@ class BadInputTest(absltest.TestCase):
         self.model_dir) else {}, {})
 
   def test_unreachable_remote_cluster(self):
-    worker, ps = _support.free_port(), _support.free_port()
+    cluster = _support.loopback_cluster(worker=1, ps=1)  # Nobody listens.
     result = _run(_LINEAR + _TRAIN + [
         "--strategy=parameter_server", "--remote_connect_timeout_secs=3",
-        f"--remote_cluster=worker=127.0.0.1:{worker};ps=127.0.0.1:{ps}",
+        f"--remote_cluster={_support.cluster_spec(cluster)}",
         f"--model_dir={self.model_dir}"], timeout=120)
     self.assert_one_error(result, 1, "RemoteClusterError", "within 3 s",
-                          f"127.0.0.1:{worker}", f"127.0.0.1:{ps}",
+                          *cluster["worker"], *cluster["ps"],
                           "Fix: start `python -m harness.server`")
     self.assertEqual(_snapshot(self.model_dir) if os.path.isdir(
         self.model_dir) else {}, {})

@@ -7,13 +7,13 @@ evaluator, through the product's own entry points:
 
 import os
 import re
-import subprocess
 import sys
 
 from absl.testing import absltest
 import pytest
 
 from harness._tf import tf
+from tests import _support
 from tests import conftest
 
 _MAX_STEPS = 40
@@ -35,12 +35,8 @@ class CannedCollectiveClusterTest(absltest.TestCase):
         "--batch_size=8",
         "--throttle_secs=1", "--eval_steps=0",
         '--params={"num_examples": 64, "hidden_units": "8,4"}']
-    result = subprocess.run(command, env=conftest.child_env(),
-                            cwd=conftest.REPO_ROOT, capture_output=True,
-                            text=True, timeout=_TIMEOUT_SECS + 60,
-                            check=False)
-    output = result.stdout + result.stderr
-    tail = f"{command}\nexit {result.returncode}\n{output[-5000:]}"
+    result = _support.run(command, timeout_secs=_TIMEOUT_SECS + 60)
+    output, tail = result.output, result.description
     self.assertEqual(result.returncode, 0, tail)
     latest = tf.train.latest_checkpoint(model_dir)
     self.assertIsNotNone(latest, tail)
@@ -55,9 +51,7 @@ class CannedCollectiveClusterTest(absltest.TestCase):
     self.assertEqual(variables["dnn/hiddenlayer_0/kernel"], [1, 8])
     # Both workers trained to the end in lock step.
     for task in ("worker/0", "worker/1"):
-      steps = [int(s) for s in re.findall(
-          rf"train \| {re.escape(task)} \| step (\d+)/", output)]
-      self.assertIn(_MAX_STEPS, steps, tail)
+      self.assertIn(_MAX_STEPS, _support.steps_logged(output, task), tail)
     # The evaluator evaluated the last checkpoint with the head's metrics.
     self.assertIn(_MAX_STEPS, conftest.eval_steps(model_dir), tail)
     evals = re.findall(r"eval \| evaluator/0 \| step (\d+) \| (.*)", output)

@@ -9,15 +9,13 @@
 (The collective cluster with an evaluator: test_canned_cluster.py.)
 """
 
-import subprocess
 import sys
 
 from absl.testing import absltest
 import pytest
 
 from harness._tf import tf
-from tests import conftest
-from tests import test_remote
+from tests import _support
 
 _MAX_STEPS = 40
 _TIMEOUT_SECS = 180
@@ -50,12 +48,8 @@ class CannedParameterServerTest(absltest.TestCase):
         "--ps=1", f"--timeout_secs={_TIMEOUT_SECS}", "--",
         sys.executable, "-m", "harness.main", f"--model_dir={model_dir}",
         *_MODEL]
-    result = subprocess.run(command, env=conftest.child_env(),
-                            cwd=conftest.REPO_ROOT, capture_output=True,
-                            text=True, timeout=_TIMEOUT_SECS + 60,
-                            check=False)
-    output = result.stdout + result.stderr
-    tail = f"{command}\nexit {result.returncode}\n{output[-5000:]}"
+    result = _support.run(command, timeout_secs=_TIMEOUT_SECS + 60)
+    output, tail = result.output, result.description
     self.assertEqual(result.returncode, 0, tail)
     # Asynchronous trainers: each may have one step in flight at the end.
     self.assertBetween(_latest(self, model_dir, tail), _MAX_STEPS,
@@ -64,11 +58,11 @@ class CannedParameterServerTest(absltest.TestCase):
       self.assertIn(f"train | {task} | starting at step", output, tail)
 
   def test_standalone_client_with_a_parameter_server(self):
-    cluster = test_remote._cluster(worker=1, ps=1)  # pylint: disable=protected-access
-    servers = test_remote._start_servers(self, cluster)  # pylint: disable=protected-access
-    spec = ";".join(f"{job}={','.join(a)}" for job, a in cluster.items())
+    cluster = _support.loopback_cluster(worker=1, ps=1)
+    servers = _support.start_servers(self, cluster)
+    spec = _support.cluster_spec(cluster)
     model_dir = self.create_tempdir().full_path
-    client = test_remote._Process(  # pylint: disable=protected-access
+    client = _support.ChildProcess(
         ["-m", "harness.main", f"--remote_cluster={spec}", "--strategy=ps",
          f"--model_dir={model_dir}", *_MODEL], "client")
     self.addCleanup(client.kill_group)

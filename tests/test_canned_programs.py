@@ -6,7 +6,6 @@ train_and_evaluate and a FinalExporter, and add_metrics on a canned model."""
 import json
 import os
 import pathlib
-import subprocess
 import sys
 
 import numpy as np
@@ -14,6 +13,7 @@ from absl.testing import absltest
 
 import harness
 from harness._tf import tf
+from tests import _support
 from tests import conftest
 
 _PROGRAM = pathlib.Path(__file__).parent / "legacy_programs" / "premade_guide.py"
@@ -23,12 +23,8 @@ _TF215_PYTHON = os.environ.get("HARNESS_TF215_PYTHON")
 
 
 def _run(command, timeout=600, env=None):
-  result = subprocess.run(command, env=env or conftest.child_env(),
-                          cwd=conftest.REPO_ROOT, capture_output=True,
-                          text=True, timeout=timeout, check=False)
-  tail = f"{command}\nexit {result.returncode}\n" + (
-      result.stdout + result.stderr)[-4000:]
-  return result, tail
+  result = _support.run(command, timeout_secs=timeout, env=env)
+  return result, result.description
 
 
 def _run_guide(test, python, via_harness):

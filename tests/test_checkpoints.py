@@ -16,7 +16,7 @@ from harness._tf import tf
 from harness.distribute import evaluator as evaluator_lib
 from harness.state import checkpoints
 import harness
-from tests.programs.cluster_job import model_fn as _model_fn
+from tests import _support
 
 
 def _write_checkpoints(model_dir, steps, size=64):
@@ -141,9 +141,7 @@ class LatestUsableCheckpointTest(parameterized.TestCase):
                      prefixes[::-1])
 
 
-def _input_fn():
-  ds = tf.data.Dataset.from_tensors(({"x": [1.0]}, [2.0])).repeat().batch(4)
-  return ds
+_input_fn = _support.constant_input_fn
 
 
 class RestoreFallbackTest(absltest.TestCase):
@@ -153,10 +151,8 @@ class RestoreFallbackTest(absltest.TestCase):
     super().setUp()
     checkpoints._VERDICTS.clear()  # pylint: disable=protected-access
     self.model_dir = self.create_tempdir().full_path
-    self.est = harness.Estimator(_model_fn, config=harness.RunConfig(
-        model_dir=self.model_dir, save_checkpoints_steps=5,
-        save_checkpoints_secs=None, keep_checkpoint_max=10,
-        tf_random_seed=1))
+    self.est = _support.linear_estimator(self.model_dir, 5,
+                                         keep_checkpoint_max=10)
     self.est.train(_input_fn, steps=10)  # Checkpoints at 0, 5, 10.
     newest = tf.train.latest_checkpoint(self.model_dir)
     self.assertTrue(newest.endswith("-10"), newest)

@@ -13,7 +13,6 @@ import json
 import os
 import pathlib
 import runpy
-import subprocess
 import sys
 
 import numpy as np
@@ -26,24 +25,16 @@ from harness import errors
 import harness.compat  # pylint: disable=g-bad-import-order
 from harness import run as run_lib
 from harness._tf import tf
+from tests import _support
+from tests import conftest
 
 _PROGRAMS = pathlib.Path(__file__).resolve().parent / "legacy_programs"
-_REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 _TIMEOUT_SECS = 240
 
 
 def _run_python(args, timeout=_TIMEOUT_SECS, env=None):
-  """Runs `python args...` from the repository root; returns the result."""
-  child_env = dict(os.environ if env is None else env)
-  child_env.setdefault("PYTHONPATH", str(_REPO_ROOT))
-  return subprocess.run(
-      [sys.executable, *args], cwd=_REPO_ROOT, env=child_env,
-      capture_output=True, text=True, timeout=timeout, check=False)
-
-
-def _describe(result):
-  return (f"command: {result.args}\nexit status: {result.returncode}\n"
-          f"stderr tail:\n{result.stderr[-3000:]}")
+  """Runs `python args...` from the repository root (tests._support.run)."""
+  return _support.run([sys.executable, *args], timeout_secs=timeout, env=env)
 
 
 class NamespaceAliasTest(absltest.TestCase):
@@ -170,12 +161,13 @@ class LegacyKerasErrorTest(parameterized.TestCase):
         "  import harness.errors\n"
         "  print(json.dumps({'type': type(e).__name__, 'message': str(e),\n"
         "      'legacy': isinstance(e, harness.errors.LegacyKerasError)}))\n")
-    env = {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}
+    env = {k: v for k, v in conftest.child_env().items()
+           if k != "TF_USE_LEGACY_KERAS"}
     result = _run_python(["-c", code], env=env)
-    self.assertEqual(result.returncode, 0, _describe(result))
+    self.assertEqual(result.returncode, 0, result.description)
     self.assertTrue(result.stdout.strip(),
                     "harness.compat imported without error\n" +
-                    _describe(result))
+                    result.description)
     report = json.loads(result.stdout.strip().splitlines()[-1])
     self.assertEqual(report["type"], "LegacyKerasError", report)
     self.assertTrue(report["legacy"])
@@ -280,7 +272,7 @@ class RunSubprocessTest(absltest.TestCase):
     out = os.path.join(self.create_tempdir().full_path, "out.json")
     script = "tests/legacy_programs/legacy_argv.py"
     result = _run_python(["-m", "harness.run", script, out, "3"])
-    self.assertEqual(result.returncode, 3, _describe(result))
+    self.assertEqual(result.returncode, 3, result.description)
     with open(out) as f:
       report = json.load(f)
     self.assertEqual(report["argv"], [script, out, "3"])
@@ -293,7 +285,7 @@ class RunSubprocessTest(absltest.TestCase):
     result = _run_python(["-m", "harness.run",
                           "tests/legacy_programs/legacy_nan.py", out,
                           os.path.join(tmp, "model")])
-    self.assertEqual(result.returncode, 1, _describe(result))
+    self.assertEqual(result.returncode, 1, result.description)
     self.assertIn("NanLossDuringTrainingError", result.stderr)
     with open(out) as f:
       report = json.load(f)
@@ -355,7 +347,7 @@ class LegacyProgramTest(absltest.TestCase):
     result = _run_python(["-m", "harness.run",
                           "tests/legacy_programs/legacy_regression.py", out,
                           legacy_dir])
-    self.assertEqual(result.returncode, 0, _describe(result))
+    self.assertEqual(result.returncode, 0, result.description)
     with open(out) as f:
       legacy = json.load(f)
 

@@ -9,7 +9,6 @@ import glob
 import io
 import json
 import os
-import re
 import sys
 
 from absl import flags
@@ -18,13 +17,13 @@ import pytest
 
 from harness import launch
 from harness._tf import tf
+from tests import _support
 from tests import conftest
 
 # absltest's create_tempdir reads --test_tmpdir; pytest does not parse flags.
 if not flags.FLAGS.is_parsed():
   flags.FLAGS.mark_as_parsed()
 
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _TIMEOUT_SECS = 80
 _MAX_STEPS = 60
 
@@ -32,7 +31,7 @@ _MAX_STEPS = 60
 def _run_cluster(model_dir, strategy, *, extra=(), **tasks):
   """Launches the cluster; returns (exit status, all output)."""
   out = io.StringIO()
-  env = dict(os.environ, PYTHONPATH=_REPO)
+  env = conftest.child_env()
   code = launch.launch(
       [sys.executable, "-m", "tests.programs.cluster_job",
        f"--model_dir={model_dir}", f"--strategy={strategy}",
@@ -41,9 +40,7 @@ def _run_cluster(model_dir, strategy, *, extra=(), **tasks):
   return code, out.getvalue()
 
 
-def _steps_logged(output, task):
-  return [int(s) for s in re.findall(
-      rf"train \| {re.escape(task)} \| step (\d+)/", output)]
+_steps_logged = _support.steps_logged
 
 
 _eval_steps = conftest.eval_steps

@@ -10,19 +10,11 @@ from harness import early_stopping
 from harness import errors
 from harness import estimator as estimator_lib
 from harness import run_config
-from harness import spec
 from harness._tf import tf
+from tests import _support
 
 
-def _model_fn(features, labels, mode):
-  weight = tf.compat.v1.get_variable(
-      "w", [1, 1], initializer=tf.zeros_initializer())
-  predictions = tf.matmul(features["x"], weight)
-  loss = tf.reduce_mean(tf.square(predictions - labels))
-  train_op = tf.compat.v1.train.GradientDescentOptimizer(0.01).minimize(
-      loss, global_step=tf.compat.v1.train.get_global_step())
-  return spec.EstimatorSpec(mode, predictions=predictions, loss=loss,
-                            train_op=train_op)
+_model_fn = _support.scalar_weight_model_fn(learning_rate=0.01)
 
 
 def _input_fn():

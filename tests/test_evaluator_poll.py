@@ -7,7 +7,6 @@ so that what the loop does between two looks is deterministic.
 """
 
 import os
-import subprocess
 import sys
 
 from absl import logging
@@ -18,12 +17,12 @@ from harness._tf import tf
 from harness.distribute import evaluator as evaluator_lib
 from harness.state import run_state
 import harness
+from tests import _support
 from tests import conftest
 from tests.programs.cluster_job import model_fn as _model_fn
 
 
-def _input_fn():
-  return tf.data.Dataset.from_tensors(({"x": [1.0]}, [2.0])).repeat().batch(4)
+_input_fn = _support.constant_input_fn
 
 
 class _FakeTime:
@@ -49,9 +48,7 @@ class EvaluatorPollTest(absltest.TestCase):
   def setUp(self):
     super().setUp()
     self.model_dir = self.create_tempdir().full_path
-    self.est = harness.Estimator(_model_fn, config=harness.RunConfig(
-        model_dir=self.model_dir, save_checkpoints_steps=5,
-        save_checkpoints_secs=None, tf_random_seed=1))
+    self.est = _support.linear_estimator(self.model_dir, 5)
 
   def _run(self, fake, *, max_steps, throttle_secs=600, **kwargs):
     return evaluator_lib.run_continuous(
@@ -154,9 +151,8 @@ class IdleTimeoutBinaryTest(absltest.TestCase):
                "--input_fn=constant", f"--model_dir={model_dir}",
                "--max_steps=10", "--eval_idle_timeout_secs=5"]
     # Bounded: a timeout that never fires (issue 19.6) fails here.
-    proc = subprocess.run(command, env=env, capture_output=True, text=True,
-                          timeout=180, cwd=conftest.REPO_ROOT, check=False)
-    detail = f"{command}\nexit {proc.returncode}\n{proc.stderr[-3000:]}"
+    proc = _support.run(command, timeout_secs=180, env=env)
+    detail = proc.description
     self.assertEqual(proc.returncode, 1, detail)
     self.assertIn("no new checkpoint", proc.stderr, detail)
     self.assertIn("for 5 s", proc.stderr, detail)

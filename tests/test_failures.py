@@ -17,10 +17,8 @@ import pathlib
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 
 from absl import logging
@@ -31,7 +29,10 @@ import pytest
 from harness import errors
 from harness.cli import job as job_lib
 from harness.cluster import peer_wait
+from harness.cluster import ports
 from harness.core import stall
+from tests import _support
+from tests import conftest
 
 _REPO = pathlib.Path(__file__).resolve().parent.parent
 _TIMEOUT_SECS = 180
@@ -39,20 +40,12 @@ _FAILING = "tests.programs.failing_fns"
 _LEGACY = "tests.legacy_programs.my_pkg.model"
 
 
-def _env(extra=None):
-  env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
-  env["PYTHONPATH"] = str(_REPO)
-  env.update(extra or {})
-  return env
-
-
 def _run(args, *, env=None, timeout=_TIMEOUT_SECS, prefix=()):
-  """`python -m harness.main args` from the repo root: (rc, stderr)."""
+  """`python -m harness.main args` from the repo root: (rc, output)."""
   command = list(prefix) + [sys.executable, "-m", "harness.main"] + list(args)
-  process = subprocess.run(
-      command, cwd=_REPO, env=_env(env), capture_output=True, text=True,
-      timeout=timeout, check=False)
-  return process.returncode, process.stdout + process.stderr
+  process = _support.run(command, timeout_secs=timeout,
+                         env=conftest.child_env(extra=env))
+  return process.returncode, process.output
 
 
 def _last_line(output):
@@ -235,10 +228,8 @@ class DiskAndPermissionTest(_BinaryTestCase):
     """Runs `sh -c script` in a private mount namespace: (rc, output)."""
     command = ["unshare", "-m", "--propagation", "private", "sh", "-c",
                script, "sh", sys.executable] + list(args)
-    process = subprocess.run(command, cwd=_REPO, env=_env(),
-                             capture_output=True, text=True,
-                             timeout=_TIMEOUT_SECS, check=False)
-    return process.returncode, process.stdout + process.stderr
+    process = _support.run(command, timeout_secs=_TIMEOUT_SECS)
+    return process.returncode, process.output
 
   def test_disk_full_names_free_space_and_usable_checkpoint(self):
     if not _privileged_mount_works():
@@ -319,55 +310,19 @@ class DiskAndPermissionTest(_BinaryTestCase):
 # ------------------------------------------ 19.6 waiting, SIGINT, max_steps
 
 
-def _plain_tcp_listener(test):
-  """A port that accepts connections and never speaks (not TensorFlow)."""
-  listener = socket.socket()
-  listener.bind(("127.0.0.1", 0))
-  listener.listen(16)
-  held = []
-  stop = threading.Event()
-
-  def accept():
-    listener.settimeout(0.2)
-    while not stop.is_set():
-      try:
-        held.append(listener.accept()[0])
-      except OSError:
-        continue
-
-  thread = threading.Thread(target=accept, daemon=True)
-  thread.start()
-
-  def close():
-    stop.set()
-    thread.join(5)
-    for conn in held:
-      conn.close()
-    listener.close()
-
-  test.addCleanup(close)
-  return f"127.0.0.1:{listener.getsockname()[1]}"
-
-
-def _closed_port():
-  with socket.socket() as sock:
-    sock.bind(("127.0.0.1", 0))
-    return sock.getsockname()[1]
-
-
 class PeerProbeTest(absltest.TestCase):
 
   def test_plain_listener_is_not_a_tensorflow_server(self):
-    why = peer_wait.probe(_plain_tcp_listener(self), timeout_secs=0.5)
+    why = peer_wait.probe(_support.silent_listener(self), timeout_secs=0.5)
     self.assertIn("the port answers but is not a TensorFlow server", why)
 
   def test_closed_port(self):
     self.assertIn("connection refused",
-                  peer_wait.probe(f"127.0.0.1:{_closed_port()}"))
+                  peer_wait.probe(f"127.0.0.1:{ports.pick_free_port()}"))
 
   def test_tensorflow_server_answers(self):
     from harness._tf import tf  # pylint: disable=g-import-not-at-top
-    port = _closed_port()
+    port = ports.pick_free_port()
     server = tf.distribute.Server(
         tf.train.ClusterSpec({"worker": [f"localhost:{port}"]}),
         job_name="worker", task_index=0, start=True)
@@ -400,8 +355,9 @@ class WaitForPeersBinaryTest(_BinaryTestCase):
 
   def test_collective_worker_whose_peer_is_not_tensorflow(self):
     import json  # pylint: disable=g-import-not-at-top
-    other = _plain_tcp_listener(self)
-    tf_config = {"cluster": {"worker": [f"127.0.0.1:{_closed_port()}", other]},
+    other = _support.silent_listener(self)
+    closed = f"127.0.0.1:{ports.pick_free_port()}"  # Nobody listens.
+    tf_config = {"cluster": {"worker": [closed, other]},
                  "task": {"type": "worker", "index": 0}}
     rc, output = _run([
         "--model_fn=linear", "--input_fn=constant", "--mode=train",
@@ -426,7 +382,7 @@ class InterruptTest(_BinaryTestCase):
         [sys.executable, "-m", "harness.main", "--model_fn=linear",
          "--input_fn=constant", "--mode=train", "--max_steps=1000000",
          "--save_checkpoints_steps=1000000", "--log_step_count_steps=20",
-         f"--model_dir={model_dir}"], cwd=_REPO, env=_env(),
+         f"--model_dir={model_dir}"], cwd=_REPO, env=conftest.child_env(),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     self.addCleanup(lambda: process.poll() is None and process.kill())
     lines = []
@@ -480,10 +436,8 @@ class LegacyModelFnTest(_BinaryTestCase):
                f"--input_fn={_LEGACY}:make_input_fn", "--mode=train",
                "--strategy=collective", "--max_steps=4",
                f"--model_dir={model_dir}"]
-    process = subprocess.run(command, cwd=_REPO, env=_env(),
-                             capture_output=True, text=True, timeout=300,
-                             check=False)
-    output = process.stdout + process.stderr
+    process = _support.run(command, timeout_secs=300)
+    output = process.output
     self.assertEqual(process.returncode, 0, output[-3000:])
     self.assertTrue(os.path.exists(os.path.join(model_dir,
                                                 "model.ckpt-4.index")),

@@ -12,6 +12,7 @@ from harness import early_stopping
 from harness import errors
 from harness import hooks
 from harness._tf import tf
+from tests import _support
 
 _REEXPORTED = [
     "SessionRunHook", "SessionRunArgs", "SessionRunContext",
@@ -115,23 +116,7 @@ class ProgressLoggerHookTest(absltest.TestCase):
                                every_n_steps=0)
 
 
-def _model_fn(features, labels, mode):
-  from harness import spec  # pylint: disable=g-import-not-at-top
-  weight = tf.compat.v1.get_variable(
-      "w", [1, 1], initializer=tf.zeros_initializer())
-  predictions = tf.matmul(features["x"], weight)
-  loss = tf.reduce_mean(tf.square(predictions - labels))
-  train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
-      loss, global_step=tf.compat.v1.train.get_global_step())
-  metrics = {}
-  if mode == spec.ModeKeys.EVAL:
-    keras_mean = tf.keras.metrics.Mean()  # Its variables are in no collection.
-    keras_mean.update_state(predictions)
-    metrics = {"mae": tf.compat.v1.metrics.mean_absolute_error(
-        labels, predictions), "mean_pred": keras_mean}
-  return spec.EstimatorSpec(
-      mode, predictions=predictions, loss=loss, train_op=train_op,
-      eval_metric_ops=metrics)
+_model_fn = _support.scalar_weight_model_fn()
 
 
 def _input_fn():

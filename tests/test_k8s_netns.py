@@ -25,12 +25,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 
 from absl.testing import absltest
 import pytest
 
 from harness import k8s
+from tests import _support
 
 _REPO = pathlib.Path(__file__).resolve().parent.parent
 _RUN_SECS = 420  # 3 workers + evaluator on 2 cores, TF start-up included.
@@ -229,15 +229,17 @@ class PodsInNetnsTest(absltest.TestCase):
         f"{_tail(log)}" for host, proc, log, argv in self.procs)
 
   def _wait_all(self):
-    deadline = time.monotonic() + _RUN_SECS
-    while time.monotonic() < deadline:
+    def ended():  # "failed" at the first failure, "done" once all exit 0.
       codes = [proc.poll() for _, proc, _, _ in self.procs]
       if any(code not in (None, 0) for code in codes):
-        self.fail(f"a pod failed:\n{self._report()}")
-      if all(code == 0 for code in codes):
-        return
-      time.sleep(0.5)
-    self.fail(f"pods still running after {_RUN_SECS}s:\n{self._report()}")
+        return "failed"
+      return "done" if all(code == 0 for code in codes) else None
+
+    outcome = _support.poll_until(ended, _RUN_SECS, interval_secs=0.5)
+    if outcome == "failed":
+      self.fail(f"a pod failed:\n{self._report()}")
+    if outcome is None:
+      self.fail(f"pods still running after {_RUN_SECS}s:\n{self._report()}")
 
   def test_three_workers_and_evaluator_train_over_real_interfaces(self):
     model_dir = self.tmp / "model"

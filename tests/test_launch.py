@@ -19,8 +19,9 @@ from harness import errors
 from harness import launch
 from harness.cluster import ports
 from harness.cluster import tf_config as cluster
+from tests import _support
+from tests import conftest
 
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # absltest's create_tempdir reads --test_tmpdir; pytest does not parse flags.
 if not flags.FLAGS.is_parsed():
   flags.FLAGS.mark_as_parsed()
@@ -264,10 +265,8 @@ class LaunchTest(parameterized.TestCase):
 
 
 def _run_cli(args, timeout=_RUN_BOUND_SECS):
-  env = dict(os.environ, PYTHONPATH=_REPO)
-  return subprocess.run([sys.executable, "-m", "harness.launch", *args],
-                        capture_output=True, text=True, env=env,
-                        timeout=timeout, cwd=_REPO, check=False)
+  return _support.run([sys.executable, "-m", "harness.launch", *args],
+                      timeout_secs=timeout)
 
 
 class LaunchCliTest(parameterized.TestCase):
@@ -297,7 +296,6 @@ class LaunchCliTest(parameterized.TestCase):
 
   def test_sigterm_stops_all_tasks(self):
     pid_dir = self.create_tempdir().full_path
-    env = dict(os.environ, PYTHONPATH=_REPO)
     proc = subprocess.Popen(
         [sys.executable, "-m", "harness.launch", "--workers=2", "--ps=1",
          "--", *_python(f"""
@@ -307,22 +305,18 @@ class LaunchCliTest(parameterized.TestCase):
             print("ready", flush=True)
             time.sleep(600)
             """)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-        cwd=_REPO)
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=conftest.child_env(), cwd=conftest.REPO_ROOT)
     self.addCleanup(lambda: proc.poll() is None and proc.kill())
-    deadline = time.monotonic() + _RUN_BOUND_SECS
-    while len(os.listdir(pid_dir)) < 3 and time.monotonic() < deadline:
-      time.sleep(0.05)
-    self.assertLen(os.listdir(pid_dir), 3)
+    _support.wait_for(lambda: len(os.listdir(pid_dir)) == 3,
+                      _RUN_BOUND_SECS, "the 3 tasks to write their pid files")
     proc.send_signal(signal.SIGTERM)
     output, _ = proc.communicate(timeout=_RUN_BOUND_SECS)
     self.assertEqual(proc.returncode, 128 + signal.SIGTERM, output)
     self.assertIn("launch | stop requested | stopping 3 running tasks", output)
-    deadline = time.monotonic() + 5
     pids = [int(p) for p in os.listdir(pid_dir)]
-    while not all(map(_gone, pids)) and time.monotonic() < deadline:
-      time.sleep(0.05)
-    self.assertTrue(all(map(_gone, pids)), pids)
+    _support.wait_for(lambda: all(map(_gone, pids)), 5,
+                      f"every task ({pids}) to be gone")
 
 
 

@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 from absl.testing import absltest
 import pytest
@@ -18,6 +17,7 @@ import pytest
 from harness import errors
 from harness._tf import tf
 from harness.state import lease
+from tests import _support
 from tests import conftest
 
 _HOST = "host-a"
@@ -138,10 +138,8 @@ class TwoTrainersTest(absltest.TestCase):
                             env=conftest.child_env(), stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True)
     self.addCleanup(self._kill, proc)
-    deadline = time.monotonic() + _WAIT_SECS
-    while lease.read(model_dir) is None and proc.poll() is None and (
-        time.monotonic() < deadline):
-      time.sleep(0.2)
+    _support.poll_until(lambda: lease.read(model_dir) is not None or (
+        proc.poll() is not None), _WAIT_SECS, interval_secs=0.2)
     with open(log_path, "rb") as f:
       out = f.read().decode("utf-8", "replace")
     self.assertIsNotNone(
@@ -156,10 +154,8 @@ class TwoTrainersTest(absltest.TestCase):
     proc.wait(timeout=30)
 
   def _run(self, command):
-    proc = subprocess.run(command, cwd=conftest.REPO_ROOT,
-                          env=conftest.child_env(), capture_output=True,
-                          text=True, timeout=_RUN_SECS, check=False)
-    return proc, proc.stdout + proc.stderr
+    proc = _support.run(command, timeout_secs=_RUN_SECS)
+    return proc, proc.output
 
   def test_second_fails_naming_first_and_killed_holder_is_taken_over(self):
     model_dir = self.create_tempdir().full_path

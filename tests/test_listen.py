@@ -10,16 +10,11 @@ addresses and to the test's namespace.
 """
 
 import io
-import os
-import queue
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
-import threading
-import time
 
 from absl.testing import absltest
 from absl.testing import parameterized
@@ -30,6 +25,7 @@ from harness import launch
 from harness.cluster import listen
 from harness.cluster import netns
 from harness.cluster import ports
+from tests import _support
 from tests import conftest
 
 _START_SECS = 180  # TF start-up on a loaded 2-core machine.
@@ -55,45 +51,6 @@ def _connect(host, port):
       return None
   except OSError as e:
     return e
-
-
-class _Lines:
-  """Reads a process's merged output in a thread; waits for patterns."""
-
-  def __init__(self, proc):
-    self.lines = []
-    self._queue = queue.Queue()
-    self._thread = threading.Thread(target=self._pump, args=(proc.stdout,),
-                                    daemon=True)
-    self._thread.start()
-
-  def _pump(self, pipe):
-    for raw in iter(pipe.readline, b""):
-      self._queue.put(raw.decode("utf-8", "replace").rstrip("\n"))
-
-  def wait_for(self, pattern, timeout):
-    deadline = time.monotonic() + timeout
-    for line in self.lines:
-      match = pattern.search(line)
-      if match:
-        return match
-    while time.monotonic() < deadline:
-      try:
-        line = self._queue.get(timeout=0.2)
-      except queue.Empty:
-        continue
-      self.lines.append(line)
-      match = pattern.search(line)
-      if match:
-        return match
-    return None
-
-  def text(self):
-    while True:
-      try:
-        self.lines.append(self._queue.get_nowait())
-      except queue.Empty:
-        return "\n".join(self.lines[-60:])
 
 
 class DescribeTest(parameterized.TestCase):
@@ -175,62 +132,50 @@ class LaunchNetworkTest(absltest.TestCase):
       self._launch(network_isolation="netns", host=address)
 
 
-def _stop(proc):
-  if proc.poll() is None:
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-      proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-      os.killpg(proc.pid, signal.SIGKILL)
-      proc.wait(timeout=30)
-
-
 @pytest.mark.slow
 class ReachabilityTest(absltest.TestCase):
 
-  def _start(self, command, env):
-    proc = subprocess.Popen(command, cwd=conftest.REPO_ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    self.addCleanup(_stop, proc)
-    return proc, _Lines(proc)
+  def _start(self, args, env):
+    """`python ARGS`: (its Popen, the ChildProcess collecting its output)."""
+    child = _support.ChildProcess(args, args[1], env=env)
+    self.addCleanup(child.terminate_group)
+    return child.proc, child
 
   def test_standalone_server_says_all_interfaces_and_warns(self):
     port = ports.pick_free_port()
     env = conftest.child_env({"cluster": {"worker": [f"127.0.0.1:{port}"]},
                               "task": {"type": "worker", "index": 0}})
-    command = [sys.executable, "-m", "harness.server"]
-    proc, out = self._start(command, env)
-    match = out.wait_for(_LISTENING, _START_SECS)
-    self.assertIsNotNone(match, f"{command}: no listen line\n{out.text()}")
+    proc, out = self._start(["-m", "harness.server"], env)
+    match = out.wait_for_match(_LISTENING, _START_SECS)
+    self.assertIsNotNone(match, f"no listen line\n{out.describe()}")
     self.assertEqual(int(match.group(1)), port)
     self.assertIn("(all interfaces; cluster address 127.0.0.1:", match.group(2))
-    warned = out.wait_for(re.compile(
+    warned = out.wait_for_match(re.compile(
         rf"listens on all interfaces \(\*:{port}\).*iptables"), 10)
-    self.assertIsNotNone(warned, out.text())
+    self.assertIsNotNone(warned, out.describe())
     address = _non_loopback_ipv4()
     if address:  # The warning is true: the port answers off loopback.
-      self.assertIsNone(_connect(address, port), out.text())
+      self.assertIsNone(_connect(address, port), out.describe())
     self.assertIsNone(proc.poll())
 
   def test_launch_cluster_is_unreachable_from_outside_its_namespace(self):
     reason = netns.unavailable_reason()
     if reason:
       self.skipTest(f"no private network namespace here: {reason}")
-    command = [sys.executable, "-m", "harness.launch", "--workers=1",
-               "--ps=1", "--network_isolation=netns", "--timeout_secs=300",
-               "--", sys.executable, "-m", "harness.server"]
-    proc, out = self._start(command, conftest.child_env())
-    space = out.wait_for(re.compile(
+    proc, out = self._start(
+        ["-m", "harness.launch", "--workers=1", "--ps=1",
+         "--network_isolation=netns", "--timeout_secs=300", "--",
+         sys.executable, "-m", "harness.server"], conftest.child_env())
+    space = out.wait_for_match(re.compile(
         r"launch \| network \| tasks run in a private network namespace "
         r"\((/proc/\d+/ns/net)\)"), 60)
-    self.assertIsNotNone(space, out.text())
-    match = out.wait_for(re.compile(
+    self.assertIsNotNone(space, out.describe())
+    match = out.wait_for_match(re.compile(
         r"\[(worker/0)\].*listening on \*:(\d+) inside harness.launch's "
         "private network namespace"), _START_SECS)
-    self.assertIsNotNone(match, out.text())
+    self.assertIsNotNone(match, out.describe())
     port = int(match.group(2))
-    self.assertIsNone(out.wait_for(re.compile("WARNING"), 0), out.text())
+    self.assertIsNone(out.search(re.compile("WARNING")), out.describe())
     # Inside the namespace the server answers ...
     inside = subprocess.run(
         ["nsenter", f"--net={space.group(1)}", "--", sys.executable, "-c",
@@ -247,8 +192,8 @@ class ReachabilityTest(absltest.TestCase):
       error = _connect(host, port)
       self.assertIsInstance(error, ConnectionRefusedError,
                             f"{host}:{port} from outside the namespace: "
-                            f"{error!r}\n{out.text()}")
-    self.assertIsNone(proc.poll(), out.text())
+                            f"{error!r}\n{out.describe()}")
+    self.assertIsNone(proc.poll(), out.describe())
 
 
 if __name__ == "__main__":

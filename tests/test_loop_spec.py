@@ -8,7 +8,6 @@ with one step per session.run (harness/core/loop_spec.py).
 
 import glob
 import os
-import shutil
 import subprocess
 import sys
 
@@ -100,9 +99,7 @@ def _estimator(model_dir, steps_per_loop, **params):
   return harness.Estimator(_model_fn, config=config, params=params)
 
 
-def _variables(estimator):
-  return {name: estimator.get_variable_value(name)
-          for name in estimator.get_variable_names()}
+_variables = _support.variable_values
 
 
 class LoopSpecTest(parameterized.TestCase):
@@ -115,9 +112,7 @@ class LoopSpecTest(parameterized.TestCase):
     results = []
     for steps_per_loop in (1, 7):
       model_dir = self.create_tempdir().full_path
-      for name in os.listdir(start):
-        if os.path.isfile(os.path.join(start, name)):
-          shutil.copy(os.path.join(start, name), model_dir)
+      _support.copy_model_dir_files(start, model_dir)
       est = _estimator(model_dir, steps_per_loop, scaffold="saver")
       calls = _InitFnCalls.count
       est.train(_input_fn, max_steps=40)

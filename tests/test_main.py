@@ -3,8 +3,6 @@
 import io
 import json
 import os
-import pathlib
-import subprocess
 import sys
 import textwrap
 
@@ -13,8 +11,9 @@ import pytest
 
 from harness.cli import flags
 from harness.cli import job as job_lib
+from tests import _support
+from tests import conftest
 
-_REPO = pathlib.Path(__file__).resolve().parent.parent
 _TIMEOUT_SECS = 240
 _LINEAR = ["--model_fn=linear", "--input_fn=constant"]
 # Resolving these imports no TensorFlow: runs that stop before training
@@ -25,17 +24,9 @@ _NO_TF = ["--model_fn=tests.programs.no_tf_fns:model_fn",
 
 def _run_main(args, env_extra=None, timeout=_TIMEOUT_SECS):
   """Runs the binary; returns the CompletedProcess (bounded by a timeout)."""
-  env = dict(os.environ)
-  env.pop("TF_CONFIG", None)
-  env.update(env_extra or {})
-  command = [sys.executable, "-m", "harness.main"] + list(args)
-  process = subprocess.run(command, cwd=_REPO, env=env, capture_output=True,
-                           text=True, timeout=timeout, check=False)
-  process.description = (
-      f"command: {command}\nexit: {process.returncode}\n"
-      f"stdout tail:\n{process.stdout[-3000:]}\n"
-      f"stderr tail:\n{process.stderr[-3000:]}")
-  return process
+  return _support.run([sys.executable, "-m", "harness.main"] + list(args),
+                      timeout_secs=timeout,
+                      env=conftest.child_env(extra=env_extra))
 
 
 class MainBinaryTest(absltest.TestCase):

@@ -7,7 +7,6 @@ slow tests run whole clusters through harness.launch.
 import json
 import os
 import signal
-import socket
 import threading
 import time
 
@@ -17,16 +16,16 @@ import pytest
 
 from harness import errors
 from harness._tf import tf
+from harness.cluster import env_knobs
+from harness.cluster import ports
 from harness.core import preemption
 from harness.distribute import evaluator as evaluator_lib
 from harness.state import run_state
 import harness
 from tests import _support
-from tests.programs.cluster_job import model_fn as _model_fn
 from tests.programs import launch_watch as watch
 
-def _input_fn():
-  return tf.data.Dataset.from_tensors(({"x": [1.0]}, [2.0])).repeat().batch(4)
+_input_fn = _support.constant_input_fn
 
 
 class _AtStep(tf.compat.v1.train.SessionRunHook):
@@ -54,9 +53,7 @@ class LocalPreemptionTest(absltest.TestCase):
     self.model_dir = self.create_tempdir().full_path
     # Checkpoints only at the start and on exit: the one at the stop step
     # can only come from the final save.
-    self.est = harness.Estimator(_model_fn, config=harness.RunConfig(
-        model_dir=self.model_dir, save_checkpoints_steps=1000,
-        save_checkpoints_secs=None, tf_random_seed=1))
+    self.est = _support.linear_estimator(self.model_dir, 1000)
 
   def test_sigterm_saves_at_the_current_step_and_resume_continues(self):
     before = signal.getsignal(signal.SIGTERM)
@@ -109,7 +106,8 @@ class LocalPreemptionTest(absltest.TestCase):
 class KnobsTest(absltest.TestCase):
 
   def test_peer_timeout_default_and_env(self):
-    self.assertEqual(preemption.peer_timeout_secs({}), 60.0)
+    self.assertEqual(preemption.peer_timeout_secs({}),
+                     env_knobs.PEER_TIMEOUT.default)
     self.assertEqual(preemption.peer_timeout_secs(
         {preemption.PEER_TIMEOUT_ENV: "7.5"}), 7.5)
 
@@ -137,24 +135,14 @@ class KnobsTest(absltest.TestCase):
       self.assertFalse(preemption.resumable_reason(final))
 
 
-def _closed_port():
-  with socket.socket() as s:
-    s.bind(("127.0.0.1", 0))
-    return s.getsockname()[1]
-
-
 class GuardTest(absltest.TestCase):
   """Lost-peer errors of a multi-task session, on real sockets and files."""
 
   def setUp(self):
     super().setUp()
     self.model_dir = self.create_tempdir().full_path
-    self.listener = socket.socket()
-    self.listener.bind(("127.0.0.1", 0))
-    self.listener.listen(8)
-    self.addCleanup(self.listener.close)
-    alive = f"127.0.0.1:{self.listener.getsockname()[1]}"
-    self.dead = f"127.0.0.1:{_closed_port()}"
+    alive = _support.silent_listener(self)
+    self.dead = f"127.0.0.1:{ports.pick_free_port()}"  # Nobody listens.
     self.cluster = {"worker": [alive, alive, self.dead]}
 
   def _guard(self, **kwargs):
@@ -206,7 +194,11 @@ class GuardTest(absltest.TestCase):
       run_state.write_task_started(self.model_dir, label)
     for label in ("worker/0", "worker/1"):  # Its group formed.
       run_state.write_task_opened(self.model_dir, label)
-    time.sleep(0.01)
+    formed = max(record["opened_at"] for record in run_state.task_records(
+        self.model_dir, ["worker/0", "worker/1"]).values())
+    # A restart is a start record written after the group formed.
+    _support.wait_for(lambda: time.time() > formed, 5,
+                      "the clock to pass the group's opened_at")
     slept = []
 
     def sleep(secs):  # The peer restarts while this task waits.
@@ -225,9 +217,7 @@ class EvaluatorWaitsForResumeTest(absltest.TestCase):
   def setUp(self):
     super().setUp()
     self.model_dir = self.create_tempdir().full_path
-    self.est = harness.Estimator(_model_fn, config=harness.RunConfig(
-        model_dir=self.model_dir, save_checkpoints_steps=5,
-        save_checkpoints_secs=None, tf_random_seed=1))
+    self.est = _support.linear_estimator(self.model_dir, 5)
 
   def _run(self, max_steps):
     return evaluator_lib.run_continuous(
@@ -275,8 +265,12 @@ class ClusterPreemptionTest(absltest.TestCase):
     thread, result = watch.launch_job(
         model_dir, out, extra=["--max_steps=150", "--ckpt_steps=1000"],
         workers=2, evaluator=True, max_restarts=1)
-    watch.wait_for(out, r"\[worker/0\].*step \d+/150", 90)
-    time.sleep(0.5 + (os.getpid() % 10) / 10)  # "A random moment".
+    # A defined moment mid-run: once worker/0 logged step 30 or later
+    # (progress lines every 10 steps), well before the last of 150.
+    _support.wait_for(
+        lambda: [m for _, m in out.find(r"\[worker/0\].*step (\d+)/150")
+                 if int(m.group(1)) >= 30], 90,
+        "worker/0 to log step 30", details=lambda: out.text()[-4000:])
     os.kill(watch.task_pid(model_dir, "worker/0"), signal.SIGTERM)
     stops = watch.wait_for(out, r"\[(worker/\d)\].*stopped at step (\d+)", 30)
     thread.join(150)

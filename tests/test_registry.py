@@ -1,6 +1,7 @@
 """Tests of harness.cli.registry: built-in names, user modules, errors, direction."""
 
 import ast
+import copy
 import os
 import pathlib
 import subprocess
@@ -48,14 +49,19 @@ class RegistryTest(absltest.TestCase):
         (make_input_fn.__module__, make_input_fn.__name__),
         ("input_fns.mnist_idx", "make_input_fn"))
 
-  def test_default_params_are_fresh_copies(self):
-    params = registry.model_default_params("linear")
-    self.assertEqual(params, {"learning_rate": 0.2, "optimizer": "sgd"})
-    params["learning_rate"] = 5.0
-    self.assertEqual(registry.model_default_params("linear")["learning_rate"],
-                     0.2)
-    self.assertEqual(
-        registry.input_default_params("mnist_idx")["train_examples"], 8000)
+  def test_default_params_are_the_modules_as_fresh_copies(self):
+    for params_of, resolve, name in (
+        (registry.model_default_params, registry.resolve_model_fn, "linear"),
+        (registry.input_default_params, registry.resolve_input_fn,
+         "mnist_idx")):
+      with self.subTest(name=name):
+        module = sys.modules[resolve(name).__module__]
+        defaults = copy.deepcopy(module.DEFAULT_PARAMS)
+        params = params_of(name)
+        self.assertEqual(params, defaults)
+        params[next(iter(params))] = "changed by the caller"
+        self.assertEqual(params_of(name), defaults)
+        self.assertEqual(module.DEFAULT_PARAMS, defaults)
 
   def test_unknown_name_lists_registered_names(self):
     with self.assertRaises(errors.FlagError) as cm:

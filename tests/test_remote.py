@@ -11,10 +11,6 @@ import json
 import os
 import re
 import signal
-import socket
-import subprocess
-import sys
-import threading
 import time
 
 from absl import flags
@@ -29,107 +25,17 @@ from harness.cluster import ports
 from harness.distribute import remote
 from harness.distribute import strategies
 from tests import _support
-from tests import conftest
 
 # absltest's create_tempdir reads --test_tmpdir; pytest does not parse flags.
 if not flags.FLAGS.is_parsed():
   flags.FLAGS.mark_as_parsed()
 
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_SERVER_START_SECS = 90  # TensorFlow's import is slow on a busy machine.
 _CLIENT_SECS = 150
 _LOG_EVERY = 10
 
 
-_env = conftest.child_env
-
-
-class _Process:
-  """A child process (own process group) whose output is collected."""
-
-  def __init__(self, args, name, tf_config=None):
-    self.args, self.name = args, name
-    self.lines = []
-    self.proc = subprocess.Popen(
-        [sys.executable, *args], env=_env(tf_config), cwd=_REPO,
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    self._reader = threading.Thread(target=self._read, daemon=True)
-    self._reader.start()
-
-  def _read(self):
-    for line in self.proc.stdout:
-      self.lines.append(line.rstrip("\n"))
-
-  @property
-  def output(self):
-    return "\n".join(self.lines)
-
-  def describe(self):
-    tail = "\n".join(self.lines[-40:])
-    return (f"{self.name}: {' '.join(self.args)}\nexit code: "
-            f"{self.proc.poll()}\nlog tail:\n{tail}")
-
-  def wait_for(self, predicate, timeout):
-    """Polls predicate() until true (True) or timeout / exit (False)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-      if predicate():
-        return True
-      if self.proc.poll() is not None:
-        self._reader.join(timeout=5)
-        return bool(predicate())
-      time.sleep(0.1)
-    return False
-
-  def wait(self, timeout):
-    try:
-      code = self.proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-      self.kill_group()
-      code = None
-    self._reader.join(timeout=5)
-    return code
-
-  def kill_group(self):
-    if self.proc.poll() is None:
-      os.killpg(self.proc.pid, signal.SIGKILL)
-      self.proc.wait(timeout=10)
-
-
-def _start_servers(test, cluster, num_cpu_devices=1):
-  """One `python -m harness.server` per task; stopped by PID in cleanup."""
-  spec = ";".join(f"{job}={','.join(a)}" for job, a in cluster.items())
-  servers = []
-  for job, addresses in cluster.items():
-    for index in range(len(addresses)):
-      server = _Process(
-          ["-m", "harness.server", f"--cluster_spec={spec}",
-           f"--job_name={job}", f"--task_index={index}",
-           f"--num_cpu_devices={num_cpu_devices}"], f"server {job}/{index}")
-      test.addCleanup(server.kill_group)
-      servers.append(server)
-  for server in servers:
-    test.assertTrue(
-        server.wait_for(lambda s=server: "listening on" in s.output,
-                        _SERVER_START_SECS), server.describe())
-  return servers
-
-
-def _cluster(**jobs):
-  count = sum(jobs.values())
-  free = iter(ports.pick_free_ports(count))
-  return {job: [f"127.0.0.1:{next(free)}" for _ in range(n)]
-          for job, n in jobs.items()}
-
-
-def _steps_logged(output, task):
-  return [int(s) for s in re.findall(
-      rf"train \| remote {re.escape(task)} \| step (\d+)/", output)]
-
-
 def _main_args(cluster, model_dir, max_steps):
-  spec = ";".join(f"{job}={','.join(a)}" for job, a in cluster.items())
+  spec = _support.cluster_spec(cluster)
   return ["-m", "harness.main", "--model_fn=linear", "--input_fn=constant",
           f"--remote_cluster={spec}", "--strategy=collective",
           "--num_gpus_per_worker=2", "--cpu_stand_in",
@@ -141,19 +47,6 @@ def _main_args(cluster, model_dir, max_steps):
 
 def _closed_address():
   return f"127.0.0.1:{ports.pick_free_port()}"  # Nothing listens there.
-
-
-class _Listener:
-  """A TCP socket that accepts connections and never answers."""
-
-  def __init__(self):
-    self.sock = socket.socket()
-    self.sock.bind(("127.0.0.1", 0))
-    self.sock.listen(8)
-    self.address = f"127.0.0.1:{self.sock.getsockname()[1]}"
-
-  def close(self):
-    self.sock.close()
 
 
 class TasksTest(absltest.TestCase):
@@ -173,35 +66,31 @@ class TasksTest(absltest.TestCase):
 class CheckServersTest(absltest.TestCase):
 
   def test_closed_port_fails_within_the_bound_naming_it(self):
-    closed, listener = _closed_address(), _Listener()
-    self.addCleanup(listener.close)
+    closed, listener = _closed_address(), _support.silent_listener(self)
     start = time.monotonic()
     with self.assertRaises(errors.RemoteClusterError) as caught:
-      remote.check_reachable({"worker": [listener.address, closed]},
+      remote.check_reachable({"worker": [listener, closed]},
                              timeout_secs=1.0)
     self.assertLess(time.monotonic() - start, 5.0)
     message = str(caught.exception)
     self.assertIn(f"worker/1 at {closed}", message)
-    self.assertNotIn(listener.address, message)
+    self.assertNotIn(listener, message)
     self.assertIn("Cannot reach 1 of the 2 servers", message)
 
   def test_listening_ports_pass(self):
-    listener = _Listener()
-    self.addCleanup(listener.close)
-    remote.check_reachable({"worker": [listener.address]}, timeout_secs=1.0)
+    listener = _support.silent_listener(self)
+    remote.check_reachable({"worker": [listener]}, timeout_secs=1.0)
 
   def test_a_port_that_is_not_a_tensorflow_server(self):
-    listener = _Listener()
-    self.addCleanup(listener.close)
+    listener = _support.silent_listener(self)
     start = time.monotonic()
     with self.assertRaisesRegex(errors.RemoteClusterError,
                                 "not a working TensorFlow server"):
-      remote.check_servers({"worker": [listener.address]}, timeout_secs=1.0)
+      remote.check_servers({"worker": [listener]}, timeout_secs=1.0)
     self.assertLess(time.monotonic() - start, 10.0)
 
   def test_server_with_too_few_devices_or_another_cluster(self):
-    address, other = _closed_address(), _Listener()
-    self.addCleanup(other.close)
+    address, other = _closed_address(), _support.silent_listener(self)
     server = tf.distribute.Server(
         tf.train.ClusterSpec({"worker": [address]}), job_name="worker",
         task_index=0, start=True)
@@ -212,7 +101,7 @@ class CheckServersTest(absltest.TestCase):
                            timeout_secs=5.0)
     with self.assertRaisesRegex(errors.ClusterConfigError,
                                 "does not know task worker/1"):
-      remote.check_servers({"worker": [address, other.address]},
+      remote.check_servers({"worker": [address, other]},
                            timeout_secs=5.0)
 
 
@@ -245,25 +134,28 @@ class RemoteClusterTest(absltest.TestCase):
   def test_collective_client_killed_then_resumed(self):
     # The README walkthrough: two servers with 2 CPU devices each, a client
     # killed mid-run, a second client that resumes and finishes.
-    cluster = _cluster(worker=2)
-    servers = _start_servers(self, cluster, num_cpu_devices=2)
+    cluster = _support.loopback_cluster(worker=2)
+    servers = _support.start_servers(self, cluster, num_cpu_devices=2)
     model_dir = self.create_tempdir().full_path
-    first = _Process(_main_args(cluster, model_dir, 100000), "client 1")
+    first = _support.ChildProcess(_main_args(cluster, model_dir, 100000),
+                                  "client 1")
     self.addCleanup(first.kill_group)
     self.assertTrue(first.wait_for(
-        lambda: (_support.checkpoint_step(model_dir) or 0) > 0 and _steps_logged(
-            first.output, "worker/1"), _CLIENT_SECS), first.describe())
+        lambda: (_support.checkpoint_step(model_dir) or 0) > 0 and (
+            _support.steps_logged(first.output, "remote worker/1")),
+        _CLIENT_SECS), first.describe())
     first.kill_group()
     self.assertEqual(first.proc.returncode, -signal.SIGKILL)
     resumed_from = _support.checkpoint_step(model_dir)
     max_steps = resumed_from + 40
-    second = _Process(_main_args(cluster, model_dir, max_steps), "client 2")
+    second = _support.ChildProcess(_main_args(cluster, model_dir, max_steps),
+                                   "client 2")
     self.addCleanup(second.kill_group)
     self.assertEqual(second.wait(_CLIENT_SECS), 0, second.describe())
     output = second.output
     # Both tasks trained in lock step from the checkpoint to the end.
     for task in ("worker/0", "worker/1"):
-      steps = _steps_logged(output, task)
+      steps = _support.steps_logged(output, f"remote {task}")
       self.assertNotEmpty(steps, second.describe())
       self.assertBetween(steps[0], resumed_from + 1,
                          resumed_from + _LOG_EVERY)
@@ -279,10 +171,10 @@ class RemoteClusterTest(absltest.TestCase):
       self.assertIsNone(server.proc.poll(), server.describe())
 
   def test_parameter_server_library_client(self):
-    cluster = _cluster(worker=2, ps=1)
-    servers = _start_servers(self, cluster)
+    cluster = _support.loopback_cluster(worker=2, ps=1)
+    servers = _support.start_servers(self, cluster)
     model_dir = self.create_tempdir().full_path
-    client = _Process(
+    client = _support.ChildProcess(
         ["-m", "tests.programs.remote_client", f"--model_dir={model_dir}",
          f"--remote_cluster={json.dumps(cluster)}", "--strategy=ps",
          "--max_steps=60"], "client")
@@ -292,8 +184,9 @@ class RemoteClusterTest(absltest.TestCase):
     step = _support.checkpoint_step(model_dir)
     self.assertBetween(step, 60, 62)
     for task in ("worker/0", "worker/1"):
-      self.assertNotEmpty(_steps_logged(client.output, task),
-                          client.describe())
+      self.assertNotEmpty(
+          _support.steps_logged(client.output, f"remote {task}"),
+          client.describe())
     with open(os.path.join(model_dir, "result-client.json")) as f:
       result = json.load(f)
     self.assertEqual(result["metrics"]["global_step"], step)
@@ -302,7 +195,7 @@ class RemoteClusterTest(absltest.TestCase):
         os.path.join(result["exports"][-1], "saved_model.pb")))
     # A failing chief hook: the error reaches the caller, the other task
     # stops after its step, the servers stay up.
-    failing = _Process(
+    failing = _support.ChildProcess(
         ["-m", "tests.programs.remote_client", f"--model_dir={model_dir}",
          f"--remote_cluster={json.dumps(cluster)}", "--strategy=ps",
          f"--max_steps={step + 400}", f"--fail_at_step={step + 20}"],
@@ -319,7 +212,7 @@ class RemoteClusterTest(absltest.TestCase):
 
   def test_client_of_a_closed_port_exits_1_naming_it(self):
     closed = _closed_address()
-    client = _Process(
+    client = _support.ChildProcess(
         ["-m", "tests.programs.remote_client", "--model_dir="
          + self.create_tempdir().full_path,
          f"--remote_cluster={json.dumps({'worker': [closed]})}",
@@ -334,7 +227,7 @@ class RemoteClusterTest(absltest.TestCase):
   def test_main_with_tf_config_and_remote_cluster_is_a_flag_error(self):
     tf_config = {"cluster": {"worker": ["127.0.0.1:2222"]},
                  "task": {"type": "worker", "index": 0}}
-    client = _Process(
+    client = _support.ChildProcess(
         ["-m", "harness.main",
          # Functions whose modules import no TensorFlow: a flag error fast.
          "--model_fn=tests.programs.no_tf_fns:model_fn",

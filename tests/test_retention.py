@@ -24,20 +24,17 @@ from harness._tf import tf
 from harness.state import checkpoints
 from harness.state import retention
 import harness
+from tests import _support
 from tests import conftest
 from tests.programs.cluster_job import model_fn as _model_fn
 
 _TIMEOUT_SECS = 300
-_INDEX_RE = re.compile(r"^model\.ckpt-(\d+)\.index$")
 
 
-def _input_fn():
-  return tf.data.Dataset.from_tensors(({"x": [1.0]}, [2.0])).repeat().batch(4)
+_input_fn = _support.constant_input_fn
 
 
-def _steps(model_dir):
-  return sorted(int(m.group(1)) for m in map(_INDEX_RE.match,
-                                             os.listdir(model_dir)) if m)
+_steps = _support.checkpoint_steps
 
 
 def _make_old(path, age_secs=3600):
@@ -197,12 +194,7 @@ def _main_command(model_dir, *args):
 
 
 def _run(command, timeout=_TIMEOUT_SECS):
-  process = subprocess.run(command, env=conftest.child_env(),
-                           cwd=conftest.REPO_ROOT, capture_output=True,
-                           text=True, timeout=timeout, check=False)
-  process.description = (f"command: {command}\nexit: {process.returncode}\n"
-                         f"stderr tail:\n{process.stderr[-3000:]}")
-  return process
+  return _support.run(command, timeout_secs=timeout)
 
 
 @pytest.mark.slow  # Runs of the binary.
@@ -237,8 +229,7 @@ class BinaryLifecycleTest(absltest.TestCase):
     rng = random.Random(19)
     log_path = os.path.join(os.path.dirname(model_dir), "cycles.log")
     for cycle in range(8):
-      before = (_steps(model_dir) if os.path.isdir(model_dir) else [-1])
-      before = (before or [-1])[-1]
+      before = (_steps(model_dir) or [-1])[-1]
       if cycle % 3 == 2:  # What a kill in a save / an export leaves.
         planted = [os.path.join(model_dir, f"model.ckpt-{before + 1}_temp"),
                    os.path.join(model_dir, "export", "latest",
@@ -251,14 +242,15 @@ class BinaryLifecycleTest(absltest.TestCase):
             command, env=conftest.child_env(), cwd=conftest.REPO_ROOT,
             stdout=log, stderr=log, start_new_session=True)
       try:
-        deadline = time.monotonic() + _TIMEOUT_SECS
-        while not (os.path.isdir(model_dir) and
-                   [s for s in _steps(model_dir) if s > before]):
-          self.assertIsNone(process.poll(), f"cycle {cycle} exited early; "
-                            f"see {log_path}")
-          self.assertLess(time.monotonic(), deadline, f"cycle {cycle} made "
-                          "no checkpoint in time")
-          time.sleep(0.05)
+        _support.wait_for(
+            lambda: process.poll() is not None or [
+                s for s in _steps(model_dir) if s > before], _TIMEOUT_SECS,
+            f"cycle {cycle} to write a checkpoint after step {before} (see "
+            f"{log_path})")
+        self.assertIsNone(process.poll(), f"cycle {cycle} exited early; "
+                          f"see {log_path}")
+        # The kill lands at a random moment after that checkpoint (seeded):
+        # in a save, an export or between them. The randomness is the test.
         time.sleep(rng.uniform(0.0, 0.3))
       finally:
         os.killpg(process.pid, signal.SIGKILL)

@@ -14,19 +14,14 @@ from harness import errors
 from harness import run_config as rc
 from harness._tf import tf
 from harness.cluster import tf_config as cluster
+from tests import _support
 
 _FULL = {"chief": ["h0:2222"], "ps": ["h1:2222", "h2:2222"],
          "worker": ["h3:2222", "h4:2222", "h5:2222"]}
 _WORKERS = {"worker": ["w0:1", "w1:1"]}
 
 
-def _env(cluster_dict=None, task_type=None, task_id=0, **extra):
-  config = dict(extra)
-  if cluster_dict is not None:
-    config["cluster"] = cluster_dict
-  if task_type is not None:
-    config["task"] = {"type": task_type, "index": task_id}
-  return {"TF_CONFIG": json.dumps(config)}
+_env = _support.tf_config_environ
 
 
 def _mirrored():
@@ -285,7 +280,7 @@ class ClusterPropertiesTest(parameterized.TestCase):
       ("bad_json", {"TF_CONFIG": "{not json"}, "is not valid JSON"),
       ("no_chief", _env(_WORKERS, "worker", 0), 'but no chief'),
       ("out_of_range", _env(_FULL, "worker", 3), "is not in the cluster"),
-      ("task_no_cluster", _env(task_type="ps"), 'but no "cluster"'),
+      ("task_no_cluster", _env(task_type="ps", index=0), 'but no "cluster"'),
   )
   def test_bad_tf_config(self, environ, pattern):
     with self.assertRaisesRegex(errors.ClusterConfigError,

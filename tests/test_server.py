@@ -1,11 +1,7 @@
 """Tests of harness.server: the config, the library and the real binary."""
 
-import os
 import signal
-import subprocess
 import sys
-import threading
-import time
 
 from absl import flags
 from absl.testing import absltest
@@ -16,68 +12,15 @@ from harness import errors
 from harness import server
 from harness._tf import tf
 from harness.cluster import ports
+from tests import _support
 from tests import conftest
 
 # absltest's create_tempdir reads --test_tmpdir; pytest does not parse flags.
 if not flags.FLAGS.is_parsed():
   flags.FLAGS.mark_as_parsed()
 
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _START_SECS = 90  # TensorFlow's import is slow on a busy 2-core machine.
 _STOP_SECS = 10
-
-
-_env = conftest.child_env
-
-
-class _ServerProcess:
-  """A `python -m harness.server` child whose output is collected."""
-
-  def __init__(self, args, tf_config=None):
-    self.args = args
-    self.lines = []
-    self._proc = subprocess.Popen(
-        [sys.executable, "-m", "harness.server", *args], env=_env(tf_config),
-        cwd=_REPO, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True)
-    self._reader = threading.Thread(target=self._read, daemon=True)
-    self._reader.start()
-
-  def _read(self):
-    for line in self._proc.stdout:
-      self.lines.append(line.rstrip("\n"))
-
-  def describe(self):
-    tail = "\n".join(self.lines[-20:])
-    return (f"command: harness.server {' '.join(self.args)}\n"
-            f"exit code: {self._proc.poll()}\nlog tail:\n{tail}")
-
-  def wait_for(self, text, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-      if any(text in line for line in self.lines):
-        return True
-      if self._proc.poll() is not None:
-        self._reader.join(timeout=5)
-        return any(text in line for line in self.lines)
-      time.sleep(0.05)
-    return False
-
-  def stop(self, signum, timeout):
-    """Sends `signum`; returns (exit code or None if still running, secs)."""
-    start = time.monotonic()
-    self._proc.send_signal(signum)
-    try:
-      code = self._proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-      code = None
-    self._reader.join(timeout=5)
-    return code, time.monotonic() - start
-
-  def kill(self):
-    if self._proc.poll() is None:
-      self._proc.kill()
-      self._proc.wait(timeout=_STOP_SECS)
 
 
 class ServerConfigTest(parameterized.TestCase):
@@ -154,15 +97,21 @@ class ServerFlagsTest(parameterized.TestCase):
       ("tf_config_not_json", [], "{oops", "not valid JSON"),
       ("positional", ["extra"], None, "unexpected arguments"))
   def test_bad_input_exits_2_with_one_message(self, args, tf_config, message):
-    env = _env(tf_config if isinstance(tf_config, dict) else None)
+    env = conftest.child_env(tf_config if isinstance(tf_config, dict)
+                             else None)
     if isinstance(tf_config, str):
       env["TF_CONFIG"] = tf_config
-    result = subprocess.run(
-        [sys.executable, "-m", "harness.server", *args], env=env, cwd=_REPO,
-        capture_output=True, text=True, timeout=_START_SECS, check=False)
+    result = _support.run([sys.executable, "-m", "harness.server", *args],
+                          env=env, timeout_secs=_START_SECS)
     self.assertEqual(result.returncode, 2, result.stderr)
     self.assertIn(message, result.stderr)
     self.assertNotIn("Traceback", result.stderr)
+
+
+def _server(name, *args, tf_config=None):
+  """A `python -m harness.server ARGS` child (tests._support.ChildProcess)."""
+  return _support.ChildProcess(["-m", "harness.server", *args],
+                               f"server {name}", tf_config=tf_config)
 
 
 @pytest.mark.slow
@@ -173,18 +122,18 @@ class ServerClusterTest(absltest.TestCase):
     addresses = [ports.address("127.0.0.1", p)
                  for p in ports.pick_free_ports(3)]
     the_cluster = {"worker": addresses[:2], "ps": addresses[2:]}
-    spec = f"worker={addresses[0]},{addresses[1]};ps={addresses[2]}"
+    spec = _support.cluster_spec(the_cluster)
     servers = {
-        "worker/0": _ServerProcess([
-            f"--cluster_spec={spec}", "--job_name=worker", "--task_index=0",
-            "--num_cpu_devices=2"]),
-        "worker/1": _ServerProcess(["--num_cpu_devices=2"], tf_config={
+        "worker/0": _server(
+            "worker/0", f"--cluster_spec={spec}", "--job_name=worker",
+            "--task_index=0", "--num_cpu_devices=2"),
+        "worker/1": _server("worker/1", "--num_cpu_devices=2", tf_config={
             "cluster": the_cluster, "task": {"type": "worker", "index": 1}}),
-        "ps/0": _ServerProcess([], tf_config={
+        "ps/0": _server("ps/0", tf_config={
             "cluster": the_cluster, "task": {"type": "ps", "index": 0}}),
     }
     for proc in servers.values():
-      self.addCleanup(proc.kill)
+      self.addCleanup(proc.kill_group)
     # TensorFlow 2.21 listens on every interface; the line says so.
     listening = [f"listening on *:{a.rsplit(':', 1)[1]} (all interfaces; "
                  f"cluster address {a})" for a in addresses]
@@ -194,7 +143,7 @@ class ServerClusterTest(absltest.TestCase):
         "ps/0": f"server | ps/0 | {listening[2]} | 1 CPU devices",
     }
     for task, line in expected.items():
-      self.assertTrue(servers[task].wait_for(line, _START_SECS),
+      self.assertTrue(servers[task].wait_for_text(line, _START_SECS),
                       servers[task].describe())
 
     with tf.Graph().as_default():
@@ -237,7 +186,7 @@ class ServerClusterTest(absltest.TestCase):
       self.assertEqual(code, 0, servers[task].describe())
       self.assertLess(secs, 5, servers[task].describe())
       self.assertTrue(
-          servers[task].wait_for(
+          servers[task].wait_for_text(
               f"server | {task} | stopping on {signum.name}", 1),
           servers[task].describe())
 

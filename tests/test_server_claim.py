@@ -12,7 +12,6 @@ import json
 import os
 import re
 import socket
-import time
 
 from absl.testing import absltest
 import pytest
@@ -22,7 +21,6 @@ from harness._tf import tf
 from harness.cluster import ports
 from harness.distribute import server_claim
 from tests import _support
-from tests import test_remote
 
 _CLIENT_SECS = 240
 
@@ -79,17 +77,13 @@ class ClaimTest(absltest.TestCase):
     claims = server_claim.claim_all(self.cluster, timeout_secs=1,
                                     wait_secs=10)
     claims._stop.set()  # pylint: disable=protected-access  # "Killed".
-    deadline = time.monotonic() + 30
-    lost = None
-    while lost is None and time.monotonic() < deadline:
-      time.sleep(0.3)
-      lost = self.watchdog.lost_client()
-    self.assertIsNotNone(lost)
+    lost = _support.wait_for(self.watchdog.lost_client, 30,
+                             "the watchdog to report the unrenewed claim")
     self.assertEqual(json.loads(lost)["pid"], os.getpid())
 
 
 def _client_args(cluster, model_dir, max_steps):
-  spec = ";".join(f"{job}={','.join(a)}" for job, a in cluster.items())
+  spec = _support.cluster_spec(cluster)
   return ["-m", "harness.main", "--model_fn=linear", "--input_fn=constant",
           f"--remote_cluster={spec}", "--strategy=collective",
           f"--max_steps={max_steps}", "--save_checkpoints_steps=20",
@@ -101,17 +95,17 @@ def _client_args(cluster, model_dir, max_steps):
 class TwoClientsTest(absltest.TestCase):
 
   def test_second_client_refused_then_killed_client_replaced(self):
-    cluster = test_remote._cluster(worker=1)  # pylint: disable=protected-access
-    server, = test_remote._start_servers(self, cluster)  # pylint: disable=protected-access
+    cluster = _support.loopback_cluster(worker=1)
+    server, = _support.start_servers(self, cluster)
     model_dir = self.create_tempdir().full_path
-    first = test_remote._Process(  # pylint: disable=protected-access
+    first = _support.ChildProcess(
         _client_args(cluster, model_dir, 10**9), "client 1")
     self.addCleanup(first.kill_group)
     self.assertTrue(first.wait_for(
         lambda: re.search(r"train \| remote worker/0 \| step \d+",
                           first.output), _CLIENT_SECS), first.describe())
 
-    second = test_remote._Process(  # pylint: disable=protected-access
+    second = _support.ChildProcess(
         _client_args(cluster, model_dir + "-2", 20), "client 2")
     self.addCleanup(second.kill_group)
     self.assertEqual(second.wait(_CLIENT_SECS), 1, second.describe())
@@ -122,7 +116,7 @@ class TwoClientsTest(absltest.TestCase):
 
     first.kill_group()  # SIGKILL mid-run: its claim is never released.
     step = _support.checkpoint_step(model_dir) or 0
-    third = test_remote._Process(  # pylint: disable=protected-access
+    third = _support.ChildProcess(
         _client_args(cluster, model_dir, step + 30), "client 3")
     self.addCleanup(third.kill_group)
     self.assertEqual(third.wait(_CLIENT_SECS), 0,

@@ -1,9 +1,5 @@
 """RunConfig(steps_per_loop=K): K training steps inside one session.run."""
 
-import glob
-import os
-import shutil
-
 from absl.testing import absltest
 from absl.testing import parameterized
 import numpy as np
@@ -13,6 +9,7 @@ from harness._tf import tf
 from harness.distribute import strategies
 import harness
 from tests import _support
+from tests import conftest
 
 
 def _model_fn(features, labels, mode, params):
@@ -62,18 +59,10 @@ def _estimator(model_dir, steps_per_loop, *, strategy=None, params=None,
   return harness.Estimator(_model_fn, config=config, params=params or {})
 
 
-def _summary_steps(model_dir, tag):
-  steps = []
-  for path in glob.glob(os.path.join(model_dir, "events.out.*")):
-    for event in tf.compat.v1.train.summary_iterator(path):
-      if any(v.tag == tag for v in event.summary.value):
-        steps.append(event.step)
-  return sorted(steps)
+_summary_steps = conftest.summary_steps
 
 
-def _variables(estimator):
-  return {name: estimator.get_variable_value(name)
-          for name in estimator.get_variable_names()}
+_variables = _support.variable_values
 
 
 class _StepRecorder(tf.compat.v1.train.SessionRunHook):
@@ -119,9 +108,7 @@ class StepsPerLoopTest(parameterized.TestCase):
     results = []
     for steps_per_loop in (1, 7):
       model_dir = self.create_tempdir().full_path
-      for name in os.listdir(start):
-        if os.path.isfile(os.path.join(start, name)):
-          shutil.copy(os.path.join(start, name), model_dir)
+      _support.copy_model_dir_files(start, model_dir)
       est = estimator(model_dir, steps_per_loop)
       est.train(_dataset_input_fn(), max_steps=40)
       results.append(_variables(est))

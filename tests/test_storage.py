@@ -15,11 +15,9 @@ import os
 import pathlib
 import re
 import shlex
-import subprocess
 import sys
 import uuid
 
-from absl import logging
 from absl.testing import absltest
 import numpy as np
 import pytest
@@ -33,6 +31,7 @@ from harness.state import checkpoints
 from harness.state import paths
 from harness.state import run_state
 import harness
+from tests import _support
 from tests import conftest
 
 HARNESS_DIR = pathlib.Path(harness.__file__).parent
@@ -368,15 +367,10 @@ class NormalizeModelDirTest(absltest.TestCase):
 
 
 def _run_main(args, *, cwd, home):
-  env = conftest.child_env()
-  env["HOME"] = home
   command = [sys.executable, "-m", "harness.main", "--model_fn=linear",
              "--input_fn=constant", "--mode=train"] + args
-  process = subprocess.run(command, cwd=cwd, env=env, capture_output=True,
-                           text=True, timeout=_TIMEOUT_SECS, check=False)
-  process.description = (f"command: {command}\nexit: {process.returncode}"
-                         f"\nstderr tail:\n{process.stderr[-3000:]}")
-  return process
+  return _support.run(command, timeout_secs=_TIMEOUT_SECS, cwd=cwd,
+                      env=conftest.child_env(extra={"HOME": home}))
 
 
 @pytest.mark.slow  # Three runs of the binary.

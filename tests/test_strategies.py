@@ -20,6 +20,7 @@ from harness import errors
 from harness._tf import tf
 from harness.distribute import strategies
 from tests import _support
+from tests import conftest
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _PROCESS_TIMEOUT_SECS = 90
@@ -334,14 +335,10 @@ class EvaluatorGuardTest(absltest.TestCase):
 
 def _run_python(test, args):
   """Runs one Python child to completion; fails the test on a bad exit."""
-  command = [sys.executable] + args
-  result = subprocess.run(command, cwd=_REPO_ROOT, capture_output=True,
-                          text=True, timeout=_PROCESS_TIMEOUT_SECS,
-                          check=False)
-  out = result.stdout + result.stderr
-  test.assertEqual(result.returncode, 0,
-                   f"{command[:3]} exited {result.returncode}:\n{out[-3000:]}")
-  return out
+  result = _support.run([sys.executable] + args,
+                        timeout_secs=_PROCESS_TIMEOUT_SECS)
+  test.assertEqual(result.returncode, 0, result.description)
+  return result.output
 
 
 def _run_cluster(test, cluster, *, kind, num_devices=1, steps=10,
@@ -362,8 +359,8 @@ def _run_cluster(test, cluster, *, kind, num_devices=1, steps=10,
         command = [sys.executable, "-m", "tests.strategy_worker",
                    json.dumps(spec)]
         procs.append((task_type, task_id, command, subprocess.Popen(
-            command, cwd=_REPO_ROOT, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True)))
+            command, cwd=_REPO_ROOT, env=conftest.child_env(),
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
     results = {}
     for task_type, task_id, command, proc in procs:
       if task_type == "ps":
@@ -392,9 +389,7 @@ def _run_cluster(test, cluster, *, kind, num_devices=1, steps=10,
         proc.communicate()
 
 
-def _local_cluster(**num_tasks):
-  return {job: [f"127.0.0.1:{_support.free_port()}" for _ in range(count)]
-          for job, count in num_tasks.items()}
+_local_cluster = _support.loopback_cluster
 
 
 @pytest.mark.slow

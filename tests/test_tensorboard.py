@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -22,6 +21,7 @@ from harness import errors
 from harness.cli import flags
 from harness.cli import job as job_lib
 from harness.cli import tensorboard_server
+from tests import _support
 from tests import conftest
 
 try:
@@ -65,15 +65,7 @@ def _check_rates(test, series, global_batch):
 
 
 def _run(command, timeout=_TIMEOUT_SECS):
-  env = conftest.child_env()
-  process = subprocess.run(command, cwd=conftest.REPO_ROOT, env=env,
-                           capture_output=True, text=True, timeout=timeout,
-                           check=False)
-  process.description = (
-      f"command: {shlex.join(command)}\nexit: {process.returncode}\n"
-      f"stdout tail:\n{process.stdout[-4000:]}\n"
-      f"stderr tail:\n{process.stderr[-4000:]}")
-  return process
+  return _support.run(command, timeout_secs=timeout)
 
 
 def _get_json(url, path, timeout=30):
@@ -85,18 +77,21 @@ def _wait_for_series(url, run, tag, want_steps):
   """The scalar series `run`/`tag` from TensorBoard's HTTP API, polled until
   it holds `want_steps` (TensorBoard loads event files in the background)."""
   query = urllib.parse.urlencode({"run": run, "tag": tag})
-  deadline = time.monotonic() + _HTTP_WAIT_SECS
-  series = None
-  while time.monotonic() < deadline:
+  last = [None]
+
+  def series():
     try:
-      series = _get_json(url, f"/data/plugin/scalars/scalars?{query}")
-      if {int(step) for _, step, _ in series} >= set(want_steps):
-        return series
+      last[0] = _get_json(url, f"/data/plugin/scalars/scalars?{query}")
     except urllib.error.HTTPError as e:  # 400 until the run/tag is loaded.
-      series = f"HTTP {e.code}"
-    time.sleep(1)
-  raise AssertionError(f"{url}: {run}/{tag} did not reach steps {want_steps} "
-                       f"within {_HTTP_WAIT_SECS} s; last answer: {series}")
+      last[0] = f"HTTP {e.code}"
+      return None
+    return last[0] if {int(step) for _, step, _ in last[0]} >= set(
+        want_steps) else None
+
+  return _support.wait_for(
+      series, _HTTP_WAIT_SECS, f"{url}: {run}/{tag} to reach steps "
+      f"{want_steps}", details=lambda: f"last answer: {last[0]}",
+      interval_secs=1)
 
 
 def _stop_group(test, pid, log_path=None):
@@ -328,14 +323,15 @@ class ServerTest(absltest.TestCase):
           command, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
           start_new_session=True)
       _stop_group(self, server.pid)
-      deadline = time.monotonic() + _HTTP_WAIT_SECS
-      url = None
-      while url is None and time.monotonic() < deadline and (
-          server.poll() is None):
-        time.sleep(0.5)
+
+      def served_url():  # TensorBoard's own "serving at" line.
         log.seek(0)
         found = re.search(rb"at (http://127\.0\.0\.1:\d+)/", log.read())
-        url = found and found.group(1).decode()
+        return found and found.group(1).decode()
+
+      _support.poll_until(lambda: served_url() or server.poll() is not None,
+                          _HTTP_WAIT_SECS, interval_secs=0.5)
+      url = served_url()
       log.seek(0)
       self.assertIsNotNone(url, f"{command}: {log.read()[-2000:]!r}")
     _wait_for_series(url, ".", "loss", [1, 11])

@@ -22,6 +22,7 @@ from harness._tf import tf
 from harness.cli import flags
 from harness.cluster import tf_config as cluster
 import harness
+from tests import _support
 from tests import conftest
 
 _CLUSTER = {"chief": ["host0:2222"], "ps": ["host1:2222", "host2:2222"],
@@ -29,14 +30,7 @@ _CLUSTER = {"chief": ["host0:2222"], "ps": ["host1:2222", "host2:2222"],
 _PLACEHOLDERS = {"chief": ["host0:0"], "worker": ["host1:0", "host2:0"]}
 
 
-def _env(cluster_dict=None, task_type=None, index=None, **extra):
-  config = dict(extra)
-  if cluster_dict is not None:
-    config["cluster"] = cluster_dict
-  if task_type is not None or index is not None:
-    config["task"] = {k: v for k, v in (("type", task_type),
-                                        ("index", index)) if v is not None}
-  return {"TF_CONFIG": json.dumps(config)}
+_env = _support.tf_config_environ
 
 
 def _mirrored():

@@ -11,31 +11,21 @@ second run warm-starts from the first's checkpoint through scaffold_fn.
 import glob
 import json
 import os
-import pathlib
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 from absl.testing import absltest
 
-from tests import conftest
+from tests import _support
 
-_REPO = pathlib.Path(__file__).resolve().parent.parent
 _PROGRAM = "tests/legacy_programs/legacy_tpu_classifier.py"
 _TIMEOUT_SECS = 300
 
 
 def _run(*args):
-  return subprocess.run(
-      [sys.executable, "-m", "harness.run", _PROGRAM, *args], cwd=_REPO,
-      env=conftest.child_env(), capture_output=True, text=True,
-      timeout=_TIMEOUT_SECS, check=False)
-
-
-def _describe(result):
-  return (f"command: {result.args}\nexit status: {result.returncode}\n"
-          f"stderr tail:\n{result.stderr[-4000:]}")
+  return _support.run([sys.executable, "-m", "harness.run", _PROGRAM, *args],
+                      timeout_secs=_TIMEOUT_SECS)
 
 
 def _trainable(reader):
@@ -53,7 +43,7 @@ class LegacyTPUProgramTest(absltest.TestCase):
     first_json = os.path.join(tmp, "first.json")
     result = _run(f"--output_dir={first_dir}", "--do_train", "--do_eval",
                   "--do_predict", "--do_export", f"--result_json={first_json}")
-    self.assertEqual(result.returncode, 0, _describe(result))
+    self.assertEqual(result.returncode, 0, result.description)
     log = result.stderr
     self.assertIn("iterations_per_loop=50 -> steps_per_loop=50", log)
     self.assertNotIn("steps_per_loop=50 -> 1", log)  # No fallback.
@@ -87,7 +77,7 @@ class LegacyTPUProgramTest(absltest.TestCase):
     result = _run(f"--output_dir={second_dir}", "--do_train", "--do_eval",
                   f"--init_checkpoint={checkpoint}", "--learning_rate=0",
                   "--num_train_steps=50", f"--result_json={second_json}")
-    self.assertEqual(result.returncode, 0, _describe(result))
+    self.assertEqual(result.returncode, 0, result.description)
     self.assertNotIn("steps_per_loop=50 -> 1", result.stderr)
     with open(second_json) as f:
       second = json.load(f)

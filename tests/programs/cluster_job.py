@@ -17,6 +17,7 @@ import numpy as np
 
 from harness._tf import tf
 import harness
+from tests import _support
 
 
 def model_fn(features, labels, mode, params):
@@ -67,9 +68,8 @@ class _SyncStartHook(tf.compat.v1.train.SessionRunHook):
     if not self._is_chief:
       open(self._flag, "w").close()
       return
-    deadline = time.monotonic() + self._timeout_secs
-    while not os.path.exists(self._flag) and time.monotonic() < deadline:
-      time.sleep(0.1)
+    _support.poll_until(lambda: os.path.exists(self._flag),
+                        self._timeout_secs, interval_secs=0.1)
 
 
 class SlowStepHook(tf.compat.v1.train.SessionRunHook):

@@ -15,9 +15,8 @@ import threading
 import time
 
 from harness import launch
-
-_REPO = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
+from tests import _support
+from tests import conftest
 
 
 class Lines:
@@ -53,7 +52,7 @@ class Lines:
 
 def launch_job(model_dir, out, *, extra=(), timeout_secs=150, env=None,
                 **tasks):
-  env = dict(os.environ, PYTHONPATH=_REPO, **(env or {}))
+  env = dict(conftest.child_env(), **(env or {}))
   command = [sys.executable, "-m", "tests.programs.chaos_job",
              f"--model_dir={model_dir}", *extra]
   result = {}
@@ -68,14 +67,10 @@ def launch_job(model_dir, out, *, extra=(), timeout_secs=150, env=None,
 
 
 def wait_for(out, pattern, timeout_secs, after=0.0):
-  deadline = time.monotonic() + timeout_secs
-  while time.monotonic() < deadline:
-    found = out.find(pattern, after)
-    if found:
-      return found
-    time.sleep(0.1)
-  raise AssertionError(f"no line matching {pattern!r} in {timeout_secs} s:\n"
-                       + out.text()[-6000:])
+  """out.find(pattern, after) once it finds a line (bounded)."""
+  return _support.wait_for(lambda: out.find(pattern, after), timeout_secs,
+                           f"a line matching {pattern!r}",
+                           details=lambda: out.text()[-6000:])
 
 
 def task_pid(model_dir, task):
