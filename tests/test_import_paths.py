@@ -33,12 +33,14 @@ TOP_LEVEL_MODULES = (
 )
 # The subpackage tree of docs/ARCHITECTURE.md: a move shows in this diff.
 SUBPACKAGES = {
-    "cluster": {"env_knobs", "listen", "netns", "peer_wait", "ports",
-                "tf_config", "tf_config_rules"},
+    "cluster": {"env_knobs", "jobs", "listen", "netns", "peer_wait", "ports",
+                "strategy_kind", "task_facts", "tf_config",
+                "tf_config_checks", "tf_config_rules"},
     "state": {"checkpoints", "lease", "paths", "retention", "run_state",
               "storage"},
     "core": {"auto_loop", "evaluation", "input_pipeline", "loop_spec",
              "peers", "preemption", "stall", "step_loop", "step_rate",
+             "strategy_classifier",
              "train_loop", "watchdog"},
     "distribute": {"evaluator", "remote", "roles", "server_claim",
                    "strategies"},

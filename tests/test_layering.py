@@ -115,11 +115,6 @@ def tensorflow_imports(relative, source):
 # harness module's private name. New entries need a reason; better, a
 # public name.
 PRIVATE_REACH_ALLOWED = {
-    **{("cluster/tf_config_rules.py", f"cluster_lib.{name}"):
-       "the rules share the parser's message helpers; tf_config re-exports "
-       "the rules (one module split in two)"
-       for name in ("_fail", "_fail_215", "_task_json", "_check_job_names",
-                    "_check_addresses", "_check_job_counts")},
     ("canned/dnn_linear_combined.py", "dnn._layer_summary"):
         "2.15's combined estimator logs its linear logits like dnn's",
     ("canned/head/multi_label_head.py", "base_head._LABEL_NONE_ERR_MSG"):
@@ -215,8 +210,13 @@ class LayeringTest(absltest.TestCase):
               "roles._label(config)\ncluster_lib._fail\n")
     self.assertEqual(private_reach("estimator.py", source), [
         "estimator.py:3: roles._label", "estimator.py:4: cluster_lib._fail"])
-    self.assertEqual(private_reach("cluster/tf_config_rules.py", source),
-                     ["cluster/tf_config_rules.py:3: roles._label"])
+    # The rules' old allowance is gone: they use tf_config_checks' public
+    # helpers now.
+    self.assertLen(private_reach("cluster/tf_config_rules.py", source), 2)
+    allowed = ("from harness.canned import dnn\nfrom harness.distribute "
+               "import roles\ndnn._layer_summary\nroles._label\n")
+    self.assertEqual(private_reach("canned/dnn_linear_combined.py", allowed),
+                     ["canned/dnn_linear_combined.py:4: roles._label"])
 
   def test_binaries_may_wire_cli(self):
     self.assertEqual(layering_violations(

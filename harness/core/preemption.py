@@ -33,11 +33,11 @@ from absl import logging
 
 from harness import _tf_private
 from harness import errors
-from harness import run_config as run_config_lib
 from harness._tf import tf
 from harness.cluster import env_knobs
 from harness.cluster import peer_wait
 from harness.cluster import tf_config as cluster_lib
+from harness.cluster.strategy_kind import StrategyKind
 from harness.core import peers
 from harness.state import run_state
 
@@ -353,8 +353,7 @@ class TrainingGuard:
                   cluster_lib.TRAINER_JOBS and context.task_label != "local")
     if in_cluster and config.cluster_spec:
       cluster = config.cluster_spec.as_dict()
-      collective = run_config_lib.strategy_kind(
-          config.train_distribute) == "collective"
+      collective = config.strategy_kind == StrategyKind.COLLECTIVE
     return cls(task_label=context.task_label, is_chief=context.is_chief,
                model_dir=model_dir, cluster=cluster, collective=collective,
                peer_timeout_secs=_config_peer_timeout(config, environ),

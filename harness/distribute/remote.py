@@ -58,6 +58,7 @@ from harness import errors
 from harness import run_config as run_config_lib
 from harness._tf import tf
 from harness.cluster import tf_config as cluster_lib
+from harness.cluster.strategy_kind import StrategyKind
 from harness.core import train_loop
 from harness.distribute import server_claim
 from harness.distribute import strategies
@@ -251,9 +252,13 @@ class _TaskHook(tf.compat.v1.train.SessionRunHook):
       run_context.request_stop()
 
 
-def _task_strategy(graph_strategy, cluster, job, index, session_config,
+def _task_strategy(graph_strategy, kind, cluster, job, index, session_config,
                    key_base):
-  """A copy of the strategy configured for one task, and its session config."""
+  """A copy of the strategy configured for one task, and its session config.
+
+  `kind` is the run's `RunConfig.strategy_kind` (the graph strategy is the
+  same kind).
+  """
   try:
     with tf.Graph().as_default():  # Eager copies would need local devices.
       strategy = copy.deepcopy(graph_strategy)
@@ -264,7 +269,7 @@ def _task_strategy(graph_strategy, cluster, job, index, session_config,
         "cluster runs threads that cannot be copied. Fix: build it without "
         "TF_CONFIG in the client (e.g. harness.distribute.strategies.make_strategy).") \
         from e
-  if run_config_lib.strategy_kind(strategy) == "collective":
+  if kind == StrategyKind.COLLECTIVE:
     _tf_private.set_collective_key_base(strategy, key_base)
   config = strategies.configure_for_task(
       strategy, cluster=cluster, task_type=job, task_id=index,
@@ -272,8 +277,8 @@ def _task_strategy(graph_strategy, cluster, job, index, session_config,
   return strategy, config
 
 
-def _num_cpu_devices(graph_strategy):
-  if run_config_lib.strategy_kind(graph_strategy) != "collective":
+def _num_cpu_devices(graph_strategy, kind):
+  if kind != StrategyKind.COLLECTIVE:
     return 1
   return strategies.cpu_devices_per_worker(graph_strategy)
 
@@ -312,7 +317,8 @@ def train_remote(estimator, input_fn, *, train_fn, hooks=None, steps=None,
   logging.info("remote | client | checking the servers of %s", cluster)
   if connect_timeout_secs is None:
     connect_timeout_secs = config.remote_connect_timeout_secs
-  check_servers(cluster, num_cpu_devices=_num_cpu_devices(graph_strategy),
+  check_servers(cluster, num_cpu_devices=_num_cpu_devices(
+      graph_strategy, config.strategy_kind),
                 timeout_secs=connect_timeout_secs)
   # One client at a time: claim every server (or fail naming the holder).
   claims = server_claim.claim_all(
@@ -338,7 +344,7 @@ def _train_claimed(estimator, input_fn, train_fn, cluster, graph_strategy,
                    saving_listeners):
   """train_remote's work once this client holds the servers."""
   config = estimator.config
-  kind = run_config_lib.strategy_kind(graph_strategy)
+  kind = config.strategy_kind  # to_graph_strategy keeps the kind.
   session_config = (config.session_config or
                     run_config_lib.get_default_session_config())
   # The same for every task of this client, new for each client.
@@ -346,12 +352,13 @@ def _train_claimed(estimator, input_fn, train_fn, cluster, graph_strategy,
   runs, stop = [], threading.Event()
   everyone_ready = []  # Each task's `ready` event, filled below.
   for job, index in trainer_tasks(cluster):
-    strategy, task_config = _task_strategy(graph_strategy, cluster, job,
-                                           index, session_config, key_base)
+    strategy, task_config = _task_strategy(graph_strategy, kind, cluster,
+                                           job, index, session_config,
+                                           key_base)
     is_chief = (job, index) == chief
     context = train_loop.TrainContext(
         master=f"grpc://{cluster[job][index]}", is_chief=is_chief,
-        should_init=is_chief or kind == "collective",
+        should_init=is_chief or kind == StrategyKind.COLLECTIVE,
         session_config=task_config, task_label=f"remote {job}/{index}")
     runs.append(_TaskRun(
         train_fn, input_fn, context, strategy, steps=steps,

@@ -19,21 +19,22 @@ import time
 from absl import logging
 
 from harness import errors
-from harness import run_config as run_config_lib
 from harness._tf import tf
 from harness.cluster import listen
 from harness.cluster import tf_config as cluster_lib
+from harness.cluster.strategy_kind import StrategyKind
 from harness.core import preemption
 from harness.core import train_loop
 from harness.distribute import evaluator as evaluator_lib
+from harness.distribute import strategies
 from harness.state import checkpoints
 from harness.state import run_state
 
 __all__ = ["run_chief", "run_master", "run_worker", "run_ps",
            "train_in_cluster"]
 
-_MULTI_WORKER_KINDS = ("collective", "parameter_server")
-_IN_GRAPH_KINDS = ("mirrored", "central_storage", "one_device", "default")
+_IN_GRAPH_KINDS = (StrategyKind.MIRRORED, StrategyKind.CENTRAL_STORAGE,
+                   StrategyKind.ONE_DEVICE, StrategyKind.DEFAULT)
 _PS_POLL_SECS = 1.0
 _PS_EXIT_GRACE_SECS = 60.0
 _SERVERS = []
@@ -64,7 +65,6 @@ def _prepare_task(config, strategy):
   Returns:
     (session target, session_config, graph strategy)
   """
-  from harness.distribute import strategies  # pylint: disable=g-import-not-at-top
   preemption.fail_fast_rpcs()  # Before the first RPC: no hang on dead peers.
   cluster = _training_cluster(config)
   # A collective strategy built eagerly under TF_CONFIG already serves this
@@ -127,7 +127,7 @@ def train_in_cluster(estimator, input_fn, *, train_fn, hooks=None, steps=None,
   """
   config = estimator.config
   strategy = config.train_distribute
-  kind = run_config_lib.strategy_kind(strategy)
+  kind = config.strategy_kind
   if kind in _IN_GRAPH_KINDS and not config.is_chief:
     raise errors.ClusterConfigError(
         f"{type(strategy).__name__} is an in-graph, single-process strategy, "

@@ -40,6 +40,10 @@ from harness import run_config
 from harness._tf import tf
 from harness.cluster import tf_config as cluster_lib
 from harness.cluster import tf_config_rules
+# Re-exported: `strategies.strategy_kind` is the one classifier
+# (`harness.core.strategy_classifier`), called here on strategy objects that
+# no RunConfig holds (the user's, or to_graph_strategy's).
+from harness.core.strategy_classifier import strategy_kind
 
 __all__ = [
     "KINDS",
@@ -62,24 +66,6 @@ _PS_CPU_DEVICES = (
     "num_devices_per_worker={count} CPU devices with parameter servers: the "
     "v1 ParameterServerStrategy replicates over GPUs only. Fix: use 1 CPU "
     "device per worker, device_type='GPU', or the collective strategy.")
-
-
-def strategy_kind(strategy):
-  """Which kind of strategy `strategy` is (v1 or TF2 classes).
-
-  The same function as `harness.run_config.strategy_kind`, re-exported so
-  that the two cannot disagree.
-
-  Args:
-    strategy: a `tf.distribute.Strategy` (TF2 or tf.compat.v1), or None.
-
-  Returns:
-    None for None, else one of `KINDS`, "tpu", or "other".
-
-  Raises:
-    ConfigError: `strategy` is not a strategy.
-  """
-  return run_config.strategy_kind(strategy)
 
 
 def _is_v1(strategy):
@@ -172,7 +158,7 @@ def to_graph_strategy(strategy):
         "TF_CONFIG.")
   if kind not in _TO_V1:
     raise errors.NotSupportedError(
-        f"train_distribute is a TF2 {name} (kind {kind!r}), which harness "
+        f"train_distribute is a TF2 {name} (kind {str(kind)!r}), which harness "
         "cannot run in graph mode: it maps only MirroredStrategy, "
         "MultiWorkerMirroredStrategy, OneDeviceStrategy and "
         "CentralStorageStrategy to their tf.compat.v1 classes. Fix: pass a "
