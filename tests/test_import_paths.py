@@ -40,7 +40,7 @@ SUBPACKAGES = {
               "storage"},
     "core": {"auto_loop", "evaluation", "input_pipeline", "loop_spec",
              "peers", "preemption", "stall", "step_loop", "step_rate",
-             "strategy_classifier",
+             "strategy_classifier", "guard_hook", "stop_signal",
              "train_loop", "watchdog"},
     "distribute": {"evaluator", "graph_strategy", "remote", "roles",
                    "server_claim", "strategies", "task_devices",
