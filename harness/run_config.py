@@ -394,9 +394,14 @@ class RunConfig:
                "ServerStrategy` for parameter server strategy with estimator.",
                "the TF2 ParameterServerStrategy needs ClusterCoordinator, "
                "which Estimator-style training does not use.")
-    # The one classification of the run's strategy: `self.strategy_kind`.
-    kind = strategy_kind(train)
-    strategy_kind(evaluate)  # Raises for a non-strategy.
+    # The one classification of the run's strategies (`self.strategy_kind`):
+    # replace() and deepcopy share the strategy objects, so they reuse it.
+    previous = getattr(self, "_classified", None)  # (train, eval, kind)
+    if previous and previous[0] is train and previous[1] is evaluate:
+      kind = previous[2]
+    else:
+      kind = strategy_kind(train)
+      strategy_kind(evaluate)  # Raises for a non-strategy.
     remote = getattr(experimental, "remote_cluster", None)
     self._remote_cluster = None
     if remote is not None:
@@ -426,6 +431,7 @@ class RunConfig:
       self._cluster_spec = tf.train.ClusterSpec(facts.cluster)
     self._facts = facts
     self._strategy_kind = kind
+    self._classified = (train, evaluate, kind)
     self._train_distribute, self._eval_distribute = train, evaluate
     self._session_config = values["session_config"]
     if (self._session_config is None and self._coordinator_mode is None and

@@ -11,6 +11,7 @@ from absl import logging
 from harness import _tf_private
 from harness import errors
 from harness._tf import tf
+from harness.cluster.strategy_kind import StrategyKind
 from harness.core.strategy_classifier import strategy_kind
 
 __all__ = ["to_graph_strategy", "is_v1", "local_resolver"]
@@ -67,7 +68,7 @@ _TO_V1 = {
 }
 
 
-def to_graph_strategy(strategy):
+def to_graph_strategy(strategy, *, kind=None):
   """The tf.compat.v1 strategy that trains like `strategy` in graph mode.
 
   v1 strategies are returned as they are. A TF2 strategy with a v1
@@ -79,6 +80,8 @@ def to_graph_strategy(strategy):
 
   Args:
     strategy: the user's strategy, or None.
+    kind: `strategy`'s `StrategyKind` when the caller has it (a RunConfig's
+      `strategy_kind`); None classifies `strategy` here.
 
   Returns:
     A `tf.compat.v1.distribute.Strategy`, or None for None and for the
@@ -89,8 +92,9 @@ def to_graph_strategy(strategy):
       `ClusterCoordinator`, not in graph mode) or a non-strategy.
     NotSupportedError: for TPU and unknown TF2 strategy classes.
   """
-  kind = strategy_kind(strategy)
-  if kind in (None, "default"):
+  if kind is None and strategy is not None:
+    kind = strategy_kind(strategy)
+  if kind in (None, StrategyKind.DEFAULT):
     return None
   if is_v1(strategy):
     return strategy

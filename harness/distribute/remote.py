@@ -130,14 +130,14 @@ def _task_strategy(graph_strategy, kind, cluster, job, index, session_config,
     _tf_private.set_collective_key_base(strategy, key_base)
   config = strategies.configure_for_task(
       strategy, cluster=cluster, task_type=job, task_id=index,
-      session_config=session_config)
+      session_config=session_config, kind=kind)
   return strategy, config
 
 
 def _num_cpu_devices(graph_strategy, kind):
   if kind != StrategyKind.COLLECTIVE:
     return 1
-  return strategies.cpu_devices_per_worker(graph_strategy)
+  return strategies.cpu_devices_per_worker(graph_strategy, kind=kind)
 
 
 def train_remote(estimator, input_fn, *, train_fn, hooks=None, steps=None,
@@ -169,7 +169,8 @@ def train_remote(estimator, input_fn, *, train_fn, hooks=None, steps=None,
   """
   config = estimator.config
   cluster = dict(config.remote_cluster)
-  graph_strategy = strategies.to_graph_strategy(config.train_distribute)
+  graph_strategy = strategies.to_graph_strategy(config.train_distribute,
+                                                kind=config.strategy_kind)
   chief = chief_task(cluster)
   logging.info("remote | client | checking the servers of %s", cluster)
   if connect_timeout_secs is None:

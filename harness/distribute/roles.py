@@ -72,13 +72,15 @@ def _prepare_task(config, strategy):
   target = strategies.in_process_server_target(
       strategy, cluster=cluster, task_type=config.task_type,
       task_id=config.task_id)
-  graph_strategy = strategies.to_graph_strategy(strategy)
+  kind = config.strategy_kind
+  graph_strategy = strategies.to_graph_strategy(strategy, kind=kind)
   if config.task_type == "ps":
     session_config = None
   else:
     session_config = strategies.configure_for_task(
         graph_strategy, cluster=cluster, task_type=config.task_type,
-        task_id=config.task_id, session_config=config.session_config)
+        task_id=config.task_id, session_config=config.session_config,
+        kind=kind)
   if target:
     line, warning = listen.describe(
         cluster[config.task_type][config.task_id], environ=os.environ,
@@ -91,7 +93,7 @@ def _prepare_task(config, strategy):
   server_config = strategies.server_config_for(
       session_config, cluster=cluster, task_type=config.task_type,
       num_devices_per_worker=strategies.cpu_devices_per_worker(
-          graph_strategy))
+          graph_strategy, kind=kind))
   address = cluster[config.task_type][config.task_id]
   try:
     server = tf.distribute.Server(

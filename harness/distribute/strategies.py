@@ -178,7 +178,7 @@ def _check_task(jobs, task_type, task_id):
 
 def configure_for_task(strategy, *, cluster, task_type, task_id,
                        session_config=None, num_devices_per_worker=None,
-                       device_type="CPU"):
+                       device_type="CPU", kind=None):
   """Configures `strategy` for one training task; returns its session config.
 
   A collective or parameter-server strategy becomes a multi-worker one for
@@ -207,6 +207,8 @@ def configure_for_task(strategy, *, cluster, task_type, task_id,
       device_type "CPU", N CPU devices stand in for N GPUs.
     device_type: "CPU" or "GPU" (ignored when num_devices_per_worker is
       None).
+    kind: `strategy`'s `StrategyKind` when the caller has it (a RunConfig's
+      `strategy_kind`); None classifies `strategy` here.
 
   Returns:
     A new `tf.compat.v1.ConfigProto` (with `device_count` CPU=N for N > 1
@@ -219,7 +221,8 @@ def configure_for_task(strategy, *, cluster, task_type, task_id,
       > 1 CPU devices with parameter servers.
   """
   check_devices(num_devices_per_worker, device_type, allow_none=True)
-  kind = strategy_kind(strategy)
+  if kind is None and strategy is not None:
+    kind = strategy_kind(strategy)
   if kind not in (None, "default") and not is_v1(strategy):
     raise errors.ConfigError(
         f"configure_for_task needs a tf.compat.v1 strategy, got the TF2 "
@@ -250,7 +253,7 @@ def configure_for_task(strategy, *, cluster, task_type, task_id,
     del config.device_filters[:]
     config.device_filters.extend(
         ["/job:ps", f"/job:{task_type}/task:{task_id}"])
-  num_cpus = cpu_devices_per_worker(strategy)
+  num_cpus = cpu_devices_per_worker(strategy, kind=kind)
   if device_type == "CPU" and count is not None:
     num_cpus = max(num_cpus, count)
   if num_cpus > 1:

@@ -51,7 +51,7 @@ def check_devices(num_devices_per_worker, device_type, allow_none):
         f"{num_devices_per_worker!r}.")
 
 
-def cpu_devices_per_worker(strategy):
+def cpu_devices_per_worker(strategy, *, kind=None):
   """How many CPU devices each task needs for `strategy` (at least 1).
 
   Use it for the server's and session's `device_count` when the strategy
@@ -59,11 +59,15 @@ def cpu_devices_per_worker(strategy):
 
   Args:
     strategy: a v1 strategy (configured or not), or None.
+    kind: `strategy`'s `StrategyKind` when the caller has it (a RunConfig's
+      `strategy_kind`); None classifies `strategy` here.
 
   Returns:
     The number of CPU replicas on one worker, or 1.
   """
-  if strategy_kind(strategy) in (None, "default"):
+  if kind is None and strategy is not None:
+    kind = strategy_kind(strategy)
+  if kind in (None, "default"):
     return 1
   devices = strategy.extended.worker_devices
   num_cpus = sum(1 for device in devices
