@@ -81,7 +81,8 @@ def to_graph_strategy(strategy, *, kind=None):
   Args:
     strategy: the user's strategy, or None.
     kind: `strategy`'s `StrategyKind` when the caller has it (a RunConfig's
-      `strategy_kind`); None classifies `strategy` here.
+      `strategy_kind`); None classifies `strategy` here. Ignored when
+      `strategy` is None.
 
   Returns:
     A `tf.compat.v1.distribute.Strategy`, or None for None and for the
@@ -92,8 +93,7 @@ def to_graph_strategy(strategy, *, kind=None):
       `ClusterCoordinator`, not in graph mode) or a non-strategy.
     NotSupportedError: for TPU and unknown TF2 strategy classes.
   """
-  if kind is None and strategy is not None:
-    kind = strategy_kind(strategy)
+  kind = None if strategy is None else kind or strategy_kind(strategy)
   if kind in (None, StrategyKind.DEFAULT):
     return None
   if is_v1(strategy):

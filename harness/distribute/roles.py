@@ -44,11 +44,6 @@ def _label(config):
   return cluster_lib.task_label(config.task_type, config.task_id)
 
 
-def _training_cluster(config):
-  return {job: list(addresses) for job, addresses in
-          config.cluster_spec.as_dict().items() if job != "evaluator"}
-
-
 def _start_delay(config, kind):
   """Seconds a non-chief waits before starting (ps setups only)."""
   if config.is_chief or kind == "collective":
@@ -66,7 +61,7 @@ def _prepare_task(config, strategy):
     (session target, session_config, graph strategy)
   """
   preemption.fail_fast_rpcs()  # Before the first RPC: no hang on dead peers.
-  cluster = _training_cluster(config)
+  cluster = strategies.training_cluster(config.cluster_spec)
   # A collective strategy built eagerly under TF_CONFIG already serves this
   # task's port: use that server instead of failing to start a second.
   target = strategies.in_process_server_target(
@@ -74,7 +69,7 @@ def _prepare_task(config, strategy):
       task_id=config.task_id)
   kind = config.strategy_kind
   graph_strategy = strategies.to_graph_strategy(strategy, kind=kind)
-  if config.task_type == "ps":
+  if config.task_type == cluster_lib.PS:
     session_config = None
   else:
     session_config = strategies.configure_for_task(
@@ -213,9 +208,10 @@ def run_ps(estimator, train_spec, eval_spec, *, poll_secs=_PS_POLL_SECS,
   config = estimator.config
   started = clock()
   _prepare_task(config, None)  # Serves from its own threads from now on.
-  trainers = [f"{job}/{i}" for job, addresses in _training_cluster(
-      config).items() if job in ("chief", "worker", "master")
-              for i in range(len(addresses))]
+  cluster = strategies.training_cluster(config.cluster_spec)
+  trainers = [cluster_lib.task_label(job, i)
+              for job in cluster_lib.TRAINER_JOBS
+              for i in range(len(cluster.get(job, ())))]
   logging.info("ps | %s | serving until %s finish (model_dir %s)",
                _label(config), ", ".join(trainers), estimator.model_dir)
   marked_at = None

@@ -208,7 +208,8 @@ def configure_for_task(strategy, *, cluster, task_type, task_id,
     device_type: "CPU" or "GPU" (ignored when num_devices_per_worker is
       None).
     kind: `strategy`'s `StrategyKind` when the caller has it (a RunConfig's
-      `strategy_kind`); None classifies `strategy` here.
+      `strategy_kind`); None classifies `strategy` here. Ignored when
+      `strategy` is None.
 
   Returns:
     A new `tf.compat.v1.ConfigProto` (with `device_count` CPU=N for N > 1
@@ -221,8 +222,7 @@ def configure_for_task(strategy, *, cluster, task_type, task_id,
       > 1 CPU devices with parameter servers.
   """
   check_devices(num_devices_per_worker, device_type, allow_none=True)
-  if kind is None and strategy is not None:
-    kind = strategy_kind(strategy)
+  kind = None if strategy is None else kind or strategy_kind(strategy)
   if kind not in (None, "default") and not is_v1(strategy):
     raise errors.ConfigError(
         f"configure_for_task needs a tf.compat.v1 strategy, got the TF2 "

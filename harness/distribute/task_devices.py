@@ -60,13 +60,13 @@ def cpu_devices_per_worker(strategy, *, kind=None):
   Args:
     strategy: a v1 strategy (configured or not), or None.
     kind: `strategy`'s `StrategyKind` when the caller has it (a RunConfig's
-      `strategy_kind`); None classifies `strategy` here.
+      `strategy_kind`); None classifies `strategy` here. Ignored when
+      `strategy` is None.
 
   Returns:
     The number of CPU replicas on one worker, or 1.
   """
-  if kind is None and strategy is not None:
-    kind = strategy_kind(strategy)
+  kind = None if strategy is None else kind or strategy_kind(strategy)
   if kind in (None, "default"):
     return 1
   devices = strategy.extended.worker_devices
