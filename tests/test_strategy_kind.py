@@ -5,33 +5,16 @@ import sys
 from unittest import mock
 
 from absl.testing import absltest
-import numpy as np
 
 from harness import errors
 from harness import estimator as estimator_lib
 from harness import run_config
-from harness import spec
 from harness._tf import tf
 from harness.cluster import tf_config_rules
 from harness.cluster.strategy_kind import StrategyKind
 from harness.core import strategy_classifier
 from harness.distribute import strategies
-
-
-def _model_fn(features, labels, mode):
-  weight = tf.compat.v1.get_variable(
-      "w", [1, 1], initializer=tf.zeros_initializer())
-  predictions = tf.matmul(features["x"], weight)
-  loss = tf.reduce_mean(tf.square(predictions - labels))
-  train_op = tf.compat.v1.train.GradientDescentOptimizer(0.01).minimize(
-      loss, global_step=tf.compat.v1.train.get_global_step())
-  return spec.EstimatorSpec(mode, predictions=predictions, loss=loss,
-                            train_op=train_op)
-
-
-def _input_fn():
-  x = np.array([[1.0], [2.0]], np.float32)
-  return tf.data.Dataset.from_tensor_slices(({"x": x}, 2 * x)).repeat().batch(2)
+from tests.programs import cluster_job
 
 
 def _refuse(strategy):
@@ -91,7 +74,7 @@ class StrategyKindTest(absltest.TestCase):
   def test_computed_once_for_a_training_run(self):
     strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
     est = estimator_lib.Estimator(
-        _model_fn, model_dir=self.create_tempdir().full_path,
+        cluster_job.model_fn, model_dir=self.create_tempdir().full_path,
         config=run_config.RunConfig(train_distribute=strategy,
                                     save_checkpoints_steps=2))
     patches = _classifier_refused()
@@ -99,7 +82,7 @@ class StrategyKindTest(absltest.TestCase):
     for patch in patches:
       patch.start()
     self.addCleanup(mock.patch.stopall)
-    est.train(_input_fn, max_steps=3)
+    est.train(cluster_job.input_fn, max_steps=3)
     self.assertEqual(est.get_variable_value("global_step"), 3)
 
 
