@@ -27,6 +27,7 @@ from harness import errors
 from harness import estimator as estimator_lib
 from harness import stop_signal
 from harness._tf import tf
+from harness.cluster.strategy_kind import StrategyKind
 from harness.state import run_state
 
 __all__ = [
@@ -43,8 +44,6 @@ __all__ = [
 
 TRAINING_STOPPED_MARKER = run_state.MARKER_NAME
 _EVENT_FILE_GLOB_PATTERN = "events.out.tfevents.*"
-_COLLECTIVE_STRATEGY_PREFIXES = (
-    "CollectiveAllReduceStrategy", "MultiWorkerMirroredStrategy")
 
 
 # tf.estimator 2.15's private names, which legacy code calls.
@@ -57,11 +56,6 @@ def _check_estimator(estimator):
     raise stop_signal.ArgumentTypeError(
         "`estimator` must have type `tf.estimator.Estimator`. Got: "
         f"{type(estimator)}. Fix: pass a harness.Estimator.")
-
-
-def _is_collective(strategy):
-  return strategy is not None and type(strategy).__name__.startswith(
-      _COLLECTIVE_STRATEGY_PREFIXES)
 
 
 def make_early_stopping_hook(estimator, should_stop_fn, run_every_secs=60,
@@ -99,8 +93,8 @@ def make_early_stopping_hook(estimator, should_stop_fn, run_every_secs=60,
     raise stop_signal.ArgumentTypeError(
         f"`should_stop_fn` must be callable, given: {should_stop_fn!r}.")
   config = estimator.config
-  strategy = getattr(config, "train_distribute", None)
-  if _is_collective(strategy):
+  strategy = config.train_distribute
+  if config.strategy_kind == StrategyKind.COLLECTIVE:
     if run_every_secs:
       raise errors.ConfigError(
           "run_every_secs should not be set when using "

@@ -203,12 +203,13 @@ class Estimator:
     strategy = self._config.train_distribute
     context = self._local_train_context()
     if strategy is not None:
-      strategy = strategies.to_graph_strategy(strategy)
+      kind = self._config.strategy_kind  # Classified once, by RunConfig.
+      strategy = strategies.to_graph_strategy(strategy, kind=kind)
       # E.g. device_count CPU=N for N CPU replicas of a MirroredStrategy.
       context = dataclasses.replace(
           context, session_config=strategies.configure_for_task(
               strategy, cluster=None, task_type=None, task_id=0,
-              session_config=self._session_config))
+              session_config=self._session_config, kind=kind))
     self._train_with_context(input_fn, hooks, steps, max_steps,
                              saving_listeners, context, strategy=strategy)
     return self

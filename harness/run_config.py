@@ -39,7 +39,11 @@ from harness import run_config_checks as checks
 from harness._tf import tf
 from harness.cluster import env_knobs
 from harness.cluster import tf_config as cluster
+from harness.cluster import tf_config_rules
+from harness.cluster.strategy_kind import MULTI_WORKER_KINDS
 from harness.core import stall
+# Re-exported: `harness.run_config.strategy_kind` (the one classifier).
+from harness.core.strategy_classifier import strategy_kind
 from harness.state import paths
 from harness.state import storage
 
@@ -129,51 +133,6 @@ def _distributed_session_config(filters):
   return config
 
 
-def strategy_kind(strategy):
-  """Which kind of `tf.distribute` strategy `strategy` is.
-
-  Args:
-    strategy: a `tf.distribute.Strategy` (TF2 or tf.compat.v1), or None.
-
-  Returns:
-    None (no strategy), "collective", "mirrored", "parameter_server",
-    "central_storage", "one_device", "tpu", "default", or "other" for a
-    strategy class harness does not know.
-
-  Raises:
-    ConfigError: `strategy` is not a strategy.
-  """
-  if strategy is None:
-    return None
-  v2, v1 = tf.distribute, tf.compat.v1.distribute
-  kinds = (  # Collective first: tested by class, not by a shared base.
-      ("collective", (v2.MultiWorkerMirroredStrategy,
-                      v1.experimental.MultiWorkerMirroredStrategy)),
-      ("mirrored", (v2.MirroredStrategy, v1.MirroredStrategy)),
-      ("parameter_server", (v2.experimental.ParameterServerStrategy,
-                            v1.experimental.ParameterServerStrategy)),
-      ("central_storage", (v2.experimental.CentralStorageStrategy,
-                           v1.experimental.CentralStorageStrategy)),
-      ("one_device", (v2.OneDeviceStrategy, v1.OneDeviceStrategy)),
-      ("tpu", (v2.TPUStrategy, v2.experimental.TPUStrategy,
-               v1.experimental.TPUStrategy)),
-  )
-  for kind, classes in kinds:
-    if isinstance(strategy, classes):
-      return kind
-  if not isinstance(strategy, (v2.Strategy, v1.Strategy)):
-    raise errors.ConfigError(
-        f"{strategy!r} is not a tf.distribute.Strategy: train_distribute and "
-        "eval_distribute take a strategy object or None. Fix: pass e.g. "
-        "tf.compat.v1.distribute.MirroredStrategy().")
-  # The default strategy's classes are private; their names are stable since
-  # TF 2.0 and checking names needs no tensorflow.python import.
-  names = {c.__name__ for c in type(strategy).__mro__}
-  if names & {"_DefaultDistributionStrategy", "_DefaultDistributionStrategyV1"}:
-    return "default"
-  return "other"
-
-
 # The checks' functions under the names the class body uses.
 _raise = checks.fail
 _validate_properties = checks.validate_properties
@@ -186,6 +145,12 @@ class RunConfig:
 
   Distributed properties come from TF_CONFIG (read from `environ`, default
   `os.environ`, once, at construction); see `harness.cluster.tf_config`.
+
+  Harness addition: `strategy_kind`, the read-only `StrategyKind` of
+  `train_distribute` (None without one; a str enum, so it equals
+  "collective", "mirrored", ...), classified once at construction (and
+  again by `replace()`); code holding a RunConfig reads it instead of
+  classifying the strategy again.
   """
 
   def __init__(self,
@@ -334,8 +299,14 @@ class RunConfig:
                "ServerStrategy` for parameter server strategy with estimator.",
                "the TF2 ParameterServerStrategy needs ClusterCoordinator, "
                "which Estimator-style training does not use.")
-    kind = strategy_kind(train)
-    strategy_kind(evaluate)  # Raises for a non-strategy.
+    # The one classification of the run's strategies (`self.strategy_kind`):
+    # replace() and deepcopy share the strategy objects, so they reuse it.
+    previous = getattr(self, "_classified", None)  # (train, eval, kind)
+    if previous and previous[0] is train and previous[1] is evaluate:
+      kind = previous[2]
+    else:
+      kind = strategy_kind(train)
+      strategy_kind(evaluate)  # Raises for a non-strategy.
     remote = getattr(experimental, "remote_cluster", None)
     self._remote_cluster = None
     if remote is not None:
@@ -364,6 +335,8 @@ class RunConfig:
           info.has_cluster and cluster.MASTER not in info.cluster else None)
       self._cluster_spec = tf.train.ClusterSpec(facts.cluster)
     self._facts = facts
+    self._strategy_kind = kind
+    self._classified = (train, evaluate, kind)
     self._train_distribute, self._eval_distribute = train, evaluate
     self._session_config = values["session_config"]
     if (self._session_config is None and self._coordinator_mode is None and
@@ -470,6 +443,7 @@ class RunConfig:
 
   # Derived from the values and TF_CONFIG.
   train_distribute = property(lambda self: self._train_distribute)
+  strategy_kind = property(lambda self: self._strategy_kind)
   eval_distribute = property(lambda self: self._eval_distribute)
   session_config = property(lambda self: self._session_config)
   cluster_spec = property(lambda self: self._cluster_spec)
@@ -559,16 +533,22 @@ def check_supported_config(config):
       (addresses, one evaluator, strategy and cluster agreeing; see
       `harness.cluster.tf_config.validate`), which RunConfig, like 2.15's, accepted.
     NotSupportedError: remote_cluster with a single-machine strategy.
+    ClusterConfigError: a remote_cluster that breaks the collective /
+      parameter-server job rules (`tf_config_rules.check_strategy_jobs`).
   """
   if config.remote_cluster is None:
     cluster.validate(config.cluster_info,
                      has_strategy=config.train_distribute is not None,
-                     strategy_kind=strategy_kind(config.train_distribute))
-  if config.remote_cluster is not None and strategy_kind(
-      config.train_distribute) not in ("collective", "parameter_server"):
+                     strategy_kind=config.strategy_kind)
+  if config.remote_cluster is not None and (
+      config.strategy_kind not in MULTI_WORKER_KINDS):
     raise errors.NotSupportedError(
         "Standalone-client mode (DistributeConfig(remote_cluster=...)) "
         "drives a cluster through a multi-worker strategy, but "
         f"train_distribute is {type(config.train_distribute).__name__}. Fix: "
         "use tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy"
         " (collective) or ParameterServerStrategy (with a \"ps\" job).")
+  if config.remote_cluster is not None:
+    tf_config_rules.check_strategy_jobs(
+        config.strategy_kind, config.remote_cluster,
+        source="experimental_distribute.remote_cluster")

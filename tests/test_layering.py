@@ -236,11 +236,6 @@ def harness_sources():
 # harness module's private name. New entries need a reason; better, a
 # public name.
 PRIVATE_REACH_ALLOWED = {
-    **{("cluster/tf_config_rules.py", f"cluster_lib.{name}"):
-       "the rules share the parser's message helpers; tf_config re-exports "
-       "the rules (one module split in two)"
-       for name in ("_fail", "_fail_215", "_task_json", "_check_job_names",
-                    "_check_addresses", "_check_job_counts")},
 }
 
 
@@ -349,8 +344,9 @@ class LayeringTest(absltest.TestCase):
               "roles._label(config)\ncluster_lib._fail\n")
     self.assertEqual(private_reach("estimator.py", source), [
         "estimator.py:3: roles._label", "estimator.py:4: cluster_lib._fail"])
-    self.assertEqual(private_reach("cluster/tf_config_rules.py", source),
-                     ["cluster/tf_config_rules.py:3: roles._label"])
+    # The rules' old allowance is gone: they use tf_config_checks' public
+    # helpers now.
+    self.assertLen(private_reach("cluster/tf_config_rules.py", source), 2)
     self.assertEqual(private_reach(
         "canned/dnn_linear_combined.py",
         "from harness.canned.dnn import _layer_summary\n"

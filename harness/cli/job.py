@@ -33,6 +33,7 @@ from harness.cli import job_config
 from harness.cli import results_text
 from harness.cli import tensorboard_server
 from harness.cluster import tf_config as cluster_lib
+from harness.cluster import tf_config_rules
 from harness.state import paths
 
 __all__ = [
@@ -106,13 +107,12 @@ def check_environment(job, info, *, gpu_count, skip=()):
         "flag --model_dir: not given, and TF_CONFIG names a cluster: every "
         "task needs the same directory (a temporary one would differ). Fix: "
         "pass --model_dir=<shared path>.")
-  if job.strategy == "parameter_server" and not (clustered or
-                                                 job.remote_cluster):
-    problems.append(
-        "flag --strategy=parameter_server: needs a cluster with a \"ps\" job,"
-        " but neither TF_CONFIG nor --remote_cluster names one. Fix: run it "
-        "under `python -m harness.launch --ps=1 -- ...`, or pick "
-        "--strategy=mirrored for one machine.")
+  if not (clustered or job.remote_cluster):  # The ps rule, no cluster.
+    try:
+      tf_config_rules.check_strategy_jobs(
+          job.strategy, {}, source=f"flag --strategy={job.strategy}:")
+    except errors.ClusterConfigError as e:
+      problems.append(str(e))
   gpus = job.num_gpus_per_worker
   if job.device_type == "GPU" and "num_gpus_per_worker" not in skip and (
       gpu_count() < gpus):

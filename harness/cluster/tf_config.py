@@ -32,6 +32,35 @@ import re
 from typing import Mapping
 
 from harness import errors
+# The job names and task labels, the facts derived for a task and the rules
+# live in their own modules; re-exported here (the public path).
+from harness.cluster.jobs import CHIEF
+from harness.cluster.jobs import EVALUATOR
+from harness.cluster.jobs import LOCAL_LABEL
+from harness.cluster.jobs import MASTER
+from harness.cluster.jobs import PS
+from harness.cluster.jobs import TRAINER_JOBS
+from harness.cluster.jobs import WORKER
+from harness.cluster.jobs import split_task_label
+from harness.cluster.jobs import task_label
+from harness.cluster.task_facts import TaskFacts
+from harness.cluster.task_facts import derive
+from harness.cluster.task_facts import device_filters
+from harness.cluster.task_facts import evaluation_master
+from harness.cluster.task_facts import global_id_in_cluster
+from harness.cluster.task_facts import is_chief
+from harness.cluster.task_facts import master_address
+from harness.cluster.task_facts import num_ps_replicas
+from harness.cluster.task_facts import num_worker_replicas
+from harness.cluster.tf_config_checks import check_addresses
+from harness.cluster.tf_config_checks import check_job_counts
+from harness.cluster.tf_config_checks import check_job_names
+from harness.cluster.tf_config_checks import fail
+from harness.cluster.tf_config_checks import fail_215
+from harness.cluster.tf_config_checks import task_json
+from harness.cluster.tf_config_rules import check_servable
+from harness.cluster.tf_config_rules import validate
+from harness.cluster.tf_config_rules import validate_run_config
 
 __all__ = [
     "TF_CONFIG_ENV", "CHIEF", "WORKER", "PS", "EVALUATOR", "MASTER",
@@ -45,44 +74,8 @@ __all__ = [
 ]
 
 TF_CONFIG_ENV = "TF_CONFIG"
-CHIEF, WORKER, PS, EVALUATOR, MASTER = (
-    "chief", "worker", "ps", "evaluator", "master")
-# The jobs that run training steps, chief first.
-TRAINER_JOBS = (CHIEF, MASTER, WORKER)
-_STRATEGY_TASK_TYPES = (CHIEF, WORKER, PS, EVALUATOR)
-_JOB_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
-# host:port, or [ipv6]:port. The host may not contain spaces or colons.
-_ADDRESS_RE = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[^\s:\[\]/]+):(\d{1,5})$")
 _KNOWN_KEYS = ("cluster", "task", "rpc_layer", "environment", "model_dir",
                "service", "session_master", "eval_session_master")
-
-
-# The label of a process outside any cluster.
-LOCAL_LABEL = "local"
-
-
-def task_label(task_type, task_id):
-  """The one spelling of a task in logs, markers and peers: "worker/1"."""
-  return f"{task_type}/{task_id}"
-
-
-def split_task_label(label):
-  """`task_label`'s inverse: "worker/1" -> ("worker", 1)."""
-  job, _, index = label.partition("/")
-  return job, int(index)
-
-
-def _task_json(task_type, task_id):
-  return json.dumps({"type": task_type, "index": task_id})
-
-
-def _fail(source, message, fix, error=errors.ClusterConfigError):
-  raise error(f"{source} {message} Fix: {fix}")
-
-
-def _fail_215(source, sentence, why, fix, error=errors.ClusterConfigError):
-  """Raises with tf.estimator 2.15's `sentence` first, verbatim."""
-  raise error(f"{sentence}\n{source}: {why} Fix: {fix}")
 
 
 class TFConfigJSONError(errors.ClusterConfigError, json.JSONDecodeError):
@@ -140,7 +133,7 @@ class ClusterInfo:
     """The address of task `index` of `job`; ClusterConfigError if none."""
     addresses = self.cluster.get(job, ())
     if not 0 <= index < len(addresses):
-      _fail(self.source, f"has no task {_task_json(job, index)}: "
+      fail(self.source, f"has no task {task_json(job, index)}: "
             f"cluster[{job!r}] has {len(addresses)} addresses.",
             "ask for a task listed in the cluster.")
     return addresses[index]
@@ -189,25 +182,6 @@ class ClusterInfo:
     return json.dumps(config, sort_keys=True)
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class TaskFacts:
-  """What tf.estimator 2.15's RunConfig derived for one task.
-
-  With a strategy these are the values its distribute coordinator gave the
-  config inside each worker (what `model_fn` saw as `config`).
-  """
-  task_type: str
-  task_id: int
-  master: str
-  evaluation_master: str
-  is_chief: bool
-  num_worker_replicas: int
-  num_ps_replicas: int
-  global_id_in_cluster: int | None
-  cluster: dict[str, list[str]]
-  device_filters: tuple[str, ...] | None
-
-
 # ----------------------------------------------------------------- parsing
 
 
@@ -244,7 +218,7 @@ def _load_json(text, source, what):
 def _parse_index(value, source, task_type):
   if isinstance(value, bool) or not isinstance(value, (int, str)) or (
       isinstance(value, str) and not re.fullmatch(r"-?\d+", value.strip())):
-    _fail(source, f"task index {value!r} (for type {task_type!r}) is not an "
+    fail(source, f"task index {value!r} (for type {task_type!r}) is not an "
           "integer.", 'give "index" as a non-negative integer, e.g. '
           '{"type": "worker", "index": 0}.')
   return int(value)
@@ -253,7 +227,7 @@ def _parse_index(value, source, task_type):
 def _parse_cluster(cluster, source):
   """Checks the JSON shape of a cluster; returns {job: [addresses]}."""
   if not isinstance(cluster, Mapping):
-    _fail(source, f"cluster {cluster!r} is not an object.",
+    fail(source, f"cluster {cluster!r} is not an object.",
           'give "cluster" as {"job": ["host:port", ...]}.')
   result = {}
   for job, addresses in cluster.items():
@@ -261,13 +235,13 @@ def _parse_cluster(cluster, source):
       keys = sorted(addresses, key=lambda k: int(k) if str(k).isdigit()
                     else -1)
       if [str(k) for k in keys] != [str(i) for i in range(len(keys))]:
-        _fail(source, f'cluster["{job}"] is an object ({addresses!r}) whose '
+        fail(source, f'cluster["{job}"] is an object ({addresses!r}) whose '
               "keys are not the task indices 0..n-1; harness needs every "
               "task's address.", f'write cluster["{job}"] as ["host:port", '
               "...] in task-index order.", errors.ClusterConfigTypeError)
       addresses = [addresses[k] for k in keys]
     if isinstance(addresses, str) or not isinstance(addresses, (list, tuple)):
-      _fail_215(source, f"The tasks for job {job!r} must be a list or a "
+      fail_215(source, f"The tasks for job {job!r} must be a list or a "
                 "dictionary from integers to strings.",
                 f'cluster["{job}"] is {addresses!r}, not a list of '
                 "addresses.", f'write cluster["{job}"] as ["host:port", ...].',
@@ -300,27 +274,27 @@ def parse_tf_config(text_or_mapping, *, source=TF_CONFIG_ENV):
   config = (_load_json(text_or_mapping, source, source)
             if isinstance(text_or_mapping, str) else text_or_mapping)
   if not isinstance(config, Mapping):
-    _fail(source, f"is {config!r}, not a JSON object.",
+    fail(source, f"is {config!r}, not a JSON object.",
           'give an object such as {"cluster": {...}, "task": {"type": '
           '"worker", "index": 0}}.')
   if not config:
     return None
   task = config.get("task") or {}
   if not isinstance(task, Mapping):
-    _fail(source, f'"task" is {task!r}, not an object.',
+    fail(source, f'"task" is {task!r}, not an object.',
           'give "task" as {"type": "worker", "index": 0}.')
   task_type = task.get("type")
   if task_type is not None and not isinstance(task_type, str):
-    _fail(source, f"task type {task_type!r} is not a string.",
+    fail(source, f"task type {task_type!r} is not a string.",
           'give "type" as the job name, e.g. "worker".')
   task_id = _parse_index(task.get("index", 0), source, task_type)
   if config.get("model_dir") == "":
-    _fail_215(source, "model_dir in TF_CONFIG should be non-empty.",
+    fail_215(source, "model_dir in TF_CONFIG should be non-empty.",
               '"model_dir" is "".', 'set "model_dir" to a directory or leave '
               "it out.")
   service = config.get("service")
   if service is not None and not isinstance(service, Mapping):
-    _fail_215(source, 'If "service" is set in TF_CONFIG, it must be a dict. '
+    fail_215(source, 'If "service" is set in TF_CONFIG, it must be a dict. '
               f"Given {type(service)}", f'"service" is {service!r}.',
               'give "service" as an object or leave it out.',
               errors.ClusterConfigTypeError)
@@ -360,7 +334,7 @@ def parse_remote_cluster(text, *, source="--remote_cluster"):
   """
   text = (text or "").strip()
   if not text:
-    _fail(source, "is empty: a remote cluster needs at least one job.",
+    fail(source, "is empty: a remote cluster needs at least one job.",
           'give it as "worker=host:port,host:port;ps=host:port".')
   if text.startswith("{"):
     cluster = _parse_cluster(_load_json(text, source, "The cluster"), source)
@@ -370,194 +344,19 @@ def parse_remote_cluster(text, *, source="--remote_cluster"):
       job, sep, addresses = part.partition("=")
       job = job.strip()
       if not sep:
-        _fail(source, f"part {part!r} has no '=': expected job=host:port,...",
+        fail(source, f"part {part!r} has no '=': expected job=host:port,...",
               'write it as "worker=h1:2222,h2:2222;ps=h3:2222".')
       if job in cluster:
-        _fail(source, f"lists job {job!r} twice.",
+        fail(source, f"lists job {job!r} twice.",
               "give all of a job's addresses in one job=a,b part.")
       cluster[job] = [a.strip() for a in addresses.split(",") if a.strip()]
     cluster = _parse_cluster(cluster, source)
-  _check_job_names(cluster, source)
-  _check_addresses(cluster, source)
-  _check_job_counts(cluster, source)
+  check_job_names(cluster, source)
+  check_addresses(cluster, source)
+  check_job_counts(cluster, source)
   if CHIEF not in cluster and WORKER not in cluster:
-    _fail(source, f"{text!r} has neither a 'chief' nor a 'worker' job: "
+    fail(source, f"{text!r} has neither a 'chief' nor a 'worker' job: "
           "nothing would train.", "add worker=host:port,... .")
   return cluster
 
 
-# -------------------------------------------------------------- validation
-
-
-def _check_addresses(cluster, source):
-  seen = {}
-  for job, addresses in cluster.items():
-    if not addresses:
-      _fail(source, f'cluster["{job}"] is an empty list: a job needs at '
-            "least one address.", f'list its addresses or drop "{job}".')
-    for index, address in enumerate(addresses):
-      where = f'cluster["{job}"][{index}]'
-      if not isinstance(address, str) or not address.strip():
-        _fail(source, f"{where} is {address!r}, not an address.",
-              'write each address as "host:port".')
-      match = _ADDRESS_RE.match(address)
-      if not match or not 0 < int(match.group(2)) < 65536:
-        _fail(source, f"{where} is {address!r}: an address must be "
-              "host:port with a port in 1..65535.",
-              f'write it as "{address.strip() or "host"}:2222" (your port).')
-      if address in seen:
-        _fail(source, f"{where} is {address!r}, the same address as "
-              f"{seen[address]}: two tasks cannot share a server.",
-              "give each task its own host:port.")
-      seen[address] = where
-
-
-def _check_job_names(cluster, source):
-  for job in cluster:
-    if not isinstance(job, str) or not _JOB_NAME_RE.match(job):
-      _fail(source, f"job name {job!r} is not valid: a job name starts with "
-            "a letter and has only letters, digits and '_'.",
-            'use names such as "chief", "worker", "ps".')
-
-
-def _check_job_counts(cluster, source):
-  for job in (CHIEF, MASTER):
-    if len(cluster.get(job, ())) > 1:
-      _fail_215(source, f'The "cluster" in TF_CONFIG must have only one '
-                f'"{job}" node.', f'cluster["{job}"] lists '
-                f"{len(cluster[job])} addresses {cluster[job]}.",
-                f'keep one "{job}" address (make the others workers).')
-  if len(cluster.get(EVALUATOR, ())) > 1:
-    _fail_215(source, "There must be at most one 'evaluator' job.",
-              f'cluster["evaluator"] lists {len(cluster[EVALUATOR])} '
-              "addresses.", "run one evaluator.")
-
-
-# ------------------------------------------------------------ derived facts
-
-
-def _local(info):
-  return info is None or not info.has_cluster
-
-
-def _uses_coordinator(info, has_strategy):
-  return has_strategy and not _local(info) and MASTER not in info.cluster
-
-
-def master_address(info, has_strategy=False):
-  """The session target of this task ("" for in-process), as 2.15."""
-  if _local(info):
-    return (info.session_master if info else None) or ""
-  if info.task_type == EVALUATOR:
-    return ""
-  coordinated = _uses_coordinator(info, has_strategy)
-  if info.session_master is not None and not coordinated:
-    return info.session_master
-  training = info.training_cluster
-  if not coordinated and len(training) == 1 and sum(
-      len(a) for a in training.values()) == 1:
-    return ""  # One node: a direct session beats an RPC one.
-  return f"{info.rpc_layer}://{info.task_address}"
-
-
-def evaluation_master(info, has_strategy=False):
-  """The evaluator's session target ("" for in-process)."""
-  if _local(info) or (info.task_type == EVALUATOR and not has_strategy):
-    return (info.eval_session_master if info else None) or ""
-  return ""
-
-
-def is_chief(info, has_strategy=False):
-  """Whether this task is the chief (writes checkpoints and summaries)."""
-  if _local(info):
-    return True
-  if MASTER in info.cluster:
-    return info.task_type == MASTER
-  if has_strategy:
-    return info.task_type in (CHIEF, EVALUATOR) or (
-        CHIEF not in info.cluster and info.task_type == WORKER and
-        info.task_id == 0)
-  return info.task_type == CHIEF
-
-
-def num_worker_replicas(info):
-  """Chief (or master) plus workers; 1 when local, 0 for the evaluator."""
-  if _local(info):
-    return 1
-  if info.task_type == EVALUATOR:
-    return 0
-  return sum(info.num_tasks(j) for j in info.worker_jobs)
-
-
-def num_ps_replicas(info):
-  """Parameter servers in the cluster; 0 when local or for the evaluator."""
-  if _local(info) or info.task_type == EVALUATOR:
-    return 0
-  return info.num_tasks(PS)
-
-
-def global_id_in_cluster(info):
-  """Unique id: chief 0, other jobs by name, ps last; None for evaluator."""
-  if _local(info):
-    return 0
-  if info.task_type == EVALUATOR:
-    return None
-  chief_type = MASTER if MASTER in info.cluster else CHIEF
-  training = info.training_cluster
-  order = [chief_type] if chief_type in training else []
-  order += [j for j in sorted(training) if j not in (chief_type, PS)]
-  order += [PS] if PS in training else []
-  next_id = 0
-  for job in order:
-    if job == info.task_type:
-      return next_id + info.task_id
-    next_id += len(training[job])
-  return None  # A task outside the cluster: `validate` refuses it.
-
-
-def device_filters(info):
-  """Devices a task should see (2.15's session-config device_filters)."""
-  if _local(info):
-    return None
-  task_type = info.task_type
-  if task_type in (MASTER, CHIEF):
-    return ("/job:ps", f"/job:{task_type}")
-  if task_type == WORKER:
-    return ("/job:ps", f"/job:worker/task:{info.task_id}")
-  if task_type == PS:
-    return ("/job:ps", "/job:worker", "/job:chief", "/job:master")
-  return None
-
-
-def derive(info, *, has_strategy):
-  """All derived facts of this task in one object.
-
-  Args:
-    info: a validated `ClusterInfo`, or None for local training.
-    has_strategy: whether a `train_distribute` strategy is used.
-
-  Returns:
-    A `TaskFacts`.
-  """
-  local = _local(info)
-  evaluator = not local and info.task_type == EVALUATOR
-  return TaskFacts(
-      task_type=WORKER if local else info.task_type,
-      task_id=0 if local else info.task_id,
-      master=master_address(info, has_strategy),
-      evaluation_master=evaluation_master(info, has_strategy),
-      is_chief=is_chief(info, has_strategy),
-      num_worker_replicas=num_worker_replicas(info),
-      num_ps_replicas=num_ps_replicas(info),
-      global_id_in_cluster=global_id_in_cluster(info),
-      cluster={} if local or evaluator else info.training_cluster,
-      device_filters=device_filters(info))
-
-
-# The rules themselves live in harness.cluster.tf_config_rules (imported last: it
-# uses this module's helpers).
-# pylint: disable=g-import-not-at-top,wrong-import-position
-from harness.cluster.tf_config_rules import check_servable
-from harness.cluster.tf_config_rules import validate
-from harness.cluster.tf_config_rules import validate_run_config
-# pylint: enable=g-import-not-at-top,wrong-import-position

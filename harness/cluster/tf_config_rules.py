@@ -13,30 +13,29 @@ harness's own, each applied where it matters.
 * `check_servable`: what a server start needs.
 
 Each error holds 2.15's sentence verbatim first (where 2.15 had one), then
-harness's explanation and fix. Reached through `harness.cluster.tf_config`, which
-re-exports these three. No TensorFlow here.
+harness's explanation and fix. Reached through `harness.cluster.tf_config`,
+which re-exports the first three; `check_strategy_jobs` is the one check of
+the collective / parameter-server job rules. No TensorFlow here.
 """
 
 import difflib
 import json
 
-from harness import errors
-from harness.cluster import tf_config as cluster_lib
+from harness.cluster.jobs import CHIEF
+from harness.cluster.jobs import EVALUATOR
+from harness.cluster.jobs import MASTER
+from harness.cluster.jobs import PS
+from harness.cluster.jobs import WORKER
+from harness.cluster.strategy_kind import StrategyKind
+from harness.cluster.tf_config_checks import check_addresses
+from harness.cluster.tf_config_checks import check_job_counts
+from harness.cluster.tf_config_checks import check_job_names
+from harness.cluster.tf_config_checks import fail
+from harness.cluster.tf_config_checks import fail_215
+from harness.cluster.tf_config_checks import task_json
 
 __all__ = ["validate_run_config", "validate", "check_servable",
            "check_strategy_jobs"]
-
-# harness.cluster.tf_config imports this module last, when all of these exist.
-# pylint: disable=protected-access
-CHIEF, WORKER, PS, EVALUATOR, MASTER = (
-    cluster_lib.CHIEF, cluster_lib.WORKER, cluster_lib.PS,
-    cluster_lib.EVALUATOR, cluster_lib.MASTER)
-_fail, _fail_215 = cluster_lib._fail, cluster_lib._fail_215
-_task_json = cluster_lib._task_json
-_check_job_names = cluster_lib._check_job_names
-_check_addresses = cluster_lib._check_addresses
-_check_job_counts = cluster_lib._check_job_counts
-# pylint: enable=protected-access
 
 
 def _cluster_spec_text(cluster):
@@ -65,14 +64,14 @@ def validate_run_config(info, *, has_strategy):
   task_type, task_id = info.task_type, info.task_id
   if not info.has_cluster:
     if task_type not in (None, WORKER):
-      _fail_215(source, 'If "cluster" is not set in TF_CONFIG, task type '
+      fail_215(source, 'If "cluster" is not set in TF_CONFIG, task type '
                 "must be WORKER.", f"it names task "
-                f'{_task_json(task_type, task_id)} but no "cluster".',
+                f'{task_json(task_type, task_id)} but no "cluster".',
                 'add the "cluster" (e.g. {"chief": ["h0:2222"], "worker": '
                 '["h1:2222"]}) or drop "task" for local training.')
     if task_id != 0:
-      _fail_215(source, 'If "cluster" is not set in TF_CONFIG, task index '
-                "must be 0.", f'it names task {_task_json(task_type, task_id)}'
+      fail_215(source, 'If "cluster" is not set in TF_CONFIG, task index '
+                "must be 0.", f'it names task {task_json(task_type, task_id)}'
                 ' but no "cluster".', 'add the "cluster", or drop "task" for '
                 "local training.")
     return
@@ -80,53 +79,53 @@ def validate_run_config(info, *, has_strategy):
     return  # 2.15 left these to its distribute coordinator: see `validate`.
   chief_type = MASTER if MASTER in cluster else CHIEF
   if chief_type == MASTER and CHIEF in cluster:
-    _fail_215(source, "If `master` node exists in `cluster`, job `chief` is "
+    fail_215(source, "If `master` node exists in `cluster`, job `chief` is "
               "not supported.", "the cluster has both 'master' and 'chief' "
               "jobs.", "rename the legacy 'master' job to 'chief' (or drop "
               "'chief').")
   if chief_type not in cluster:
-    _fail_215(source, f'If "cluster" is set in TF_CONFIG, it must have one '
+    fail_215(source, f'If "cluster" is set in TF_CONFIG, it must have one '
               f'"{chief_type}" node.', f"the cluster has jobs "
               f"{sorted(cluster)} but no chief (needed without a "
               "train_distribute strategy).", 'add "chief": ["host:port"], or '
               "pass RunConfig(train_distribute=...) so that worker 0 acts as "
               "chief.")
   if len(cluster[chief_type]) > 1:
-    _fail_215(source, f'The "cluster" in TF_CONFIG must have only one '
+    fail_215(source, f'The "cluster" in TF_CONFIG must have only one '
               f'"{chief_type}" node.', f'cluster["{chief_type}"] lists '
               f"{len(cluster[chief_type])} addresses {cluster[chief_type]}.",
               f'keep one "{chief_type}" address (make the others workers).')
   if not task_type:
-    _fail_215(source, 'If "cluster" is set in TF_CONFIG, task type must be '
+    fail_215(source, 'If "cluster" is set in TF_CONFIG, task type must be '
               "set.", 'it has a "cluster" but no task type.',
               f'add "task": {{"type": ..., "index": ...}} with a type of '
               f'{sorted(cluster)} or "evaluator".')
   if not info.has_index:
-    _fail_215(source, 'If "cluster" is set in TF_CONFIG, task index must be '
+    fail_215(source, 'If "cluster" is set in TF_CONFIG, task index must be '
               "set.", f"task {json.dumps({'type': task_type})} has no index.",
               'add "index" to "task".')
   if task_id < 0:
-    _fail_215(source, "Task index must be non-negative number.",
-              f"task {_task_json(task_type, task_id)} has a negative index.",
+    fail_215(source, "Task index must be non-negative number.",
+              f"task {task_json(task_type, task_id)} has a negative index.",
               "count tasks of each job from 0.")
   if task_type == EVALUATOR:
     if chief_type == MASTER:
-      _fail_215(source, "If `master` node exists in `cluster`, task_type "
+      fail_215(source, "If `master` node exists in `cluster`, task_type "
                 "`evaluator` is not supported.", "it names an evaluator "
                 "task.", "rename the 'master' job to 'chief'.")
     return
   spec = _cluster_spec_text(cluster)
   if task_type not in cluster:
-    _fail_215(source, f"{task_type} is not a valid task_type in the "
+    fail_215(source, f"{task_type} is not a valid task_type in the "
               f"cluster_spec:\n{spec}{_NOTE}", f"task type {task_type!r} is "
               f"not a job of the cluster: valid task types are "
               f"{sorted(cluster) + [EVALUATOR]}.", f"use one of those, or add "
               f"a {task_type!r} job to the cluster.")
   count = info.num_tasks(task_type)
   if not 0 <= task_id < count:
-    _fail_215(source, f"{task_id} is not a valid task_id for task_type "
+    fail_215(source, f"{task_id} is not a valid task_id for task_type "
               f"{task_type} in the cluster_spec:\n{spec}{_NOTE}",
-              f"task {_task_json(task_type, task_id)} is not in the cluster: "
+              f"task {task_json(task_type, task_id)} is not in the cluster: "
               f'cluster["{task_type}"] has {count} addresses (valid index '
               f"0..{count - 1}).", f'add the address to cluster["{task_type}"]'
               " or lower the index.")
@@ -139,37 +138,37 @@ def _check_coordinator_rules(info):
   allowed = (CHIEF, WORKER, EVALUATOR, PS, None)
   disallowed = [j for j in cluster if j not in allowed]
   if disallowed:
-    _fail_215(source, "Disallowed task type found in cluster spec. Allowed "
+    fail_215(source, "Disallowed task type found in cluster spec. Allowed "
               f"types are {allowed} and the cluster spec is "
               f"{_cluster_spec_text(cluster)}.", f"job(s) {disallowed} are "
               "not valid with a train_distribute strategy.", "rename them to "
               "chief, worker or ps.")
   if task_type not in allowed:
-    _fail_215(source, f"Unrecognized task_type: {task_type}, valid task "
+    fail_215(source, f"Unrecognized task_type: {task_type}, valid task "
               f"types are: {allowed}", f"task type {task_type!r} is not "
               "valid with a train_distribute strategy.",
               "use chief, worker, ps or evaluator.")
   if task_type is None:
-    _fail_215(source, 'If "cluster" is set in TF_CONFIG, task type must be '
+    fail_215(source, 'If "cluster" is set in TF_CONFIG, task type must be '
               "set.", 'it has a "cluster" but no task type.',
               f'add "task": {{"type": ..., "index": ...}} with a type of '
               f'{sorted(cluster)} or "evaluator".')
   if task_type != EVALUATOR and task_type not in cluster:
-    _fail_215(source, f"`task_type` {task_type!r} not found in cluster_spec.",
+    fail_215(source, f"`task_type` {task_type!r} not found in cluster_spec.",
               f"the cluster has jobs {sorted(cluster)}.",
               f"add a {task_type!r} job, or use one of those.")
   if len(cluster.get(CHIEF, ())) > 1:
-    _fail_215(source, "There must be at most one 'chief' job.",
+    fail_215(source, "There must be at most one 'chief' job.",
               f'cluster["chief"] lists {len(cluster[CHIEF])} addresses.',
               'keep one "chief" address (make the others workers).')
   if task_id < 0:
-    _fail_215(source, "Task index must be non-negative number.",
-              f"task {_task_json(task_type, task_id)} has a negative index.",
+    fail_215(source, "Task index must be non-negative number.",
+              f"task {task_json(task_type, task_id)} has a negative index.",
               "count tasks of each job from 0.")
   if task_type in cluster and task_id >= info.num_tasks(task_type):
     count = info.num_tasks(task_type)
-    _fail_215(source, f"The `task_id` {task_id} exceeds the maximum id of "
-              f"{task_type}.", f"task {_task_json(task_type, task_id)} is not "
+    fail_215(source, f"The `task_id` {task_id} exceeds the maximum id of "
+              f"{task_type}.", f"task {task_json(task_type, task_id)} is not "
               f'in the cluster: cluster["{task_type}"] has {count} addresses '
               f"(valid index 0..{count - 1}).", f'add the address to cluster['
               f'"{task_type}"] or lower the index.')
@@ -180,7 +179,7 @@ def _check_value_types(info):
               "eval_session_master"):
     value = getattr(info, key)
     if value is not None and not isinstance(value, str):
-      _fail(info.source, f'"{key}" is {value!r}; it must be a string.',
+      fail(info.source, f'"{key}" is {value!r}; it must be a string.',
             f'set "{key}" to a string or leave it out.')
 
 
@@ -192,12 +191,12 @@ def check_servable(info):
     ClusterConfigError: naming the value, the rule and the fix.
   """
   source, cluster = info.source, info.cluster
-  _check_job_names(cluster, source)
-  _check_addresses(cluster, source)
-  _check_job_counts(cluster, source)
+  check_job_names(cluster, source)
+  check_addresses(cluster, source)
+  check_job_counts(cluster, source)
   count = info.num_tasks(info.task_type)
   if info.task_type != EVALUATOR and not 0 <= info.task_id < count:
-    _fail(source, f"task {_task_json(info.task_type, info.task_id)} is not "
+    fail(source, f"task {task_json(info.task_type, info.task_id)} is not "
           f'in the cluster: cluster["{info.task_type}"] has {count} addresses'
           f" (valid index 0..{count - 1}); a server needs its own address.",
           "list the task's address, or correct the task.")
@@ -215,7 +214,8 @@ def validate(info, *, has_strategy, strategy_kind=None,
   Args:
     info: a `ClusterInfo` (None passes: local training).
     has_strategy: whether RunConfig has a `train_distribute` strategy.
-    strategy_kind: `run_config.strategy_kind(...)` of it, e.g. "collective".
+    strategy_kind: its `StrategyKind` (`RunConfig.strategy_kind`; a
+      `--strategy` string works too), or None.
     require_cluster_for_task: refuse a "task" without a "cluster" (2.15
       trained locally then; `harness.main` makes it a config error).
 
@@ -230,13 +230,13 @@ def validate(info, *, has_strategy, strategy_kind=None,
                                      cutoff=0.75)
     if near and (wanted == "cluster" and not info.has_cluster or
                  wanted == "task" and info.task_type is None):
-      _fail(source, f"has a key {near[0]!r} but no {wanted!r}: harness would "
+      fail(source, f"has a key {near[0]!r} but no {wanted!r}: harness would "
             "silently ignore it.", f'rename {near[0]!r} to "{wanted}".')
   _check_value_types(info)
   validate_run_config(info, has_strategy=has_strategy)
   if not info.has_cluster:
     if require_cluster_for_task and info.task_type is not None:
-      _fail(source, f"names task {_task_json(info.task_type, info.task_id)} "
+      fail(source, f"names task {task_json(info.task_type, info.task_id)} "
             'but no "cluster": tf.estimator trained locally then, silently '
             "ignoring the task.", 'add the "cluster" (e.g. {"chief": '
             '["h0:2222"], "worker": ["h1:2222"]}), or drop "task" (or unset '
@@ -245,16 +245,16 @@ def validate(info, *, has_strategy, strategy_kind=None,
   coordinated = has_strategy and MASTER not in cluster
   if coordinated:  # 2.15's distribute coordinator checked these first.
     if CHIEF not in cluster and WORKER not in cluster:
-      _fail(source, f"cluster has jobs {sorted(cluster)}: a strategy needs a "
+      fail(source, f"cluster has jobs {sorted(cluster)}: a strategy needs a "
             '"chief" or a "worker" job.', 'add "worker": ["host:port", ...].')
     _check_coordinator_rules(info)
-  _check_job_names(cluster, source)
-  _check_addresses(cluster, source)
-  _check_job_counts(cluster, source)
+  check_job_names(cluster, source)
+  check_addresses(cluster, source)
+  check_job_counts(cluster, source)
   if info.task_type == EVALUATOR and info.task_id != 0:
-    _fail_215(source, "For distributed training, there can only be one "
+    fail_215(source, "For distributed training, there can only be one "
               "`evaluator` task (with task id 0).  Given task id "
-              f"{info.task_id}", f"task {_task_json(EVALUATOR, info.task_id)}"
+              f"{info.task_id}", f"task {task_json(EVALUATOR, info.task_id)}"
               ": there is at most one evaluator, so its index must be 0.",
               'run one evaluator with "index": 0.')
   check_strategy_jobs(strategy_kind, cluster, source=source)
@@ -263,20 +263,31 @@ def validate(info, *, has_strategy, strategy_kind=None,
 def check_strategy_jobs(strategy_kind, cluster, *, source):
   """The one statement of the collective / parameter-server job rules.
 
+  Every check of them calls this: `validate` (TF_CONFIG),
+  `strategies.make_strategy` / `configure_for_task` (the cluster a strategy
+  trains on), `run_config.check_supported_config` (a remote cluster) and
+  `harness.main`'s flag check (`--strategy=parameter_server` without any
+  cluster).
+
   Args:
-    strategy_kind: `run_config.strategy_kind(...)`, e.g. "collective".
-    cluster: {job: [addresses]} the strategy trains on.
+    strategy_kind: a `StrategyKind` (or its string, e.g. a `--strategy`
+      flag's "collective"), or None.
+    cluster: {job: [addresses]} the strategy trains on ({}: none at all).
     source: where `cluster` came from, first words of the message.
 
   Raises:
     ClusterConfigError: a "ps" job under collective, or none under
       parameter_server.
   """
-  if strategy_kind == "collective" and PS in cluster:
-    _fail(source, f'cluster has a "ps" job {cluster[PS]} but the strategy is '
-          "collective (MultiWorkerMirroredStrategy), which keeps variables on"
-          " the workers and needs no parameter servers.", 'drop the "ps" job,'
-          " or use ParameterServerStrategy.")
-  if strategy_kind == "parameter_server" and PS not in cluster:
-    _fail(source, f"cluster {sorted(cluster)} has no \"ps\" job but the "
-          "strategy is ParameterServerStrategy.", 'add "ps": ["host:port"].')
+  if strategy_kind == StrategyKind.COLLECTIVE and PS in cluster:
+    fail(source, f'cluster has a "ps" job {cluster[PS]} but the strategy is '
+         "collective (MultiWorkerMirroredStrategy), which keeps variables on"
+         " the workers and needs no parameter servers.", 'drop the "ps" job,'
+         " or use ParameterServerStrategy.")
+  if strategy_kind == StrategyKind.PARAMETER_SERVER and PS not in cluster:
+    where = (f'cluster {sorted(cluster)} has no "ps" job' if cluster else
+             "names no cluster (neither TF_CONFIG nor a remote cluster does)")
+    fail(source, f"{where} but the strategy is ParameterServerStrategy, "
+         'which needs a cluster with a "ps" job.', 'add "ps": ["host:port"] '
+         "to the cluster (`python -m harness.launch --ps=1 -- ...` makes "
+         "one), or use --strategy=mirrored on one machine.")

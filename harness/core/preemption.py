@@ -25,25 +25,28 @@ docs/RELIABILITY.md describes the whole recovery model.
 """
 
 import os
-import signal
-import threading
 import time
 
 from absl import logging
 
-from harness import _tf_private
 from harness import errors
-from harness import run_config as run_config_lib
 from harness._tf import tf
 from harness.cluster import env_knobs
 from harness.cluster import peer_wait
 from harness.cluster import tf_config as cluster_lib
+from harness.cluster.strategy_kind import StrategyKind
 from harness.core import peers
+from harness.core.guard_hook import GuardHook
+# Re-exported: the stop flag's public names (harness.core.stop_signal).
+from harness.core.stop_signal import STOP_SIGNAL
+from harness.core.stop_signal import STOP_SIGNALS
+from harness.core.stop_signal import notify_preemption
 from harness.state import run_state
 
 __all__ = [
     "PEER_TIMEOUT_ENV",
     "RESTART_WAIT_ENV",
+    "STOP_SIGNALS",
     "TrainingPreemptedError",
     "TrainingGuard",
     "fail_fast_rpcs",
@@ -58,10 +61,6 @@ RESTART_WAIT_ENV = env_knobs.RESTART_WAIT.env
 DEFAULT_PEER_TIMEOUT_SECS = env_knobs.PEER_TIMEOUT.default
 DEFAULT_RESTART_WAIT_SECS = env_knobs.RESTART_WAIT.default
 PREEMPTED_REASON = "preempted"
-# Keys of the vote collective: far above the strategy's own (which count up
-# from 1), so the two never share a group or an instance.
-_VOTE_GROUP_KEY = 1 << 30
-_VOTE_INSTANCE_KEY = (1 << 30) + 1
 _RENDEZVOUS_POLL_SECS = 0.5
 
 TrainingPreemptedError = errors.TrainingPreemptedError  # Where users look.
@@ -125,166 +124,6 @@ def resumable_reason(reason):
   return reason == PREEMPTED_REASON or reason.startswith("failed")
 
 
-# Signals that stop training after the current step with a checkpoint.
-# SIGINT (Ctrl-C) is handled like SIGTERM; harness.main exits 130 on it.
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
-
-
-class _Sigterm:
-  """The process-wide stop flag (SIGTERM, SIGINT), live while a loop trains."""
-
-  def __init__(self):
-    self._lock = threading.Lock()
-    self._users = 0
-    self._previous = {}
-    self._installed = False
-    self.event = threading.Event()
-    self.signal_name = None  # "SIGTERM" / "SIGINT" once one arrived.
-
-  def acquire(self):
-    with self._lock:
-      self._users += 1
-      if self._users > 1:
-        return
-      self.event.clear()
-      self.signal_name = None
-      if threading.current_thread() is not threading.main_thread():
-        logging.info("preempt | training runs outside the main thread: no "
-                     "SIGTERM handler installed (call harness.core.preemption."
-                     "notify_preemption() from the main thread's own)")
-        return
-      self._previous = {signum: signal.signal(signum, self._on_signal)
-                        for signum in STOP_SIGNALS}
-      self._installed = True
-
-  def release(self):
-    with self._lock:
-      self._users -= 1
-      if self._users > 0 or not self._installed:
-        return
-      self._installed = False
-      if threading.current_thread() is threading.main_thread():
-        for signum, previous in self._previous.items():
-          signal.signal(signum, signal.SIG_DFL if previous is None
-                        else previous)
-      else:  # Cannot restore from here; forward from now on instead.
-        self._users = 0
-
-  def _on_signal(self, signum, frame):
-    if self._users > 0 and not self.event.is_set():
-      self.signal_name = signal.Signals(signum).name
-      self.event.set()
-      logging.warning("preempt | %s: stopping after the current step "
-                      "and saving a checkpoint (send it again to exit now)",
-                      self.signal_name)
-      return
-    previous = self._previous.get(signum)
-    if callable(previous):
-      previous(signum, frame)
-      return
-    if previous == signal.SIG_IGN:
-      return
-    signal.signal(signum, signal.SIG_DFL)
-    os.kill(os.getpid(), signum)
-
-
-_SIGTERM = _Sigterm()
-
-
-def notify_preemption():
-  """Stops every training loop of this process as SIGTERM would.
-
-  For programs that handle SIGTERM themselves, or train outside the main
-  thread (where harness cannot install its handler).
-  """
-  _SIGTERM.event.set()
-
-
-# ------------------------------------------------------------- the hook --
-
-
-class _GuardHook(tf.compat.v1.train.SessionRunHook):
-  """SIGTERM -> stop (agreed under collective); raises after the save."""
-
-  def __init__(self, guard):
-    self._guard = guard
-    self._vote = None
-    self._local_flag = None
-    self._step = None
-    self._options = None
-    self._stop_requested = False
-
-  def begin(self):
-    guard = self._guard
-    cached = tf.compat.v1.get_collection(
-        _tf_private.GLOBAL_STEP_READ_KEY)
-    self._step = cached[0] if cached else tf.compat.v1.train.get_global_step()
-    if guard.peer_timeout_secs and guard.multi_task:
-      self._options = tf.compat.v1.RunOptions(
-          timeout_in_ms=int(guard.peer_timeout_secs * 1000))
-    if guard.vote_group_size > 1:
-      with tf.compat.v1.device(guard.vote_device), tf.name_scope("preempt"):
-        self._local_flag = tf.compat.v1.placeholder_with_default(
-            tf.constant(0.0), shape=[], name="local_stop")
-        self._vote = tf.raw_ops.CollectiveReduceV2(
-            input=self._local_flag, group_size=guard.vote_group_size,
-            group_key=_VOTE_GROUP_KEY, instance_key=_VOTE_INSTANCE_KEY,
-            ordering_token=[], merge_op="Add", final_op="Id",
-            timeout_seconds=float(guard.peer_timeout_secs), name="stop_vote")
-
-  def after_create_session(self, session, coord):
-    del coord
-    self._stop_requested = False
-    if self._step is not None:
-      logging.info("train | %s | starting at step %d", self._guard.label,
-                   session.run(self._step))
-
-  def before_run(self, run_context):
-    del run_context
-    return tf.compat.v1.train.SessionRunArgs(None, options=self._options)
-
-  def after_run(self, run_context, run_values):
-    del run_values
-    if self._vote is not None:
-      # A run of its own, after the step: inside the step it could
-      # interleave differently with the model's collectives on each worker
-      # (e.g. those of a steps_per_loop while_loop) and deadlock.
-      votes = int(run_context.session.run(
-          self._vote, feed_dict={
-              self._local_flag: 1.0 if _SIGTERM.event.is_set() else 0.0},
-          options=self._options))
-      stop = votes > 0
-    else:
-      stop = _SIGTERM.event.is_set()
-      votes = 1
-    if stop and not self._stop_requested:
-      self._stop_requested = True
-      logging.warning("preempt | %s | stopping: %s on %d task(s)%s",
-                      self._guard.label, _SIGTERM.signal_name or "SIGTERM",
-                      votes,
-                      " (agreed by every worker)" if self._vote is not None
-                      else "")
-      run_context.request_stop()
-
-  def end(self, session):
-    if not self._stop_requested:
-      self._guard.loop_ended_cleanly()
-      return
-    step = session.run(self._step) if self._step is not None else None
-    name = _SIGTERM.signal_name or "SIGTERM"  # A peer's, under a vote.
-    how = "interrupted (SIGINT)" if name == "SIGINT" else (
-        f"preempted ({name})")
-    error = TrainingPreemptedError(
-        f"{self._guard.label}: training was {how} and stopped "
-        f"at step {step}"
-        + (", saved in a checkpoint" if self._guard.is_chief else "")
-        + ". Fix: nothing is lost; run the same command again (a supervisor "
-        "such as harness.launch --max_restarts or Kubernetes does) to resume "
-        "from that step.")
-    error.signal_name = name
-    raise error
-
-
 # ------------------------------------------------------------ the guard --
 
 
@@ -342,7 +181,7 @@ class TrainingGuard:
     self._handle_sigterm = handle_sigterm
     self._session_creation_timeout_secs = session_creation_timeout_secs
     self._probe_peer = probe_peer or peer_wait.probe
-    self.hook = _GuardHook(self)
+    self.hook = GuardHook(self)
 
   @classmethod
   def for_run(cls, config, context, model_dir, environ=None):
@@ -353,8 +192,7 @@ class TrainingGuard:
                   cluster_lib.TRAINER_JOBS and context.task_label != "local")
     if in_cluster and config.cluster_spec:
       cluster = config.cluster_spec.as_dict()
-      collective = run_config_lib.strategy_kind(
-          config.train_distribute) == "collective"
+      collective = config.strategy_kind == StrategyKind.COLLECTIVE
     return cls(task_label=context.task_label, is_chief=context.is_chief,
                model_dir=model_dir, cluster=cluster, collective=collective,
                peer_timeout_secs=_config_peer_timeout(config, environ),
@@ -372,12 +210,12 @@ class TrainingGuard:
       run_state.write_task_opened(self.model_dir, self.label)
     if not self._open and self._handle_sigterm:
       self._open = True
-      _SIGTERM.acquire()
+      STOP_SIGNAL.acquire()
 
   def closed(self):
     if self._open:
       self._open = False
-      _SIGTERM.release()
+      STOP_SIGNAL.release()
 
   def before_session(self):
     """Records this start; a restarted collective task waits for its peers.

@@ -16,6 +16,7 @@ from harness import errors
 from harness import run_config as run_config_lib
 from harness import spec as spec_lib
 from harness._tf import tf
+from harness.cluster.strategy_kind import StrategyKind
 from harness.core import auto_loop
 from harness.core import input_pipeline
 from harness.core import step_loop
@@ -196,13 +197,9 @@ def build_distributed(strategy, call_model_fn, input_fn, params, config):
   return TrainGraph(spec=looped.spec, input_hooks=input_hooks,
                     global_step=global_step, steps_per_loop=steps_per_loop,
                     loop=looped, auto_bound=auto_bound,
-                    same_k_everywhere=_is_collective(strategy),
+                    same_k_everywhere=(
+                        config.strategy_kind == StrategyKind.COLLECTIVE),
                     examples_per_step=looped.examples_per_step)
-
-
-def _is_collective(strategy):
-  """Whether workers' loops must agree on K (collective all-reduces)."""
-  return "Collective" in type(strategy.extended).__name__
 
 
 def _register_global_step_read(read_step):

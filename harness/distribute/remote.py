@@ -44,10 +44,8 @@ task waiting in an all-reduce for the failed one cannot be stopped without
 an abort, see above: it is left to end with this process).
 """
 
-import concurrent.futures
 import copy
 import random
-import socket
 import threading
 import time
 
@@ -57,10 +55,16 @@ from harness import _tf_private
 from harness import errors
 from harness import run_config as run_config_lib
 from harness._tf import tf
-from harness.cluster import tf_config as cluster_lib
+from harness.cluster.strategy_kind import StrategyKind
 from harness.core import train_loop
 from harness.distribute import server_claim
 from harness.distribute import strategies
+# The start-up checks of the servers; re-exported here (the public path).
+from harness.distribute.remote_servers import DEFAULT_CONNECT_TIMEOUT_SECS
+from harness.distribute.remote_servers import check_reachable
+from harness.distribute.remote_servers import check_servers
+from harness.distribute.remote_servers import chief_task
+from harness.distribute.remote_servers import trainer_tasks
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT_SECS",
@@ -71,156 +75,10 @@ __all__ = [
     "train_remote",
 ]
 
-# How long the start-up checks wait for the servers by default (seconds);
-# train_remote uses the config's `remote_connect_timeout_secs`.
-DEFAULT_CONNECT_TIMEOUT_SECS = (
-    run_config_lib.DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS)
-_RETRY_SECS = 0.5
 _STOP_SECS = 30.0  # How long stopping the other tasks after an error takes.
 _INTERRUPT_SECS = 5.0  # The same after Ctrl-C.
 _WAIT_LOG_SECS = 60.0
 _MAX_KEY_BASE = 2**21  # Group keys are int32 on the servers: base * 1000.
-
-
-def trainer_tasks(cluster):
-  """The training tasks of `cluster`, chief first: [("worker", 0), ...]."""
-  return [(job, index) for job in cluster_lib.TRAINER_JOBS
-          for index in range(len(cluster.get(job, ())))]
-
-
-def chief_task(cluster):
-  """The task that writes checkpoints: chief/0, else master/0, else worker/0.
-
-  Raises:
-    ClusterConfigError: the cluster has no training task.
-  """
-  tasks = trainer_tasks(cluster)
-  if not tasks:
-    raise errors.ClusterConfigError(
-        f"The remote cluster {cluster} has no chief, master or worker job: "
-        "nothing would train. Fix: add worker=host:port to it.")
-  return tasks[0]
-
-
-def _connect_error(address, timeout_secs):
-  """None if a TCP connection to `address` opens in time, else why not."""
-  host, _, port = address.rpartition(":")
-  deadline = time.monotonic() + timeout_secs
-  while True:
-    left = deadline - time.monotonic()
-    try:
-      with socket.create_connection((host.strip("[]"), int(port)),
-                                    timeout=max(0.1, min(left, 5.0))):
-        return None
-    except OSError as e:
-      if time.monotonic() + _RETRY_SECS >= deadline:
-        return e.strerror or type(e).__name__
-    time.sleep(_RETRY_SECS)
-
-
-def check_reachable(cluster, *, timeout_secs=DEFAULT_CONNECT_TIMEOUT_SECS):
-  """Raises unless every address of `cluster` accepts TCP connections.
-
-  All addresses are tried at once, each retried until `timeout_secs` (a
-  server that is still starting comes up in time), so the call returns or
-  raises within about `timeout_secs`.
-
-  Args:
-    cluster: {job: [address, ...]}.
-    timeout_secs: seconds to wait for every server, > 0.
-
-  Raises:
-    RemoteClusterError: naming every address that did not answer.
-  """
-  addresses = [(job, index, address) for job, tasks in cluster.items()
-               for index, address in enumerate(tasks)]
-  with concurrent.futures.ThreadPoolExecutor(len(addresses)) as pool:
-    found = list(pool.map(
-        lambda a: _connect_error(a[2], timeout_secs), addresses))
-  failed = [f"{job}/{index} at {address} ({why})" for (job, index, address),
-            why in zip(addresses, found) if why is not None]
-  if failed:
-    raise errors.RemoteClusterError(
-        f"Cannot reach {len(failed)} of the {len(addresses)} servers of the "
-        f"remote cluster within {timeout_secs:g} s: {'; '.join(failed)}. "
-        "Fix: start `python -m harness.server` for each of them with the same "
-        "cluster (and check the host:port in --remote_cluster / "
-        "DistributeConfig(remote_cluster=...)), or raise "
-        "--remote_connect_timeout_secs.")
-
-
-def _server_devices(address, timeout_secs):
-  """The device names a server's cluster offers, within `timeout_secs`."""
-  result = {}
-
-  def list_devices():
-    try:
-      config = tf.compat.v1.ConfigProto(
-          operation_timeout_in_ms=int(timeout_secs * 1000))
-      with tf.Graph().as_default(), tf.compat.v1.Session(
-          f"grpc://{address}", config=config) as session:
-        result["devices"] = [d.name for d in session.list_devices()]
-    except Exception as e:  # pylint: disable=broad-except
-      result["error"] = e
-
-  thread = threading.Thread(target=list_devices, daemon=True,
-                            name=f"list-devices-{address}")
-  thread.start()
-  thread.join(timeout_secs)
-  if thread.is_alive():
-    return None, f"no answer to a TensorFlow request in {timeout_secs:g} s"
-  if "error" in result:
-    return None, f"{type(result['error']).__name__}: {result['error']}"
-  return result["devices"], None
-
-
-def check_servers(cluster, *, num_cpu_devices=1,
-                  timeout_secs=DEFAULT_CONNECT_TIMEOUT_SECS):
-  """Checks that the cluster's servers answer and fit the training.
-
-  Every address must accept TCP connections (`check_reachable`); then each
-  training task must answer a TensorFlow request, know every task of
-  `cluster` (its servers were started with the same cluster) and offer
-  `num_cpu_devices` CPU devices (the collective strategy's replicas).
-
-  Args:
-    cluster: {job: [address, ...]}.
-    num_cpu_devices: CPU devices each training task needs.
-    timeout_secs: bound of each of the two checks, seconds.
-
-  Raises:
-    RemoteClusterError: a server is unreachable or does not answer.
-    ClusterConfigError: a server runs another cluster, or has too few CPU
-      devices.
-  """
-  check_reachable(cluster, timeout_secs=timeout_secs)
-  for job, index in trainer_tasks(cluster):
-    address = cluster[job][index]
-    devices, why = _server_devices(address, timeout_secs)
-    if devices is None:
-      raise errors.RemoteClusterError(
-          f"The server of {job}/{index} at {address} accepts connections but "
-          f"is not a working TensorFlow server: {why}. Fix: start it with "
-          "`python -m harness.server` and this cluster.")
-    specs = [tf.DeviceSpec.from_string(name) for name in devices]
-    for other_job, addresses in cluster.items():
-      for other_index in range(len(addresses)):
-        if not any(s.job == other_job and s.task == other_index
-                   for s in specs):
-          raise errors.ClusterConfigError(
-              f"The server at {address} ({job}/{index}) does not know task "
-              f"{other_job}/{other_index} of the remote cluster {cluster}: it "
-              "was started with another cluster. Fix: start every server "
-              "with exactly the cluster given to the client.")
-    cpus = sum(1 for s in specs if s.job == job and s.task == index and
-               s.device_type == "CPU")
-    if cpus < num_cpu_devices:
-      raise errors.ClusterConfigError(
-          f"The server of {job}/{index} at {address} has {cpus} CPU "
-          f"device(s), but the strategy runs {num_cpu_devices} replicas on "
-          "each worker. Fix: restart it with `python -m harness.server "
-          f"--num_cpu_devices={num_cpu_devices}`, or lower the devices per "
-          "worker of the strategy.")
 
 
 class _TaskHook(tf.compat.v1.train.SessionRunHook):
@@ -251,9 +109,13 @@ class _TaskHook(tf.compat.v1.train.SessionRunHook):
       run_context.request_stop()
 
 
-def _task_strategy(graph_strategy, cluster, job, index, session_config,
+def _task_strategy(graph_strategy, kind, cluster, job, index, session_config,
                    key_base):
-  """A copy of the strategy configured for one task, and its session config."""
+  """A copy of the strategy configured for one task, and its session config.
+
+  `kind` is the run's `RunConfig.strategy_kind` (the graph strategy is the
+  same kind).
+  """
   try:
     with tf.Graph().as_default():  # Eager copies would need local devices.
       strategy = copy.deepcopy(graph_strategy)
@@ -264,18 +126,18 @@ def _task_strategy(graph_strategy, cluster, job, index, session_config,
         "cluster runs threads that cannot be copied. Fix: build it without "
         "TF_CONFIG in the client (e.g. harness.distribute.strategies.make_strategy).") \
         from e
-  if run_config_lib.strategy_kind(strategy) == "collective":
+  if kind == StrategyKind.COLLECTIVE:
     _tf_private.set_collective_key_base(strategy, key_base)
   config = strategies.configure_for_task(
       strategy, cluster=cluster, task_type=job, task_id=index,
-      session_config=session_config)
+      session_config=session_config, kind=kind)
   return strategy, config
 
 
-def _num_cpu_devices(graph_strategy):
-  if run_config_lib.strategy_kind(graph_strategy) != "collective":
+def _num_cpu_devices(graph_strategy, kind):
+  if kind != StrategyKind.COLLECTIVE:
     return 1
-  return strategies.cpu_devices_per_worker(graph_strategy)
+  return strategies.cpu_devices_per_worker(graph_strategy, kind=kind)
 
 
 def train_remote(estimator, input_fn, *, train_fn, hooks=None, steps=None,
@@ -307,12 +169,14 @@ def train_remote(estimator, input_fn, *, train_fn, hooks=None, steps=None,
   """
   config = estimator.config
   cluster = dict(config.remote_cluster)
-  graph_strategy = strategies.to_graph_strategy(config.train_distribute)
+  graph_strategy = strategies.to_graph_strategy(config.train_distribute,
+                                                kind=config.strategy_kind)
   chief = chief_task(cluster)
   logging.info("remote | client | checking the servers of %s", cluster)
   if connect_timeout_secs is None:
     connect_timeout_secs = config.remote_connect_timeout_secs
-  check_servers(cluster, num_cpu_devices=_num_cpu_devices(graph_strategy),
+  check_servers(cluster, num_cpu_devices=_num_cpu_devices(
+      graph_strategy, config.strategy_kind),
                 timeout_secs=connect_timeout_secs)
   # One client at a time: claim every server (or fail naming the holder).
   claims = server_claim.claim_all(
@@ -338,7 +202,7 @@ def _train_claimed(estimator, input_fn, train_fn, cluster, graph_strategy,
                    saving_listeners):
   """train_remote's work once this client holds the servers."""
   config = estimator.config
-  kind = run_config_lib.strategy_kind(graph_strategy)
+  kind = config.strategy_kind  # to_graph_strategy keeps the kind.
   session_config = (config.session_config or
                     run_config_lib.get_default_session_config())
   # The same for every task of this client, new for each client.
@@ -346,12 +210,13 @@ def _train_claimed(estimator, input_fn, train_fn, cluster, graph_strategy,
   runs, stop = [], threading.Event()
   everyone_ready = []  # Each task's `ready` event, filled below.
   for job, index in trainer_tasks(cluster):
-    strategy, task_config = _task_strategy(graph_strategy, cluster, job,
-                                           index, session_config, key_base)
+    strategy, task_config = _task_strategy(graph_strategy, kind, cluster,
+                                           job, index, session_config,
+                                           key_base)
     is_chief = (job, index) == chief
     context = train_loop.TrainContext(
         master=f"grpc://{cluster[job][index]}", is_chief=is_chief,
-        should_init=is_chief or kind == "collective",
+        should_init=is_chief or kind == StrategyKind.COLLECTIVE,
         session_config=task_config, task_label=f"remote {job}/{index}")
     runs.append(_TaskRun(
         train_fn, input_fn, context, strategy, steps=steps,

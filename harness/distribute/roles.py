@@ -19,21 +19,22 @@ import time
 from absl import logging
 
 from harness import errors
-from harness import run_config as run_config_lib
 from harness._tf import tf
 from harness.cluster import listen
 from harness.cluster import tf_config as cluster_lib
+from harness.cluster.strategy_kind import StrategyKind
 from harness.core import preemption
 from harness.core import train_loop
 from harness.distribute import evaluator as evaluator_lib
+from harness.distribute import strategies
 from harness.state import checkpoints
 from harness.state import run_state
 
 __all__ = ["run_chief", "run_master", "run_worker", "run_ps",
            "train_in_cluster"]
 
-_MULTI_WORKER_KINDS = ("collective", "parameter_server")
-_IN_GRAPH_KINDS = ("mirrored", "central_storage", "one_device", "default")
+_IN_GRAPH_KINDS = (StrategyKind.MIRRORED, StrategyKind.CENTRAL_STORAGE,
+                   StrategyKind.ONE_DEVICE, StrategyKind.DEFAULT)
 _PS_POLL_SECS = 1.0
 _PS_EXIT_GRACE_SECS = 60.0
 _SERVERS = []
@@ -41,11 +42,6 @@ _SERVERS = []
 
 def _label(config):
   return cluster_lib.task_label(config.task_type, config.task_id)
-
-
-def _training_cluster(config):
-  return {job: list(addresses) for job, addresses in
-          config.cluster_spec.as_dict().items() if job != "evaluator"}
 
 
 def _start_delay(config, kind):
@@ -64,21 +60,22 @@ def _prepare_task(config, strategy):
   Returns:
     (session target, session_config, graph strategy)
   """
-  from harness.distribute import strategies  # pylint: disable=g-import-not-at-top
   preemption.fail_fast_rpcs()  # Before the first RPC: no hang on dead peers.
-  cluster = _training_cluster(config)
+  cluster = strategies.training_cluster(config.cluster_spec)
   # A collective strategy built eagerly under TF_CONFIG already serves this
   # task's port: use that server instead of failing to start a second.
   target = strategies.in_process_server_target(
       strategy, cluster=cluster, task_type=config.task_type,
       task_id=config.task_id)
-  graph_strategy = strategies.to_graph_strategy(strategy)
-  if config.task_type == "ps":
+  kind = config.strategy_kind
+  graph_strategy = strategies.to_graph_strategy(strategy, kind=kind)
+  if config.task_type == cluster_lib.PS:
     session_config = None
   else:
     session_config = strategies.configure_for_task(
         graph_strategy, cluster=cluster, task_type=config.task_type,
-        task_id=config.task_id, session_config=config.session_config)
+        task_id=config.task_id, session_config=config.session_config,
+        kind=kind)
   if target:
     line, warning = listen.describe(
         cluster[config.task_type][config.task_id], environ=os.environ,
@@ -91,7 +88,7 @@ def _prepare_task(config, strategy):
   server_config = strategies.server_config_for(
       session_config, cluster=cluster, task_type=config.task_type,
       num_devices_per_worker=strategies.cpu_devices_per_worker(
-          graph_strategy))
+          graph_strategy, kind=kind))
   address = cluster[config.task_type][config.task_id]
   try:
     server = tf.distribute.Server(
@@ -127,7 +124,7 @@ def train_in_cluster(estimator, input_fn, *, train_fn, hooks=None, steps=None,
   """
   config = estimator.config
   strategy = config.train_distribute
-  kind = run_config_lib.strategy_kind(strategy)
+  kind = config.strategy_kind
   if kind in _IN_GRAPH_KINDS and not config.is_chief:
     raise errors.ClusterConfigError(
         f"{type(strategy).__name__} is an in-graph, single-process strategy, "
@@ -211,9 +208,10 @@ def run_ps(estimator, train_spec, eval_spec, *, poll_secs=_PS_POLL_SECS,
   config = estimator.config
   started = clock()
   _prepare_task(config, None)  # Serves from its own threads from now on.
-  trainers = [f"{job}/{i}" for job, addresses in _training_cluster(
-      config).items() if job in ("chief", "worker", "master")
-              for i in range(len(addresses))]
+  cluster = strategies.training_cluster(config.cluster_spec)
+  trainers = [cluster_lib.task_label(job, i)
+              for job in cluster_lib.TRAINER_JOBS
+              for i in range(len(cluster.get(job, ())))]
   logging.info("ps | %s | serving until %s finish (model_dir %s)",
                _label(config), ", ".join(trainers), estimator.model_dir)
   marked_at = None

@@ -50,7 +50,7 @@ _RPC_TIMEOUT_MS = 10000
 
 
 def _tf():
-  from harness._tf import tf  # pylint: disable=g-import-not-at-top
+  from harness._tf import tf  # lazy: TF-free harness.server --help and flag errors; pylint: disable=g-import-not-at-top
   return tf
 
 

@@ -40,6 +40,19 @@ from harness import run_config
 from harness._tf import tf
 from harness.cluster import tf_config as cluster_lib
 from harness.cluster import tf_config_rules
+# Re-exported: `strategies.strategy_kind` is the one classifier
+# (`harness.core.strategy_classifier`), called here on strategy objects that
+# no RunConfig holds (the user's, or to_graph_strategy's).
+from harness.core.strategy_classifier import strategy_kind
+# Moved out by job; re-exported here (the public path).
+from harness.distribute.graph_strategy import is_v1
+from harness.distribute.graph_strategy import local_resolver
+from harness.distribute.graph_strategy import to_graph_strategy
+from harness.distribute.task_devices import check_devices
+from harness.distribute.task_devices import cpu_devices_per_worker
+from harness.distribute.task_devices import training_cluster
+from harness.distribute.task_servers import in_process_server_target
+from harness.distribute.task_servers import server_config_for
 
 __all__ = [
     "KINDS",
@@ -56,164 +69,11 @@ __all__ = [
 
 KINDS = ("mirrored", "collective", "parameter_server", "central_storage",
          "one_device", "default")
-_DEVICE_TYPES = ("CPU", "GPU")
 _LOCAL_KINDS = ("mirrored", "central_storage", "one_device")
 _PS_CPU_DEVICES = (
     "num_devices_per_worker={count} CPU devices with parameter servers: the "
     "v1 ParameterServerStrategy replicates over GPUs only. Fix: use 1 CPU "
     "device per worker, device_type='GPU', or the collective strategy.")
-
-
-def strategy_kind(strategy):
-  """Which kind of strategy `strategy` is (v1 or TF2 classes).
-
-  The same function as `harness.run_config.strategy_kind`, re-exported so
-  that the two cannot disagree.
-
-  Args:
-    strategy: a `tf.distribute.Strategy` (TF2 or tf.compat.v1), or None.
-
-  Returns:
-    None for None, else one of `KINDS`, "tpu", or "other".
-
-  Raises:
-    ConfigError: `strategy` is not a strategy.
-  """
-  return run_config.strategy_kind(strategy)
-
-
-def _is_v1(strategy):
-  return isinstance(strategy, tf.compat.v1.distribute.Strategy)
-
-
-def _local_resolver(num_gpus):
-  """A resolver with no cluster, so constructors read no TF_CONFIG."""
-  return tf.distribute.cluster_resolver.SimpleClusterResolver(
-      tf.train.ClusterSpec({}), num_accelerators={"GPU": num_gpus},
-      rpc_layer="grpc")
-
-
-def _num_visible_gpus():
-  # Lists physical devices only: does not initialise the runtime.
-  return len(tf.config.list_physical_devices("GPU"))
-
-
-def _v1_collective(strategy):
-  options = _tf_private.collective_communication_options(strategy)
-  v1 = tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy(
-      communication=options.implementation,
-      cluster_resolver=_local_resolver(_num_visible_gpus()))
-  _tf_private.set_collective_communication_options(v1, options)
-  return v1
-
-
-def _v1_mirrored(strategy):
-  return tf.compat.v1.distribute.MirroredStrategy(
-      devices=list(strategy.extended.worker_devices),
-      cross_device_ops=_tf_private.mirrored_cross_device_ops(strategy))
-
-
-def _v1_one_device(strategy):
-  return tf.compat.v1.distribute.OneDeviceStrategy(
-      strategy.extended.worker_devices[0])
-
-
-def _v1_central_storage(strategy):
-  return tf.compat.v1.distribute.experimental.CentralStorageStrategy(
-      compute_devices=list(strategy.extended.worker_devices),
-      parameter_device=strategy.extended.parameter_devices[0])
-
-
-_TO_V1 = {
-    "collective": _v1_collective,
-    "mirrored": _v1_mirrored,
-    "one_device": _v1_one_device,
-    "central_storage": _v1_central_storage,
-}
-
-
-def to_graph_strategy(strategy):
-  """The tf.compat.v1 strategy that trains like `strategy` in graph mode.
-
-  v1 strategies are returned as they are. A TF2 strategy with a v1
-  equivalent is rebuilt as that class with the same devices (and, for
-  `MultiWorkerMirroredStrategy`, the same communication options; its
-  cluster comes later from `configure_for_task`). The new object is built
-  inside a throwaway graph, so building it starts no server and configures
-  no collective ops in the eager context.
-
-  Args:
-    strategy: the user's strategy, or None.
-
-  Returns:
-    A `tf.compat.v1.distribute.Strategy`, or None for None and for the
-    default strategy (both mean: no strategy).
-
-  Raises:
-    ConfigError: for TF2 `ParameterServerStrategy` (it trains through a
-      `ClusterCoordinator`, not in graph mode) or a non-strategy.
-    NotSupportedError: for TPU and unknown TF2 strategy classes.
-  """
-  kind = strategy_kind(strategy)
-  if kind in (None, "default"):
-    return None
-  if _is_v1(strategy):
-    return strategy
-  name = type(strategy).__name__
-  if kind == "parameter_server":
-    raise errors.ConfigError(
-        f"train_distribute is a TF2 {name} (tf.distribute.experimental."
-        "ParameterServerStrategy), which runs "
-        "functions through a tf.distribute.experimental.coordinator."
-        "ClusterCoordinator and cannot train a graph-mode (Estimator) "
-        "model_fn. Fix: use "
-        "tf.compat.v1.distribute.experimental.ParameterServerStrategy(), "
-        "which reads the same "
-        "TF_CONFIG.")
-  if kind not in _TO_V1:
-    raise errors.NotSupportedError(
-        f"train_distribute is a TF2 {name} (kind {kind!r}), which harness "
-        "cannot run in graph mode: it maps only MirroredStrategy, "
-        "MultiWorkerMirroredStrategy, OneDeviceStrategy and "
-        "CentralStorageStrategy to their tf.compat.v1 classes. Fix: pass a "
-        "tf.compat.v1.distribute strategy.")
-  with tf.Graph().as_default():
-    v1 = _TO_V1[kind](strategy)
-  logging.info("strategy | TF2 %s trains as %s", name, type(v1).__name__)
-  return v1
-
-
-def training_cluster(cluster):
-  """The jobs of `cluster` that take part in training (no evaluator).
-
-  Args:
-    cluster: {job: [address, ...]}, a `ClusterInfo`, a ClusterSpec, or None.
-
-  Returns:
-    {job: [address, ...]}, {} for None.
-  """
-  if not cluster:
-    return {}
-  if hasattr(cluster, "as_dict"):
-    cluster = cluster.as_dict()
-  elif isinstance(cluster, cluster_lib.ClusterInfo):
-    cluster = cluster.cluster
-  return {str(job): list(addresses) for job, addresses in cluster.items()
-          if job != cluster_lib.EVALUATOR and addresses}
-
-
-def _check_devices(num_devices_per_worker, device_type, allow_none):
-  if device_type not in _DEVICE_TYPES:
-    raise errors.ConfigError(
-        f"`device_type` must be one of {_DEVICE_TYPES}, got "
-        f"{device_type!r}.")
-  if num_devices_per_worker is None and allow_none:
-    return
-  if isinstance(num_devices_per_worker, bool) or not isinstance(
-      num_devices_per_worker, int) or num_devices_per_worker < 1:
-    raise errors.ConfigError(
-        "`num_devices_per_worker` must be an integer >= 1, got "
-        f"{num_devices_per_worker!r}.")
 
 
 def _num_trainers(jobs):
@@ -266,7 +126,7 @@ def make_strategy(kind, *, num_devices_per_worker=1, device_type="CPU",
   if kind not in KINDS:
     raise errors.ConfigError(
         f"Unknown strategy kind {kind!r}: valid kinds are {list(KINDS)}.")
-  _check_devices(num_devices_per_worker, device_type, allow_none=False)
+  check_devices(num_devices_per_worker, device_type, allow_none=False)
   _check_cluster_fits(kind, training_cluster(cluster))
   count = num_devices_per_worker
   devices = [f"/device:{device_type}:{i}" for i in range(count)]
@@ -291,9 +151,9 @@ def make_strategy(kind, *, num_devices_per_worker=1, device_type="CPU",
           compute_devices=devices, parameter_device="/device:CPU:0")
     if kind == "parameter_server":
       return v1.experimental.ParameterServerStrategy(
-          cluster_resolver=_local_resolver(num_gpus))
+          cluster_resolver=local_resolver(num_gpus))
     strategy = v1.experimental.MultiWorkerMirroredStrategy(
-        cluster_resolver=_local_resolver(num_gpus))
+        cluster_resolver=local_resolver(num_gpus))
     if (count, device_type) != _tf_private.collective_num_devices_per_worker(
         strategy):
       _tf_private.reinitialize_collective_local(strategy, devices)
@@ -318,7 +178,7 @@ def _check_task(jobs, task_type, task_id):
 
 def configure_for_task(strategy, *, cluster, task_type, task_id,
                        session_config=None, num_devices_per_worker=None,
-                       device_type="CPU"):
+                       device_type="CPU", kind=None):
   """Configures `strategy` for one training task; returns its session config.
 
   A collective or parameter-server strategy becomes a multi-worker one for
@@ -347,6 +207,9 @@ def configure_for_task(strategy, *, cluster, task_type, task_id,
       device_type "CPU", N CPU devices stand in for N GPUs.
     device_type: "CPU" or "GPU" (ignored when num_devices_per_worker is
       None).
+    kind: `strategy`'s `StrategyKind` when the caller has it (a RunConfig's
+      `strategy_kind`); None classifies `strategy` here. Ignored when
+      `strategy` is None.
 
   Returns:
     A new `tf.compat.v1.ConfigProto` (with `device_count` CPU=N for N > 1
@@ -358,9 +221,9 @@ def configure_for_task(strategy, *, cluster, task_type, task_id,
     NotSupportedError: a single-machine strategy on several trainers, or N
       > 1 CPU devices with parameter servers.
   """
-  _check_devices(num_devices_per_worker, device_type, allow_none=True)
-  kind = strategy_kind(strategy)
-  if kind not in (None, "default") and not _is_v1(strategy):
+  check_devices(num_devices_per_worker, device_type, allow_none=True)
+  kind = None if strategy is None else kind or strategy_kind(strategy)
+  if kind not in (None, "default") and not is_v1(strategy):
     raise errors.ConfigError(
         f"configure_for_task needs a tf.compat.v1 strategy, got the TF2 "
         f"{type(strategy).__name__}. Fix: pass to_graph_strategy(strategy).")
@@ -390,7 +253,7 @@ def configure_for_task(strategy, *, cluster, task_type, task_id,
     del config.device_filters[:]
     config.device_filters.extend(
         ["/job:ps", f"/job:{task_type}/task:{task_id}"])
-  num_cpus = cpu_devices_per_worker(strategy)
+  num_cpus = cpu_devices_per_worker(strategy, kind=kind)
   if device_type == "CPU" and count is not None:
     num_cpus = max(num_cpus, count)
   if num_cpus > 1:
@@ -419,127 +282,6 @@ def _configure_collective(strategy, config, jobs, task_type, task_id, count,
   logging.info("strategy | %s/%d | collective over %d workers | %d "
                "replicas in sync", task_type, task_id, _num_trainers(jobs),
                strategy.num_replicas_in_sync)
-
-
-def cpu_devices_per_worker(strategy):
-  """How many CPU devices each task needs for `strategy` (at least 1).
-
-  Use it for the server's and session's `device_count` when the strategy
-  replicates over several CPU devices (the CPU stand-in for GPUs).
-
-  Args:
-    strategy: a v1 strategy (configured or not), or None.
-
-  Returns:
-    The number of CPU replicas on one worker, or 1.
-  """
-  if strategy_kind(strategy) in (None, "default"):
-    return 1
-  devices = strategy.extended.worker_devices
-  num_cpus = sum(1 for device in devices
-                 if tf.DeviceSpec.from_string(device).device_type == "CPU")
-  return max(1, num_cpus)
-
-
-def server_config_for(session_config, *, cluster, task_type,
-                      num_devices_per_worker=1, device_type="CPU"):
-  """The `ConfigProto` for this task's in-process `tf.distribute.Server`.
-
-  The strategy-updated `session_config` (device filters, rewrite options,
-  group leader, ...) with the task's device counts, and the collective group
-  leader set if missing, as `harness.server.server_config` does for a
-  standalone server. The device count is what makes N CPU devices exist:
-  `tf.distribute.Server` ignores logical devices.
-
-  Args:
-    session_config: what `configure_for_task` returned, or None (e.g. for a
-      ps task).
-    cluster: {job: [address, ...]}; an evaluator job is left out.
-    task_type: this task's job; "ps" tasks get one CPU device and no GPU.
-    num_devices_per_worker: replicas per task, >= 1.
-    device_type: "CPU" or "GPU".
-
-  Returns:
-    A new `tf.compat.v1.ConfigProto`.
-
-  Raises:
-    ConfigError: bad device numbers.
-  """
-  _check_devices(num_devices_per_worker, device_type, allow_none=False)
-  count = num_devices_per_worker
-  is_ps = task_type == cluster_lib.PS
-  config = copy.deepcopy(session_config or tf.compat.v1.ConfigProto())
-  config.device_count.clear()
-  config.device_count["CPU"] = (
-      count if device_type == "CPU" and not is_ps else 1)
-  config.device_count["GPU"] = (
-      count if device_type == "GPU" and not is_ps else 0)
-  jobs = training_cluster(cluster)
-  if not config.experimental.collective_group_leader:
-    # What harness.server (an edge module, not imported here) also sets.
-    for job in (cluster_lib.CHIEF, cluster_lib.WORKER):
-      if jobs.get(job):
-        config.experimental.collective_group_leader = (
-            f"/job:{job}/replica:0/task:0")
-        break
-  return config
-
-
-def _num_local_cpus(task_type, task_id):
-  """CPU devices of this task in the eager context (which lists peers' too)."""
-  count = 0
-  for device in tf.config.list_logical_devices("CPU"):
-    spec = tf.DeviceSpec.from_string(device.name)
-    if spec.job in (None, "localhost") or (
-        spec.job == task_type and spec.task == task_id):
-      count += 1
-  return count
-
-
-def in_process_server_target(strategy, *, cluster, task_type, task_id,
-                             num_devices_per_worker=None, device_type="CPU"):
-  """The session target of a server the user's strategy already started.
-
-  A collective strategy (v1 or TF2) constructed in eager mode while
-  TF_CONFIG names a cluster starts this task's gRPC server itself, on the
-  task's port, with the eager context's devices; a second
-  `tf.distribute.Server` there then fails ("Could not start gRPC server").
-  Sessions can use the running one instead. Call this with the user's
-  original object, before `to_graph_strategy`.
-
-  Args:
-    strategy: the user's strategy, or None.
-    cluster: {job: [address, ...]}.
-    task_type: this task's job.
-    task_id: this task's index.
-    num_devices_per_worker: the CPU devices per worker training will use;
-      checked against the running server (a mismatch hangs collectives).
-    device_type: "CPU" or "GPU".
-
-  Returns:
-    "grpc://host:port" of this task when such a server runs, else None
-    (start one with `server_config_for`).
-
-  Raises:
-    ConfigError: the running server has fewer CPU devices than asked for.
-  """
-  if strategy is None or not _tf_private.started_in_process_server(strategy):
-    return None
-  address = training_cluster(cluster)[task_type][task_id]
-  available = _num_local_cpus(task_type, task_id)
-  if device_type == "CPU" and (num_devices_per_worker or 1) > available:
-    raise errors.ConfigError(
-        f"num_devices_per_worker={num_devices_per_worker} CPU devices, but "
-        f"the {type(strategy).__name__} built while TF_CONFIG was set "
-        f"already started this task's server on {address} with {available} "
-        "CPU device(s), and a process can serve a port once. Fix: call "
-        "tf.config.set_logical_device_configuration(cpu, [tf.config."
-        f"LogicalDeviceConfiguration()] * {num_devices_per_worker}) before "
-        "building the strategy, or build it before TF_CONFIG is set, or "
-        "use one device per worker.")
-  logging.info("strategy | %s/%d | the strategy already serves %s; not "
-               "starting another server", task_type, task_id, address)
-  return f"grpc://{address}"
 
 
 def install_evaluator_guard(environ, *, cluster_info=None):

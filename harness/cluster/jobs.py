@@ -1,0 +1,26 @@
+"""Job names of a cluster and the one spelling of a task ("worker/1").
+
+No TensorFlow here (cluster/'s rule).
+"""
+
+__all__ = ["CHIEF", "WORKER", "PS", "EVALUATOR", "MASTER", "TRAINER_JOBS",
+           "LOCAL_LABEL", "task_label", "split_task_label"]
+
+CHIEF, WORKER, PS, EVALUATOR, MASTER = (
+    "chief", "worker", "ps", "evaluator", "master")
+# The jobs that run training steps, chief first.
+TRAINER_JOBS = (CHIEF, MASTER, WORKER)
+
+# The label of a process outside any cluster.
+LOCAL_LABEL = "local"
+
+
+def task_label(task_type, task_id):
+  """The one spelling of a task in logs, markers and peers: "worker/1"."""
+  return f"{task_type}/{task_id}"
+
+
+def split_task_label(label):
+  """`task_label`'s inverse: "worker/1" -> ("worker", 1)."""
+  job, _, index = label.partition("/")
+  return job, int(index)

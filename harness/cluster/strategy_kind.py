@@ -1,0 +1,28 @@
+"""`StrategyKind`: which family of `tf.distribute` strategy a run uses.
+
+A `str` enum, so `StrategyKind.COLLECTIVE == "collective"` and the
+`--strategy` flag's strings (`JobConfig.strategy`) compare equal to it.
+`RunConfig.strategy_kind` holds the kind of its `train_distribute` (None
+without one), computed once; `harness.core.strategy_classifier` classifies
+a strategy object (that needs TensorFlow, this module does not).
+"""
+
+import enum
+
+__all__ = ["StrategyKind", "MULTI_WORKER_KINDS"]
+
+
+class StrategyKind(enum.StrEnum):
+  """The kinds harness tells apart (None means: no strategy)."""
+  COLLECTIVE = "collective"  # MultiWorkerMirroredStrategy (v1 or TF2).
+  MIRRORED = "mirrored"
+  PARAMETER_SERVER = "parameter_server"
+  CENTRAL_STORAGE = "central_storage"
+  ONE_DEVICE = "one_device"
+  TPU = "tpu"
+  DEFAULT = "default"  # tf.distribute's default (no-op) strategy.
+  OTHER = "other"  # A strategy class harness does not know.
+
+
+# The kinds that train across machines (a TF_CONFIG or remote cluster).
+MULTI_WORKER_KINDS = (StrategyKind.COLLECTIVE, StrategyKind.PARAMETER_SERVER)

@@ -1,0 +1,101 @@
+"""The training guard's hook: SIGTERM -> a stop (agreed by every collective
+worker), then `TrainingPreemptedError` after the chief's final save.
+
+`preemption.TrainingGuard` makes one (`guard.hook`), to be added last.
+"""
+
+from absl import logging
+
+from harness import _tf_private
+from harness import errors
+from harness._tf import tf
+from harness.core.stop_signal import STOP_SIGNAL
+
+__all__ = ["GuardHook", "VOTE_GROUP_KEY", "VOTE_INSTANCE_KEY"]
+
+# Keys of the vote collective: far above the strategy's own (which count up
+# from 1), so the two never share a group or an instance.
+VOTE_GROUP_KEY = 1 << 30
+VOTE_INSTANCE_KEY = (1 << 30) + 1
+
+
+class GuardHook(tf.compat.v1.train.SessionRunHook):
+  """SIGTERM -> stop (agreed under collective); raises after the save."""
+
+  def __init__(self, guard):
+    self._guard = guard
+    self._vote = None
+    self._local_flag = None
+    self._step = None
+    self._options = None
+    self._stop_requested = False
+
+  def begin(self):
+    guard = self._guard
+    cached = tf.compat.v1.get_collection(
+        _tf_private.GLOBAL_STEP_READ_KEY)
+    self._step = cached[0] if cached else tf.compat.v1.train.get_global_step()
+    if guard.peer_timeout_secs and guard.multi_task:
+      self._options = tf.compat.v1.RunOptions(
+          timeout_in_ms=int(guard.peer_timeout_secs * 1000))
+    if guard.vote_group_size > 1:
+      with tf.compat.v1.device(guard.vote_device), tf.name_scope("preempt"):
+        self._local_flag = tf.compat.v1.placeholder_with_default(
+            tf.constant(0.0), shape=[], name="local_stop")
+        self._vote = tf.raw_ops.CollectiveReduceV2(
+            input=self._local_flag, group_size=guard.vote_group_size,
+            group_key=VOTE_GROUP_KEY, instance_key=VOTE_INSTANCE_KEY,
+            ordering_token=[], merge_op="Add", final_op="Id",
+            timeout_seconds=float(guard.peer_timeout_secs), name="stop_vote")
+
+  def after_create_session(self, session, coord):
+    del coord
+    self._stop_requested = False
+    if self._step is not None:
+      logging.info("train | %s | starting at step %d", self._guard.label,
+                   session.run(self._step))
+
+  def before_run(self, run_context):
+    del run_context
+    return tf.compat.v1.train.SessionRunArgs(None, options=self._options)
+
+  def after_run(self, run_context, run_values):
+    del run_values
+    if self._vote is not None:
+      # A run of its own, after the step: inside the step it could
+      # interleave differently with the model's collectives on each worker
+      # (e.g. those of a steps_per_loop while_loop) and deadlock.
+      votes = int(run_context.session.run(
+          self._vote, feed_dict={
+              self._local_flag: 1.0 if STOP_SIGNAL.event.is_set() else 0.0},
+          options=self._options))
+      stop = votes > 0
+    else:
+      stop = STOP_SIGNAL.event.is_set()
+      votes = 1
+    if stop and not self._stop_requested:
+      self._stop_requested = True
+      logging.warning("preempt | %s | stopping: %s on %d task(s)%s",
+                      self._guard.label, STOP_SIGNAL.signal_name or "SIGTERM",
+                      votes,
+                      " (agreed by every worker)" if self._vote is not None
+                      else "")
+      run_context.request_stop()
+
+  def end(self, session):
+    if not self._stop_requested:
+      self._guard.loop_ended_cleanly()
+      return
+    step = session.run(self._step) if self._step is not None else None
+    name = STOP_SIGNAL.signal_name or "SIGTERM"  # A peer's, under a vote.
+    how = "interrupted (SIGINT)" if name == "SIGINT" else (
+        f"preempted ({name})")
+    error = errors.TrainingPreemptedError(
+        f"{self._guard.label}: training was {how} and stopped "
+        f"at step {step}"
+        + (", saved in a checkpoint" if self._guard.is_chief else "")
+        + ". Fix: nothing is lost; run the same command again (a supervisor "
+        "such as harness.launch --max_restarts or Kubernetes does) to resume "
+        "from that step.")
+    error.signal_name = name
+    raise error

@@ -1,0 +1,122 @@
+"""TF2 strategy objects -> the tf.compat.v1 classes graph mode trains with.
+
+`to_graph_strategy` rebuilds a TF2 strategy as its v1 equivalent (same
+devices, same collective options) inside a throwaway graph; `make_strategy`
+(in `strategies`) and the mapping share `local_resolver`, the cluster-less
+resolver that keeps constructors from reading TF_CONFIG.
+"""
+
+from absl import logging
+
+from harness import _tf_private
+from harness import errors
+from harness._tf import tf
+from harness.cluster.strategy_kind import StrategyKind
+from harness.core.strategy_classifier import strategy_kind
+
+__all__ = ["to_graph_strategy", "is_v1", "local_resolver"]
+
+
+def is_v1(strategy):
+  """Whether `strategy` is a tf.compat.v1 strategy."""
+  return isinstance(strategy, tf.compat.v1.distribute.Strategy)
+
+
+def local_resolver(num_gpus):
+  """A resolver with no cluster, so constructors read no TF_CONFIG."""
+  return tf.distribute.cluster_resolver.SimpleClusterResolver(
+      tf.train.ClusterSpec({}), num_accelerators={"GPU": num_gpus},
+      rpc_layer="grpc")
+
+
+def _num_visible_gpus():
+  # Lists physical devices only: does not initialise the runtime.
+  return len(tf.config.list_physical_devices("GPU"))
+
+
+def _v1_collective(strategy):
+  options = _tf_private.collective_communication_options(strategy)
+  v1 = tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy(
+      communication=options.implementation,
+      cluster_resolver=local_resolver(_num_visible_gpus()))
+  _tf_private.set_collective_communication_options(v1, options)
+  return v1
+
+
+def _v1_mirrored(strategy):
+  return tf.compat.v1.distribute.MirroredStrategy(
+      devices=list(strategy.extended.worker_devices),
+      cross_device_ops=_tf_private.mirrored_cross_device_ops(strategy))
+
+
+def _v1_one_device(strategy):
+  return tf.compat.v1.distribute.OneDeviceStrategy(
+      strategy.extended.worker_devices[0])
+
+
+def _v1_central_storage(strategy):
+  return tf.compat.v1.distribute.experimental.CentralStorageStrategy(
+      compute_devices=list(strategy.extended.worker_devices),
+      parameter_device=strategy.extended.parameter_devices[0])
+
+
+_TO_V1 = {
+    "collective": _v1_collective,
+    "mirrored": _v1_mirrored,
+    "one_device": _v1_one_device,
+    "central_storage": _v1_central_storage,
+}
+
+
+def to_graph_strategy(strategy, *, kind=None):
+  """The tf.compat.v1 strategy that trains like `strategy` in graph mode.
+
+  v1 strategies are returned as they are. A TF2 strategy with a v1
+  equivalent is rebuilt as that class with the same devices (and, for
+  `MultiWorkerMirroredStrategy`, the same communication options; its
+  cluster comes later from `configure_for_task`). The new object is built
+  inside a throwaway graph, so building it starts no server and configures
+  no collective ops in the eager context.
+
+  Args:
+    strategy: the user's strategy, or None.
+    kind: `strategy`'s `StrategyKind` when the caller has it (a RunConfig's
+      `strategy_kind`); None classifies `strategy` here. Ignored when
+      `strategy` is None.
+
+  Returns:
+    A `tf.compat.v1.distribute.Strategy`, or None for None and for the
+    default strategy (both mean: no strategy).
+
+  Raises:
+    ConfigError: for TF2 `ParameterServerStrategy` (it trains through a
+      `ClusterCoordinator`, not in graph mode) or a non-strategy.
+    NotSupportedError: for TPU and unknown TF2 strategy classes.
+  """
+  kind = None if strategy is None else kind or strategy_kind(strategy)
+  if kind in (None, StrategyKind.DEFAULT):
+    return None
+  if is_v1(strategy):
+    return strategy
+  name = type(strategy).__name__
+  if kind == "parameter_server":
+    raise errors.ConfigError(
+        f"train_distribute is a TF2 {name} (tf.distribute.experimental."
+        "ParameterServerStrategy), which runs "
+        "functions through a tf.distribute.experimental.coordinator."
+        "ClusterCoordinator and cannot train a graph-mode (Estimator) "
+        "model_fn. Fix: use "
+        "tf.compat.v1.distribute.experimental.ParameterServerStrategy(), "
+        "which reads the same "
+        "TF_CONFIG.")
+  if kind not in _TO_V1:
+    raise errors.NotSupportedError(
+        f"train_distribute is a TF2 {name} (kind {str(kind)!r}), which harness "
+        "cannot run in graph mode: it maps only MirroredStrategy, "
+        "MultiWorkerMirroredStrategy, OneDeviceStrategy and "
+        "CentralStorageStrategy to their tf.compat.v1 classes. Fix: pass a "
+        "tf.compat.v1.distribute strategy.")
+  with tf.Graph().as_default():
+    v1 = _TO_V1[kind](strategy)
+  logging.info("strategy | TF2 %s trains as %s", name, type(v1).__name__)
+  return v1

@@ -1,0 +1,117 @@
+"""The in-process server of a training task: its config, or the one the
+user's strategy already started.
+"""
+
+import copy
+
+from absl import logging
+
+from harness import _tf_private
+from harness import errors
+from harness._tf import tf
+from harness.cluster import tf_config as cluster_lib
+from harness.distribute.task_devices import check_devices
+from harness.distribute.task_devices import training_cluster
+
+__all__ = ["server_config_for", "in_process_server_target"]
+
+
+def server_config_for(session_config, *, cluster, task_type,
+                      num_devices_per_worker=1, device_type="CPU"):
+  """The `ConfigProto` for this task's in-process `tf.distribute.Server`.
+
+  The strategy-updated `session_config` (device filters, rewrite options,
+  group leader, ...) with the task's device counts, and the collective group
+  leader set if missing, as `harness.server.server_config` does for a
+  standalone server. The device count is what makes N CPU devices exist:
+  `tf.distribute.Server` ignores logical devices.
+
+  Args:
+    session_config: what `configure_for_task` returned, or None (e.g. for a
+      ps task).
+    cluster: {job: [address, ...]}; an evaluator job is left out.
+    task_type: this task's job; "ps" tasks get one CPU device and no GPU.
+    num_devices_per_worker: replicas per task, >= 1.
+    device_type: "CPU" or "GPU".
+
+  Returns:
+    A new `tf.compat.v1.ConfigProto`.
+
+  Raises:
+    ConfigError: bad device numbers.
+  """
+  check_devices(num_devices_per_worker, device_type, allow_none=False)
+  count = num_devices_per_worker
+  is_ps = task_type == cluster_lib.PS
+  config = copy.deepcopy(session_config or tf.compat.v1.ConfigProto())
+  config.device_count.clear()
+  config.device_count["CPU"] = (
+      count if device_type == "CPU" and not is_ps else 1)
+  config.device_count["GPU"] = (
+      count if device_type == "GPU" and not is_ps else 0)
+  jobs = training_cluster(cluster)
+  if not config.experimental.collective_group_leader:
+    # What harness.server (an edge module, not imported here) also sets.
+    for job in (cluster_lib.CHIEF, cluster_lib.WORKER):
+      if jobs.get(job):
+        config.experimental.collective_group_leader = (
+            f"/job:{job}/replica:0/task:0")
+        break
+  return config
+
+
+def _num_local_cpus(task_type, task_id):
+  """CPU devices of this task in the eager context (which lists peers' too)."""
+  count = 0
+  for device in tf.config.list_logical_devices("CPU"):
+    spec = tf.DeviceSpec.from_string(device.name)
+    if spec.job in (None, "localhost") or (
+        spec.job == task_type and spec.task == task_id):
+      count += 1
+  return count
+
+
+def in_process_server_target(strategy, *, cluster, task_type, task_id,
+                             num_devices_per_worker=None, device_type="CPU"):
+  """The session target of a server the user's strategy already started.
+
+  A collective strategy (v1 or TF2) constructed in eager mode while
+  TF_CONFIG names a cluster starts this task's gRPC server itself, on the
+  task's port, with the eager context's devices; a second
+  `tf.distribute.Server` there then fails ("Could not start gRPC server").
+  Sessions can use the running one instead. Call this with the user's
+  original object, before `to_graph_strategy`.
+
+  Args:
+    strategy: the user's strategy, or None.
+    cluster: {job: [address, ...]}.
+    task_type: this task's job.
+    task_id: this task's index.
+    num_devices_per_worker: the CPU devices per worker training will use;
+      checked against the running server (a mismatch hangs collectives).
+    device_type: "CPU" or "GPU".
+
+  Returns:
+    "grpc://host:port" of this task when such a server runs, else None
+    (start one with `server_config_for`).
+
+  Raises:
+    ConfigError: the running server has fewer CPU devices than asked for.
+  """
+  if strategy is None or not _tf_private.started_in_process_server(strategy):
+    return None
+  address = training_cluster(cluster)[task_type][task_id]
+  available = _num_local_cpus(task_type, task_id)
+  if device_type == "CPU" and (num_devices_per_worker or 1) > available:
+    raise errors.ConfigError(
+        f"num_devices_per_worker={num_devices_per_worker} CPU devices, but "
+        f"the {type(strategy).__name__} built while TF_CONFIG was set "
+        f"already started this task's server on {address} with {available} "
+        "CPU device(s), and a process can serve a port once. Fix: call "
+        "tf.config.set_logical_device_configuration(cpu, [tf.config."
+        f"LogicalDeviceConfiguration()] * {num_devices_per_worker}) before "
+        "building the strategy, or build it before TF_CONFIG is set, or "
+        "use one device per worker.")
+  logging.info("strategy | %s/%d | the strategy already serves %s; not "
+               "starting another server", task_type, task_id, address)
+  return f"grpc://{address}"
