@@ -18,6 +18,7 @@ from unittest import mock
 from absl.testing import absltest
 
 from harness import main as main_lib
+from harness.cluster import ports
 from harness.cluster import tf_config
 from harness.state import paths
 from tests import _support
@@ -68,7 +69,7 @@ class OneResolutionTest(absltest.TestCase):
 
   def test_tf_config_run_of_one_chief(self):
     model_dir = self.create_tempdir().full_path
-    config = {"cluster": {"chief": [f"127.0.0.1:{_support.free_port()}"]},
+    config = {"cluster": {"chief": [f"127.0.0.1:{ports.pick_free_port()}"]},
               "task": {"type": "chief", "index": 0}, "model_dir": model_dir}
     status, parses, lines, out = self._main(
         _TRAIN, environ={"TF_CONFIG": json.dumps(config)})
