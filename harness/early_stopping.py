@@ -25,7 +25,7 @@ from absl import logging
 
 from harness import errors
 from harness import estimator as estimator_lib
-from harness import stop_signal
+from harness import early_stopping_hooks
 from harness._tf import tf
 from harness.cluster.strategy_kind import StrategyKind
 from harness.state import run_state
@@ -47,13 +47,13 @@ _EVENT_FILE_GLOB_PATTERN = "events.out.tfevents.*"
 
 
 # tf.estimator 2.15's private names, which legacy code calls.
-_StopOnPredicateHook = stop_signal.StopOnPredicateHook
-_CheckForStoppingHook = stop_signal.CheckForStoppingHook
+_StopOnPredicateHook = early_stopping_hooks.StopOnPredicateHook
+_CheckForStoppingHook = early_stopping_hooks.CheckForStoppingHook
 
 
 def _check_estimator(estimator):
   if not isinstance(estimator, estimator_lib.Estimator):
-    raise stop_signal.ArgumentTypeError(
+    raise early_stopping_hooks.ArgumentTypeError(
         "`estimator` must have type `tf.estimator.Estimator`. Got: "
         f"{type(estimator)}. Fix: pass a harness.Estimator.")
 
@@ -90,7 +90,7 @@ def make_early_stopping_hook(estimator, should_stop_fn, run_every_secs=60,
     raise errors.ConfigError(
         "One of `run_every_secs` and `run_every_steps` must be set.")
   if not callable(should_stop_fn):
-    raise stop_signal.ArgumentTypeError(
+    raise early_stopping_hooks.ArgumentTypeError(
         f"`should_stop_fn` must be callable, given: {should_stop_fn!r}.")
   config = estimator.config
   strategy = config.train_distribute
@@ -100,16 +100,16 @@ def make_early_stopping_hook(estimator, should_stop_fn, run_every_secs=60,
           "run_every_secs should not be set when using "
           "MultiWorkerMirroredStrategy: every worker must check at the same "
           "step. Fix: pass run_every_secs=None, run_every_steps=N.")
-    return stop_signal.CollectiveEarlyStoppingHook(
+    return early_stopping_hooks.CollectiveEarlyStoppingHook(
         should_stop_fn, run_every_steps, strategy=strategy,
         model_dir=estimator.model_dir, is_chief=config.is_chief)
   signal = config.num_worker_replicas > 1
   if config.is_chief:
-    return stop_signal.StopOnPredicateHook(
+    return early_stopping_hooks.StopOnPredicateHook(
         should_stop_fn, run_every_secs, run_every_steps,
         model_dir=estimator.model_dir, signal_workers=signal,
         num_ps_replicas=config.num_ps_replicas)
-  return stop_signal.CheckForStoppingHook(
+  return early_stopping_hooks.CheckForStoppingHook(
       num_ps_replicas=config.num_ps_replicas)
 
 
