@@ -53,6 +53,8 @@ _PRAGMA = re.compile(r"#\s*local-fs:\s*\S")
 _LOCAL_BY_NATURE = {
     ("_tf.py", "_import_tensorflow_quietly"):
         "a temporary file that captures fd 2 while TensorFlow imports",
+    ("cli/preflight.py", "existing_ancestor"):
+        "local paths only: preflight and the disk-full message skip URLs",
     ("cli/preflight.py", "_unwritable_reason"):
         "preflight before TensorFlow is imported; URL model_dirs skip it",
     ("cli/preflight.py", "preflight"):

@@ -252,9 +252,7 @@ def _errno_of(error, tf):
 
 
 def _mount_point(path):
-  path = os.path.abspath(path)
-  while not os.path.exists(path) and os.path.dirname(path) != path:
-    path = os.path.dirname(path)
+  path = preflight_lib.existing_ancestor(path)
   while not os.path.ismount(path):
     path = os.path.dirname(path)
   return path

@@ -19,7 +19,7 @@ from harness import errors
 from harness.cluster import tf_config as cluster_lib
 from harness.state import paths
 
-__all__ = ["model_dir_of", "preflight"]
+__all__ = ["model_dir_of", "preflight", "existing_ancestor"]
 
 
 def model_dir_of(job_config, cluster_info):
@@ -38,11 +38,17 @@ def model_dir_of(job_config, cluster_info):
   return model_dir
 
 
-def _unwritable_reason(path):
-  """Why folder `path` cannot be created and written, or None."""
+def existing_ancestor(path):
+  """`path` made absolute, or its nearest folder above that exists."""
   existing = os.path.abspath(path)
   while not os.path.exists(existing) and os.path.dirname(existing) != existing:
     existing = os.path.dirname(existing)
+  return existing
+
+
+def _unwritable_reason(path):
+  """Why folder `path` cannot be created and written, or None."""
+  existing = existing_ancestor(path)
   if not os.path.isdir(existing):
     return f"{existing} is a file, not a folder"
   if not os.access(existing, os.W_OK | os.X_OK):
