@@ -9,8 +9,11 @@
 `build_estimator` makes the RunConfig (strategy, the TF_CONFIG `info`
 parsed once by `harness.cli.flags.parse`, checkpoints) and the Estimator
 (`--model_dir` as its model_dir: the one model_dir decision); each runner
-builds the input_fns (global batch size) and exporters of its mode. This
-module imports TensorFlow at its top; `harness.cli.job` imports it only
+builds the input_fns (global batch size) and exporters of its mode.
+evaluate / predict / export are one-process jobs: in a TF_CONFIG cluster
+the chief runs them in-process (no server runs for them, so 2.15's
+grpc://<this task> session target would wait for ever) and every other
+task exits (`runs_one_process_job`). This module imports TensorFlow at its top; `harness.cli.job` imports it only
 when a job runs, so the dry run and `--help` stay TensorFlow-free.
 """
 
