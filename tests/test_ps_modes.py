@@ -76,7 +76,7 @@ def _assert_one_process_job(test, code, output, detail, mode):
   test.assertEqual(code, 0, detail)
   _assert_ended_with_0(test, output, detail, ("chief/0", "worker/0"))
   test.assertIn(f"{mode} | chief/0 | --mode={mode} is a one-process job: it "
-                "runs here, with an in-process session", output, detail)
+                "runs here, in-process, as a local job", output, detail)
   test.assertIn(f"{mode} | worker/0 | --mode={mode} is a one-process job run "
                 "by chief/0: this task has nothing to do and exits", output,
                 detail)
@@ -250,44 +250,60 @@ class OneProcessTaskTest(parameterized.TestCase):
     self.assertTrue(mode_runners.runs_one_process_job(None))
     self.assertEqual(mode_runners.one_process_task(None), "local")
 
-  @parameterized.parameters("evaluate", "predict", "export")
-  def test_chief_session_is_in_process(self, mode):
-    """The chief's sessions target "" (no server runs in its process)."""
-    estimator = self._build(mode, "chief")
+  @parameterized.named_parameters(
+      ("evaluate", "evaluate", _PS_CLUSTER, "chief"),
+      ("predict", "predict", _PS_CLUSTER, "chief"),
+      ("export", "export", _PS_CLUSTER, "chief"),
+      ("predict_worker0_without_chief", "predict", _NO_CHIEF, "worker"),
+      ("session_master_too", "predict", _PS_CLUSTER, "chief",
+       {"session_master": "grpc://127.0.0.1:9"}))
+  def test_chief_runs_in_process(self, mode, cluster, task_type,
+                                 tf_config=None):
+    """The chief's sessions target "": no server runs in its process."""
+    estimator = self._build(mode, task_type, cluster, **(tf_config or {}))
     self.assertEqual(estimator.config.master, "")
+    self.assertEqual(estimator.config.evaluation_master, "")
     self.assertIsNone(estimator.config.train_distribute)
-    self.assertEqual(estimator.config.task_type, "chief")
+    self.assertEqual(estimator.config.cluster_spec.as_dict(), {})
 
   def test_train_keeps_the_grpc_master(self):
     """Training still serves its task: 2.15's grpc://<this task>."""
     self.assertEqual(self._build("train", "chief").config.master,
                      "grpc://127.0.0.1:1")
 
-  def test_session_master_from_tf_config_is_kept(self):
-    estimator = self._build("predict", "chief",
-                            session_master="grpc://127.0.0.1:9")
-    self.assertEqual(estimator.config.master, "grpc://127.0.0.1:9")
+  def test_model_dir_from_tf_config_is_kept(self):
+    model_dir = self.create_tempdir().full_path
+    estimator = self._build("predict", "chief", model_dir=model_dir,
+                            flag_model_dir=False)
+    self.assertEqual(estimator.model_dir, model_dir)
 
-  @parameterized.parameters("worker", "ps")
-  def test_other_tasks_do_nothing(self, task_type):
-    estimator = self._build("predict", task_type)
+  @parameterized.named_parameters(
+      ("worker", _PS_CLUSTER, "worker", 0, "chief/0"),
+      ("ps", _PS_CLUSTER, "ps", 0, "chief/0"),
+      ("evaluator", _PS_CLUSTER, "evaluator", 0, "chief/0"),
+      ("worker1_without_chief", _NO_CHIEF, "worker", 1, "worker/0"))
+  def test_other_tasks_do_nothing(self, cluster, task_type, index, chief):
+    estimator = self._build("predict", task_type, cluster, index=index)
     with self.assertLogs(level="INFO") as logs:
       result = mode_runners.MODE_RUNNERS["predict"](
           estimator, self._job, self._job.cluster_info)
     self.assertEqual(result, (None, [], None))
-    self.assertIn(f"predict | {task_type}/0 | --mode=predict is a "
-                  "one-process job run by chief/0", "\n".join(logs.output))
+    self.assertIn(f"predict | {task_type}/{index} | --mode=predict is a "
+                  f"one-process job run by {chief}", "\n".join(logs.output))
     self.assertFalse(os.path.exists(
         os.path.join(estimator.model_dir, "predictions.jsonl")))
 
-  def _build(self, mode, task_type, **tf_config):
+  def _build(self, mode, task_type, cluster=_PS_CLUSTER, index=0,
+             flag_model_dir=True, **tf_config):
     environ = {"TF_CONFIG": json.dumps(
-        {"cluster": _PS_CLUSTER, "task": {"type": task_type, "index": 0},
+        {"cluster": cluster, "task": {"type": task_type, "index": index},
          **tf_config})}
+    model_dir = ([f"--model_dir={self.create_tempdir().full_path}"]
+                 if flag_model_dir else [])
     self._job = flags.parse(
         ["harness.main", f"--mode={mode}", "--model_fn=mnist_mlp",
-         "--input_fn=synthetic", "--strategy=parameter_server",
-         f"--model_dir={self.create_tempdir().full_path}"], environ=environ)
+         "--input_fn=synthetic", "--strategy=parameter_server", *model_dir],
+        environ=environ)
     return mode_runners.build_estimator(self._job, environ,
                                         self._job.cluster_info)
 

@@ -11,10 +11,11 @@ parsed once by `harness.cli.flags.parse`, checkpoints) and the Estimator
 (`--model_dir` as its model_dir: the one model_dir decision); each runner
 builds the input_fns (global batch size) and exporters of its mode.
 evaluate / predict / export are one-process jobs: in a TF_CONFIG cluster
-the chief runs them in-process (no server runs for them, so 2.15's
-grpc://<this task> session target would wait for ever) and every other
-task exits (`runs_one_process_job`). This module imports TensorFlow at its top; `harness.cli.job` imports it only
-when a job runs, so the dry run and `--help` stay TensorFlow-free.
+the chief runs them in-process, as a local job (no server runs for them,
+so 2.15's grpc://<this task> session target would wait for ever), and
+every other task exits (`runs_one_process_job`). This module imports
+TensorFlow at its top; `harness.cli.job` imports it only when a job runs,
+so the dry run and `--help` stay TensorFlow-free.
 """
 
 import dataclasses
@@ -71,21 +72,21 @@ def runs_one_process_job(info):
 
 
 def _in_process(job, info):
-  """The TF_CONFIG a one-process mode's chief runs with: no server.
+  """The TF_CONFIG a one-process mode runs with: no cluster.
 
   Nothing in this process serves the task's own address (only training
   starts a server), so 2.15's session target grpc://<this task> would wait
-  for ever: the session is in-process ("" as TF_CONFIG's session_master,
-  unless it names one), with no distribution strategy.
+  for ever; and a worker-only cluster without a strategy has no chief. The
+  job needs neither: it runs as a local process (in-process sessions, no
+  distribution strategy) that keeps TF_CONFIG's other keys (model_dir).
   """
-  if info.session_master is None:
-    info = dataclasses.replace(info, session_master="")
-  target = ("an in-process session" if not info.session_master else
-            f"session target {info.session_master} (TF_CONFIG session_master)")
-  logging.info("%s | %s | --mode=%s is a one-process job: it runs here, with "
-               "%s and no distribution strategy; the other tasks exit",
-               job.mode, info.task_label, job.mode, target)
-  return info
+  if runs_one_process_job(info):  # The others say so in `_exits_here`.
+    logging.info("%s | %s | --mode=%s is a one-process job: it runs here, "
+                 "in-process, as a local job (no server, no distribution "
+                 "strategy); the other tasks exit", job.mode,
+                 info.task_label, job.mode)
+  return dataclasses.replace(info, cluster={}, task_type=None, task_id=0,
+                             session_master=None, eval_session_master=None)
 
 
 def _exits_here(job, info):
@@ -105,10 +106,9 @@ def build_estimator(job, environ, info):
   elif not job_config.is_task(info, cluster_lib.PS):
     check_gpus_visible(job)
   local = not job.remote_cluster and (info is None or not info.has_cluster)
-  # A cluster's one-process job uses no strategy (no task trains).
   one_process = not local and not job.remote_cluster and (
       job.mode in ONE_PROCESS_MODES)
-  if one_process and runs_one_process_job(info):
+  if one_process:  # Every task: only the chief runs, none trains.
     info = _in_process(job, info)
   strategy = None if one_process else strategies.make_strategy(
       job.strategy, num_devices_per_worker=job.num_devices_per_worker,
