@@ -86,7 +86,7 @@ def _assert_one_process_job(test, code, output, detail, mode):
 class ParameterServerModesTest(parameterized.TestCase):
 
   @parameterized.named_parameters(*_STRATEGIES)
-  def test_train_then_evaluate_then_export(self, strategy_flags):
+  def test_train_then_evaluate_predict_export(self, strategy_flags):
     model_dir = self.create_tempdir().full_path
     code, output, detail = _launch(model_dir, "train", strategy_flags)
     self.assertEqual(code, 0, detail)
