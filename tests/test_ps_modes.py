@@ -14,6 +14,7 @@ ps and evaluator tasks, as tf.estimator 2.15 did.
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -25,7 +26,10 @@ from harness import errors
 from harness import estimator as estimator_lib
 from harness import run_config as run_config_lib
 from harness._tf import tf
+from harness.cli import flags
+from harness.cli import mode_runners
 from harness.cluster import ports
+from harness.cluster import tf_config as cluster_lib
 from tests import conftest
 
 _MAX_STEPS = 30
@@ -66,11 +70,23 @@ def _assert_ended_with_0(test, output, detail, tasks):
     test.assertIn(f"launch | {task} exited with 0", output, detail)
 
 
+def _assert_one_process_job(test, code, output, detail, mode):
+  """The chief did `mode`; the worker exited at once (launch may stop the ps
+  first: `test_every_task_exits_by_itself` waits for each task instead)."""
+  test.assertEqual(code, 0, detail)
+  _assert_ended_with_0(test, output, detail, ("chief/0", "worker/0"))
+  test.assertIn(f"{mode} | chief/0 | --mode={mode} is a one-process job: it "
+                "runs here, in-process, as a local job", output, detail)
+  test.assertIn(f"{mode} | worker/0 | --mode={mode} is a one-process job run "
+                "by chief/0: this task has nothing to do and exits", output,
+                detail)
+
+
 @pytest.mark.slow
 class ParameterServerModesTest(parameterized.TestCase):
 
   @parameterized.named_parameters(*_STRATEGIES)
-  def test_train_then_evaluate_then_export(self, strategy_flags):
+  def test_train_then_evaluate_predict_export(self, strategy_flags):
     model_dir = self.create_tempdir().full_path
     code, output, detail = _launch(model_dir, "train", strategy_flags)
     self.assertEqual(code, 0, detail)
@@ -86,19 +102,38 @@ class ParameterServerModesTest(parameterized.TestCase):
       self.assertTrue(os.path.exists(
           os.path.join(model_dir, f"task_done-{task}")), detail)
 
-    # The same cluster shape evaluates and exports the checkpoint it left.
+    # The same cluster shape evaluates, predicts with and exports the
+    # checkpoint it left: one-process jobs, done by the chief alone (in
+    # process: predict used to wait for ever on grpc://<chief>, which nobody
+    # served); the worker and the ps exit by themselves.
     code, output, detail = _launch(model_dir, "evaluate", strategy_flags)
-    self.assertEqual(code, 0, detail)
-    _assert_ended_with_0(self, output, detail, ("chief/0", "worker/0"))
+    _assert_one_process_job(self, code, output, detail, "evaluate")
     self.assertIn(f"[chief/0] eval results | chief/0 | global_step {step}",
                   output, detail)
+    self.assertLen(re.findall(r"\] eval \| \S+ \| step \d+", output), 1,
+                   detail)
+    self.assertNotIn("eval results | worker/0", output, detail)
+
+    code, output, detail = _launch(model_dir, "predict", strategy_flags)
+    _assert_one_process_job(self, code, output, detail, "predict")
+    wrote = re.findall(r"\[(\S+)\].*predict \| wrote (\d+) predictions to "
+                       r"(\S+)", output)
+    path = os.path.join(model_dir, "predictions.jsonl")
+    self.assertLen(wrote, 1, detail)
+    self.assertEqual(wrote[0][0], "chief/0", detail)
+    self.assertEqual(wrote[0][2], path, detail)
+    self.assertEqual(glob.glob(os.path.join(model_dir, "*.jsonl")), [path])
+    with open(path) as f:
+      lines = f.read().splitlines()
+    self.assertLen(lines, int(wrote[0][1]))
+    self.assertGreater(len(lines), 0)
+    self.assertIn("probabilities", json.loads(lines[0]), lines[0])
 
     code, output, detail = _launch(model_dir, "export", strategy_flags)
-    self.assertEqual(code, 0, detail)
-    _assert_ended_with_0(self, output, detail, ("chief/0", "worker/0"))
+    _assert_one_process_job(self, code, output, detail, "export")
     exports = glob.glob(os.path.join(model_dir, "export", "saved_model", "*",
                                      "saved_model.pb"))
-    self.assertNotEmpty(exports, detail)
+    self.assertLen(exports, 1, detail)
 
   def test_evaluator_task_exits_in_train_mode(self):
     model_dir = self.create_tempdir().full_path
@@ -118,43 +153,159 @@ class ParameterServerModesTest(parameterized.TestCase):
   def test_every_task_exits_by_itself(self):
     """Without harness.launch (which stops a ps): the ps exits on its own."""
     model_dir = self.create_tempdir().full_path
-    chief, worker, ps = (f"127.0.0.1:{p}" for p in ports.pick_free_ports(3))
-    cluster = {"chief": [chief], "worker": [worker], "ps": [ps]}
-    logs = self.create_tempdir().full_path
-    command = [sys.executable, "-m", "harness.main",
-               f"--model_dir={model_dir}", "--mode=train",
-               "--strategy=parameter_server", *_MODEL]
-    procs = {}
-    for job in ("ps", "chief", "worker"):
-      env = conftest.child_env({"cluster": cluster,
-                                "task": {"type": job, "index": 0}})
-      with open(os.path.join(logs, job), "w") as log:
-        procs[f"{job}/0"] = subprocess.Popen(
-            command, env=env, cwd=conftest.REPO_ROOT, stdout=log,
-            stderr=subprocess.STDOUT, start_new_session=True)
-    codes = {}
-    try:
-      for task, proc in procs.items():
-        codes[task] = proc.wait(timeout=_TIMEOUT_SECS)
-    except subprocess.TimeoutExpired:
-      pass  # Reported by the assertion below, with the logs.
-    finally:
-      for proc in procs.values():  # Only our own children, by process group.
-        if proc.poll() is None:
-          os.killpg(proc.pid, 9)
-          proc.wait(timeout=30)
-    outputs = {}
-    for task in procs:
-      with open(os.path.join(logs, task.split("/")[0])) as log:
-        outputs[task] = log.read()
-    detail = " ".join(command) + " (TF_CONFIG per task)\nexit " + json.dumps(
-        codes) + "\n" + "\n".join(
-        f"--- {t}\n{o[-3000:]}" for t, o in outputs.items())
+    codes, outputs, detail = _run_tasks(self, model_dir, "train",
+                                        ("ps", "chief", "worker"))
     self.assertEqual(codes, {"ps/0": 0, "chief/0": 0, "worker/0": 0}, detail)
     self.assertIn("ps | ps/0 | training ended (finished); exiting",
                   outputs["ps/0"], detail)
     self.assertBetween(_checkpoint_step(self, model_dir, detail), _MAX_STEPS,
                        _MAX_STEPS + 2)
+
+    # predict: the chief alone, every other task (evaluator too) exits 0.
+    codes, outputs, detail = _run_tasks(
+        self, model_dir, "predict", ("ps", "chief", "worker", "evaluator"))
+    self.assertEqual(codes, {"ps/0": 0, "chief/0": 0, "worker/0": 0,
+                             "evaluator/0": 0}, detail)
+    self.assertIn("predict | wrote", outputs["chief/0"], detail)
+    for task in ("ps/0", "worker/0", "evaluator/0"):
+      self.assertIn(f"predict | {task} | --mode=predict is a one-process job "
+                    "run by chief/0", outputs[task], detail)
+      self.assertNotIn("predict | wrote", outputs[task], detail)
+
+
+def _run_tasks(test, model_dir, mode, jobs):
+  """Runs harness.main once per job (TF_CONFIG each); waits for every one.
+
+  Returns:
+    ({task: exit code}, {task: output}, failure detail); a task still
+    running at the timeout is killed and has no code.
+  """
+  chief, worker, ps = (f"127.0.0.1:{p}" for p in ports.pick_free_ports(3))
+  cluster = {"chief": [chief], "worker": [worker], "ps": [ps]}
+  logs = test.create_tempdir().full_path
+  command = [sys.executable, "-m", "harness.main", f"--model_dir={model_dir}",
+             f"--mode={mode}", "--strategy=parameter_server", *_MODEL]
+  procs = {}
+  for job in jobs:
+    env = conftest.child_env({"cluster": cluster,
+                              "task": {"type": job, "index": 0}})
+    with open(os.path.join(logs, job), "w") as log:
+      procs[f"{job}/0"] = subprocess.Popen(
+          command, env=env, cwd=conftest.REPO_ROOT, stdout=log,
+          stderr=subprocess.STDOUT, start_new_session=True)
+  codes = {}
+  try:
+    for task, proc in procs.items():
+      codes[task] = proc.wait(timeout=_TIMEOUT_SECS)
+  except subprocess.TimeoutExpired:
+    pass  # Reported by the caller's assertion, with the logs.
+  finally:
+    for proc in procs.values():  # Only our own children, by process group.
+      if proc.poll() is None:
+        os.killpg(proc.pid, 9)
+        proc.wait(timeout=30)
+  outputs = {}
+  for task in procs:
+    with open(os.path.join(logs, task.split("/")[0])) as log:
+      outputs[task] = log.read()
+  detail = " ".join(command) + " (TF_CONFIG per task)\nexit " + json.dumps(
+      codes) + "\n" + "\n".join(
+      f"--- {t}\n{o[-3000:]}" for t, o in outputs.items())
+  return codes, outputs, detail
+
+
+def _info(cluster, task_type, index=0):
+  return cluster_lib.parse_tf_config(
+      {"cluster": cluster, "task": {"type": task_type, "index": index}})
+
+
+_PS_CLUSTER = {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"],
+               "ps": ["127.0.0.1:3"]}
+_NO_CHIEF = {"worker": ["127.0.0.1:1", "127.0.0.1:2"], "ps": ["127.0.0.1:3"]}
+
+
+class OneProcessTaskTest(parameterized.TestCase):
+  """Which task of a cluster runs evaluate / predict / export."""
+
+  @parameterized.named_parameters(
+      ("chief", _PS_CLUSTER, "chief", 0, True),
+      ("worker", _PS_CLUSTER, "worker", 0, False),
+      ("ps", _PS_CLUSTER, "ps", 0, False),
+      ("evaluator", _PS_CLUSTER, "evaluator", 0, False),
+      ("worker0_without_chief", _NO_CHIEF, "worker", 0, True),
+      ("worker1_without_chief", _NO_CHIEF, "worker", 1, False),
+      ("master", {"master": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]},
+       "master", 0, True),
+      ("worker_beside_master",
+       {"master": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]}, "worker", 0,
+       False))
+  def test_rule(self, cluster, task_type, index, runs):
+    info = _info(cluster, task_type, index)
+    self.assertEqual(mode_runners.runs_one_process_job(info), runs)
+    expected = ("master/0" if "master" in cluster else
+                "chief/0" if "chief" in cluster else "worker/0")
+    self.assertEqual(mode_runners.one_process_task(info), expected)
+
+  def test_local(self):
+    self.assertTrue(mode_runners.runs_one_process_job(None))
+    self.assertEqual(mode_runners.one_process_task(None), "local")
+
+  @parameterized.named_parameters(
+      ("evaluate", "evaluate", _PS_CLUSTER, "chief"),
+      ("predict", "predict", _PS_CLUSTER, "chief"),
+      ("export", "export", _PS_CLUSTER, "chief"),
+      ("predict_worker0_without_chief", "predict", _NO_CHIEF, "worker"),
+      ("session_master_too", "predict", _PS_CLUSTER, "chief",
+       {"session_master": "grpc://127.0.0.1:9"}))
+  def test_chief_runs_in_process(self, mode, cluster, task_type,
+                                 tf_config=None):
+    """The chief's sessions target "": no server runs in its process."""
+    estimator = self._build(mode, task_type, cluster, **(tf_config or {}))
+    self.assertEqual(estimator.config.master, "")
+    self.assertEqual(estimator.config.evaluation_master, "")
+    self.assertIsNone(estimator.config.train_distribute)
+    self.assertEqual(estimator.config.cluster_spec.as_dict(), {})
+
+  def test_train_keeps_the_grpc_master(self):
+    """Training still serves its task: 2.15's grpc://<this task>."""
+    self.assertEqual(self._build("train", "chief").config.master,
+                     "grpc://127.0.0.1:1")
+
+  def test_model_dir_from_tf_config_is_kept(self):
+    model_dir = self.create_tempdir().full_path
+    estimator = self._build("predict", "chief", model_dir=model_dir,
+                            flag_model_dir=False)
+    self.assertEqual(estimator.model_dir, model_dir)
+
+  @parameterized.named_parameters(
+      ("worker", _PS_CLUSTER, "worker", 0, "chief/0"),
+      ("ps", _PS_CLUSTER, "ps", 0, "chief/0"),
+      ("evaluator", _PS_CLUSTER, "evaluator", 0, "chief/0"),
+      ("worker1_without_chief", _NO_CHIEF, "worker", 1, "worker/0"))
+  def test_other_tasks_do_nothing(self, cluster, task_type, index, chief):
+    estimator = self._build("predict", task_type, cluster, index=index)
+    with self.assertLogs(level="INFO") as logs:
+      result = mode_runners.MODE_RUNNERS["predict"](
+          estimator, self._job, self._job.cluster_info)
+    self.assertEqual(result, (None, [], None))
+    self.assertIn(f"predict | {task_type}/{index} | --mode=predict is a "
+                  f"one-process job run by {chief}", "\n".join(logs.output))
+    self.assertFalse(os.path.exists(
+        os.path.join(estimator.model_dir, "predictions.jsonl")))
+
+  def _build(self, mode, task_type, cluster=_PS_CLUSTER, index=0,
+             flag_model_dir=True, **tf_config):
+    environ = {"TF_CONFIG": json.dumps(
+        {"cluster": cluster, "task": {"type": task_type, "index": index},
+         **tf_config})}
+    model_dir = ([f"--model_dir={self.create_tempdir().full_path}"]
+                 if flag_model_dir else [])
+    self._job = flags.parse(
+        ["harness.main", f"--mode={mode}", "--model_fn=mnist_mlp",
+         "--input_fn=synthetic", "--strategy=parameter_server", *model_dir],
+        environ=environ)
+    return mode_runners.build_estimator(self._job, environ,
+                                        self._job.cluster_info)
 
 
 class EstimatorTrainTaskTest(parameterized.TestCase):

@@ -9,11 +9,16 @@
 `build_estimator` makes the RunConfig (strategy, the TF_CONFIG `info`
 parsed once by `harness.cli.flags.parse`, checkpoints) and the Estimator
 (`--model_dir` as its model_dir: the one model_dir decision); each runner
-builds the input_fns (global batch size) and exporters of its mode. This
-module imports TensorFlow at its top; `harness.cli.job` imports it only
-when a job runs, so the dry run and `--help` stay TensorFlow-free.
+builds the input_fns (global batch size) and exporters of its mode.
+evaluate / predict / export are one-process jobs: in a TF_CONFIG cluster
+the chief runs them in-process, as a local job (no server runs for them,
+so 2.15's grpc://<this task> session target would wait for ever), and
+every other task exits (`runs_one_process_job`). This module imports
+TensorFlow at its top; `harness.cli.job` imports it only when a job runs,
+so the dry run and `--help` stay TensorFlow-free.
 """
 
+import dataclasses
 import inspect
 import json
 import os
@@ -36,7 +41,62 @@ from harness.export import exporter
 
 __all__ = ["build_estimator", "check_gpus_visible", "input_fn_for",
            "serving_input_receiver_fn", "exporters_for", "export_paths",
+           "ONE_PROCESS_MODES", "one_process_task", "runs_one_process_job",
            "MODE_RUNNERS"]
+
+# Modes that are one process's job: in a TF_CONFIG cluster the chief does
+# them (`runs_one_process_job`) and every other task exits.
+ONE_PROCESS_MODES = ("evaluate", "predict", "export")
+
+
+def one_process_task(info):
+  """The label of the task that runs a one-process mode in `info`'s cluster.
+
+  The chief: the "master" task, else chief/0, else worker/0 (2.15's chief
+  under a strategy, `cluster_lib.is_chief`); "local" without a cluster.
+  """
+  if info is None or not info.has_cluster:
+    return cluster_lib.LOCAL_LABEL
+  for job in (cluster_lib.MASTER, cluster_lib.CHIEF, cluster_lib.WORKER):
+    if info.cluster.get(job):
+      return cluster_lib.task_label(job, 0)
+  return None  # validate() refuses a cluster without any of them.
+
+
+def runs_one_process_job(info):
+  """Whether this task runs `ONE_PROCESS_MODES` (the others exit at once)."""
+  if info is None or not info.has_cluster:
+    return True
+  return info.task_type != cluster_lib.EVALUATOR and cluster_lib.is_chief(
+      info, has_strategy=True)
+
+
+def _in_process(job, info):
+  """The TF_CONFIG a one-process mode runs with: no cluster.
+
+  Nothing in this process serves the task's own address (only training
+  starts a server), so 2.15's session target grpc://<this task> would wait
+  for ever; and a worker-only cluster without a strategy has no chief. The
+  job needs neither: it runs as a local process (in-process sessions, no
+  distribution strategy) that keeps TF_CONFIG's other keys (model_dir).
+  """
+  if runs_one_process_job(info):  # The others say so in `_exits_here`.
+    logging.info("%s | %s | --mode=%s is a one-process job: it runs here, "
+                 "in-process, as a local job (no server, no distribution "
+                 "strategy); the other tasks exit", job.mode,
+                 info.task_label, job.mode)
+  return dataclasses.replace(info, cluster={}, task_type=None, task_id=0,
+                             session_master=None, eval_session_master=None)
+
+
+def _exits_here(job, info):
+  """True (after one log line) on a task that leaves a one-process job."""
+  if runs_one_process_job(info):
+    return False
+  logging.info("%s | %s | --mode=%s is a one-process job run by %s: this "
+               "task has nothing to do and exits", job.mode, info.task_label,
+               job.mode, one_process_task(info))
+  return True
 
 
 def build_estimator(job, environ, info):
@@ -46,7 +106,11 @@ def build_estimator(job, environ, info):
   elif not job_config.is_task(info, cluster_lib.PS):
     check_gpus_visible(job)
   local = not job.remote_cluster and (info is None or not info.has_cluster)
-  strategy = strategies.make_strategy(
+  one_process = not local and not job.remote_cluster and (
+      job.mode in ONE_PROCESS_MODES)
+  if one_process:  # Every task: only the chief runs, none trains.
+    info = _in_process(job, info)
+  strategy = None if one_process else strategies.make_strategy(
       job.strategy, num_devices_per_worker=job.num_devices_per_worker,
       device_type=job.device_type,
       cluster=job.remote_cluster or (info.cluster if info else None))
@@ -183,7 +247,8 @@ def _train(estimator, job, info):
 
 
 def _evaluate(estimator, job, info):
-  del info
+  if _exits_here(job, info):
+    return None, [], None
   return estimator.evaluate(input_fn_for(job, "eval", estimator.params),
                             steps=job.eval_steps), [], None
 
@@ -197,7 +262,8 @@ def _jsonable(value):
 
 
 def _predict(estimator, job, info):
-  del info
+  if _exits_here(job, info):
+    return None, [], None
   path = os.path.join(estimator.model_dir, "predictions.jsonl")
   tf.io.gfile.makedirs(estimator.model_dir)
   count = 0
@@ -211,7 +277,8 @@ def _predict(estimator, job, info):
 
 
 def _export(estimator, job, info):
-  del info
+  if _exits_here(job, info):
+    return None, [], None
   path = estimator.export_saved_model(
       os.path.join(estimator.model_dir, "export", "saved_model"),
       serving_input_receiver_fn(job, estimator.params))
