@@ -52,24 +52,27 @@ class CallersReachTheEntryTest(absltest.TestCase):
   def _estimator(self, config):
     return harness.Estimator(_model_fn, config=config, params={"p": 1})
 
-  def _check_model(self, call, est):
-    model, input_fn, kwargs = call
+  def _train_recorded(self, est, **train_kwargs):
+    """est.train(...) with trainer.train recorded; its one call's kwargs."""
+    recorder = _Recorder()
+    with mock.patch.object(trainer, "train", recorder):
+      self.assertIs(est.train(_support.constant_input_fn, **train_kwargs),
+                    est)
+    self.assertLen(recorder.calls, 1)
+    model, input_fn, kwargs = recorder.calls[0]
     self.assertIsInstance(model, trainer.TrainModel)
     self.assertEqual(model.model_dir, est.model_dir)
     self.assertEqual(model.params, {"p": 1})
     self.assertIs(input_fn, _support.constant_input_fn)
     self.assertIsInstance(kwargs["context"], train_loop.TrainContext)
+    for name, value in train_kwargs.items():
+      self.assertEqual(kwargs[name], value)
     return kwargs
 
   def test_local_training_calls_the_entry(self):
     est = self._estimator(harness.RunConfig(
         model_dir=self.create_tempdir().full_path, environ={}))
-    recorder = _Recorder()
-    with mock.patch.object(trainer, "train", recorder):
-      self.assertIs(est.train(_support.constant_input_fn, max_steps=3), est)
-    self.assertLen(recorder.calls, 1)
-    kwargs = self._check_model(recorder.calls[0], est)
-    self.assertEqual(kwargs["max_steps"], 3)
+    kwargs = self._train_recorded(est, max_steps=3)
     self.assertIsNone(kwargs["steps"])
     self.assertEqual(kwargs["context"].task_label, "local")
     self.assertEqual(kwargs["context"].master, "")
@@ -81,13 +84,7 @@ class CallersReachTheEntryTest(absltest.TestCase):
     est = self._estimator(harness.RunConfig(
         model_dir=model_dir,
         environ=_support.tf_config_environ(cluster, "chief", 0)))
-    recorder = _Recorder()
-    with mock.patch.object(trainer, "train", recorder):
-      est.train(_support.constant_input_fn, steps=2)
-    self.assertLen(recorder.calls, 1)
-    kwargs = self._check_model(recorder.calls[0], est)
-    self.assertEqual(kwargs["steps"], 2)
-    context = kwargs["context"]
+    context = self._train_recorded(est, steps=2)["context"]
     self.assertEqual(context.task_label, "chief/0")
     self.assertTrue(context.is_chief)
     self.assertTrue(context.master.startswith("grpc://"), context.master)
@@ -108,12 +105,7 @@ class CallersReachTheEntryTest(absltest.TestCase):
         experimental_distribute=run_config_lib.DistributeConfig(
             train_distribute=strategies.make_strategy("collective"),
             remote_cluster={"worker": [address]})))
-    recorder = _Recorder()
-    with mock.patch.object(trainer, "train", recorder):
-      est.train(_support.constant_input_fn, max_steps=4)
-    self.assertLen(recorder.calls, 1)
-    kwargs = self._check_model(recorder.calls[0], est)
-    self.assertEqual(kwargs["max_steps"], 4)
+    kwargs = self._train_recorded(est, max_steps=4)
     context = kwargs["context"]
     self.assertEqual(context.task_label, "remote worker/0")
     self.assertEqual(context.master, f"grpc://{address}")
