@@ -30,10 +30,10 @@ from harness._tf import tf
 from harness.cluster import tf_config as cluster_lib
 from harness.core import evaluation
 from harness.core import input_pipeline
-from harness.core import loop_spec
 from harness.core import prediction
 from harness.core import train_graph
 from harness.core import train_loop
+from harness.core import trainer
 from harness.distribute import remote
 from harness.distribute import roles
 from harness.distribute import strategies
@@ -43,13 +43,6 @@ from harness.state import checkpoints
 __all__ = ["Estimator", "check_supported_config"]
 
 ModeKeys = spec_lib.ModeKeys
-
-
-def _check_positive(value, name):
-  if value is not None and value <= 0:
-    raise errors.ConfigError(
-        f"Must specify {name} > 0, given: {value}. Fix: pass a positive "
-        f"number of steps, or None.")
 
 
 class Estimator:
@@ -184,107 +177,47 @@ class Estimator:
           "every task (a ps serves the trainers' variables until they "
           "finish), or call train() only in chief/worker tasks.")
     check_supported_config(self._config)
+    model = self._train_model()
     if self._config.remote_cluster is not None:
       # Standalone client: drive the remote cluster's servers from here.
       remote.train_remote(
-          self, input_fn, train_fn=self._train_with_context, hooks=hooks,
-          steps=steps, max_steps=max_steps,
+          model, input_fn, hooks=hooks, steps=steps, max_steps=max_steps,
           saving_listeners=saving_listeners,
           connect_timeout_secs=self._config.remote_connect_timeout_secs)
       return self
     if _is_cluster_trainer(self._config):
       # A chief/worker task of a TF_CONFIG cluster: join it (as tf.estimator
       # 2.15 did through its distribute coordinator).
-      roles.train_in_cluster(self, input_fn,
-                             train_fn=self._train_with_context, hooks=hooks,
-                             steps=steps, max_steps=max_steps,
+      roles.train_in_cluster(model, input_fn, hooks=hooks, steps=steps,
+                             max_steps=max_steps,
                              saving_listeners=saving_listeners)
       return self
-    strategy = self._config.train_distribute
-    context = self._local_train_context()
+    config = self._config
+    strategy = config.train_distribute
+    context = train_loop.TrainContext(
+        master=config.master, is_chief=config.is_chief,
+        should_init=config.is_chief, session_config=self._session_config,
+        task_label=_task_label(config))
     if strategy is not None:
-      kind = self._config.strategy_kind  # Classified once, by RunConfig.
+      kind = config.strategy_kind  # Classified once, by RunConfig.
       strategy = strategies.to_graph_strategy(strategy, kind=kind)
       # E.g. device_count CPU=N for N CPU replicas of a MirroredStrategy.
       context = dataclasses.replace(
           context, session_config=strategies.configure_for_task(
               strategy, cluster=None, task_type=None, task_id=0,
               session_config=self._session_config, kind=kind))
-    self._train_with_context(input_fn, hooks, steps, max_steps,
-                             saving_listeners, context, strategy=strategy)
+    trainer.train(model, input_fn, hooks=hooks, steps=steps,
+                  max_steps=max_steps, saving_listeners=saving_listeners,
+                  context=context, strategy=strategy)
     return self
 
-  def _train_with_context(self, input_fn, hooks, steps, max_steps,
-                          saving_listeners, context, strategy=None):
-    """train()'s checks and stop rule, run as `context` says; returns loss."""
-    if steps is not None and max_steps is not None:
-      raise errors.ConfigError(
-          "Can not provide both steps and max_steps. Fix: pass steps (train "
-          "this many more steps) or max_steps (train up to this global step).")
-    _check_positive(steps, "steps")
-    _check_positive(max_steps, "max_steps")
-    if max_steps is not None:
-      start = self._checkpoint_step()
-      if start is not None and max_steps <= start:
-        logging.info("Skipping training since max_steps has already saved "
-                     "(global step %d >= max_steps %d).", start, max_steps)
-        return None
-    hooks = spec_lib.check_hooks(hooks, "hooks")
-    if steps is not None or max_steps is not None:
-      hooks.append(train_loop.StopAtStepHook(steps, max_steps))
-    return self._train(input_fn, hooks, saving_listeners, max_steps, context,
-                       strategy)
-
-  def _local_train_context(self):
-    config = self._config
-    return train_loop.TrainContext(
-        master=config.master, is_chief=config.is_chief,
-        should_init=config.is_chief, session_config=self._session_config,
-        task_label=_task_label(config))
-
-  def _checkpoint_step(self):
-    return checkpoints.global_step_of(self.latest_checkpoint())
-
-  def _train(self, input_fn, hooks, saving_listeners, max_steps, context,
-             strategy=None):
-    """Builds the TRAIN graph and runs it as `context` says."""
-    strategy = strategy or self._config.train_distribute
-    try:
-      return self._build_and_run(input_fn, hooks, saving_listeners,
-                                 max_steps, context, strategy, self._config)
-    except loop_spec.NeedsOneStepPerRun as e:
-      # Raised while building, before any session: nothing ran yet.
-      log = (logging.info if self._config.steps_per_loop == "auto"
-             else logging.warning)
-      log("train | %s | steps_per_loop=%s -> 1 (one step per session.run): "
-          "%s.", context.task_label, self._config.steps_per_loop, e.reason)
-      return self._build_and_run(
-          input_fn, hooks, saving_listeners, max_steps, context, strategy,
-          self._config.replace(steps_per_loop=1))
-
-  def _build_and_run(self, input_fn, hooks, saving_listeners, max_steps,
-                     context, strategy, config):
-    # The device function (ps placement) covers the whole training graph,
-    # global step included, as in tf.estimator.
-    with tf.Graph().as_default() as graph, graph.device(self._device_fn):
-      if strategy is not None:
-        built = train_graph.build_distributed(
-            strategy, self._call_model_fn, input_fn, self._params, config)
-      else:
-        built = train_graph.build_local(
-            self._call_model_fn, input_fn, self._params, config)
-      if built.auto_bound is not None:
-        reason = loop_spec.hooks_needing_each_step(hooks, graph)
-        if reason:
-          raise loop_spec.NeedsOneStepPerRun(reason)
-      if self._warm_start_settings is not None:
-        logging.info("Warm-starting from %s",
-                     self._warm_start_settings.ckpt_to_initialize_from)
-        warm_start_lib.warm_start(self._warm_start_settings)
-      return train_loop.run(
-          built, model_dir=self._model_dir, config=config,
-          hooks=hooks, saving_listeners=saving_listeners, context=context,
-          max_steps=max_steps)
+  def _train_model(self):
+    """What `harness.core.trainer.train` needs of this Estimator."""
+    return trainer.TrainModel(
+        call_model_fn=self._call_model_fn, params=self._params,
+        model_dir=self._model_dir, config=self._config,
+        device_fn=self._device_fn,
+        warm_start=_warm_starter(self._warm_start_settings))
 
   # --- evaluate ------------------------------------------------------------
 
@@ -295,7 +228,7 @@ class Estimator:
     Returns:
       dict of metric name -> value, with `loss` and `global_step`.
     """
-    _check_positive(steps, "steps")
+    trainer.check_positive(steps, "steps")
     checkpoint_path = self._checkpoint_for("evaluate", checkpoint_path)
     with tf.Graph().as_default():
       train_graph.set_graph_seed(self._config.tf_random_seed)
@@ -435,6 +368,18 @@ def _is_cluster_trainer(config):
   return (config.remote_cluster is None and
           bool(config.cluster_spec.as_dict()) and
           config.task_type in ("chief", "worker", "master"))
+
+
+def _warm_starter(settings):
+  """`fn()` warm-starting the default graph per `settings` (None: None)."""
+  if settings is None:
+    return None
+
+  def warm_start():
+    logging.info("Warm-starting from %s", settings.ckpt_to_initialize_from)
+    warm_start_lib.warm_start(settings)
+
+  return warm_start
 
 
 def _task_label(config):

@@ -57,6 +57,7 @@ from harness import run_config as run_config_lib
 from harness._tf import tf
 from harness.cluster.strategy_kind import StrategyKind
 from harness.core import train_loop
+from harness.core import trainer
 from harness.distribute import server_claim
 from harness.distribute import strategies
 # The start-up checks of the servers; re-exported here (the public path).
@@ -140,18 +141,19 @@ def _num_cpu_devices(graph_strategy, kind):
   return strategies.cpu_devices_per_worker(graph_strategy, kind=kind)
 
 
-def train_remote(estimator, input_fn, *, train_fn, hooks=None, steps=None,
+def train_remote(model, input_fn, *, hooks=None, steps=None,
                  max_steps=None, saving_listeners=None,
                  connect_timeout_secs=None):
-  """Trains `estimator` on its `config.remote_cluster` from this process.
+  """Trains `model` on its `config.remote_cluster` from this process.
+
+  Each remote task trains in its own thread through
+  `harness.core.trainer.train`, the entry local training uses too.
 
   Args:
-    estimator: a `harness.Estimator` whose config has a remote_cluster and a
-      collective or parameter_server train_distribute.
+    model: a `harness.core.trainer.TrainModel` (`Estimator.train` makes it)
+      whose config has a remote_cluster and a collective or
+      parameter_server train_distribute.
     input_fn: the training input_fn (called once per task, in its thread).
-    train_fn: the Estimator's training entry, `train_fn(input_fn, hooks,
-      steps, max_steps, saving_listeners, context, strategy=)`, run once
-      per remote task in its thread.
     hooks: SessionRunHooks for the chief task only.
     steps: train this many more steps (None: see max_steps).
     max_steps: train up to this global step.
@@ -167,7 +169,7 @@ def train_remote(estimator, input_fn, *, train_fn, hooks=None, steps=None,
     ClusterConfigError: the servers do not fit the cluster or strategy.
     Whatever a task's training raised first (the others are stopped).
   """
-  config = estimator.config
+  config = model.config
   cluster = dict(config.remote_cluster)
   graph_strategy = strategies.to_graph_strategy(config.train_distribute,
                                                 kind=config.strategy_kind)
@@ -184,7 +186,7 @@ def train_remote(estimator, input_fn, *, train_fn, hooks=None, steps=None,
       wait_secs=connect_timeout_secs)
   clean = False
   try:
-    result = _train_claimed(estimator, input_fn, train_fn, cluster,
+    result = _train_claimed(model, input_fn, cluster,
                             graph_strategy, chief, claims, hooks=hooks,
                             steps=steps,
                             max_steps=max_steps,
@@ -197,11 +199,10 @@ def train_remote(estimator, input_fn, *, train_fn, hooks=None, steps=None,
     claims.release(clean=clean)
 
 
-def _train_claimed(estimator, input_fn, train_fn, cluster, graph_strategy,
-                   chief, claims, *, hooks, steps, max_steps,
-                   saving_listeners):
+def _train_claimed(model, input_fn, cluster, graph_strategy, chief, claims, *,
+                   hooks, steps, max_steps, saving_listeners):
   """train_remote's work once this client holds the servers."""
-  config = estimator.config
+  config = model.config
   kind = config.strategy_kind  # to_graph_strategy keeps the kind.
   session_config = (config.session_config or
                     run_config_lib.get_default_session_config())
@@ -219,7 +220,7 @@ def _train_claimed(estimator, input_fn, train_fn, cluster, graph_strategy,
         should_init=is_chief or kind == StrategyKind.COLLECTIVE,
         session_config=task_config, task_label=f"remote {job}/{index}")
     runs.append(_TaskRun(
-        train_fn, input_fn, context, strategy, steps=steps,
+        model, input_fn, context, strategy, steps=steps,
         max_steps=max_steps,
         hooks=list(hooks or []) if is_chief else [],
         saving_listeners=list(saving_listeners or []) if is_chief else [],
@@ -235,7 +236,7 @@ def _train_claimed(estimator, input_fn, train_fn, cluster, graph_strategy,
 class _TaskRun:
   """One task's training thread and its outcome."""
 
-  def __init__(self, train_fn, input_fn, context, strategy, *, steps,
+  def __init__(self, model, input_fn, context, strategy, *, steps,
                max_steps, hooks, saving_listeners, stop, everyone_ready,
                start_timeout_secs):
     self.label = context.task_label.split()[-1]
@@ -244,16 +245,18 @@ class _TaskRun:
     self.error = None
     self.failed_at = None
     task_hook = _TaskHook(self.ready, everyone_ready, stop, start_timeout_secs)
-    self._args = (input_fn, hooks + [task_hook], steps, max_steps,
-                  saving_listeners, context)
-    self._train_fn = train_fn
-    self._strategy = strategy
+    self._model = model
+    self._input_fn = input_fn
+    self._train_kwargs = dict(
+        hooks=hooks + [task_hook], steps=steps, max_steps=max_steps,
+        saving_listeners=saving_listeners, context=context, strategy=strategy)
     self.thread = threading.Thread(target=self._run, daemon=True,
                                    name=f"remote-{self.label}")
 
   def _run(self):
     try:
-      self.result = self._train_fn(*self._args, strategy=self._strategy)
+      self.result = trainer.train(self._model, self._input_fn,
+                                  **self._train_kwargs)
     except BaseException as e:  # pylint: disable=broad-except
       self.error = e
       self.failed_at = time.monotonic()

@@ -25,6 +25,7 @@ from harness.cluster import tf_config as cluster_lib
 from harness.cluster.strategy_kind import StrategyKind
 from harness.core import preemption
 from harness.core import train_loop
+from harness.core import trainer
 from harness.distribute import evaluator as evaluator_lib
 from harness.distribute import strategies
 from harness.state import checkpoints
@@ -109,20 +110,19 @@ def _prepare_task(config, strategy):
   return server.target, session_config, graph_strategy
 
 
-def train_in_cluster(estimator, input_fn, *, train_fn, hooks=None, steps=None,
+def train_in_cluster(model, input_fn, *, hooks=None, steps=None,
                      max_steps=None, saving_listeners=None):
-  """Trains as this process's TF_CONFIG task (chief or worker).
+  """Trains `model` as this process's TF_CONFIG task (chief or worker).
 
-  `Estimator.train` calls this for a cluster task and passes its own
-  training entry as `train_fn(input_fn, hooks, steps, max_steps,
-  saving_listeners, context, strategy=)`: this module sets up the task
-  (server, session target, strategy) and the markers around it, and never
-  reaches into the Estimator.
+  `Estimator.train` calls this for a cluster task with its
+  `harness.core.trainer.TrainModel`: this module sets up the task (server,
+  session target, strategy) and the markers around it, and trains through
+  `trainer.train`, the entry local training uses too.
 
   Returns:
     The last training loss seen by this task, or None.
   """
-  config = estimator.config
+  config = model.config
   strategy = config.train_distribute
   kind = config.strategy_kind
   if kind in _IN_GRAPH_KINDS and not config.is_chief:
@@ -143,11 +143,13 @@ def train_in_cluster(estimator, input_fn, *, train_fn, hooks=None, steps=None,
       should_init=config.is_chief or kind == "collective",
       session_config=session_config, task_label=_label(config))
   if config.is_chief:
-    run_state.clear_training_stopped(estimator.model_dir)
+    run_state.clear_training_stopped(model.model_dir)
   reason = "failed"
   try:
-    loss = train_fn(input_fn, list(hooks or []), steps, max_steps,
-                    saving_listeners, context, strategy=strategy)
+    loss = trainer.train(model, input_fn, hooks=list(hooks or []),
+                         steps=steps, max_steps=max_steps,
+                         saving_listeners=saving_listeners, context=context,
+                         strategy=strategy)
     reason = "finished"
     return loss
   except KeyboardInterrupt:
@@ -160,10 +162,11 @@ def train_in_cluster(estimator, input_fn, *, train_fn, hooks=None, steps=None,
     reason = f"failed: {type(e).__name__}: {e}"[:500]
     raise
   finally:
-    run_state.write_task_done(estimator.model_dir, _label(config))
+    run_state.write_task_done(model.model_dir, _label(config))
     if config.is_chief:
-      step = checkpoints.global_step_of(estimator.latest_checkpoint())
-      run_state.write_training_stopped(estimator.model_dir, reason, step)
+      step = checkpoints.global_step_of(
+          checkpoints.latest_usable_checkpoint(model.model_dir))
+      run_state.write_training_stopped(model.model_dir, reason, step)
       logging.info("train | %s | training %s at step %s", _label(config),
                    reason.split(":")[0], step)
 
