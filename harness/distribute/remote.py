@@ -58,6 +58,7 @@ from harness._tf import tf
 from harness.cluster.strategy_kind import StrategyKind
 from harness.core import train_loop
 from harness.core import trainer
+from harness.distribute import remote_servers
 from harness.distribute import server_claim
 from harness.distribute import strategies
 # The start-up checks of the servers; re-exported here (the public path).
@@ -67,14 +68,9 @@ from harness.distribute.remote_servers import check_servers
 from harness.distribute.remote_servers import chief_task
 from harness.distribute.remote_servers import trainer_tasks
 
-__all__ = [
-    "DEFAULT_CONNECT_TIMEOUT_SECS",
-    "trainer_tasks",
-    "chief_task",
-    "check_reachable",
-    "check_servers",
-    "train_remote",
-]
+# remote_servers' names are re-exported: harness.distribute.remote.X keeps
+# working for each.
+__all__ = [*remote_servers.__all__, "train_remote"]
 
 _STOP_SECS = 30.0  # How long stopping the other tasks after an error takes.
 _INTERRUPT_SECS = 5.0  # The same after Ctrl-C.

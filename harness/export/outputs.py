@@ -30,13 +30,9 @@ from harness.export.output_classes import PredictOutput
 from harness.export.output_classes import RegressionOutput
 from harness.export.output_classes import TrainOutput
 
+# The classes are re-exported from output_classes (its error type is not).
 __all__ = [
-    "ExportOutput",
-    "ClassificationOutput",
-    "RegressionOutput",
-    "PredictOutput",
-    "TrainOutput",
-    "EvalOutput",
+    *(name for name in output_classes.__all__ if name != "UnservableError"),
     "get_export_outputs",
     "export_outputs_for_mode",
     "build_all_signature_defs",
