@@ -110,7 +110,8 @@ def build_local(call_model_fn, input_fn, params, config):
   if steps_per_loop == 1:
     features, labels, input_hooks = input_pipeline.parse_input_fn_result(
         result)
-    spec = call_model_fn(features, labels, ModeKeys.TRAIN, config)
+    with tf.control_dependencies([_ordered_global_step_read(global_step)]):
+      spec = call_model_fn(features, labels, ModeKeys.TRAIN, config)
     return TrainGraph(spec=spec, input_hooks=input_hooks,
                       global_step=global_step,
                       examples_per_step=step_rate.examples_in(features, labels))
@@ -200,6 +201,23 @@ def build_distributed(strategy, call_model_fn, input_fn, params, config):
                     same_k_everywhere=(
                         config.strategy_kind == StrategyKind.COLLECTIVE),
                     examples_per_step=looped.examples_per_step)
+
+
+def _ordered_global_step_read(global_step):
+  """The hooks' global step read, made before model_fn's ops.
+
+  model_fn is built under a control dependency on it, so every run reads the
+  step before that run's increment: the hooks' cadence (summaries, logging,
+  checkpoints at N+1, 2N+1, ...) does not depend on how TensorFlow happens
+  to order an unordered read and write (as tf.estimator built model_fn).
+  Before the variables are initialised it reads the initial value.
+  """
+  value = tf.compat.v1.cond(
+      tf.compat.v1.is_variable_initialized(global_step),
+      global_step.read_value, lambda: global_step.initial_value)
+  read = tf.identity(value, name="global_step_read")
+  tf.compat.v1.add_to_collection(_tf_private.GLOBAL_STEP_READ_KEY, read)
+  return read
 
 
 def _register_global_step_read(read_step):
