@@ -102,6 +102,38 @@ class Head(abc.ABC):
 
   _summary_key = summary_key  # 2.15's name, which subclasses call.
 
+  def create_estimator_spec(self, features, mode, logits, labels=None,
+                            optimizer=None, trainable_variables=None,
+                            train_op_fn=None, update_ops=None,
+                            regularization_losses=None):
+    """Returns the `EstimatorSpec` a model_fn can return for `mode`."""
+    raise NotImplementedError(
+        "Subclasses of Head must implement `create_estimator_spec()` or "
+        "_create_tpu_estimator_spec().")
+
+
+class CannedHead(Head):
+  """What harness's single heads share (Binary/MultiClass/MultiLabel/Regression).
+
+  A subclass sets `_name` and `_loss_reduction`, and defines
+  `_processed_labels`, `_unweighted_loss_and_weights` and `_export_outputs`
+  (the SavedModel signatures of its predictions).
+  """
+
+  @property
+  def name(self):
+    return self._name
+
+  @property
+  def loss_reduction(self):
+    return self._loss_reduction
+
+  def loss(self, labels, logits, features=None, mode=None,
+           regularization_losses=None):
+    """Regularized training loss, reduced by `loss_reduction`."""
+    del mode  # The same in every mode.
+    return self._labels_loss(labels, logits, features, regularization_losses)
+
   def _checked_labels_and_loss(self, logits, labels, features):
     """(logits, processed labels, unweighted loss, weights) of the canned
     heads: their `_processed_labels` and `_unweighted_loss_and_weights`."""
@@ -125,10 +157,12 @@ class Head(abc.ABC):
                             optimizer=None, trainable_variables=None,
                             train_op_fn=None, update_ops=None,
                             regularization_losses=None):
-    """Returns the `EstimatorSpec` a model_fn can return for `mode`."""
-    raise NotImplementedError(
-        "Subclasses of Head must implement `create_estimator_spec()` or "
-        "_create_tpu_estimator_spec().")
+    """The EstimatorSpec of `mode`, exporting `_export_outputs`."""
+    return build_estimator_spec(
+        self, features, mode, logits, labels, self._export_outputs,
+        optimizer=optimizer, trainable_variables=trainable_variables,
+        train_op_fn=train_op_fn, update_ops=update_ops,
+        regularization_losses=regularization_losses)
 
 
 def check_dense_labels_match_logits_and_reshape(labels, logits,

@@ -22,7 +22,7 @@ _KEYS = metric_keys.MetricKeys
 _PRED = prediction_keys.PredictionKeys
 
 
-class BinaryClassHead(base_head.Head):
+class BinaryClassHead(base_head.CannedHead):
   """Single-label binary classification with `sigmoid_cross_entropy` loss.
 
   Args:
@@ -76,16 +76,8 @@ class BinaryClassHead(base_head.Head):
         key(_KEYS.RECALL_AT_THRESHOLD % t) for t in thresholds)
 
   @property
-  def name(self):
-    return self._name
-
-  @property
   def logits_dimension(self):
     return 1
-
-  @property
-  def loss_reduction(self):
-    return self._loss_reduction
 
   def _processed_labels(self, logits, labels):
     """Labels as float ids in {0, 1}, shaped like logits."""
@@ -116,12 +108,6 @@ class BinaryClassHead(base_head.Head):
     weights = base_head.get_weights_and_check_match_logits(
         features=features, weight_column=self._weight_column, logits=logits)
     return unweighted_loss, weights
-
-  def loss(self, labels, logits, features=None, mode=None,
-           regularization_losses=None):
-    """Regularized training loss, reduced by `loss_reduction`."""
-    del mode  # The same in every mode.
-    return self._labels_loss(labels, logits, features, regularization_losses)
 
   def predictions(self, logits, keys=None):
     """logits, logistic, probabilities, class_ids, classes, all_class_ids,
@@ -212,20 +198,9 @@ class BinaryClassHead(base_head.Head):
         labels, logistic, weights)
     return eval_metrics
 
-  def create_estimator_spec(self, features, mode, logits, labels=None,
-                            optimizer=None, trainable_variables=None,
-                            train_op_fn=None, update_ops=None,
-                            regularization_losses=None):
-    """EstimatorSpec; serving_default and `classification` classify,
-    `regression` returns the logistic, `predict` every prediction."""
-
-    def export_outputs(predictions):
-      return classification.export_outputs(
-          predictions, 2, self._label_vocabulary,
-          regression_value=predictions[_PRED.LOGISTIC])
-
-    return base_head.build_estimator_spec(
-        self, features, mode, logits, labels, export_outputs,
-        optimizer=optimizer, trainable_variables=trainable_variables,
-        train_op_fn=train_op_fn, update_ops=update_ops,
-        regularization_losses=regularization_losses)
+  def _export_outputs(self, predictions):
+    """serving_default and `classification` classify, `regression` returns
+    the logistic, `predict` every prediction."""
+    return classification.export_outputs(
+        predictions, 2, self._label_vocabulary,
+        regression_value=predictions[_PRED.LOGISTIC])

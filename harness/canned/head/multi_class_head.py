@@ -20,7 +20,7 @@ _KEYS = metric_keys.MetricKeys
 _PRED = prediction_keys.PredictionKeys
 
 
-class MultiClassHead(base_head.Head):
+class MultiClassHead(base_head.CannedHead):
   """Single-label multi-class classification with softmax cross-entropy.
 
   Args:
@@ -63,16 +63,8 @@ class MultiClassHead(base_head.Head):
         _KEYS.LOSS_REGULARIZATION)
 
   @property
-  def name(self):
-    return self._name
-
-  @property
   def logits_dimension(self):
     return self._n_classes
-
-  @property
-  def loss_reduction(self):
-    return self._loss_reduction
 
   def _processed_labels(self, logits, labels):
     """Labels as int ids in [0, n_classes), shaped [D0.., 1]."""
@@ -106,12 +98,6 @@ class MultiClassHead(base_head.Head):
     weights = base_head.get_weights_and_check_match_logits(
         features=features, weight_column=self._weight_column, logits=logits)
     return unweighted_loss, weights
-
-  def loss(self, labels, logits, features=None, mode=None,
-           regularization_losses=None):
-    """Regularized training loss, reduced by `loss_reduction`."""
-    del mode  # The same in every mode.
-    return self._labels_loss(labels, logits, features, regularization_losses)
 
   def predictions(self, logits, keys=None):
     """logits, probabilities, class_ids, classes, all_class_ids, all_classes
@@ -167,19 +153,8 @@ class MultiClassHead(base_head.Head):
           values=tf.math.add_n(regularization_losses))
     return eval_metrics
 
-  def create_estimator_spec(self, features, mode, logits, labels=None,
-                            optimizer=None, trainable_variables=None,
-                            train_op_fn=None, update_ops=None,
-                            regularization_losses=None):
-    """EstimatorSpec; serving_default and `classification` classify,
-    `predict` returns every prediction."""
-
-    def export_outputs(predictions):
-      return classification.export_outputs(
-          predictions, self._n_classes, self._label_vocabulary)
-
-    return base_head.build_estimator_spec(
-        self, features, mode, logits, labels, export_outputs,
-        optimizer=optimizer, trainable_variables=trainable_variables,
-        train_op_fn=train_op_fn, update_ops=update_ops,
-        regularization_losses=regularization_losses)
+  def _export_outputs(self, predictions):
+    """serving_default and `classification` classify, `predict` returns
+    every prediction."""
+    return classification.export_outputs(
+        predictions, self._n_classes, self._label_vocabulary)

@@ -24,7 +24,7 @@ _PRED = prediction_keys.PredictionKeys
 _SUM_OVER_BATCH_SIZE = tf.keras.losses.Reduction.SUM_OVER_BATCH_SIZE
 
 
-class RegressionHead(base_head.Head):
+class RegressionHead(base_head.CannedHead):
   """Regression with mean squared error loss (or `loss_fn`).
 
   Args:
@@ -61,16 +61,8 @@ class RegressionHead(base_head.Head):
         _KEYS.LOSS_REGULARIZATION)
 
   @property
-  def name(self):
-    return self._name
-
-  @property
   def logits_dimension(self):
     return self._logits_dimension
-
-  @property
-  def loss_reduction(self):
-    return self._loss_reduction
 
   def _processed_labels(self, logits, labels):
     labels = base_head.check_dense_labels_match_logits_and_reshape(
@@ -95,12 +87,6 @@ class RegressionHead(base_head.Head):
         features=features, weight_column=self._weight_column, logits=logits,
         allow_per_logit_weights=True)
     return unweighted_loss, weights
-
-  def loss(self, labels, logits, features=None, mode=None,
-           regularization_losses=None):
-    """Regularized training loss, reduced by `loss_reduction`."""
-    del mode  # The same in every mode.
-    return self._labels_loss(labels, logits, features, regularization_losses)
 
   def predictions(self, logits, keys=None):
     """`predictions` (and `logits` when there is an inverse link)."""
@@ -144,26 +130,15 @@ class RegressionHead(base_head.Head):
           values=tf.math.add_n(regularization_losses))
     return eval_metrics
 
-  def create_estimator_spec(self, features, mode, logits, labels=None,
-                            optimizer=None, trainable_variables=None,
-                            train_op_fn=None, update_ops=None,
-                            regularization_losses=None):
-    """EstimatorSpec; serving_default and `regression` regress, `predict`
-    returns every prediction."""
-
-    def export_outputs(predictions):
-      regressor = outputs.RegressionOutput(value=predictions[_PRED.PREDICTIONS])
-      return {
-          base_head.DEFAULT_SERVING_KEY: regressor,
-          base_head.REGRESS_SERVING_KEY: regressor,
-          base_head.PREDICT_SERVING_KEY: outputs.PredictOutput(predictions),
-      }
-
-    return base_head.build_estimator_spec(
-        self, features, mode, logits, labels, export_outputs,
-        optimizer=optimizer, trainable_variables=trainable_variables,
-        train_op_fn=train_op_fn, update_ops=update_ops,
-        regularization_losses=regularization_losses)
+  def _export_outputs(self, predictions):
+    """serving_default and `regression` regress, `predict` returns every
+    prediction."""
+    regressor = outputs.RegressionOutput(value=predictions[_PRED.PREDICTIONS])
+    return {
+        base_head.DEFAULT_SERVING_KEY: regressor,
+        base_head.REGRESS_SERVING_KEY: regressor,
+        base_head.PREDICT_SERVING_KEY: outputs.PredictOutput(predictions),
+    }
 
 
 class PoissonRegressionHead(RegressionHead):
