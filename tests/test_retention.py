@@ -20,6 +20,7 @@ import time
 from absl.testing import absltest
 import pytest
 
+from harness import _tf_private
 from harness._tf import tf
 from harness.state import checkpoints
 from harness.state import retention
@@ -144,6 +145,70 @@ class RetentionTest(absltest.TestCase):
     self.assertIn(f"cleanup | removed {stale}: left by an interrupted export",
                   "\n".join(logs.output))
     self.assertEqual(os.listdir(base), [])
+
+
+def _saves_with_failing_state_write(saver_class, model_dir, **kwargs):
+  """Saves steps 1, 2, 3 with `saver_class(max_to_keep=2)`; the third save's
+  state-file write fails (what a kill -9 at that moment leaves). Returns
+  the steps on disk."""
+  with tf.Graph().as_default():
+    variable = tf.compat.v1.Variable(1.0)
+    saver = saver_class(max_to_keep=2, sharded=True, save_relative_paths=True,
+                        **kwargs)
+    prefix = os.path.join(model_dir, "model.ckpt")
+    with tf.compat.v1.Session() as session:
+      session.run(variable.initializer)
+      for step in (1, 2):
+        saver.save(session, prefix, global_step=step)
+      state = os.path.join(model_dir, "checkpoint")
+      os.remove(state)
+      os.mkdir(state)  # The rename onto it fails.
+      with pytest.raises(tf.errors.FailedPreconditionError):
+        saver.save(session, prefix, global_step=3)
+  return _steps(model_dir)
+
+
+class RetentionSaverTest(absltest.TestCase):
+
+  def test_tensorflow_saver_leaves_an_unlisted_checkpoint(self):
+    # The window RetentionSaver closes: TF unlists step 1, then dies before
+    # deleting it.
+    self.assertEqual(_saves_with_failing_state_write(
+        tf.compat.v1.train.Saver, self.create_tempdir().full_path), [1, 2, 3])
+
+  def test_deletes_before_the_state_file_is_written(self):
+    model_dir = self.create_tempdir().full_path
+    self.assertEqual(_saves_with_failing_state_write(
+        _tf_private.RetentionSaver, model_dir), [2, 3])
+    os.rmdir(os.path.join(model_dir, "checkpoint"))
+    self.assertEqual(
+        [os.path.basename(p) for p in
+         checkpoints.checkpoints_to_recover(model_dir)],
+        ["model.ckpt-2", "model.ckpt-3"])
+
+  def test_keep_checkpoint_every_n_hours_preserves_as_tensorflow_does(self):
+    # 0 hours: every checkpoint over max_to_keep is preserved, by both.
+    for saver_class in (tf.compat.v1.train.Saver, _tf_private.RetentionSaver):
+      with self.subTest(saver_class.__name__):
+        self.assertEqual(_saves_with_failing_state_write(
+            saver_class, self.create_tempdir().full_path,
+            keep_checkpoint_every_n_hours=0.0), [1, 2, 3])
+
+  def test_estimator_trains_with_it(self):
+    savers = []
+
+    class SaverProbe(tf.compat.v1.train.SessionRunHook):
+
+      def begin(self):
+        savers.extend(tf.compat.v1.get_collection(
+            tf.compat.v1.GraphKeys.SAVERS))
+
+    estimator = harness.Estimator(_model_fn, config=harness.RunConfig(
+        model_dir=self.create_tempdir().full_path, keep_checkpoint_max=1))
+    estimator.train(_input_fn, max_steps=2, hooks=[SaverProbe()])
+    self.assertLen(savers, 1)
+    self.assertIsInstance(savers[0], _tf_private.RetentionSaver)
+    self.assertEqual(savers[0].saver_def.max_to_keep, 1)
 
 
 class StateFileAuthorityTest(absltest.TestCase):

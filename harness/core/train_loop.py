@@ -131,7 +131,7 @@ def _ensure_saver(scaffold, config):
     return
   tf.compat.v1.add_to_collection(
       tf.compat.v1.GraphKeys.SAVERS,
-      tf.compat.v1.train.Saver(
+      _tf_private.RetentionSaver(
           sharded=True, max_to_keep=config.keep_checkpoint_max,
           keep_checkpoint_every_n_hours=config.keep_checkpoint_every_n_hours,
           defer_build=True, save_relative_paths=True))
