@@ -133,6 +133,27 @@ class RetentionTest(absltest.TestCase):
     self.assertTrue(os.path.isdir(kept))
     self.assertTrue(os.path.isfile(young_marker))
 
+  def test_parts_of_a_half_deleted_checkpoint_are_removed(self):
+    # TF deletes .meta, .index, then the data: a kill after the index
+    # leaves data (and maybe .meta) that no Saver lists or deletes.
+    self.estimator(keep=10).train(_input_fn, max_steps=4)
+    half = os.path.join(self.model_dir, "model.ckpt-2")
+    os.remove(half + ".index")
+    parts = [half + ".data-00000-of-00001", half + ".meta"]
+    unrelated = os.path.join(self.model_dir, "notes.meta")  # No step: kept.
+    with open(unrelated, "w") as f:
+      f.write("user file")
+    for path in parts + [unrelated]:
+      _make_old(path)
+    with self.assertLogs(logger="absl", level="INFO") as logs:
+      self.estimator(keep=10).train(_input_fn, max_steps=6)
+    for path in parts:
+      self.assertFalse(os.path.exists(path), path)
+      self.assertIn(f"cleanup | removed {path}: left by an interrupted "
+                    "checkpoint deletion", "\n".join(logs.output))
+    self.assertTrue(os.path.isfile(unrelated))
+    self.assertEqual(_steps(self.model_dir), [0, 4, 6])
+
   def test_export_leftovers_are_removed_before_the_first_export(self):
     base = os.path.join(self.model_dir, "export", "latest")
     stale = os.path.join(base, ".temp-1700000000-12345")

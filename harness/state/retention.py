@@ -14,7 +14,9 @@ and the exporter, before its first export into a folder::
     retention.remove_export_leftovers(export_dir_base, started_at=...)
 
 Each removal is one INFO line:
-`cleanup | removed <path>: left by an interrupted checkpoint save`.
+`cleanup | removed <path>: left by an interrupted checkpoint save` (or
+`... checkpoint deletion`, for the data files of a checkpoint whose index
+a killed clean-up had already removed).
 """
 
 import math
@@ -43,6 +45,13 @@ EXPORT_TEMP_PREFIX = ".temp-"
 # and harness's own `.tmp-<name>-<hex>` (storage.write_text_atomic).
 _CHECKPOINT_LEFTOVER_RE = re.compile(
     r"(_temp(_[0-9a-f]{32})?$|\.tempstate\d*|\.tmp[0-9a-f]{32}$|^\.tmp-)")
+
+
+# What a checkpoint deletion killed half way leaves (TensorFlow deletes the
+# `.meta`, then the `.index`, then the data shards): `<name>-<step>.data-*`
+# or `.meta` files whose `<name>-<step>.index` is gone.
+_CHECKPOINT_PART_RE = re.compile(
+    r"^(?P<prefix>.+-\d+)\.(data-\d+-of-\d+|meta)$")
 
 
 # Harness's own `.tmp-` marker files are written by every task, not only the
@@ -93,7 +102,9 @@ def _remove_older(folder, what, limit_for):
 
 
 def remove_leftovers(model_dir, *, started_at):
-  """Removes interrupted-save leftovers in `model_dir` older than the run.
+  """Removes leftovers of interrupted saves and deletions in `model_dir`
+  older than the run: temporary files and folders, and the `.data-*` or
+  `.meta` files of a checkpoint whose `.index` is gone.
 
   Args:
     model_dir: the chief's model_dir (any gfile filesystem).
@@ -112,7 +123,21 @@ def remove_leftovers(model_dir, *, started_at):
     return (started_at - _MARKER_WRITE_MARGIN_SECS
             if name.startswith(".tmp-") else started_at)
 
-  return _remove_older(model_dir, "checkpoint save", limit)
+  removed = _remove_older(model_dir, "checkpoint save", limit)
+  # Parts of a checkpoint whose index is gone: no Saver lists or deletes them.
+  try:
+    names = [n.rstrip("/") for n in tf.io.gfile.listdir(model_dir)]
+  except tf.errors.NotFoundError:
+    return removed
+  indexed = {n[:-len(".index")] for n in names if n.endswith(".index")}
+
+  def orphan_limit(name):
+    part = _CHECKPOINT_PART_RE.match(name)
+    return (started_at if part and part.group("prefix") not in indexed
+            else None)
+
+  return removed + _remove_older(model_dir, "checkpoint deletion",
+                                 orphan_limit)
 
 
 def remove_export_leftovers(export_dir_base, *, started_at):
