@@ -140,10 +140,13 @@ class RetentionTest(absltest.TestCase):
     half = os.path.join(self.model_dir, "model.ckpt-2")
     os.remove(half + ".index")
     parts = [half + ".data-00000-of-00001", half + ".meta"]
-    unrelated = os.path.join(self.model_dir, "notes.meta")  # No step: kept.
-    with open(unrelated, "w") as f:
-      f.write("user file")
-    for path in parts + [unrelated]:
+    # Not the Estimator's checkpoint name: a user's files, kept.
+    unrelated = [os.path.join(self.model_dir, n) for n in
+                 ("notes.meta", "embeddings-3.data-00000-of-00001")]
+    for path in unrelated:
+      with open(path, "w") as f:
+        f.write("user file")
+    for path in parts + unrelated:
       _make_old(path)
     with self.assertLogs(logger="absl", level="INFO") as logs:
       self.estimator(keep=10).train(_input_fn, max_steps=6)
@@ -151,7 +154,8 @@ class RetentionTest(absltest.TestCase):
       self.assertFalse(os.path.exists(path), path)
       self.assertIn(f"cleanup | removed {path}: left by an interrupted "
                     "checkpoint deletion", "\n".join(logs.output))
-    self.assertTrue(os.path.isfile(unrelated))
+    for path in unrelated:
+      self.assertTrue(os.path.isfile(path), path)
     self.assertEqual(_steps(self.model_dir), [0, 4, 6])
 
   def test_export_leftovers_are_removed_before_the_first_export(self):

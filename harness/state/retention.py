@@ -48,10 +48,10 @@ _CHECKPOINT_LEFTOVER_RE = re.compile(
 
 
 # What a checkpoint deletion killed half way leaves (TensorFlow deletes the
-# `.meta`, then the `.index`, then the data shards): `<name>-<step>.data-*`
-# or `.meta` files whose `<name>-<step>.index` is gone.
+# `.meta`, then the `.index`, then the data shards): the Estimator's
+# `model.ckpt-<step>.data-*` or `.meta` files whose `.index` is gone.
 _CHECKPOINT_PART_RE = re.compile(
-    r"^(?P<prefix>.+-\d+)\.(data-\d+-of-\d+|meta)$")
+    r"^(?P<prefix>model\.ckpt-\d+)\.(data-\d+-of-\d+|meta)$")
 
 
 # Harness's own `.tmp-` marker files are written by every task, not only the
@@ -82,21 +82,22 @@ def _older(path, started_at):
   return mtime is None or mtime < math.floor(started_at)
 
 
-def _remove_older(folder, what, limit_for):
-  """Removes each entry of `folder` last modified before `limit_for(name)`
-  (None: not a leftover, kept); returns the removed paths."""
+def _remove_older(folder, rule):
+  """Removes each entry of `folder` that `rule(name, names)` calls a
+  leftover, `(limit, what)`, and that was last modified before `limit`
+  (`names`: every entry of the folder); returns the removed paths."""
   folder = os.fsdecode(folder).rstrip("/")
   removed = []
   try:
-    names = tf.io.gfile.listdir(folder)
+    names = [n.rstrip("/") for n in tf.io.gfile.listdir(folder)]
   except tf.errors.NotFoundError:
     return removed
+  names_set = frozenset(names)
   for name in names:
-    name = name.rstrip("/")
     path = f"{folder}/{name}"
-    limit = limit_for(name)
-    if limit is not None and _older(path, limit):
-      _remove(path, what)
+    verdict = rule(name, names_set)
+    if verdict is not None and _older(path, verdict[0]):
+      _remove(path, verdict[1])
       removed.append(path)
   return removed
 
@@ -115,29 +116,19 @@ def remove_leftovers(model_dir, *, started_at):
   Returns:
     The removed paths.
   """
-  def limit(name):
-    if not is_checkpoint_leftover(name):
-      return None
-    # Only the chief saves checkpoints, and it has not saved yet: all of
-    # TensorFlow's temporaries are from earlier runs. Markers' are anyone's.
-    return (started_at - _MARKER_WRITE_MARGIN_SECS
-            if name.startswith(".tmp-") else started_at)
-
-  removed = _remove_older(model_dir, "checkpoint save", limit)
-  # Parts of a checkpoint whose index is gone: no Saver lists or deletes them.
-  try:
-    names = [n.rstrip("/") for n in tf.io.gfile.listdir(model_dir)]
-  except tf.errors.NotFoundError:
-    return removed
-  indexed = {n[:-len(".index")] for n in names if n.endswith(".index")}
-
-  def orphan_limit(name):
+  def rule(name, names):
+    if is_checkpoint_leftover(name):
+      # Only the chief saves checkpoints, and it has not saved yet: all of
+      # TensorFlow's temporaries are from earlier runs. Markers' are anyone's.
+      return (started_at - _MARKER_WRITE_MARGIN_SECS
+              if name.startswith(".tmp-") else started_at, "checkpoint save")
+    # Parts of a checkpoint whose index is gone: no Saver lists them.
     part = _CHECKPOINT_PART_RE.match(name)
-    return (started_at if part and part.group("prefix") not in indexed
-            else None)
+    if part and part.group("prefix") + ".index" not in names:
+      return started_at, "checkpoint deletion"
+    return None
 
-  return removed + _remove_older(model_dir, "checkpoint deletion",
-                                 orphan_limit)
+  return _remove_older(model_dir, rule)
 
 
 def remove_export_leftovers(export_dir_base, *, started_at):
@@ -147,8 +138,9 @@ def remove_export_leftovers(export_dir_base, *, started_at):
     The removed paths.
   """
   return _remove_older(
-      export_dir_base, "export",
-      lambda name: started_at if name.startswith(EXPORT_TEMP_PREFIX) else None)
+      export_dir_base,
+      lambda name, _: ((started_at, "export")
+                       if name.startswith(EXPORT_TEMP_PREFIX) else None))
 
 
 class RecoverCheckpointsHook(tf.compat.v1.train.SessionRunHook):
