@@ -37,6 +37,7 @@ __all__ = [
     "check_fits",
     "checkpoints_on_disk",
     "checkpoints_to_recover",
+    "is_part_without_index",
     "read_state",
     "latest_usable_checkpoint",
     "open_reader",
@@ -49,6 +50,8 @@ FULL_CHECK_MAX_BYTES = 512 * 1024 * 1024
 
 _SHARD_RE = re.compile(r"\.data-(\d+)-of-(\d+)$")
 _STEP_RE = re.compile(r"-(\d+)$")
+# A data shard or `.meta` of the Estimator's `model.ckpt-<step>` checkpoints.
+_ESTIMATOR_PART_RE = re.compile(r"^(model\.ckpt-\d+)\.(data-\d+-of-\d+|meta)$")
 _SECOND_URL_RE = re.compile(r".+/([a-zA-Z][a-zA-Z0-9+.-]*://.*)$")
 # {prefix: (files signature, error message or None)}: each version of a
 # checkpoint's files is read once per process (the evaluator polls).
@@ -216,6 +219,15 @@ def read_state(model_dir):
   if latest in listed:
     listed.remove(latest)
   return latest, listed + [latest], None
+
+
+def is_part_without_index(name, names):
+  """True for a `model.ckpt-<step>` data shard or `.meta` file name whose
+  `.index` is not among `names` (a folder's entries): what a deletion
+  killed half way leaves, since TensorFlow removes the `.meta`, then the
+  `.index`, then the data. Other names (a user's files) are never parts."""
+  part = _ESTIMATOR_PART_RE.match(name)
+  return bool(part) and part.group(1) + ".index" not in names
 
 
 def checkpoints_on_disk(model_dir):

@@ -47,13 +47,6 @@ _CHECKPOINT_LEFTOVER_RE = re.compile(
     r"(_temp(_[0-9a-f]{32})?$|\.tempstate\d*|\.tmp[0-9a-f]{32}$|^\.tmp-)")
 
 
-# What a checkpoint deletion killed half way leaves (TensorFlow deletes the
-# `.meta`, then the `.index`, then the data shards): the Estimator's
-# `model.ckpt-<step>.data-*` or `.meta` files whose `.index` is gone.
-_CHECKPOINT_PART_RE = re.compile(
-    r"^(?P<prefix>model\.ckpt-\d+)\.(data-\d+-of-\d+|meta)$")
-
-
 # Harness's own `.tmp-` marker files are written by every task, not only the
 # chief: one younger than this when the chief starts may be in flight.
 _MARKER_WRITE_MARGIN_SECS = 60.0
@@ -94,10 +87,13 @@ def _remove_older(folder, rule):
     return removed
   names_set = frozenset(names)
   for name in names:
-    path = f"{folder}/{name}"
     verdict = rule(name, names_set)
-    if verdict is not None and _older(path, verdict[0]):
-      _remove(path, verdict[1])
+    if verdict is None:
+      continue
+    limit, what = verdict
+    path = f"{folder}/{name}"
+    if _older(path, limit):
+      _remove(path, what)
       removed.append(path)
   return removed
 
@@ -122,9 +118,7 @@ def remove_leftovers(model_dir, *, started_at):
       # TensorFlow's temporaries are from earlier runs. Markers' are anyone's.
       return (started_at - _MARKER_WRITE_MARGIN_SECS
               if name.startswith(".tmp-") else started_at, "checkpoint save")
-    # Parts of a checkpoint whose index is gone: no Saver lists them.
-    part = _CHECKPOINT_PART_RE.match(name)
-    if part and part.group("prefix") + ".index" not in names:
+    if checkpoints.is_part_without_index(name, names):  # No Saver lists it.
       return started_at, "checkpoint deletion"
     return None
 
