@@ -244,7 +244,7 @@ class PodsInNetnsTest(absltest.TestCase):
   def test_three_workers_and_evaluator_train_over_real_interfaces(self):
     model_dir = self.tmp / "model"
     config = k8s.K8sConfig(
-        name="mnist", image="unused", workers=3, evaluator=True,
+        name="mnist", image="unused", kind="jobs", workers=3, evaluator=True,
         model_dir=str(model_dir), main_args=(
             "--model_fn=linear", "--input_fn=constant", "--strategy=collective",
             f"--max_steps={_MAX_STEPS}", "--eval_steps=2", "--batch_size=12",
