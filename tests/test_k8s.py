@@ -62,6 +62,10 @@ _SHAPES = {
                    namespace="team-a", pvc="harness-model",
                    main_args=_LINEAR + ("--strategy=parameter_server",)),
               "parameter_server"),
+    "tfjob_gpus": (dict(workers=1, chief=True, ps=1, tfjob=True,
+                        num_gpus_per_worker=1, model_dir="gs://bucket/g",
+                        main_args=_LINEAR + ("--strategy=parameter_server",)),
+                   "parameter_server"),
 }
 
 
@@ -234,7 +238,8 @@ class RenderTest(parameterized.TestCase):
       self.assertEqual([p["num_cpu_devices"] for p in parsed],
                        [config.num_cpu_devices] * len(parsed))
 
-  @parameterized.named_parameters((s, s) for s in _SHAPES if s != "tfjob")
+  @parameterized.named_parameters(
+      (s, s) for s in _SHAPES if not _SHAPES[s][0].get("tfjob"))
   def test_each_task_address_is_its_pods_dns_name(self, shape):
     objects = k8s.render(_config(shape))
     services = {o["metadata"]["name"]: o for o in objects

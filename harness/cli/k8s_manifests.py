@@ -149,10 +149,11 @@ def _tfjob(config):
                                   ("ps", "PS")):
     count = len(k8s_config.cluster_addresses(config).get(task_type, ()))
     if count:
+      # ps too: harness.main checks that every task sees the GPUs.
       container = k8s_pods.container(
           config, name="tensorflow", command=_MAIN,
           args=k8s_pods.main_args(config), env=[],
-          gpus=0 if task_type == "ps" else config.num_gpus_per_worker)
+          gpus=config.num_gpus_per_worker)
       replicas[replica_type] = {
           "replicas": count, "restartPolicy": "OnFailure",
           "template": {"metadata": {"labels": k8s_pods.labels(config,
