@@ -33,7 +33,8 @@ setuptools.setup(
         "numpy",
     ],
     extras_require={
-        "test": ["pytest>=7", "kubernetes-validate>=1.28", "pyyaml"],
+        "test": ["pytest>=7", "kubernetes-validate>=1.28", "jsonschema>=4",
+                 "pyyaml"],
     },
     entry_points={
         "console_scripts": [

@@ -5,22 +5,28 @@
         --model_fn=mnist_mlp --input_fn=mnist --max_steps=10000 \\
       | kubectl apply -f -
 
-prints multi-document YAML: a headless Service, one Indexed Job (batch/v1)
-for the training cluster (index i runs task i of chief, workers, ps), an
-Indexed Job for the evaluator, a NetworkPolicy and optionally TensorBoard.
-The flags after `--` reach `python -m harness.main` unchanged. Each
-container gets the cluster as JSON in `HARNESS_K8S_CLUSTER`; its entrypoint
-runs `python -m harness.k8s tf-config`, which adds the pod's task from its
-index and checks the result. `--standalone` renders standard servers (a
+prints multi-document YAML: by default (`--kind=jobset`) one JobSet with a
+replicatedJob per task type (chief, worker, ps, evaluator) and a
+NetworkPolicy; each pod's TF_CONFIG is built from its place in the JobSet
+(`harness.cluster.jobset_env`). `--kind=trainjob` renders the same JobSet
+as a Kubeflow Trainer v2 ClusterTrainingRuntime plus a TrainJob;
+`--kind=jobs` a headless Service, one Indexed Job (batch/v1) for the
+training cluster (index i runs task i of chief, workers, ps; the cluster
+as JSON in `HARNESS_K8S_CLUSTER`) and one for the evaluator. The flags
+after `--` reach `python -m harness.main` unchanged; each container's
+entrypoint runs `python -m harness.k8s tf-config`, which works out the
+pod's TF_CONFIG and checks it. `--standalone` renders standard servers (a
 StatefulSet per role), `--tfjob` a Kubeflow TFJob; k8s/README.md explains
 the choices. From Python::
 
     text = k8s.to_yaml(k8s.render(k8s.K8sConfig(
         name="mnist", workers=2, image="...", model_dir="gs://b/m")))
 
-Rendering lives in `cli/k8s_manifests.py`, the config and the pods' variables
-in `cli/k8s_config.py`, the pod security settings in `cli/k8s_policy.py`;
-this module re-exports their public names and is the binary.
+Rendering lives in `cli/k8s_manifests.py` (JobSet and Trainer in
+`cli/k8s_jobset.py`, the pods' parts in `cli/k8s_pods.py`), the config and
+the pods' variables in `cli/k8s_config.py`, the pod security settings in
+`cli/k8s_policy.py`; this module re-exports their public names and is the
+binary.
 
 This module imports nothing from TensorFlow.
 """
@@ -35,6 +41,7 @@ from absl import flags
 
 from harness import errors
 from harness.cli import k8s_manifests
+from harness.cluster import jobset_env
 from harness.cluster import tf_config as cluster_lib
 # Re-exported: `harness.k8s.X` is the documented path of these names.
 from harness.cli.k8s_config import CLUSTER_ENV
@@ -62,11 +69,14 @@ __all__ = [
 def tf_config_from_environ(environ):
   """The pod's TF_CONFIG from its environment, as its entrypoint makes it.
 
-  The cluster comes from `HARNESS_K8S_CLUSTER`. With `HARNESS_K8S_TASK_TYPE`
-  set, the task is that type with index `HARNESS_K8S_TASK_INDEX` (else
-  `JOB_COMPLETION_INDEX`); without it, the index counts through the
-  cluster's tasks in the JSON's job order (an Indexed Job running the whole
-  training cluster).
+  The cluster comes from `HARNESS_K8S_CLUSTER` (`--kind=jobs`,
+  `--standalone`). With `HARNESS_K8S_TASK_TYPE` set, the task is that type
+  with index `HARNESS_K8S_TASK_INDEX` (else `JOB_COMPLETION_INDEX`);
+  without it, the index counts through the cluster's tasks in the JSON's
+  job order (an Indexed Job running the whole training cluster). Without
+  `HARNESS_K8S_CLUSTER` it is `harness.cluster.tf_config.from_environ`'s:
+  an explicit TF_CONFIG, else the one built from a JobSet pod's place
+  (`--kind=jobset|trainjob`).
 
   Args:
     environ: a mapping such as `os.environ`.
@@ -81,9 +91,13 @@ def tf_config_from_environ(environ):
   source = f"{CLUSTER_ENV} (harness.k8s tf-config)"
   text = environ.get(CLUSTER_ENV)
   if not text:
-    raise errors.ClusterConfigError(
-        f"{CLUSTER_ENV} is not set: the pod has no cluster. Fix: render the "
-        "manifests with `python -m harness.k8s` (it sets the variable).")
+    info = cluster_lib.from_environ(environ)
+    if info is None:
+      raise errors.ClusterConfigError(
+          f"neither {CLUSTER_ENV}, TF_CONFIG nor {jobset_env.JOBSET_NAME_ENV}"
+          " is set: the pod has no cluster. Fix: render the manifests with "
+          "`python -m harness.k8s` (it sets the variables).")
+    return info.to_json()
   cluster = cluster_lib.parse_remote_cluster(text, source=source)
   task_type = environ.get(TASK_TYPE_ENV) or None
   index_text = environ.get(TASK_INDEX_ENV) or environ.get(JOB_INDEX_ENV)

@@ -36,6 +36,7 @@ from harness.cli import diagnose
 from harness.cli import flags
 from harness.cli import job
 from harness.cli import legacy_imports
+from harness.cluster import jobset_env
 
 __all__ = ["main", "run"]
 
@@ -76,6 +77,19 @@ def _fail(error, code, debug, label=None):
   return code
 
 
+def _export_derived_tf_config(info, environ):
+  """A JobSet pod's derived TF_CONFIG, set for TensorFlow's own readers.
+
+  Strategies read TF_CONFIG from the environment themselves, so the one
+  harness built from the pod's place (no TF_CONFIG set) is exported.
+  """
+  if info is not None and info.source == jobset_env.SOURCE and not (
+      environ.get("TF_CONFIG") or "").strip():
+    environ["TF_CONFIG"] = info.to_json()
+    logging.info("TF_CONFIG built from the JobSet pod's place: task %s",
+                 info.task_label)
+
+
 def main(argv, *, environ=None):
   """Parses `argv`, runs the job; returns the exit status.
 
@@ -102,6 +116,7 @@ def main(argv, *, environ=None):
     return _fail(e, 1, debug)
   _set_verbosity(job_config.verbosity)
   debug = job_config.verbosity == "debug"
+  _export_derived_tf_config(job_config.cluster_info, environ)
   try:
     diagnose.preflight(job_config, job_config.cluster_info)
     if not job_config.dry_run:

@@ -33,21 +33,25 @@ _LINEAR = ("--model_fn=linear", "--input_fn=constant", "--max_steps=20",
            "--eval_steps=2")
 
 # name -> (K8sConfig kwargs, strategy kind for cluster.validate or None).
+# These are today's Indexed Jobs (`kind="jobs"`), standalone servers and
+# TFJob; the JobSet and Kubeflow Trainer kinds are in test_k8s_jobset.py.
 _SHAPES = {
-    "one_worker": (dict(workers=1, num_gpus_per_worker=2,
+    "one_worker": (dict(kind="jobs", workers=1, num_gpus_per_worker=2,
                         model_dir="gs://bucket/one",
                         main_args=_LINEAR + ("--strategy=mirrored",)),
                    "mirrored"),
     "three_workers_evaluator": (
-        dict(workers=3, evaluator=True, pvc="harness-model", tensorboard=True,
+        dict(kind="jobs", workers=3, evaluator=True, pvc="harness-model",
+             tensorboard=True,
              main_args=_LINEAR + ("--strategy=collective", "--batch_size=12",
                                   "--exporters=latest", "--throttle_secs=0")),
         "collective"),
     "chief_two_workers_two_ps": (
-        dict(workers=2, chief=True, ps=2, pvc="harness-model",
+        dict(kind="jobs", workers=2, chief=True, ps=2, pvc="harness-model",
              main_args=_LINEAR + ("--strategy=parameter_server",)),
         "parameter_server"),
-    "no_strategy_chief": (dict(workers=1, chief=True, evaluator=True,
+    "no_strategy_chief": (dict(kind="jobs", workers=1, chief=True,
+                               evaluator=True,
                                model_dir="gs://bucket/m", main_args=_LINEAR),
                           None),
     "standalone": (dict(workers=2, ps=1, standalone=True,
@@ -58,6 +62,10 @@ _SHAPES = {
                    namespace="team-a", pvc="harness-model",
                    main_args=_LINEAR + ("--strategy=parameter_server",)),
               "parameter_server"),
+    "tfjob_gpus": (dict(workers=1, chief=True, ps=1, tfjob=True,
+                        num_gpus_per_worker=1, model_dir="gs://bucket/g",
+                        main_args=_LINEAR + ("--strategy=parameter_server",)),
+                   "parameter_server"),
 }
 
 
@@ -230,7 +238,8 @@ class RenderTest(parameterized.TestCase):
       self.assertEqual([p["num_cpu_devices"] for p in parsed],
                        [config.num_cpu_devices] * len(parsed))
 
-  @parameterized.named_parameters((s, s) for s in _SHAPES if s != "tfjob")
+  @parameterized.named_parameters(
+      (s, s) for s in _SHAPES if not _SHAPES[s][0].get("tfjob"))
   def test_each_task_address_is_its_pods_dns_name(self, shape):
     objects = k8s.render(_config(shape))
     services = {o["metadata"]["name"]: o for o in objects
@@ -361,7 +370,8 @@ class EntrypointTest(absltest.TestCase):
 
   def test_missing_cluster_is_a_cluster_config_error(self):
     with self.assertRaisesRegex(errors.ClusterConfigError,
-                                "HARNESS_K8S_CLUSTER is not set"):
+                                "neither HARNESS_K8S_CLUSTER, TF_CONFIG nor "
+                                "HARNESS_JOBSET_NAME is set"):
       k8s.tf_config_from_environ({k8s.JOB_INDEX_ENV: "0"})
 
 
@@ -374,8 +384,8 @@ class FlagsTest(parameterized.TestCase):
 
   def test_cli_prints_manifests_with_the_pod_layout(self):
     code, out, err = self._run(
-        "--name=mnist", "--workers=2", "--chief", f"--image={_IMAGE}",
-        "--model_dir=gs://b/m", "--", *_LINEAR)
+        "--name=mnist", "--kind=jobs", "--workers=2", "--chief",
+        f"--image={_IMAGE}", "--model_dir=gs://b/m", "--", *_LINEAR)
     self.assertEqual(code, 0, err)
     self.assertIn("#   mnist-0 -> chief/0\n#   mnist-1 -> worker/0\n"
                   "#   mnist-2 -> worker/1\n", out)
@@ -407,6 +417,20 @@ class FlagsTest(parameterized.TestCase):
        "needs a chief or a worker"),
       ("gpu_mismatch", ["--name=m", "--pvc=p", "--num_gpus_per_worker=2",
                         "--", "--num_gpus_per_worker=1"], "must match"),
+      ("bad_kind", ["--name=m", "--pvc=p", "--kind=tfjob"],
+       "--kind='tfjob': must be one of jobset, trainjob, jobs."),
+      ("image_with_space", ["--name=m", "--pvc=p", "--image=reg/h 0.1"],
+       "--image='reg/h 0.1': is not an image reference"),
+      ("memory_typo", ["--name=m", "--pvc=p", "--memory=4GB"],
+       "--memory='4GB': is not a Kubernetes memory quantity"),
+      ("memory_empty", ["--name=m", "--pvc=p", "--memory="],
+       "--memory='': is not a Kubernetes memory quantity"),
+      ("cpu_words", ["--name=m", "--pvc=p", "--cpu=two"],
+       "--cpu='two': is not a Kubernetes CPU quantity"),
+      ("metrics_on_tf_port", ["--name=m", "--pvc=p", "--metrics_port=2222"],
+       "--metrics_port=2222: is the TF port"),
+      ("metrics_port_range", ["--name=m", "--pvc=p", "--metrics_port=70000"],
+       "--metrics_port=70000: must be a TCP port <= 65535."),
   )
   def test_bad_flags_exit_2_with_a_message(self, argv, message):
     code, out, err = self._run(f"--image={_IMAGE}", *argv)
@@ -414,6 +438,25 @@ class FlagsTest(parameterized.TestCase):
     self.assertEqual(out, "")
     self.assertIn(message, err)
     self.assertIn("Fix:", err)
+    self.assertEqual(err.count("\n"), 1, err)  # One line.
+
+  @parameterized.parameters("4Gi", "512Mi", "1G", "1.5Gi", "129e6", "4096")
+  def test_memory_quantities_kubernetes_takes_are_accepted(self, memory):
+    self.assertEqual(_config("one_worker", memory=memory).memory, memory)
+
+  @parameterized.parameters("2", "500m", "0.5")
+  def test_cpu_quantities_kubernetes_takes_are_accepted(self, cpu):
+    self.assertEqual(_config("one_worker", cpu=cpu).cpu, cpu)
+
+  def test_default_kind_is_a_jobset(self):
+    code, out, err = self._run("--name=mnist", "--workers=2", "--evaluator",
+                               f"--image={_IMAGE}", "--model_dir=gs://b/m",
+                               "--", *_LINEAR)
+    self.assertEqual(code, 0, err)
+    self.assertEqual([o["kind"] for o in yaml.safe_load_all(out)],
+                     ["JobSet", "NetworkPolicy"])
+    self.assertIn("#   mnist-worker-0-1 -> worker/1\n"
+                  "#   mnist-evaluator-0-0 -> evaluator/0\n", out)
 
   def test_renamed_main_flag_fails_the_check(self):
     config = _config("one_worker", main_args=("--train_step=5",))

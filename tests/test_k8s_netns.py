@@ -11,6 +11,12 @@ the job trains over real interfaces to max_steps while the evaluator writes
 metrics and an export. The namespaces have no default route and the bridge
 has no address, so no packet can leave them.
 
+The JobSet rendering (`--kind=jobset`, 2 workers + evaluator) runs the same
+way: each pod's environment is what the JobSet controller and the downward
+API give it (its JobSet, replicatedJob, Job index and completion index; no
+TF_CONFIG), so every pod derives its TF_CONFIG from its place, and the
+hosts files resolve the JobSet's stable names `mnist-worker-0-<i>.mnist`.
+
 Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) and `ip`; skipped otherwise.
 """
 
@@ -30,6 +36,7 @@ from absl.testing import absltest
 import pytest
 
 from harness import k8s
+from harness.cluster import jobset_env
 from tests import _support
 
 _REPO = pathlib.Path(__file__).resolve().parent.parent
@@ -91,6 +98,31 @@ def _pods(objects):
       env[k8s.JOB_INDEX_ENV] = str(i)
       pods.append((f"{obj['metadata']['name']}-{i}", container, env,
                    obj["spec"]["template"]["spec"].get("subdomain")))
+  return pods
+
+
+def _jobset_pods(objects):
+  """(hostname, container, env) of each pod of the rendered JobSet.
+
+  The environment is the container's, its downward-API variables filled
+  from the labels and annotations the JobSet and Job controllers set.
+  """
+  (jobset,) = [o for o in objects if o["kind"] == "JobSet"]
+  name = jobset["metadata"]["name"]
+  pods = []
+  for rj in jobset["spec"]["replicatedJobs"]:
+    container = rj["template"]["spec"]["template"]["spec"]["containers"][0]
+    for i in range(rj["template"]["spec"]["completions"]):
+      fields = {
+          f"metadata.labels['{jobset_env.JOBSET_NAME_LABEL}']": name,
+          f"metadata.labels['{jobset_env.REPLICATED_JOB_LABEL}']": rj["name"],
+          f"metadata.labels['{jobset_env.JOB_INDEX_LABEL}']": "0",
+          f"metadata.annotations['{jobset_env.POD_INDEX_ANNOTATION}']":
+              str(i)}
+      env = {v["name"]: v["value"] if "value" in v else fields[
+          v["valueFrom"]["fieldRef"]["fieldPath"]] for v in container["env"]}
+      env[k8s.JOB_INDEX_ENV] = str(i)  # Kubernetes adds it too.
+      pods.append((jobset_env.hostname(name, rj["name"], i), container, env))
   return pods
 
 
@@ -244,7 +276,7 @@ class PodsInNetnsTest(absltest.TestCase):
   def test_three_workers_and_evaluator_train_over_real_interfaces(self):
     model_dir = self.tmp / "model"
     config = k8s.K8sConfig(
-        name="mnist", image="unused", workers=3, evaluator=True,
+        name="mnist", image="unused", kind="jobs", workers=3, evaluator=True,
         model_dir=str(model_dir), main_args=(
             "--model_fn=linear", "--input_fn=constant", "--strategy=collective",
             f"--max_steps={_MAX_STEPS}", "--eval_steps=2", "--batch_size=12",
@@ -259,7 +291,11 @@ class PodsInNetnsTest(absltest.TestCase):
     for hostname, container, env, _ in pods:
       self._start(addresses[hostname][0], hostname, container, env)
     self._wait_all()
+    self._check_finished(model_dir, "mnist-evaluator-0",
+                         ("mnist-0", "mnist-1", "mnist-2"))
 
+  def _check_finished(self, model_dir, evaluator, trainers):
+    """The final checkpoint, evaluation and export; traffic over veths."""
     checkpoint = (model_dir / "checkpoint").read_text()
     self.assertIn(f'model_checkpoint_path: "model.ckpt-{_MAX_STEPS}"',
                   checkpoint)
@@ -269,15 +305,41 @@ class PodsInNetnsTest(absltest.TestCase):
     self.assertNotEmpty(glob.glob(str(model_dir / "export" / "**" /
                                       "saved_model.pb"), recursive=True),
                         self._report())
-    evaluator_log = _tail(self.tmp / "mnist-evaluator-0.log", 200)
+    evaluator_log = _tail(self.tmp / f"{evaluator}.log", 200)
     self.assertRegex(evaluator_log, rf"global_step {_MAX_STEPS}\b",
                      self._report())  # Its last evaluation, with metrics:
     self.assertRegex(evaluator_log, r"\bloss\b", self._report())
-    for i, hostname in enumerate(("mnist-0", "mnist-1", "mnist-2")):
+    for i, hostname in enumerate(trainers):
       # The workers talked over their veths (gRPC + collectives), not lo.
       sent = int(pathlib.Path(f"/sys/class/net/hkv{self.tag}{i}/statistics/"
                               "rx_bytes").read_text())
       self.assertGreater(sent, 10_000, f"{hostname}: {sent} bytes")
+
+  def test_jobset_two_workers_and_evaluator_derive_tf_config_in_each_pod(
+      self):
+    model_dir = self.tmp / "model"
+    config = k8s.K8sConfig(
+        name="mnist", image="unused", kind="jobset", workers=2,
+        evaluator=True, model_dir=str(model_dir), main_args=(
+            "--model_fn=linear", "--input_fn=constant",
+            "--strategy=collective", f"--max_steps={_MAX_STEPS}",
+            "--eval_steps=2", "--batch_size=12",
+            "--save_checkpoints_steps=10", "--exporters=latest",
+            "--throttle_secs=0"))
+    pods = _jobset_pods(k8s.render(config))
+    self.assertEqual([p[0] for p in pods], [
+        "mnist-worker-0-0", "mnist-worker-0-1", "mnist-evaluator-0-0"])
+    for _, _, env in pods:
+      self.assertNotIn("TF_CONFIG", env)  # Each pod derives its own.
+      self.assertIn(jobset_env.JOBSET_NAME_ENV, env)
+    addresses = self._make_network([p[0] for p in pods])
+    self._write_hosts(addresses, config.service)
+    self._check_connectivity(addresses, config.service)
+    for hostname, container, env in pods:
+      self._start(addresses[hostname][0], hostname, container, env)
+    self._wait_all()
+    self._check_finished(model_dir, "mnist-evaluator-0-0",
+                         ("mnist-worker-0-0", "mnist-worker-0-1"))
 
 
 if __name__ == "__main__":

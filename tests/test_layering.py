@@ -65,6 +65,7 @@ RULES = {
 TF_FREE_MODULES = ("errors.py", "launch.py", "state/paths.py",
                    "cli/bad_flags.py", "cli/k8s_policy.py",
                    "k8s.py", "cli/k8s_config.py", "cli/k8s_manifests.py",
+                   "cli/k8s_pods.py", "cli/k8s_jobset.py",
                    "cli/task_supervisor.py",
                    "cli/tensorboard_server.py", "cli/legacy_imports.py",
                    "core/stall.py", "core/auto_loop.py",

@@ -19,9 +19,10 @@ import re
 
 from harness import errors
 from harness.cli import k8s_policy
+from harness.cluster import jobset_env
 
 __all__ = [
-    "K8sConfig", "training_tasks", "cluster_addresses",
+    "K8sConfig", "KINDS", "training_tasks", "cluster_addresses",
     "CLUSTER_ENV", "TASK_TYPE_ENV", "TASK_INDEX_ENV", "JOB_INDEX_ENV",
     "CONTAINER", "MODEL_MOUNT", "SCRATCH_MOUNT", "ENTRYPOINT",
     "CONFIG_ERROR_EXIT_CODE",
@@ -41,8 +42,15 @@ ENTRYPOINT = (
     'TF_CONFIG="$(python -m harness.k8s tf-config)" || exit '
     f'{CONFIG_ERROR_EXIT_CODE}; export TF_CONFIG; exec "$@"',
     "harness-k8s")
+# What runs the training cluster; `--standalone` and `--tfjob` replace it.
+KINDS = ("jobset", "trainjob", "jobs")
 _NAME_RE = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_MAX_NAME = 40  # Leaves room for "-evaluator-0" in a 63-character hostname.
+_MAX_NAME = 40  # Leaves room for "-evaluator-0-0" in a 63-character host.
+# An image reference: registry/path:tag or @digest, no spaces or quotes.
+_IMAGE_RE = re.compile(r"^[a-z0-9][a-z0-9._/:@-]*$", re.IGNORECASE)
+# Kubernetes quantities as harness.k8s takes them (integers or decimals).
+_MEMORY_RE = re.compile(r"^[0-9]+(\.[0-9]+)?([kMGTPE]i?|[eE][0-9]+)?$")
+_CPU_RE = re.compile(r"^([0-9]+(\.[0-9]+)?|[0-9]+m)$")
 
 
 def _field(default, help_text):
@@ -70,6 +78,11 @@ class K8sConfig:
   ps: int = _field(0, "Parameter server tasks.")
   evaluator: bool = _field(False, "Add an evaluator Job.")
   tensorboard: bool = _field(False, "Add a TensorBoard Deployment/Service.")
+  kind: str = _field("jobset", "What runs the training cluster: jobset (one "
+                     "JobSet, jobset.x-k8s.io/v1alpha2), trainjob (a Kubeflow "
+                     "Trainer v2 TrainJob and its ClusterTrainingRuntime) or "
+                     "jobs (Indexed batch/v1 Jobs, no controller needed). "
+                     "--standalone and --tfjob replace it.")
   num_gpus_per_worker: int = _field(0, "nvidia.com/gpu limit of each "
                                     "training/evaluator pod (ps: none); "
                                     "also passed to harness.main/server.")
@@ -85,7 +98,11 @@ class K8sConfig:
   memory: str = _field("4Gi", "Memory request (and limit) of each pod.")
   num_cpu_devices: int = _field(1, "CPU devices of each standalone server.")
   restarts_per_task: int = _field(3, "Retries of one task before the job "
-                                  "fails.")
+                                  "fails (jobset, trainjob: restarts of the "
+                                  "whole group).")
+  metrics_port: int = _field(0, "harness.main's --metrics_port in each pod "
+                             "(0: off); also passes --metrics_bind=0.0.0.0 "
+                             "and declares a container port named metrics.")
   allow_cidr: tuple[str, ...] = _field((), "Extra source range admitted to "
                                        "the TF port: the standalone "
                                        "client's (e.g. 10.1.2.3/32) or a "
@@ -102,16 +119,22 @@ class K8sConfig:
                     "digits and '-', starting with a letter (at most "
                     f"{_MAX_NAME if flag == 'name' else 63} characters).",
                     "e.g. --name=mnist-1.")
-    if not self.image or not isinstance(self.image, str):
-      _flag_error("image", self.image, "is required.",
-                  "build k8s/Dockerfile and pass its tag.")
+    self._check_text()
     for flag, low in (("workers", 0), ("ps", 0), ("num_gpus_per_worker", 0),
                       ("port", 1), ("num_cpu_devices", 1),
-                      ("restarts_per_task", 0)):
+                      ("restarts_per_task", 0), ("metrics_port", 0)):
       value = getattr(self, flag)
       if isinstance(value, bool) or not isinstance(value, int) or value < low:
         _flag_error(flag, value, f"must be an integer >= {low}.",
                     f"give --{flag}={max(low, 1)} or more.")
+    for flag in ("port", "metrics_port"):
+      if getattr(self, flag) > 65535:
+        _flag_error(flag, getattr(self, flag), "must be a TCP port <= 65535.",
+                    f"give --{flag}=2222, for example.")
+    if self.metrics_port == self.port:
+      _flag_error("metrics_port", self.metrics_port, "is the TF port "
+                  f"(--port={self.port}); both cannot listen on it.",
+                  "pick another port, e.g. --metrics_port=9090.")
     k8s_policy.check_cidrs(self.allow_cidr)
     if not self.chief and self.workers == 0:
       _flag_error("workers", 0, "a cluster needs a chief or a worker.",
@@ -123,6 +146,28 @@ class K8sConfig:
       self._check_standalone()
     else:
       self._check_training()
+
+  def _check_text(self):
+    """The free-text flags: each must be what Kubernetes accepts."""
+    if not self.image or not isinstance(self.image, str):
+      _flag_error("image", self.image, "is required.",
+                  "build k8s/Dockerfile and pass its tag.")
+    if not _IMAGE_RE.match(self.image):
+      _flag_error("image", self.image, "is not an image reference (letters, "
+                  "digits and . _ / : @ -, no spaces or quotes).",
+                  "e.g. --image=registry.example.com/harness:0.1.")
+    if not isinstance(self.memory, str) or not _MEMORY_RE.match(self.memory):
+      _flag_error("memory", self.memory, "is not a Kubernetes memory "
+                  "quantity (a number with an optional suffix such as Mi, "
+                  "Gi, M, G).", "e.g. --memory=4Gi.")
+    if not isinstance(self.cpu, str) or not _CPU_RE.match(self.cpu):
+      _flag_error("cpu", self.cpu, "is not a Kubernetes CPU quantity (cores "
+                  "as a number, or millicores with m).",
+                  "e.g. --cpu=2 or --cpu=500m.")
+    if self.kind not in KINDS:
+      _flag_error("kind", self.kind, f"must be one of {', '.join(KINDS)}.",
+                  "e.g. --kind=jobset (or --kind=jobs without the JobSet "
+                  "controller).")
 
   def _check_standalone(self):
     if self.evaluator:
@@ -151,8 +196,15 @@ class K8sConfig:
 
   @property
   def service(self):
-    """The headless Service's name: pods are `<host>.<service>` in DNS."""
+    """The DNS subdomain: pods are `<host>.<service>` (a headless Service,
+    or the one a JobSet makes under its own name)."""
     return self.name
+
+  @property
+  def uses_jobset(self):
+    """Whether the training cluster is a JobSet (--kind=jobset|trainjob)."""
+    return (not self.standalone and not self.tfjob
+            and self.kind in ("jobset", "trainjob"))
 
   @property
   def model_dir_path(self):
@@ -180,6 +232,9 @@ def cluster_addresses(config):
       address = f"{config.name}-{task_type}-{index}.{config.namespace}.svc"
     elif config.standalone:  # A StatefulSet per role.
       address = f"{config.name}-{task_type}-{index}.{config.service}"
+    elif config.uses_jobset:  # Pod `index` of the type's replicatedJob.
+      address = (f"{jobset_env.hostname(config.name, task_type, index)}."
+                 f"{config.service}")
     else:  # Hostname of index i of the training Job.
       address = f"{config.name}-{i}.{config.service}"
     result.setdefault(task_type, []).append(f"{address}:{config.port}")

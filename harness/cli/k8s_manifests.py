@@ -3,11 +3,14 @@
     objects = k8s_manifests.render(config)   # a list of dicts
     text = k8s_manifests.to_yaml(objects)    # multi-document YAML
 
-A headless Service, one Indexed Job (batch/v1) for the training cluster
-(index i runs task i of chief, workers, ps), an Indexed Job for the
-evaluator, a NetworkPolicy and optionally TensorBoard; `--standalone`
-renders a StatefulSet of standard servers per role, `--tfjob` a Kubeflow
-TFJob. Pod security and the NetworkPolicy come from `cli/k8s_policy.py`.
+`--kind=jobset` (the default) and `--kind=trainjob` are rendered by
+`cli/k8s_jobset.py`. `--kind=jobs`: a headless Service, one Indexed Job
+(batch/v1) for the training cluster (index i runs task i of chief, workers,
+ps), an Indexed Job for the evaluator, a NetworkPolicy. Any kind may add
+TensorBoard; `--standalone` renders a StatefulSet of standard servers per
+role, `--tfjob` a Kubeflow TFJob. The pods' parts come from
+`cli/k8s_pods.py`, their security and the NetworkPolicy from
+`cli/k8s_policy.py`.
 Re-exported by `harness.k8s` (`render`, `to_yaml`).
 
 This module imports nothing from TensorFlow.
@@ -17,81 +20,17 @@ import json
 import shlex
 
 from harness.cli import k8s_config
+from harness.cli import k8s_jobset
+from harness.cli import k8s_pods
 from harness.cli import k8s_policy
+from harness.cluster import jobset_env
 
 __all__ = ["render", "to_yaml", "layout_comment"]
 
-_MAIN = ("python", "-m", "harness.main")
+_MAIN = k8s_pods.MAIN
 _SERVER = ("python", "-m", "harness.server")
 _TENSORBOARD_PORT = 6006
 _POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
-
-
-def _labels(config, component):
-  return {"app.kubernetes.io/name": "harness",
-          "app.kubernetes.io/instance": config.name,
-          "app.kubernetes.io/component": component,
-          "app.kubernetes.io/managed-by": "harness.k8s"}
-
-
-def _meta(config, name, component):
-  return {"name": name, "namespace": config.namespace,
-          "labels": _labels(config, component)}
-
-
-def _resources(config, gpus):
-  limits = {"memory": config.memory}
-  if gpus:
-    limits["nvidia.com/gpu"] = gpus
-  return {"requests": {"cpu": config.cpu, "memory": config.memory},
-          "limits": limits}
-
-
-def _main_args(config):
-  args = list(config.main_args)
-  args.append(f"--model_dir={config.model_dir_path}")
-  if config.num_gpus_per_worker and not any(
-      a.startswith("--num_gpus_per_worker=") for a in args):
-    args.append(f"--num_gpus_per_worker={config.num_gpus_per_worker}")
-  return args
-
-
-def _container(config, *, args, env, gpus, ports=True,
-               name=k8s_config.CONTAINER, command=k8s_config.ENTRYPOINT):
-  container = {"name": name, "image": config.image,
-               "imagePullPolicy": "IfNotPresent"}
-  if command:
-    container["command"] = list(command)
-  container.update({
-      "args": list(args),
-      "env": ([{"name": "PYTHONUNBUFFERED", "value": "1"}]
-              + k8s_policy.scratch_env() + env),
-      "resources": _resources(config, gpus),
-      "securityContext": k8s_policy.container_security(),
-      "volumeMounts": [k8s_policy.scratch_mount()],
-  })
-  if ports:
-    port_name = "tf" if name == k8s_config.CONTAINER else "tfjob-port"
-    container["ports"] = [{"name": port_name,
-                           "containerPort": config.port, "protocol": "TCP"}]
-  if config.pvc:
-    container["volumeMounts"].append({"name": "model",
-                                      "mountPath": k8s_config.MODEL_MOUNT})
-  return container
-
-
-def _pod_spec(config, container, *, restart_policy, subdomain=True):
-  spec = {
-      "restartPolicy": restart_policy,
-      "enableServiceLinks": False,
-      "containers": [container],
-  }
-  if subdomain:
-    spec["subdomain"] = config.service
-  if config.pvc:
-    spec["volumes"] = [{"name": "model", "persistentVolumeClaim": {
-        "claimName": config.pvc}}]
-  return k8s_policy.pod_security(spec)
 
 
 def _cluster_env(config):
@@ -114,9 +53,11 @@ def _indexed_job(config, name, component, count, container, *,
               "values": [k8s_config.CONFIG_ERROR_EXIT_CODE]}},
           {"action": "Ignore", "onPodConditions": [
               {"type": "DisruptionTarget", "status": "True"}]}]},
-      "template": {"metadata": {"labels": _labels(config, component)},
-                   "spec": _pod_spec(config, container, subdomain=subdomain,
-                                     restart_policy="Never")},
+      "template": {"metadata": {"labels": k8s_pods.labels(config,
+                                                          component)},
+                   "spec": k8s_pods.pod_spec(config, container,
+                                             subdomain=subdomain,
+                                             restart_policy="Never")},
   }
   if trainer_count is not None and trainer_count < count:
     # ps never exit: the Job succeeds once chief and workers have, and
@@ -125,14 +66,14 @@ def _indexed_job(config, name, component, count, container, *,
     spec["successPolicy"] = {"rules": [{"succeededIndexes": (
         "0" if last == 0 else f"0-{last}")}]}
   return {"apiVersion": "batch/v1", "kind": "Job",
-          "metadata": _meta(config, name, component), "spec": spec}
+          "metadata": k8s_pods.meta(config, name, component), "spec": spec}
 
 
 def _headless_service(config, component):
   return {"apiVersion": "v1", "kind": "Service",
-          "metadata": _meta(config, config.service, component),
+          "metadata": k8s_pods.meta(config, config.service, component),
           "spec": {"clusterIP": "None", "publishNotReadyAddresses": True,
-                   "selector": _labels(config, component),
+                   "selector": k8s_pods.labels(config, component),
                    "ports": [{"name": "tf", "port": config.port,
                               "targetPort": config.port,
                               "protocol": "TCP"}]}}
@@ -140,29 +81,30 @@ def _headless_service(config, component):
 
 def _network_policy(config, component):
   """Only the job's own pods (and `allow_cidr`) reach the TF port."""
-  labels = _labels(config, component)
+  labels = k8s_pods.labels(config, component)
   return k8s_policy.network_policy(
       name=f"{config.name}-tf", namespace=config.namespace, labels=labels,
       instance_labels={k: labels[k] for k in (
           "app.kubernetes.io/name", "app.kubernetes.io/instance")},
-      port=config.port, allow_cidr=config.allow_cidr)
+      port=config.port, allow_cidr=config.allow_cidr,
+      metrics_port=0 if config.standalone else config.metrics_port)
 
 
 def _evaluator_job(config):
   env = _cluster_env(config) + [{"name": k8s_config.TASK_TYPE_ENV,
                                  "value": "evaluator"}]
-  container = _container(config, args=_MAIN + tuple(_main_args(config)),
-                         env=env, gpus=config.num_gpus_per_worker,
-                         ports=False)
+  container = k8s_pods.container(
+      config, args=_MAIN + tuple(k8s_pods.main_args(config)), env=env,
+      gpus=config.num_gpus_per_worker, ports=False)
   return _indexed_job(config, f"{config.name}-evaluator", "evaluator", 1,
                       container, subdomain=False)
 
 
 def _training(config):
   tasks = k8s_config.training_tasks(config)
-  container = _container(config, args=_MAIN + tuple(_main_args(config)),
-                         env=_cluster_env(config),
-                         gpus=config.num_gpus_per_worker)
+  container = k8s_pods.container(
+      config, args=_MAIN + tuple(k8s_pods.main_args(config)),
+      env=_cluster_env(config), gpus=config.num_gpus_per_worker)
   trainers = sum(1 for task_type, _ in tasks if task_type != "ps")
   return [_headless_service(config, "trainer"),
           _indexed_job(config, config.name, "trainer", len(tasks), container,
@@ -183,18 +125,21 @@ def _standalone(config):
             "fieldPath": f"metadata.labels['{_POD_INDEX_LABEL}']"}}}]
     args = _SERVER + (f"--num_cpu_devices={config.num_cpu_devices}",
                       f"--num_gpus_per_worker={gpus}")
-    container = _container(config, args=args, env=env, gpus=gpus)
-    labels = dict(_labels(config, "server"), **{
+    container = k8s_pods.container(config, args=args, env=env, gpus=gpus,
+                                   runs_main=False)
+    labels = dict(k8s_pods.labels(config, "server"), **{
         "harness.k8s/task-type": task_type})
     objects.append({
         "apiVersion": "apps/v1", "kind": "StatefulSet",
-        "metadata": _meta(config, f"{config.name}-{task_type}", "server"),
+        "metadata": k8s_pods.meta(config, f"{config.name}-{task_type}",
+                                  "server"),
         "spec": {"serviceName": config.service, "replicas": count,
                  "podManagementPolicy": "Parallel",
                  "selector": {"matchLabels": labels},
                  "template": {"metadata": {"labels": labels},
-                              "spec": _pod_spec(config, container,
-                                                restart_policy="Always")}}})
+                              "spec": k8s_pods.pod_spec(
+                                  config, container,
+                                  restart_policy="Always")}}})
   return objects + [_network_policy(config, "server")]
 
 
@@ -204,17 +149,20 @@ def _tfjob(config):
                                   ("ps", "PS")):
     count = len(k8s_config.cluster_addresses(config).get(task_type, ()))
     if count:
-      container = _container(
-          config, name="tensorflow", command=_MAIN, args=_main_args(config),
-          env=[], gpus=0 if task_type == "ps" else config.num_gpus_per_worker)
+      # ps too: harness.main checks that every task sees the GPUs.
+      container = k8s_pods.container(
+          config, name="tensorflow", command=_MAIN,
+          args=k8s_pods.main_args(config), env=[],
+          gpus=config.num_gpus_per_worker)
       replicas[replica_type] = {
           "replicas": count, "restartPolicy": "OnFailure",
-          "template": {"metadata": {"labels": _labels(config, "trainer")},
-                       "spec": _pod_spec(config, container,
-                                         restart_policy="OnFailure",
-                                         subdomain=False)}}
+          "template": {"metadata": {"labels": k8s_pods.labels(config,
+                                                              "trainer")},
+                       "spec": k8s_pods.pod_spec(config, container,
+                                                 restart_policy="OnFailure",
+                                                 subdomain=False)}}
   return [{"apiVersion": "kubeflow.org/v1", "kind": "TFJob",
-           "metadata": _meta(config, config.name, "trainer"),
+           "metadata": k8s_pods.meta(config, config.name, "trainer"),
            "spec": {"runPolicy": {"cleanPodPolicy": "Running",
                                   "backoffLimit": config.restarts_per_task},
                     "tfReplicaSpecs": replicas}},
@@ -223,23 +171,24 @@ def _tfjob(config):
 
 def _tensorboard(config):
   name = f"{config.name}-tensorboard"
-  container = _container(
+  container = k8s_pods.container(
       config, name="tensorboard", command=None, env=[], gpus=0, ports=False,
+      runs_main=False,
       args=("tensorboard", f"--logdir={config.model_dir_path}", "--bind_all",
             f"--port={_TENSORBOARD_PORT}"))
   container["ports"] = [{"name": "http", "containerPort": _TENSORBOARD_PORT}]
   container["resources"] = {"requests": {"cpu": "250m", "memory": "1Gi"},
                             "limits": {"memory": "2Gi"}}
-  selector = _labels(config, "tensorboard")
+  selector = k8s_pods.labels(config, "tensorboard")
   return [{"apiVersion": "apps/v1", "kind": "Deployment",
-           "metadata": _meta(config, name, "tensorboard"),
+           "metadata": k8s_pods.meta(config, name, "tensorboard"),
            "spec": {"replicas": 1, "selector": {"matchLabels": selector},
-                    "template": {"metadata": {"labels": _labels(
-                        config, "tensorboard")}, "spec": _pod_spec(
+                    "template": {"metadata": {"labels": k8s_pods.labels(
+                        config, "tensorboard")}, "spec": k8s_pods.pod_spec(
                             config, container, restart_policy="Always",
                             subdomain=False)}}},
           {"apiVersion": "v1", "kind": "Service",
-           "metadata": _meta(config, name, "tensorboard"),
+           "metadata": k8s_pods.meta(config, name, "tensorboard"),
            "spec": {"selector": selector, "ports": [
                {"name": "http", "port": _TENSORBOARD_PORT,
                 "targetPort": _TENSORBOARD_PORT, "protocol": "TCP"}]}}]
@@ -256,13 +205,16 @@ def render(config):
   """
   if config.standalone:
     return _standalone(config)
-  objects = _tfjob(config) if config.tfjob else _training(config)
-  if config.evaluator:
-    objects.append(_evaluator_job(config))
+  if config.uses_jobset:  # The evaluator is one of its replicatedJobs.
+    objects = (k8s_jobset.render_trainjob(config) if config.kind == "trainjob"
+               else k8s_jobset.render_jobset(config))
+  else:
+    objects = _tfjob(config) if config.tfjob else _training(config)
+    if config.evaluator:
+      objects.append(_evaluator_job(config))
   if config.tensorboard:
     objects += _tensorboard(config)
   return objects
-
 
 
 def to_yaml(objects, *, header=""):
@@ -284,7 +236,16 @@ def layout_comment(config, argv):
   lines = ["Rendered by: python -m harness.k8s " + shlex.join(argv), ""]
   if config.standalone or config.tfjob:
     return "\n".join(lines)
-  lines.append(f"Pods of Job {config.name} (hostname -> task):")
-  for i, (task_type, index) in enumerate(k8s_config.training_tasks(config)):
-    lines.append(f"  {config.name}-{i} -> {task_type}/{index}")
+  tasks = k8s_config.training_tasks(config)
+  if not config.uses_jobset:
+    lines.append(f"Pods of Job {config.name} (hostname -> task):")
+    lines += [f"  {config.name}-{i} -> {task_type}/{index}"
+              for i, (task_type, index) in enumerate(tasks)]
+    return "\n".join(lines)
+  lines.append(f"Pods of JobSet {config.name} (hostname -> task; TF_CONFIG "
+               "is built in each pod from its place):")
+  if config.evaluator:
+    tasks.append(("evaluator", 0))
+  lines += [f"  {jobset_env.hostname(config.name, task_type, index)} -> "
+            f"{task_type}/{index}" for task_type, index in tasks]
   return "\n".join(lines)

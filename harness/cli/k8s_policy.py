@@ -72,7 +72,7 @@ def pod_security(spec):
 
 
 def network_policy(*, name, namespace, labels, instance_labels, port,
-                   allow_cidr):
+                   allow_cidr, metrics_port=0, metadata_labels=None):
   """Ingress to pods with `labels`: the TF port, from the job's pods only.
 
   Args:
@@ -81,13 +81,18 @@ def network_policy(*, name, namespace, labels, instance_labels, port,
     instance_labels: labels every pod of this job has (the admitted peers).
     port: the TF port.
     allow_cidr: extra admitted source ranges (e.g. the standalone client's).
+    metrics_port: harness.main's metrics port (0: none), admitted from pods
+      of any namespace (a Prometheus scraper); it serves read-only numbers.
+    metadata_labels: the policy's own labels (default: `labels`).
   """
   peers = [{"podSelector": {"matchLabels": dict(instance_labels)}}]
   peers += [{"ipBlock": {"cidr": cidr}} for cidr in allow_cidr]
+  ingress = [{"from": peers, "ports": [{"protocol": "TCP", "port": port}]}]
+  if metrics_port:
+    ingress.append({"from": [{"namespaceSelector": {}}],
+                    "ports": [{"protocol": "TCP", "port": metrics_port}]})
   return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
           "metadata": {"name": name, "namespace": namespace,
-                       "labels": dict(labels)},
+                       "labels": dict(metadata_labels or labels)},
           "spec": {"podSelector": {"matchLabels": dict(labels)},
-                   "policyTypes": ["Ingress"],
-                   "ingress": [{"from": peers, "ports": [
-                       {"protocol": "TCP", "port": port}]}]}}
+                   "policyTypes": ["Ingress"], "ingress": ingress}}

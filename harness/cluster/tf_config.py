@@ -32,6 +32,7 @@ import re
 from typing import Mapping
 
 from harness import errors
+from harness.cluster import jobset_env
 # The job names and task labels, the facts derived for a task and the rules
 # live in their own modules; re-exported here (the public path).
 from harness.cluster.jobs import CHIEF
@@ -314,9 +315,15 @@ def parse_tf_config(text_or_mapping, *, source=TF_CONFIG_ENV):
 def from_environ(environ):
   """`parse_tf_config(environ["TF_CONFIG"])`: None when unset or empty.
 
+  Without TF_CONFIG, a JobSet pod's TF_CONFIG is built from its place
+  (`cluster/jobset_env.py`); an explicit TF_CONFIG always wins.
   `environ` is a mapping such as `os.environ` (tests pass a dict).
   """
-  return parse_tf_config(environ.get(TF_CONFIG_ENV), source=TF_CONFIG_ENV)
+  text = environ.get(TF_CONFIG_ENV)
+  if not (text or "").strip() and jobset_env.in_jobset_pod(environ):
+    return parse_tf_config(jobset_env.tf_config_dict(environ),
+                           source=jobset_env.SOURCE)
+  return parse_tf_config(text, source=TF_CONFIG_ENV)
 
 
 def parse_remote_cluster(text, *, source="--remote_cluster"):

@@ -1,0 +1,182 @@
+"""A harness training cluster as a JobSet, or as a Kubeflow Trainer v2 job.
+
+    objects = k8s_jobset.render_jobset(config)     # --kind=jobset
+    objects = k8s_jobset.render_trainjob(config)   # --kind=trainjob
+
+One JobSet (jobset.x-k8s.io/v1alpha2) per training job, a replicatedJob
+per TF_CONFIG task type (chief, worker, ps, evaluator), each ONE Indexed
+Job whose pods are that type's tasks. No TF_CONFIG is written: each pod's
+template exposes its place (JobSet, replicatedJob, Job index, completion
+index; downward API) and the task counts as variables, from which
+`harness.cluster.jobset_env` builds TF_CONFIG with the stable DNS names of
+`network.enableDNSHostnames`.
+
+* successPolicy: the JobSet succeeds when the chief (without one: every
+  worker) and the evaluator have succeeded; JobSet then ends the rest (ps).
+* failurePolicy, first matching rule: a Job failed by its podFailurePolicy
+  (exit status 2, a bad flag or TF_CONFIG) fails the JobSet; a failed
+  evaluator Job is restarted alone (`RestartJob`); a failed trainer Job
+  (chief, worker, ps: `backoffLimit: 0`, so any failed pod) restarts the
+  whole group, at most `--restarts_per_task` times (`maxRestarts`).
+* `--kind=trainjob`: the same JobSet spec as the template of a
+  ClusterTrainingRuntime (`trainer.kubeflow.org/framework: tensorflow`)
+  and a TrainJob referring to it (trainer.kubeflow.org/v1alpha1).
+
+Pods keep harness's hardening (`cli/k8s_policy.py`); the NetworkPolicy
+selects them by the JobSet's own `jobset-name` label.
+
+This module imports nothing from TensorFlow.
+"""
+
+import json
+
+from harness.cli import k8s_config
+from harness.cli import k8s_pods
+from harness.cli import k8s_policy
+from harness.cluster import jobset_env
+
+__all__ = ["render_jobset", "render_trainjob", "jobset_spec",
+           "runtime_name", "JOBSET_API", "TRAINER_API"]
+
+JOBSET_API = "jobset.x-k8s.io/v1alpha2"
+TRAINER_API = "trainer.kubeflow.org/v1alpha1"
+_TRAINER_GROUP = TRAINER_API.split("/")[0]
+_FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"
+# The Job failure reason of a podFailurePolicy `FailJob` (exit status 2).
+_POD_FAILURE_POLICY_REASON = "PodFailurePolicy"
+
+
+def _field_env(name, path):
+  return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
+
+
+def _place_env(config):
+  """The variables `jobset_env` reads: the pod's place and the cluster."""
+  tasks = {}
+  for task_type, _ in k8s_config.training_tasks(config):
+    tasks[task_type] = tasks.get(task_type, 0) + 1
+  return [
+      _field_env(jobset_env.JOBSET_NAME_ENV,
+                 f"metadata.labels['{jobset_env.JOBSET_NAME_LABEL}']"),
+      _field_env(jobset_env.REPLICATED_JOB_ENV,
+                 f"metadata.labels['{jobset_env.REPLICATED_JOB_LABEL}']"),
+      _field_env(jobset_env.JOB_INDEX_ENV,
+                 f"metadata.labels['{jobset_env.JOB_INDEX_LABEL}']"),
+      _field_env(jobset_env.POD_INDEX_ENV, "metadata.annotations["
+                 f"'{jobset_env.POD_INDEX_ANNOTATION}']"),
+      {"name": jobset_env.TASKS_ENV, "value": json.dumps(tasks)},
+      {"name": jobset_env.PORT_ENV, "value": str(config.port)},
+  ]
+
+
+def _replicated_job(config, task_type, count):
+  """One Indexed Job of `count` pods, the tasks of `task_type`."""
+  evaluator = task_type == jobset_env.EVALUATOR
+  # Every task, ps too, gets the GPUs: harness.main checks that each task
+  # sees --num_gpus_per_worker devices.
+  container = k8s_pods.container(
+      config, args=k8s_pods.MAIN + tuple(k8s_pods.main_args(config)),
+      env=_place_env(config), gpus=config.num_gpus_per_worker,
+      ports=not evaluator)
+  component = "evaluator" if evaluator else "trainer"
+  labels = dict(k8s_pods.labels(config, component),
+                **{"harness.k8s/task-type": task_type})
+  job_spec = {
+      "completionMode": "Indexed", "completions": count,
+      "parallelism": count,
+      # A trainer's failed pod fails its Job at once: the JobSet restarts
+      # the group. The evaluator retries its pod within its own Job.
+      "backoffLimit": config.restarts_per_task if evaluator else 0,
+      "podReplacementPolicy": "Failed",
+      "podFailurePolicy": {"rules": [
+          {"action": "FailJob", "onExitCodes": {
+              "containerName": k8s_config.CONTAINER, "operator": "In",
+              "values": [k8s_config.CONFIG_ERROR_EXIT_CODE]}},
+          {"action": "Ignore", "onPodConditions": [
+              {"type": "DisruptionTarget", "status": "True"}]}]},
+      "template": {"metadata": {"labels": labels},
+                   "spec": k8s_pods.pod_spec(config, container,
+                                             restart_policy="Never",
+                                             subdomain=False)},
+  }
+  return {"name": task_type, "replicas": 1,
+          "template": {"metadata": {"labels": dict(labels)},
+                       "spec": job_spec}}
+
+
+def _failure_policy(config, trainer_types):
+  rules = [{"name": "badFlagsFailTheJobSet", "action": "FailJobSet",
+            "onJobFailureReasons": [_POD_FAILURE_POLICY_REASON]}]
+  if config.evaluator:
+    rules.append({"name": "evaluatorRestartsAlone", "action": "RestartJob",
+                  "targetReplicatedJobs": [jobset_env.EVALUATOR]})
+  rules.append({"name": "trainerRestartsTheGroup", "action": "RestartJobSet",
+                "targetReplicatedJobs": list(trainer_types)})
+  return {"maxRestarts": config.restarts_per_task, "rules": rules}
+
+
+def jobset_spec(config):
+  """The JobSet spec of `config` (also a ClusterTrainingRuntime's)."""
+  counts = {}
+  for task_type, _ in k8s_config.training_tasks(config):
+    counts[task_type] = counts.get(task_type, 0) + 1
+  if config.evaluator:
+    counts[jobset_env.EVALUATOR] = 1
+  finishers = ["chief" if config.chief else "worker"]
+  if config.evaluator:  # Its last evaluation and export follow the chief's.
+    finishers.append(jobset_env.EVALUATOR)
+  return {
+      "network": {"enableDNSHostnames": True,
+                  "publishNotReadyAddresses": True},
+      "successPolicy": {"operator": "All", "targetReplicatedJobs": finishers},
+      "failurePolicy": _failure_policy(
+          config, [t for t in counts if t != jobset_env.EVALUATOR]),
+      "replicatedJobs": [_replicated_job(config, task_type, count)
+                         for task_type, count in counts.items()],
+  }
+
+
+def _network_policy(config):
+  """Only pods of this JobSet (and `allow_cidr`) reach the TF port."""
+  by_jobset = {jobset_env.JOBSET_NAME_LABEL: config.name}
+  return k8s_policy.network_policy(
+      name=f"{config.name}-tf", namespace=config.namespace,
+      labels=by_jobset, instance_labels=by_jobset, port=config.port,
+      allow_cidr=config.allow_cidr, metrics_port=config.metrics_port,
+      metadata_labels=k8s_pods.labels(config, "trainer"))
+
+
+def render_jobset(config):
+  """[JobSet, NetworkPolicy] of `config` (`--kind=jobset`)."""
+  return [{"apiVersion": JOBSET_API, "kind": "JobSet",
+           "metadata": k8s_pods.meta(config, config.name, "trainer"),
+           "spec": jobset_spec(config)},
+          _network_policy(config)]
+
+
+def runtime_name(config):
+  """The ClusterTrainingRuntime's name (cluster-scoped: has the namespace)."""
+  return f"harness-tf-{config.namespace}-{config.name}"
+
+
+def render_trainjob(config):
+  """[ClusterTrainingRuntime, TrainJob, NetworkPolicy] (`--kind=trainjob`).
+
+  The runtime holds the whole JobSet spec: Trainer v2's TrainJob overrides
+  (numNodes, image, args) address one `node` Job, and TensorFlow needs a
+  Job per task type. Trainer names the JobSet after the TrainJob, so the
+  pods' DNS names and TF_CONFIG are those of `--kind=jobset`.
+  """
+  runtime_labels = dict(k8s_pods.labels(config, "trainer"),
+                        **{_FRAMEWORK_LABEL: "tensorflow"})
+  runtime = {"apiVersion": TRAINER_API, "kind": "ClusterTrainingRuntime",
+             "metadata": {"name": runtime_name(config),
+                          "labels": runtime_labels},
+             "spec": {"template": {"metadata": {"labels": k8s_pods.labels(
+                 config, "trainer")}, "spec": jobset_spec(config)}}}
+  trainjob = {"apiVersion": TRAINER_API, "kind": "TrainJob",
+              "metadata": k8s_pods.meta(config, config.name, "trainer"),
+              "spec": {"runtimeRef": {"apiGroup": _TRAINER_GROUP,
+                                      "kind": "ClusterTrainingRuntime",
+                                      "name": runtime_name(config)}}}
+  return [runtime, trainjob, _network_policy(config)]
