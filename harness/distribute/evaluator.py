@@ -24,6 +24,7 @@ from harness.core import evaluation
 from harness.core import preemption
 from harness.state import checkpoints
 from harness.state import run_state
+from harness.state import storage
 
 __all__ = ["CheckpointEvaluator", "NewCheckpointListener", "run_continuous"]
 
@@ -39,6 +40,17 @@ class CheckpointEvaluator:
     self.final_export_done = False
     self.last_metrics = None
     self.last_evaluated_step = None
+
+  def check_writable(self):
+    """Fails now, not after training, if eval/ or export/ cannot be written."""
+    folders = [self._estimator.eval_dir(self._eval_spec.name)] + [
+        self._export_path(exporter) for exporter in self._eval_spec.exporters]
+    for folder in folders:
+      storage.check_writable(folder)
+
+  def _export_path(self, exporter):
+    return os.path.join(os.fsdecode(self._estimator.model_dir), "export",
+                        exporter.name)
 
   def evaluate_and_export(self):
     """Returns (metrics or None, export_results list)."""
@@ -85,12 +97,11 @@ class CheckpointEvaluator:
 
   def export(self, metrics, checkpoint_path, is_the_final_export):
     """Runs every exporter of the EvalSpec; returns their results."""
-    base = os.path.join(os.fsdecode(self._estimator.model_dir), "export")
     results = []
     for exporter in self._eval_spec.exporters:
       results.append(exporter.export(
           estimator=self._estimator,
-          export_path=os.path.join(base, exporter.name),
+          export_path=self._export_path(exporter),
           checkpoint_path=checkpoint_path, eval_result=metrics,
           is_the_final_export=is_the_final_export))
     if is_the_final_export:
@@ -178,6 +189,7 @@ def run_continuous(estimator, train_spec, eval_spec, *,
   poll_secs = poll_secs or getattr(config, "eval_poll_secs", None) or 1.0
   model_dir, max_steps = estimator.model_dir, train_spec.max_steps
   evaluator = CheckpointEvaluator(estimator, eval_spec, max_steps)
+  evaluator.check_writable()  # Before waiting for the first checkpoint.
   if eval_spec.start_delay_secs:
     logging.info("eval | waiting %s s before the first evaluation",
                  eval_spec.start_delay_secs)

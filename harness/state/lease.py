@@ -136,7 +136,8 @@ def process_space():
   """(pid namespace, boot id) of this process; "" for what is unknown."""
 
   def boot_id():
-    with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+    path = "/proc/sys/kernel/random/boot_id"
+    with open(path, encoding="ascii") as f:  # local-fs: the kernel's /proc
       return f.read()
 
   return (_read_text(lambda: os.readlink("/proc/self/ns/pid")),

@@ -35,6 +35,7 @@ __all__ = [
     "write_text_atomic",
     "read_text",
     "remove_file",
+    "check_writable",
     "move_dir_into_place",
     "mtime_secs",
     "resolve_model_dir",
@@ -96,6 +97,34 @@ def remove_file(path):
     tf.io.gfile.remove(os.fsdecode(path))
   except tf.errors.NotFoundError:
     pass
+
+
+def check_writable(folder):
+  """Writes, then removes, a probe file in `folder` (or, while it does not
+  exist, in its nearest existing parent, where it would be created).
+
+  For folders whose writes fail silently later (TensorFlow's event writer
+  drops every event of an unwritable `eval/`), so that the first evaluation
+  or export fails at once instead. Creates nothing.
+
+  Raises:
+    tf.errors.OpError: the folder cannot be written (e.g.
+      PermissionDeniedError, or a "Read-only file system" message), with
+      the folder probed in its message.
+  """
+  folder = os.fsdecode(folder)
+  while not tf.io.gfile.isdir(folder) and os.path.dirname(folder) != folder:
+    folder = os.path.dirname(folder)
+  probe = os.path.join(folder, f".harness-write-check-{uuid.uuid4().hex[:12]}")
+  failure = None
+  try:
+    with tf.io.gfile.GFile(probe, "w") as f:
+      f.write("")
+  except tf.errors.OpError as e:  # Name the folder, not the probe file.
+    failure = type(e)(e.node_def, e.op, e.message.replace(probe, folder))
+  if failure is not None:
+    raise failure  # Outside `except`: no context chain to the probe's path.
+  remove_file(probe)
 
 
 def mtime_secs(path):
