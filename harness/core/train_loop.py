@@ -289,9 +289,16 @@ def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
         steps_done += 1
   except (ValueError, TypeError, KeyError) as e:
     step_loop.raise_if_fetched_in_loop(e, steps_per_loop)
+  except tf.errors.ResourceExhaustedError as e:
+    if context.is_chief and "No space left on device" in e.message:
+      retention.remove_failed_saves(model_dir)  # Its partial _temp folder.
+    raise
   finally:
     if held is not None:
       held.release()
+  for hook in worker_hooks:  # An event write failed: the loop stopped early.
+    if isinstance(hook, step_loop.SummarySaverHook) and hook.write_error:
+      raise hook.write_error
   if not steps_done:
     logging.warning(
         "train | %s | training made no steps: the input is empty or the "

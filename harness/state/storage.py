@@ -23,6 +23,7 @@ folder when nothing names one.
 
 import os
 import tempfile
+import threading
 import uuid
 
 from absl import logging
@@ -36,6 +37,8 @@ __all__ = [
     "read_text",
     "remove_file",
     "check_writable",
+    "flush_events",
+    "quiet_event_writer_thread",
     "move_dir_into_place",
     "mtime_secs",
     "resolve_model_dir",
@@ -125,6 +128,57 @@ def check_writable(folder):
   if failure is not None:
     raise failure  # Outside `except`: no context chain to the probe's path.
   remove_file(probe)
+
+
+_EVENT_THREAD = "EventLoggerThread"  # TensorFlow's event writer thread.
+
+
+def quiet_event_writer_thread():
+  """Stops Python printing a traceback when TensorFlow's event writer thread
+  dies of a write error: `flush_events` raises that error to the loop, which
+  reports it in one line. Other threads' errors print as before. Idempotent.
+  """
+  previous = threading.excepthook
+  if getattr(previous, "harness_quiet_events", False):
+    return
+
+  def hook(args):
+    if getattr(args.thread, "name", None) == _EVENT_THREAD and isinstance(
+        args.exc_value, RuntimeError):
+      return
+    previous(args)
+
+  hook.harness_quiet_events = True
+  threading.excepthook = hook
+
+
+def flush_events(logdir):
+  """Flushes the cached TensorBoard event writer of `logdir` (tf.compat.v1
+  FileWriterCache), so that a failed write shows now, not at the end.
+
+  TensorFlow's writer thread dies at its first failed write and says so only
+  at the next flush, as a bare RuntimeError (its writer is closed then, and
+  later writes are dropped).
+
+  Raises:
+    tf.errors.ResourceExhaustedError: the disk is full ("<logdir>: No space
+      left on device ..."), what `harness.main` explains with free space
+      and the newest usable checkpoint.
+    Exception: any other write error, as TensorFlow raised it.
+  """
+  with tf.Graph().as_default():  # v1 FileWriters refuse eager mode.
+    writer = tf.compat.v1.summary.FileWriterCache.get(logdir)
+  failure = None
+  try:
+    writer.flush()
+  except Exception as e:  # pylint: disable=broad-except
+    failure = e
+    if "No space left on device" in str(e):
+      failure = tf.errors.ResourceExhaustedError(
+          None, None, f"{logdir}: No space left on device (writing "
+          "TensorBoard event files)")
+  if failure is not None:
+    raise failure
 
 
 def mtime_secs(path):
