@@ -26,7 +26,11 @@ from harness.state import checkpoints
 from harness.state import run_state
 from harness.state import storage
 
-__all__ = ["CheckpointEvaluator", "NewCheckpointListener", "run_continuous"]
+__all__ = ["CheckpointEvaluator", "NewCheckpointListener", "run_continuous",
+           "NO_CHECKPOINT_REPORT_SECS"]
+
+# Seconds between two "no checkpoint yet" lines of a waiting evaluator.
+NO_CHECKPOINT_REPORT_SECS = 30.0
 
 
 class CheckpointEvaluator:
@@ -195,6 +199,7 @@ def run_continuous(estimator, train_spec, eval_spec, *,
                  eval_spec.start_delay_secs)
     sleep(eval_spec.start_delay_secs)
   last_exports = []
+  waiting_since = next_report = clock()  # For "no checkpoint yet" lines.
   last_progress = clock()
   last_eval_started = None
   seen, said = None, None
@@ -234,12 +239,15 @@ def run_continuous(estimator, train_spec, eval_spec, *,
       logging.info("eval | done: training ended (%s) at step %s",
                    stopped.get("reason"), stopped.get("global_step"))
       break
+    elif latest is None:
+      if clock() >= next_report:  # Every NO_CHECKPOINT_REPORT_SECS.
+        next_report = clock() + NO_CHECKPOINT_REPORT_SECS
+        logging.info("eval | no checkpoint yet in %s (waited %.0f s); "
+                     "looking every %g s", model_dir, clock() - waiting_since,
+                     poll_secs)
     elif said != (latest, is_new):
       said = (latest, is_new)
-      if latest is None:
-        logging.info("eval | no checkpoint yet in %s; looking every %g s",
-                     model_dir, poll_secs)
-      elif is_new:
+      if is_new:
         logging.info("eval | new checkpoint %s; evaluating in %.0f s "
                      "(throttle_secs=%s) unless training ends first", latest,
                      wait, eval_spec.throttle_secs)
