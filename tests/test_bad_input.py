@@ -193,6 +193,13 @@ class BadInputTest(absltest.TestCase):
                           f"Fix: name the function as '{module}:<function>'")
     self.assert_model_dir_not_created()
 
+  def test_too_long_folder_name(self):
+    long_dir = os.path.join(self.model_dir, "a" * 300)
+    result = _run(_NO_TF + _TRAIN + [f"--model_dir={long_dir}"])
+    self.assert_one_error(result, 1, "its folder name aaaaaaaaaaaaaaaaaaaa... "
+                          "is 300 bytes long; this file system allows 255 "
+                          "bytes per name", "Fix: shorten that folder name.")
+
   def test_unknown_params_key(self):
     result = _run(_NO_TF + _TRAIN + ["--params=learning_rat=0.1",
                                       f"--model_dir={self.model_dir}"])

@@ -46,6 +46,26 @@ def existing_ancestor(path):
   return existing
 
 
+def _name_max(path):
+  try:
+    return os.pathconf(path, "PC_NAME_MAX")  # local-fs: preflight, local
+  except (OSError, ValueError):
+    return 255  # Linux's (and most file systems') limit.
+
+
+def _check_name_lengths(model_dir):
+  """A folder name longer than the file system allows ("File name too
+  long" from deep inside TensorFlow otherwise)."""
+  limit = _name_max(existing_ancestor(model_dir))
+  for name in os.path.abspath(model_dir).split(os.sep):
+    size = len(os.fsencode(name))
+    if size > limit:
+      raise errors.ConfigError(
+          f"--model_dir={model_dir[:60]}...: its folder name "
+          f"{name[:20]}... is {size} bytes long; this file system allows "
+          f"{limit} bytes per name. Fix: shorten that folder name.")
+
+
 def _unwritable_reason(path):
   """Why folder `path` cannot be created and written, or None."""
   existing = existing_ancestor(path)
@@ -74,6 +94,7 @@ def preflight(job_config, cluster_info):
     return  # A temporary folder, or a file system os.path cannot see.
   if cluster_info is not None and cluster_info.task_type == cluster_lib.PS:
     return  # A ps task never writes model_dir (it may not even mount it).
+  _check_name_lengths(model_dir)
   reason = _unwritable_reason(model_dir)
   if reason:
     raise errors.ConfigError(
