@@ -57,7 +57,7 @@ def _check_name_lengths(model_dir):
   """A folder name longer than the file system allows ("File name too
   long" from deep inside TensorFlow otherwise)."""
   limit = _name_max(existing_ancestor(model_dir))
-  for name in os.path.abspath(model_dir).split(os.sep):
+  for name in os.path.abspath(model_dir).split(os.sep):  # local-fs: preflight
     size = len(os.fsencode(name))
     if size > limit:
       raise errors.ConfigError(
