@@ -82,5 +82,35 @@ class ReadOnlyEvalDirTest(absltest.TestCase):
         self._main(model_dir, "train_and_evaluate", "--max_steps=8"), eval_dir)
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="a read-only bind mount needs root")
+class PredictOnReadOnlyModelDirTest(absltest.TestCase):
+
+  def test_predictions_go_to_the_current_folder_and_the_log_says_so(self):
+    trained = self.create_tempdir().full_path
+    proc = _support.run(
+        [sys.executable, "-m", "harness.main", "--model_fn=linear",
+         "--input_fn=constant", "--mode=train", "--max_steps=2",
+         f"--model_dir={trained}"], timeout_secs=_RUN_SECS)
+    self.assertEqual(proc.returncode, 0, proc.description)
+    model_dir = self.create_tempdir().full_path
+    subprocess.run(["mount", "--bind", trained, model_dir], check=True,
+                   timeout=30)
+    self.addCleanup(subprocess.run, ["umount", model_dir], check=False,
+                    timeout=30)
+    subprocess.run(["mount", "-o", "remount,bind,ro", model_dir], check=True,
+                   timeout=30)
+    here = self.create_tempdir().full_path
+    proc = _support.run(
+        [sys.executable, "-m", "harness.main", "--model_fn=linear",
+         "--input_fn=constant", "--mode=predict", f"--model_dir={model_dir}"],
+        timeout_secs=_RUN_SECS, cwd=here)
+    self.assertEqual(proc.returncode, 0, proc.description)
+    path = os.path.join(here, "predictions.jsonl")
+    self.assertIn(f"wrote 10000 predictions to {path} (not in model_dir)",
+                  proc.output, proc.description)
+    self.assertTrue(os.path.getsize(path) > 0)
+
+
 if __name__ == "__main__":
   absltest.main()

@@ -75,6 +75,11 @@ _MODEL_DIR = flags.DEFINE_string(
     "model_dir", _D.model_dir, "Checkpoints, summaries and exports. Default: "
     "TF_CONFIG's model_dir, else a new temporary directory (logged).",
     flag_values=_FLAGS)
+_PREDICTIONS_FILE = flags.DEFINE_string(
+    "predictions_file", _D.predictions_file, "--mode=predict writes one JSON "
+    "line per example here. Default: <model_dir>/predictions.jsonl, or "
+    "./predictions.jsonl when model_dir is read-only (logged).",
+    flag_values=_FLAGS)
 # Devices and cluster.
 _STRATEGY = flags.DEFINE(
     flag_parsers.StrategyParser(), "strategy", _D.strategy, "Distribution strategy: "

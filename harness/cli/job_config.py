@@ -62,6 +62,8 @@ class JobConfig:
   # What to do, where.
   mode: str = "train_and_evaluate"
   model_dir: str | None = None
+  # --mode=predict's output (None: harness.cli.preflight.predictions_path).
+  predictions_file: str | None = None
   # Devices and cluster.
   strategy: str = "default"
   num_gpus_per_worker: int = 0
