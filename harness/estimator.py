@@ -39,6 +39,7 @@ from harness.distribute import roles
 from harness.distribute import strategies
 from harness.export import writer
 from harness.state import checkpoints
+from harness.state import storage
 
 __all__ = ["Estimator", "check_supported_config"]
 
@@ -230,6 +231,8 @@ class Estimator:
     """
     trainer.check_positive(steps, "steps")
     checkpoint_path = self._checkpoint_for("evaluate", checkpoint_path)
+    # Before the evaluation: the event writer would drop its results silently.
+    storage.check_writable(self.eval_dir(name))
     with tf.Graph().as_default():
       train_graph.set_graph_seed(self._config.tf_random_seed)
       global_step = train_graph.create_global_step(

@@ -21,6 +21,7 @@ from harness.cluster import env_knobs
 from harness.cluster import listen
 from harness.cluster import tf_config as cluster
 from harness.core import stall
+from harness.core import stop_signal
 from harness.spec import fn_args
 
 __all__ = [
@@ -127,6 +128,10 @@ def validate_properties(values):
            "last renewal).",
            f"use e.g. {DEFAULT_REMOTE_CLAIM_TIMEOUT_SECS:g}.", claim)
   stall.check_max_runs(values["max_runs_without_progress"])
+  env_knobs.check_secs("stop_timeout_secs", values["stop_timeout_secs"],
+                       example=stop_signal.DEFAULT_STOP_TIMEOUT_SECS)
+  env_knobs.check_secs("input_timeout_secs", values["input_timeout_secs"],
+                       allow_none=True, example=600)
 
 
 def merged_strategy(values, name):

@@ -102,6 +102,10 @@ def _check_in_graph(value, name, graph):
           "model_fn.")
 
 
+# The op that reshapes a loss of unknown size (e.g. [batch, 1]) to a scalar.
+LOSS_TO_SCALAR_OP = "loss_reshaped_to_scalar"
+
+
 def _validate_loss(loss, mode):
   if loss is None:
     if mode in (ModeKeys.TRAIN, ModeKeys.EVAL):
@@ -121,7 +125,9 @@ def _validate_loss(loss, mode):
         f"Loss must be scalar, given: {loss!r} with shape {loss.shape}. "
         "Fix: reduce it, e.g. tf.reduce_mean(per_example_loss).")
   if not loss.shape.is_compatible_with(tf.TensorShape([])):
-    loss = tf.reshape(loss, [])
+    # Named so that a run-time failure (more than one value) is told apart
+    # from an input problem (harness.cli.diagnose).
+    loss = tf.reshape(loss, [], name=LOSS_TO_SCALAR_OP)
   return loss
 
 

@@ -216,6 +216,7 @@ def _run_local(estimator, train_spec, eval_spec, label="local"):
       "(throttle_secs=%s)", label, every, eval_spec.throttle_secs)
   evaluator = evaluator_lib.CheckpointEvaluator(
       estimator, eval_spec, train_spec.max_steps)
+  evaluator.check_writable()  # Before hours of training, not after.
   listener = evaluator_lib.NewCheckpointListener(
       evaluator, eval_spec.throttle_secs)
   run_state.clear_training_stopped(estimator.model_dir)

@@ -193,6 +193,23 @@ class BadInputTest(absltest.TestCase):
                           f"Fix: name the function as '{module}:<function>'")
     self.assert_model_dir_not_created()
 
+  def test_rank_2_loss_is_the_model_fn_s_not_the_input_s(self):
+    result = _run(["--model_fn=tests.programs.bad_model_fns:rank_2_loss",
+                   "--input_fn=constant", "--mode=train", "--max_steps=2",
+                   f"--model_dir={self.model_dir}"])
+    self.assert_one_error(
+        result, 1, "harness.main: ModelFnError: the model_fn's loss is not a "
+        "scalar: Input to reshape is a tensor with 10 values",
+        "Fix: return one value as EstimatorSpec(loss=...)")
+    self.assertNotIn("input_fn yields", result[2])
+
+  def test_too_long_folder_name(self):
+    long_dir = os.path.join(self.model_dir, "a" * 300)
+    result = _run(_NO_TF + _TRAIN + [f"--model_dir={long_dir}"])
+    self.assert_one_error(result, 1, "its folder name aaaaaaaaaaaaaaaaaaaa... "
+                          "is 300 bytes long; this file system allows 255 "
+                          "bytes per name", "Fix: shorten that folder name.")
+
   def test_unknown_params_key(self):
     result = _run(_NO_TF + _TRAIN + ["--params=learning_rat=0.1",
                                       f"--model_dir={self.model_dir}"])

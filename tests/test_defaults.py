@@ -21,7 +21,7 @@ _NOT_IN_CONFIG = {
     "model_fn", "input_fn", "params", "data_dir", "mode", "model_dir",
     "strategy", "num_gpus_per_worker", "cpu_stand_in", "remote_cluster",
     "batch_size", "exporters", "verbosity", "dry_run", "tensorboard",
-    "tensorboard_keep"}
+    "tensorboard_keep", "predictions_file"}
 # Flags whose None default means "the RunConfig/env default applies".
 _NONE_MEANS = {
     "save_checkpoints_steps": None,  # RunConfig: secs-based saving.
@@ -31,6 +31,7 @@ _NONE_MEANS = {
     "peer_timeout_secs": env_knobs.PEER_TIMEOUT.default,
     "restart_wait_secs": env_knobs.RESTART_WAIT.default,
     "bind_address": None,  # The host of the task's cluster address.
+    "input_timeout_secs": None,  # Waits for the first batch.
 }
 
 
@@ -48,7 +49,8 @@ def _run_values(job):
           "eval_idle_timeout_secs", "peer_timeout_secs", "restart_wait_secs",
           "save_checkpoints_steps", "save_checkpoints_secs",
           "force_takeover", "bind_address", "remote_claim_timeout_secs",
-          "max_runs_without_progress", "session_creation_timeout_secs")}
+          "max_runs_without_progress", "session_creation_timeout_secs",
+          "stop_timeout_secs", "input_timeout_secs")}
   values.update(max_steps=train_spec.max_steps, eval_steps=eval_spec.steps,
                 throttle_secs=eval_spec.throttle_secs,
                 start_delay_secs=eval_spec.start_delay_secs)

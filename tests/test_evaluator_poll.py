@@ -57,6 +57,19 @@ class EvaluatorPollTest(absltest.TestCase):
                          throttle_secs=throttle_secs),
         clock=fake.clock, sleep=fake.sleep, **kwargs)
 
+  def test_waiting_for_the_first_checkpoint_is_logged_periodically(self):
+    def on_sleep(now):  # The first checkpoint comes after 95 s.
+      if now >= 95 and not tf.train.latest_checkpoint(self.model_dir):
+        self.est.train(_input_fn, max_steps=10)
+
+    fake = _FakeTime(on_sleep)
+    with self.assertLogs(level=logging.INFO) as logs:
+      self._run(fake, max_steps=10)
+    waits = [line for line in logs.output if "no checkpoint yet" in line]
+    self.assertLen(waits, 4, "\n".join(logs.output))  # At 0, 30, 60, 90 s.
+    self.assertIn("(waited 0 s)", waits[0])
+    self.assertIn("(waited 90 s); looking every 1 s", waits[3])
+
   def test_no_checkpoint_yet_polls_every_second_not_throttle_secs(self):
     def on_sleep(now):  # Training writes its first checkpoints at t=5 s.
       if now >= 5 and not tf.train.latest_checkpoint(self.model_dir):

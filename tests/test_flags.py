@@ -198,6 +198,18 @@ class ParamsTest(absltest.TestCase):
                   "'constant'): learning_rate, num_examples, optimizer.",
                   message)
 
+  def test_many_unknown_keys_are_one_short_problem(self):
+    many = json.dumps({f"k{i}": i for i in range(1000)})
+    message = _problems(f"--params={many}")
+    self.assertLess(len(message), 1000, message)
+    self.assertEqual(message.count("unknown key"), 1, message)
+    self.assertIn("unknown keys 'k0', 'k1', ", message)
+    self.assertIn("'k9' (and 990 more). Valid keys", message)
+
+  def test_list_params_say_named_values(self):
+    self.assertIn("--params=[1,2]: a JSON list, but --params takes named "
+                  "values. Fix: ", _problems("--params=[1,2]"))
+
   def test_malformed_params(self):
     self.assertIn("'learning_rate' is not key=value",
                   _problems("--params=learning_rate"))

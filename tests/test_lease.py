@@ -6,7 +6,9 @@ fails fast naming the first; a trainer killed with SIGKILL leaves a lease
 that the next one takes over with a warning.
 """
 
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -88,6 +90,63 @@ class LeaseTest(absltest.TestCase):
     self.assertIn(f"> {lease.STALE_AFTER_REFRESHES} x 10 s refresh period",
                   "\n".join(logs.output))
 
+  def test_same_pid_in_another_pid_namespace_is_not_evidence(self):
+    # Two containers with one host name, both trainers pid 1.
+    first = _acquire(self.model_dir, self.clock, pid=1,
+                     space=("pid:[4026532001]", "boot-1"))
+    self.addCleanup(first.release)
+    self.clock.now += 2
+    for space in (("pid:[4026532002]", "boot-1"),
+                  ("pid:[4026532001]", "boot-2")):
+      with self.assertRaises(errors.ModelDirLeaseError):
+        _acquire(self.model_dir, self.clock, pid=1, space=space,
+                 pid_alive=lambda pid: False)
+    self.assertEqual(lease.read(self.model_dir).token, first.record.token)
+
+  def test_same_pid_namespace_and_boot_still_trusts_a_dead_pid(self):
+    space = ("pid:[4026532001]", "boot-1")
+    _acquire(self.model_dir, self.clock, pid=1, space=space)  # "Killed".
+    with self.assertLogs(level="WARNING") as logs:
+      second = _acquire(self.model_dir, self.clock, pid=1, space=space)
+    self.addCleanup(second.release)
+    self.assertIn("the holder was this process (pid 1)", "\n".join(logs.output))
+
+  def test_old_lease_file_without_namespace_is_judged_by_age_only(self):
+    old = {"host": _HOST, "pid": 111, "task": "local", "start_time": 990.0,
+           "refreshed_time": 998.0, "refresh_secs": 5.0, "token": "old"}
+    with open(os.path.join(self.model_dir, lease.LEASE_FILE), "w") as f:
+      json.dump(old, f)
+    record = lease.read(self.model_dir)
+    self.assertEqual((record.pid, record.pid_ns, record.boot_id),
+                     (111, "", ""))
+    with self.assertRaises(errors.ModelDirLeaseError):
+      _acquire(self.model_dir, self.clock, pid=222,
+               pid_alive=lambda pid: False)
+    self.clock.now = 998.0 + lease.STALE_AFTER_REFRESHES * 5.0 + 1
+    with self.assertLogs(level="WARNING") as logs:
+      second = _acquire(self.model_dir, self.clock, pid=222,
+                        pid_alive=lambda pid: False)
+    self.addCleanup(second.release)
+    self.assertIn("not refreshed for", "\n".join(logs.output))
+    self.assertEqual(lease.read(self.model_dir).pid_ns,
+                     lease.process_space()[0])
+
+  def test_failed_write_leaves_no_temp_file(self):
+    held = _acquire(self.model_dir, self.clock, pid=111)
+    self.addCleanup(held.release)
+    real_rename = tf.io.gfile.rename
+
+    def no_space(*unused_args, **unused_kwargs):
+      raise OSError(28, "No space left on device")
+
+    tf.io.gfile.rename = no_space
+    try:
+      with self.assertRaises(OSError):
+        held.refresh()
+    finally:
+      tf.io.gfile.rename = real_rename
+    self.assertEqual(os.listdir(self.model_dir), [lease.LEASE_FILE])
+
   def test_force_takeover_stops_the_old_holder_at_its_refresh(self):
     first = _acquire(self.model_dir, self.clock, pid=111)
     second = _acquire(self.model_dir, self.clock, pid=222,
@@ -132,8 +191,8 @@ def _describe(name, command, code, out):
 class TwoTrainersTest(absltest.TestCase):
   """Real `python -m harness.main` processes on one model_dir."""
 
-  def _start_holder(self, model_dir):
-    command = _main_command(model_dir, "--max_steps=1000000000")
+  def _start_holder(self, model_dir, wrap=lambda command: command):
+    command = wrap(_main_command(model_dir, "--max_steps=1000000000"))
     log_path = os.path.join(self.create_tempdir().full_path, "holder.log")
     log = open(log_path, "wb")  # pylint: disable=consider-using-with
     self.addCleanup(log.close)
@@ -189,6 +248,31 @@ class TwoTrainersTest(absltest.TestCase):
     self.assertEqual(
         tf.train.load_variable(tf.train.latest_checkpoint(model_dir),
                                "global_step"), 20)
+
+  @pytest.mark.skipif(
+      shutil.which("unshare") is None or os.geteuid() != 0,
+      reason="needs root and unshare(1) for PID namespaces")
+  def test_same_host_other_pid_namespace_is_refused(self):
+    # Two containers with one host name: both trainers are pid 1.
+    model_dir = self.create_tempdir().full_path
+    first = self._start_holder(model_dir, wrap=_unshared)
+    holder = lease.read(model_dir)
+    self.assertEqual(holder.pid, 1)
+    command = _unshared(_main_command(model_dir, "--max_steps=20"))
+    second, out = self._run(command)
+    detail = _describe("second", command, second.returncode, out)
+    self.assertEqual(second.returncode, 1, detail)
+    self.assertIn(f"model_dir {model_dir} is in use by another trainer: host "
+                  f"{holder.host}, pid 1,", out, detail)
+    self.assertNotIn("taking over", out, detail)
+    self.assertIsNone(first.poll(), "the first trainer stopped")
+    self.assertEqual(lease.read(model_dir).token, holder.token)
+    self.assertNotEqual(holder.pid_ns, lease.process_space()[0])
+
+
+def _unshared(command):
+  return ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc",
+          *command]
 
 
 if __name__ == "__main__":

@@ -76,21 +76,6 @@ class LocalPreemptionTest(absltest.TestCase):
       self.est.train(_input_fn, max_steps=100, hooks=[_AtStep(3, notifier)])
     self.assertBetween(_support.checkpoint_step(self.model_dir), 3, 5)
 
-  def test_second_sigterm_goes_to_the_previous_handler(self):
-    calls = []
-    previous = signal.signal(signal.SIGTERM,
-                             lambda signum, frame: calls.append(signum))
-    try:
-      def twice():
-        _sigterm_self()
-        _sigterm_self()
-      with self.assertRaises(preemption.TrainingPreemptedError):
-        self.est.train(_input_fn, max_steps=100, hooks=[_AtStep(4, twice)])
-      self.assertEqual(calls, [signal.SIGTERM])
-      self.assertEqual(_support.checkpoint_step(self.model_dir), 4)
-    finally:
-      signal.signal(signal.SIGTERM, previous)
-
   def test_sigterm_after_training_goes_to_the_previous_handler(self):
     calls = []
     previous = signal.signal(signal.SIGTERM,

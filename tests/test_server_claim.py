@@ -20,6 +20,7 @@ from harness import errors
 from harness._tf import tf
 from harness.cluster import ports
 from harness.distribute import server_claim
+from harness.state import lease
 from tests import _support
 
 _CLIENT_SECS = 240
@@ -31,6 +32,27 @@ def _in_process_server():
       tf.train.ClusterSpec({"worker": [address]}), job_name="worker",
       task_index=0, start=True)
   return server, address
+
+
+class DeadHolderTest(absltest.TestCase):
+  """A holder's pid is evidence only in our PID namespace and boot."""
+
+  def _holder(self, **changes):
+    pid_ns, boot_id = lease.process_space()
+    who = {"host": socket.gethostname(), "pid": 2 ** 22 + 7,  # No such pid.
+           "pid_ns": pid_ns, "boot_id": boot_id}
+    who.update(changes)
+    return json.dumps(who)
+
+  def test_exited_client_of_this_namespace_is_dead(self):
+    self.assertTrue(server_claim._dead_on_this_host(self._holder()))  # pylint: disable=protected-access
+
+  def test_client_of_another_namespace_or_boot_or_older_is_not(self):
+    for changes in ({"pid_ns": "pid:[1]"}, {"boot_id": "other-boot"},
+                    {"pid_ns": None, "boot_id": None}):
+      with self.subTest(changes=changes):
+        self.assertFalse(server_claim._dead_on_this_host(  # pylint: disable=protected-access
+            self._holder(**changes)))
 
 
 class ClaimTest(absltest.TestCase):

@@ -160,6 +160,12 @@ def _explain_op_error(error, model_dir, tf):
   if isinstance(inner, tf.errors.PermissionDeniedError) or (
       "Read-only file system" in inner.message):
     return name, _unwritable(_path_in(inner.message), text, model_dir)
+  from harness import spec as spec_lib  # lazy: TF-free preflight  # pylint: disable=g-import-not-at-top
+  if spec_lib.LOSS_TO_SCALAR_OP in inner.message:  # Not the input's fault.
+    return "ModelFnError", (
+        f"the model_fn's loss is not a scalar: {text}. Fix: return one "
+        "value as EstimatorSpec(loss=...), e.g. "
+        "tf.reduce_mean(per_example_loss).")
   if _in_input_pipeline(inner.message):
     fix = ("check the input data and the input_fn's tf.data "
            "transformations (run the input_fn alone to see its first "

@@ -75,6 +75,11 @@ _MODEL_DIR = flags.DEFINE_string(
     "model_dir", _D.model_dir, "Checkpoints, summaries and exports. Default: "
     "TF_CONFIG's model_dir, else a new temporary directory (logged).",
     flag_values=_FLAGS)
+_PREDICTIONS_FILE = flags.DEFINE_string(
+    "predictions_file", _D.predictions_file, "--mode=predict writes one JSON "
+    "line per example here. Default: <model_dir>/predictions.jsonl, or "
+    "./predictions.jsonl when model_dir is read-only (logged).",
+    flag_values=_FLAGS)
 # Devices and cluster.
 _STRATEGY = flags.DEFINE(
     flag_parsers.StrategyParser(), "strategy", _D.strategy, "Distribution strategy: "
@@ -189,6 +194,13 @@ _PEER_TIMEOUT_SECS = _secs(
 _RESTART_WAIT_SECS = _secs(
     "restart_wait_secs", "How long the evaluator and ps tasks wait for a "
     "preempted or failed chief to come back", env_knobs.RESTART_WAIT)
+_STOP_TIMEOUT_SECS = _secs(
+    "stop_timeout_secs", "After a first SIGTERM/SIGINT, a trainer whose step "
+    "does not end within this many seconds logs where it is blocked and "
+    "exits without the final checkpoint")
+_INPUT_TIMEOUT_SECS = _secs(
+    "input_timeout_secs", "A local trainer fails when its first batch has "
+    "not come after this many seconds (default: waits, logging every 10 s)")
 _EXPORTERS = flags.DEFINE_list(
     "exporters", list(_D.exporters), "SavedModel exporters to run after "
     "evaluations: comma list of " + ",".join(job_config.EXPORTERS) + ".",

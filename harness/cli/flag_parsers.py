@@ -84,6 +84,11 @@ def parse_params_text(text):
   text = (text or "").strip()
   if not text:
     return {}
+  if text.startswith("["):
+    raise ValueError(
+        "a JSON list, but --params takes named values. Fix: write "
+        "--params=learning_rate=0.01,optimizer=adam, or a JSON object "
+        "('{\"hidden_units\": [1, 2]}') for a list-valued key.")
   if text.startswith("{"):
     try:
       value = json.loads(text)

@@ -176,13 +176,20 @@ def _resolve_names(values, problems, bad):
     return
   valid = dict(defaults["input_fn"], **defaults["model_fn"])
   shown = _show_params(values["params"])
+  if len(shown) > _PARAMS_SHOWN_CHARS:  # 1000 keys: not 1000 x the value.
+    shown = shown[:_PARAMS_SHOWN_CHARS - 3] + "..."
+  unknown = [key for key in values["params"] if key not in valid]
+  if unknown:
+    listed = ", ".join(repr(k) for k in unknown[:_UNKNOWN_KEYS_LISTED])
+    more = len(unknown) - _UNKNOWN_KEYS_LISTED
+    problems.append(
+        f"flag --params={shown}: unknown key{'s' if len(unknown) > 1 else ''} "
+        f"{listed}{f' (and {more} more)' if more > 0 else ''}. Valid keys "
+        f"(model_fn {values['model_fn']!r}, input_fn "
+        f"{values['input_fn']!r}): {', '.join(sorted(valid)) or 'none'}.")
   coerced = {}
   for key, raw in values["params"].items():
-    if key not in valid:
-      problems.append(
-          f"flag --params={shown}: unknown key {key!r}. Valid keys "
-          f"(model_fn {values['model_fn']!r}, input_fn "
-          f"{values['input_fn']!r}): {', '.join(sorted(valid)) or 'none'}.")
+    if key in unknown:
       continue
     try:
       coerced[key] = _coerce(key, raw, valid[key])
@@ -271,6 +278,12 @@ def parse(argv, *, environ=None, gpu_count=None):
 
 
 # --------------------------------------------------------------- rendering
+
+
+# How much of a long --params value a problem line repeats, and how many
+# unknown keys it names.
+_PARAMS_SHOWN_CHARS = 80
+_UNKNOWN_KEYS_LISTED = 10
 
 
 def _show_params(params):

@@ -21,6 +21,7 @@ from harness.cli import registry
 from harness.cluster import env_knobs
 from harness.cluster import tf_config as cluster_lib
 from harness.core import stall
+from harness.core import stop_signal
 
 __all__ = [
     "MODES", "STRATEGIES", "VERBOSITIES", "EXPORTERS", "FROM_ENVIRON",
@@ -61,6 +62,8 @@ class JobConfig:
   # What to do, where.
   mode: str = "train_and_evaluate"
   model_dir: str | None = None
+  # --mode=predict's output (None: harness.cli.preflight.predictions_path).
+  predictions_file: str | None = None
   # Devices and cluster.
   strategy: str = "default"
   num_gpus_per_worker: int = 0
@@ -94,6 +97,9 @@ class JobConfig:
   # its default).
   peer_timeout_secs: float | None = None
   restart_wait_secs: float | None = None
+  # Stopping (harness.core.stop_signal) and a hung first batch.
+  stop_timeout_secs: float = stop_signal.DEFAULT_STOP_TIMEOUT_SECS
+  input_timeout_secs: float | None = None
   # TensorBoard (port None: not started; 0: a free port).
   tensorboard: int | None = None
   tensorboard_keep: bool = False
@@ -224,6 +230,9 @@ def run_config_kwargs(job):
       bind_address=job.bind_address,
       remote_claim_timeout_secs=float(job.remote_claim_timeout_secs),
       max_runs_without_progress=job.max_runs_without_progress,
+      stop_timeout_secs=float(job.stop_timeout_secs),
+      input_timeout_secs=(None if job.input_timeout_secs is None
+                          else float(job.input_timeout_secs)),
       session_creation_timeout_secs=job.session_creation_timeout_secs)
   if job.save_checkpoints_steps is not None:
     kwargs["save_checkpoints_steps"] = job.save_checkpoints_steps

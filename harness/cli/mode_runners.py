@@ -32,6 +32,7 @@ from harness import run_config as run_config_lib
 from harness import training
 from harness._tf import tf
 from harness.cli import job_config
+from harness.cli import preflight
 from harness.cli import registry
 from harness.cluster import env_knobs
 from harness.cluster import tf_config as cluster_lib
@@ -264,15 +265,18 @@ def _jsonable(value):
 def _predict(estimator, job, info):
   if _exits_here(job, info):
     return None, [], None
-  path = os.path.join(estimator.model_dir, "predictions.jsonl")
-  tf.io.gfile.makedirs(estimator.model_dir)
+  path = preflight.predictions_path(job, estimator.model_dir)
+  if os.path.dirname(path):
+    tf.io.gfile.makedirs(os.path.dirname(path))
   count = 0
   with tf.io.gfile.GFile(path, "w") as f:
     for prediction in estimator.predict(
         input_fn_for(job, "infer", estimator.params)):
       f.write(json.dumps(prediction, default=_jsonable) + "\n")
       count += 1
-  logging.info("predict | wrote %d predictions to %s", count, path)
+  logging.info("predict | wrote %d predictions to %s%s", count, path,
+               "" if os.path.dirname(path) == os.fsdecode(estimator.model_dir)
+               else " (not in model_dir)")
   return None, [], path
 
 

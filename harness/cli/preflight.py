@@ -19,7 +19,10 @@ from harness import errors
 from harness.cluster import tf_config as cluster_lib
 from harness.state import paths
 
-__all__ = ["model_dir_of", "preflight", "existing_ancestor"]
+__all__ = ["model_dir_of", "preflight", "existing_ancestor",
+           "predictions_path", "PREDICTIONS_FILE"]
+
+PREDICTIONS_FILE = "predictions.jsonl"
 
 
 def model_dir_of(job_config, cluster_info):
@@ -46,6 +49,26 @@ def existing_ancestor(path):
   return existing
 
 
+def _name_max(path):
+  try:
+    return os.pathconf(path, "PC_NAME_MAX")  # local-fs: preflight, local
+  except (OSError, ValueError):
+    return 255  # Linux's (and most file systems') limit.
+
+
+def _check_name_lengths(model_dir):
+  """A folder name longer than the file system allows ("File name too
+  long" from deep inside TensorFlow otherwise)."""
+  limit = _name_max(existing_ancestor(model_dir))
+  for name in os.path.abspath(model_dir).split(os.sep):  # local-fs: preflight
+    size = len(os.fsencode(name))
+    if size > limit:
+      raise errors.ConfigError(
+          f"--model_dir={model_dir[:60]}...: its folder name "
+          f"{name[:20]}... is {size} bytes long; this file system allows "
+          f"{limit} bytes per name. Fix: shorten that folder name.")
+
+
 def _unwritable_reason(path):
   """Why folder `path` cannot be created and written, or None."""
   existing = existing_ancestor(path)
@@ -54,6 +77,27 @@ def _unwritable_reason(path):
   if not os.access(existing, os.W_OK | os.X_OK):
     return f"{existing} is not writable by this user (or is read-only)"
   return None
+
+
+def predictions_path(job_config, model_dir):
+  """Where --mode=predict writes: --predictions_file, else model_dir's
+  `predictions.jsonl`, else (model_dir read-only) the current folder's.
+
+  Raises:
+    ConfigError: neither model_dir nor the current folder can be written.
+  """
+  if job_config.predictions_file:
+    return job_config.predictions_file
+  if not model_dir or paths.is_url(model_dir) or not _unwritable_reason(
+      model_dir):
+    return os.path.join(model_dir or "", PREDICTIONS_FILE)
+  here = os.path.abspath(PREDICTIONS_FILE)  # local-fs: preflight
+  if not _unwritable_reason(os.path.dirname(here)):
+    return here
+  raise errors.ConfigError(
+      f"--mode=predict: neither --model_dir={model_dir} nor the current "
+      f"folder {os.path.dirname(here)} can be written. Fix: pass "
+      "--predictions_file=<a path in a writable folder>.")
 
 
 def preflight(job_config, cluster_info):
@@ -74,7 +118,11 @@ def preflight(job_config, cluster_info):
     return  # A temporary folder, or a file system os.path cannot see.
   if cluster_info is not None and cluster_info.task_type == cluster_lib.PS:
     return  # A ps task never writes model_dir (it may not even mount it).
+  _check_name_lengths(model_dir)
   reason = _unwritable_reason(model_dir)
+  if job_config.mode == "predict":
+    reason = None  # It only reads model_dir; the output goes elsewhere.
+    predictions_path(job_config, model_dir)
   if reason:
     raise errors.ConfigError(
         f"--model_dir={model_dir} cannot be created or written: {reason}. "

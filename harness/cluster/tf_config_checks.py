@@ -52,13 +52,32 @@ def check_addresses(cluster, source):
       match = ADDRESS_RE.match(address)
       if not match or not 0 < int(match.group(2)) < 65536:
         fail(source, f"{where} is {address!r}: an address must be "
-              "host:port with a port in 1..65535.",
-              f'write it as "{address.strip() or "host"}:2222" (your port).')
+              "host:port with a port in 1..65535.", _address_fix(address))
       if address in seen:
         fail(source, f"{where} is {address!r}, the same address as "
               f"{seen[address]}: two tasks cannot share a server.",
               "give each task its own host:port.")
       seen[address] = where
+
+
+def _address_fix(address):
+  """The fix sentence for a malformed "host:port" `address` (a str)."""
+  if address != address.strip() or " " in address.strip():
+    return f'remove the spaces: write it as "{"".join(address.split())}".'
+  host, sep, port = address.rpartition(":")
+  if address.count(":") > 1 and not address.startswith("["):
+    whole = f'"[{address}]:2222" (your port)'
+    if port.isdigit() and not host.endswith(":"):
+      return (f'put the IPv6 host in brackets: write it as "[{host}]:{port}",'
+              f" or {whole} if {address} is the whole host.")
+    return f"put the IPv6 host in brackets: write it as {whole}."
+  if sep and port.isdigit():
+    return (f"use a port in 1..65535 (it is {port}): write it as "
+            f'"{host}:2222" with your port.')
+  if sep:
+    return (f'the port must be digits (it is {port!r}): write it as '
+            f'"{host}:2222" with your port.')
+  return f'add the port: write it as "{address}:2222" (your port).'
 
 
 def check_job_names(cluster, source):

@@ -15,6 +15,7 @@ from absl import logging
 from harness import errors
 from harness._tf import tf
 from harness.state import checkpoints
+from harness.state import storage
 
 __all__ = [
     "LOSS_METRIC_KEY",
@@ -183,7 +184,7 @@ def _write_summary(output_dir, summary, step):
   with tf.Graph().as_default():
     writer = tf.compat.v1.summary.FileWriterCache.get(output_dir)
     writer.add_summary(summary, int(step))
-    writer.flush()
+  storage.flush_events(output_dir)  # A full disk: ResourceExhaustedError.
 
 
 def write_checkpoint_path_to_summary(output_dir, checkpoint_path,

@@ -54,6 +54,8 @@ class GuardHook(tf.compat.v1.train.SessionRunHook):
     if self._step is not None:
       logging.info("train | %s | starting at step %d", self._guard.label,
                    session.run(self._step))
+    STOP_SIGNAL.stage = ("the first training step (session.run, which also "
+                         "reads input_fn's first batch)")
 
   def before_run(self, run_context):
     del run_context
@@ -73,8 +75,10 @@ class GuardHook(tf.compat.v1.train.SessionRunHook):
     else:
       stop = STOP_SIGNAL.event.is_set()
       votes = 1
+    STOP_SIGNAL.stage = "a training step (session.run)"
     if stop and not self._stop_requested:
       self._stop_requested = True
+      STOP_SIGNAL.boundary_reached("saving the final checkpoint")
       logging.warning("preempt | %s | stopping: %s on %d task(s)%s",
                       self._guard.label, STOP_SIGNAL.signal_name or "SIGTERM",
                       votes,

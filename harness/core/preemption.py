@@ -38,6 +38,7 @@ from harness.cluster.strategy_kind import StrategyKind
 from harness.core import peers
 from harness.core.guard_hook import GuardHook
 # Re-exported: the stop flag's public names (harness.core.stop_signal).
+from harness.core.stop_signal import DEFAULT_STOP_TIMEOUT_SECS
 from harness.core.stop_signal import STOP_SIGNAL
 from harness.core.stop_signal import STOP_SIGNALS
 from harness.core.stop_signal import notify_preemption
@@ -137,7 +138,8 @@ class TrainingGuard:
   def __init__(self, *, task_label, is_chief, model_dir=None, cluster=None,
                collective=False, peer_timeout_secs=DEFAULT_PEER_TIMEOUT_SECS,
                handle_sigterm=True, clock=time.time, sleep=time.sleep,
-               session_creation_timeout_secs=7200, probe_peer=None):
+               session_creation_timeout_secs=7200, probe_peer=None,
+               stop_timeout_secs=DEFAULT_STOP_TIMEOUT_SECS):
     """Makes the guard.
 
     Args:
@@ -154,6 +156,8 @@ class TrainingGuard:
         session needs (RunConfig's value) before `PeersNotReadyError`.
       probe_peer: `fn(address) -> None or why not` telling whether a peer
         answers as a TensorFlow server (default `peer_wait.probe`).
+      stop_timeout_secs: after a first SIGTERM/SIGINT, the process exits
+        if no step ends within this many seconds (`stop_signal`).
     """
     self.label = task_label
     self.is_chief = is_chief
@@ -181,6 +185,7 @@ class TrainingGuard:
     self._handle_sigterm = handle_sigterm
     self._session_creation_timeout_secs = session_creation_timeout_secs
     self._probe_peer = probe_peer or peer_wait.probe
+    self.stop_timeout_secs = stop_timeout_secs
     self.hook = GuardHook(self)
 
   @classmethod
@@ -198,7 +203,8 @@ class TrainingGuard:
                peer_timeout_secs=_config_peer_timeout(config, environ),
                handle_sigterm=config.remote_cluster is None,
                session_creation_timeout_secs=(
-                   config.session_creation_timeout_secs))
+                   config.session_creation_timeout_secs),
+               stop_timeout_secs=config.stop_timeout_secs)
 
   def wrap_creator(self, creator):
     """The session creator to give MonitoredSession instead of `creator`."""
@@ -210,7 +216,8 @@ class TrainingGuard:
       run_state.write_task_opened(self.model_dir, self.label)
     if not self._open and self._handle_sigterm:
       self._open = True
-      STOP_SIGNAL.acquire()
+      STOP_SIGNAL.acquire(label=self.label,
+                          stop_timeout_secs=self.stop_timeout_secs)
 
   def closed(self):
     if self._open:

@@ -37,6 +37,7 @@ from harness import _tf_private
 from harness import errors
 from harness._tf import tf
 from harness.core import loop_spec
+from harness.state import storage
 
 __all__ = [
     "LoopedStep",
@@ -191,15 +192,34 @@ class SummarySaverHook(tf.compat.v1.train.SummarySaverHook):
   """
   steps_per_run = 1
 
+  def __init__(self, *args, output_dir=None, **kwargs):
+    super().__init__(*args, output_dir=output_dir, **kwargs)
+    self._events_dir = output_dir
+    storage.quiet_event_writer_thread()
+    # A failed event write (e.g. a full disk): the loop stops at once (the
+    # chief's final save still runs) and `train_loop` raises it after.
+    self.write_error = None
+
   def after_run(self, run_context, run_values):
     extra = self.steps_per_run - 1
     results = dict(run_values.results)
     results["global_step"] = results["global_step"] + extra
+    before = self._next_step
     super().after_run(run_context, tf.compat.v1.train.SessionRunValues(
         results=results, options=run_values.options,
         run_metadata=run_values.run_metadata))
     if self._next_step is not None:
       self._next_step += extra
+    if self._next_step != before and self._events_dir and (
+        self.write_error is None):  # It wrote: see that it landed.
+      try:
+        storage.flush_events(self._events_dir)
+      except Exception as e:  # pylint: disable=broad-except
+        self.write_error = e
+        logging.error("train | cannot write event files in %s (%s); "
+                      "stopping, with a checkpoint if space allows",
+                      self._events_dir, e)
+        run_context.request_stop()
 
 
 class LoopBoundHook(tf.compat.v1.train.SessionRunHook):

@@ -17,6 +17,7 @@ from harness import errors
 from harness import spec as spec_lib
 from harness._tf import tf
 from harness.core import auto_loop
+from harness.core import first_batch
 from harness.core import preemption
 from harness.core import progress
 from harness.core import step_loop
@@ -265,6 +266,10 @@ def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
   # PeerLostError instead of an in-place session re-creation.
   guard = preemption.TrainingGuard.for_run(config, context, model_dir)
   creator = guard.wrap_creator(creator)
+  if not guard.multi_task:  # A hung input_fn: progress lines, a bound.
+    worker_hooks.append(first_batch.FirstBatchHook(
+        task_label=context.task_label,
+        timeout_secs=config.input_timeout_secs))
   worker_hooks.append(guard.hook)
   loss = None
   steps_done = 0
@@ -284,9 +289,16 @@ def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
         steps_done += 1
   except (ValueError, TypeError, KeyError) as e:
     step_loop.raise_if_fetched_in_loop(e, steps_per_loop)
+  except tf.errors.ResourceExhaustedError as e:
+    if context.is_chief and "No space left on device" in e.message:
+      retention.remove_failed_saves(model_dir)  # Its partial _temp folder.
+    raise
   finally:
     if held is not None:
       held.release()
+  for hook in worker_hooks:  # An event write failed: the loop stopped early.
+    if isinstance(hook, step_loop.SummarySaverHook) and hook.write_error:
+      raise hook.write_error
   if not steps_done:
     logging.warning(
         "train | %s | training made no steps: the input is empty or the "

@@ -24,8 +24,13 @@ from harness.core import evaluation
 from harness.core import preemption
 from harness.state import checkpoints
 from harness.state import run_state
+from harness.state import storage
 
-__all__ = ["CheckpointEvaluator", "NewCheckpointListener", "run_continuous"]
+__all__ = ["CheckpointEvaluator", "NewCheckpointListener", "run_continuous",
+           "NO_CHECKPOINT_REPORT_SECS"]
+
+# Seconds between two "no checkpoint yet" lines of a waiting evaluator.
+NO_CHECKPOINT_REPORT_SECS = 30.0
 
 
 class CheckpointEvaluator:
@@ -39,6 +44,17 @@ class CheckpointEvaluator:
     self.final_export_done = False
     self.last_metrics = None
     self.last_evaluated_step = None
+
+  def check_writable(self):
+    """Fails now, not after training, if eval/ or export/ cannot be written."""
+    folders = [self._estimator.eval_dir(self._eval_spec.name)] + [
+        self._export_path(exporter) for exporter in self._eval_spec.exporters]
+    for folder in folders:
+      storage.check_writable(folder)
+
+  def _export_path(self, exporter):
+    return os.path.join(os.fsdecode(self._estimator.model_dir), "export",
+                        exporter.name)
 
   def evaluate_and_export(self):
     """Returns (metrics or None, export_results list)."""
@@ -85,12 +101,11 @@ class CheckpointEvaluator:
 
   def export(self, metrics, checkpoint_path, is_the_final_export):
     """Runs every exporter of the EvalSpec; returns their results."""
-    base = os.path.join(os.fsdecode(self._estimator.model_dir), "export")
     results = []
     for exporter in self._eval_spec.exporters:
       results.append(exporter.export(
           estimator=self._estimator,
-          export_path=os.path.join(base, exporter.name),
+          export_path=self._export_path(exporter),
           checkpoint_path=checkpoint_path, eval_result=metrics,
           is_the_final_export=is_the_final_export))
     if is_the_final_export:
@@ -178,11 +193,13 @@ def run_continuous(estimator, train_spec, eval_spec, *,
   poll_secs = poll_secs or getattr(config, "eval_poll_secs", None) or 1.0
   model_dir, max_steps = estimator.model_dir, train_spec.max_steps
   evaluator = CheckpointEvaluator(estimator, eval_spec, max_steps)
+  evaluator.check_writable()  # Before waiting for the first checkpoint.
   if eval_spec.start_delay_secs:
     logging.info("eval | waiting %s s before the first evaluation",
                  eval_spec.start_delay_secs)
     sleep(eval_spec.start_delay_secs)
   last_exports = []
+  waiting_since = next_report = clock()  # For "no checkpoint yet" lines.
   last_progress = clock()
   last_eval_started = None
   seen, said = None, None
@@ -222,12 +239,15 @@ def run_continuous(estimator, train_spec, eval_spec, *,
       logging.info("eval | done: training ended (%s) at step %s",
                    stopped.get("reason"), stopped.get("global_step"))
       break
+    elif latest is None:
+      if clock() >= next_report:  # Every NO_CHECKPOINT_REPORT_SECS.
+        next_report = clock() + NO_CHECKPOINT_REPORT_SECS
+        logging.info("eval | no checkpoint yet in %s (waited %.0f s); "
+                     "looking every %g s", model_dir, clock() - waiting_since,
+                     poll_secs)
     elif said != (latest, is_new):
       said = (latest, is_new)
-      if latest is None:
-        logging.info("eval | no checkpoint yet in %s; looking every %g s",
-                     model_dir, poll_secs)
-      elif is_new:
+      if is_new:
         logging.info("eval | new checkpoint %s; evaluating in %.0f s "
                      "(throttle_secs=%s) unless training ends first", latest,
                      wait, eval_spec.throttle_secs)

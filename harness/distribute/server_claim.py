@@ -36,6 +36,7 @@ import uuid
 from absl import logging
 
 from harness import errors
+from harness.state import lease
 
 __all__ = [
     "CONTAINER", "Claims", "claim_all", "Watchdog",
@@ -197,10 +198,19 @@ def _describe_holder(text, left_secs):
 
 
 def _dead_on_this_host(text):
-  """True if the holder is a client process of this host that has exited."""
+  """True if the holder is a client process of this host that has exited.
+
+  Its pid means something only in our PID namespace and boot (containers
+  sharing a host name have their own pids); a claim without them (an older
+  client) is left to expire.
+  """
   who = _holder(text)
+  pid_ns, boot_id = lease.process_space()
   if who.get("host") != socket.gethostname() or not isinstance(
       who.get("pid"), int) or who["pid"] == os.getpid():
+    return False
+  if not who.get("pid_ns") or (who.get("pid_ns"), who.get("boot_id")) != (
+      pid_ns, boot_id):
     return False
   try:
     os.kill(who["pid"], 0)
@@ -284,7 +294,9 @@ def claim_all(cluster, *, timeout_secs, wait_secs):
     RemoteClusterError: a restarting server is not back within `wait_secs`.
   """
   tf = _tf()
+  pid_ns, boot_id = lease.process_space()
   token = json.dumps({"host": socket.gethostname(), "pid": os.getpid(),
+                      "pid_ns": pid_ns, "boot_id": boot_id,
                       "started": time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                time.gmtime()),
                       "id": uuid.uuid4().hex[:8]}, sort_keys=True)

@@ -8,12 +8,16 @@ chief thread) holds a lease in its model_dir while it trains::
 
 The lease is a small JSON file, `<model_dir>/trainer.lease`, written through
 `tf.io.gfile` (so it works on ram:// and buckets) with the holder's host,
-pid, task, start time and last refresh time. A background thread refreshes
-it every `refresh_secs`. A second trainer refuses to start while a live
-lease exists, with an error that names the holder and the fix. A lease is
-stale, and is taken over with a warning, when its holder is dead on this
-host (same host name, no such pid) or its last refresh is older than
-`STALE_AFTER_REFRESHES` refresh periods. `force_takeover=True`
+PID namespace, boot id, pid, task, start time and last refresh time. A
+background thread refreshes it every `refresh_secs`. A second trainer
+refuses to start while a live lease exists, with an error that names the
+holder and the fix. A lease is stale, and is taken over with a warning,
+when its holder is dead in this process space (same host name, same PID
+namespace and same boot id, no such pid) or its last refresh is older than
+`STALE_AFTER_REFRESHES` refresh periods. Containers sharing a host name
+(host networking) have different PID namespaces, so a pid there proves
+nothing and only the refresh age counts; so does a lease file written
+before the namespace and boot id were recorded. `force_takeover=True`
 (`--force_takeover`) takes over a live lease; the old holder sees the new
 owner at its next refresh and stops with `ModelDirLeaseError`.
 
@@ -39,7 +43,7 @@ from harness._tf import tf
 
 __all__ = [
     "LEASE_FILE", "DEFAULT_REFRESH_SECS", "STALE_AFTER_REFRESHES",
-    "LeaseRecord", "Lease", "hold", "read", "stale_reason",
+    "LeaseRecord", "Lease", "hold", "read", "stale_reason", "process_space",
 ]
 
 LEASE_FILE = "trainer.lease"
@@ -59,6 +63,10 @@ class LeaseRecord:
   refreshed_time: float
   refresh_secs: float
   token: str
+  # Where `pid` means something: `readlink /proc/self/ns/pid` and the
+  # kernel's boot id of the holder ("" when unknown, e.g. an old lease file).
+  pid_ns: str = ""
+  boot_id: str = ""
 
   def describe(self, now):
     started = datetime.datetime.fromtimestamp(
@@ -88,7 +96,9 @@ def read(model_dir):
         host=str(data["host"]), pid=int(data["pid"]), task=str(data["task"]),
         start_time=float(data["start_time"]),
         refreshed_time=float(data["refreshed_time"]),
-        refresh_secs=float(data["refresh_secs"]), token=str(data["token"]))
+        refresh_secs=float(data["refresh_secs"]), token=str(data["token"]),
+        pid_ns=str(data.get("pid_ns", "")),
+        boot_id=str(data.get("boot_id", "")))
   except (ValueError, KeyError, TypeError) as e:
     logging.warning("lease | %s is malformed (%s); treating it as no lease",
                     path, e)
@@ -103,9 +113,35 @@ def _write(model_dir, record):
   gfile = tf.io.gfile
   path = _path(model_dir)
   tmp = f"{path}.tmp-{record.token}"
-  with gfile.GFile(tmp, "w") as f:
-    f.write(json.dumps(dataclasses.asdict(record), sort_keys=True))
-  gfile.rename(tmp, path, overwrite=True)
+  try:
+    with gfile.GFile(tmp, "w") as f:
+      f.write(json.dumps(dataclasses.asdict(record), sort_keys=True))
+    gfile.rename(tmp, path, overwrite=True)
+  except Exception:  # A full disk: leave no half-written temp file behind.
+    try:
+      gfile.remove(tmp)
+    except Exception:  # pylint: disable=broad-except
+      pass  # Never created, or the filesystem is gone; the first error tells.
+    raise
+
+
+def _read_text(read):
+  try:
+    return read().strip()
+  except OSError:
+    return ""
+
+
+def process_space():
+  """(pid namespace, boot id) of this process; "" for what is unknown."""
+
+  def boot_id():
+    path = "/proc/sys/kernel/random/boot_id"
+    with open(path, encoding="ascii") as f:  # local-fs: the kernel's /proc
+      return f.read()
+
+  return (_read_text(lambda: os.readlink("/proc/self/ns/pid")),
+          _read_text(boot_id))
 
 
 def _pid_alive(pid):
@@ -118,8 +154,13 @@ def _pid_alive(pid):
   return True
 
 
-def stale_reason(record, *, now, host, pid, pid_alive=_pid_alive):
+def stale_reason(record, *, now, host, pid, pid_alive=_pid_alive,
+                 space=None):
   """Why `record`'s holder is gone, or None while it may still be training.
+
+  The holder's pid is evidence only when host name, PID namespace and boot
+  id all match ours (two containers with one host name share none of the
+  latter); otherwise only a refresh older than the stale limit counts.
 
   Args:
     record: a `LeaseRecord`.
@@ -127,11 +168,15 @@ def stale_reason(record, *, now, host, pid, pid_alive=_pid_alive):
     host: this machine's host name.
     pid: this process's pid.
     pid_alive: callable(pid) -> bool for processes of this host.
+    space: (pid namespace, boot id) of this process; `process_space()` if
+      None.
 
   Returns:
     A short reason ("holder pid 12 is not running on this host", ...) or None.
   """
-  if record.host == host:
+  pid_ns, boot_id = process_space() if space is None else space
+  if (record.host == host and record.pid_ns and record.pid_ns == pid_ns
+      and record.boot_id == boot_id):
     if record.pid == pid:
       return (f"the holder was this process (pid {pid}) in an earlier run or "
               "container")
@@ -237,7 +282,7 @@ class Lease:
 
 def acquire(model_dir, *, task_label="local", force_takeover=False,
             refresh_secs=DEFAULT_REFRESH_SECS, clock=time.time,
-            host=None, pid=None, pid_alive=_pid_alive):
+            host=None, pid=None, pid_alive=_pid_alive, space=None):
   """Takes the trainer's lease of `model_dir` and starts refreshing it.
 
   Args:
@@ -245,7 +290,8 @@ def acquire(model_dir, *, task_label="local", force_takeover=False,
     task_label: who trains, e.g. "local" or "chief/0" (shown to others).
     force_takeover: take over a live lease of another trainer.
     refresh_secs: seconds between refreshes (> 0).
-    clock, host, pid, pid_alive: injectable time, identity and liveness.
+    clock, host, pid, pid_alive, space: injectable time, identity (space:
+      (pid namespace, boot id), see `process_space`) and liveness.
 
   Returns:
     A started `Lease`; call `release()` (or use it as a context manager).
@@ -261,13 +307,14 @@ def acquire(model_dir, *, task_label="local", force_takeover=False,
         f"{refresh_secs!r}.")
   host = socket.gethostname() if host is None else host
   pid = os.getpid() if pid is None else pid
+  space = process_space() if space is None else space
   model_dir = os.fspath(model_dir)
   tf.io.gfile.makedirs(model_dir)
   now = clock()
   current = read(model_dir)
   if current is not None:
     reason = stale_reason(current, now=now, host=host, pid=pid,
-                          pid_alive=pid_alive)
+                          pid_alive=pid_alive, space=space)
     if reason is not None:
       logging.warning(
           "lease | %s | taking over the stale lease of model_dir %s (%s): %s",
@@ -282,7 +329,8 @@ def acquire(model_dir, *, task_label="local", force_takeover=False,
           model_dir, current, now, refresh_secs=current.refresh_secs))
   record = LeaseRecord(host=host, pid=pid, task=task_label, start_time=now,
                        refreshed_time=now, refresh_secs=float(refresh_secs),
-                       token=uuid.uuid4().hex)
+                       token=uuid.uuid4().hex, pid_ns=space[0],
+                       boot_id=space[1])
   _write(model_dir, record)
   check = read(model_dir)
   if check is None or check.token != record.token:  # Lost a start-up race.
@@ -304,7 +352,7 @@ def _held_message(model_dir, holder, now, *, refresh_secs):
       "that trainer to finish (or stop it), use another --model_dir, or, if "
       "it is gone, pass --force_takeover (RunConfig(force_takeover=True)); a "
       f"lease not refreshed for {stale_after:g} s, or whose process is dead "
-      "on this host, is taken over automatically.")
+      "in this host's PID namespace, is taken over automatically.")
 
 
 def hold(model_dir, **kwargs):

@@ -33,6 +33,7 @@ __all__ = [
     "RecoverCheckpointsHook",
     "is_checkpoint_leftover",
     "remove_leftovers",
+    "remove_failed_saves",
     "remove_export_leftovers",
     "EXPORT_TEMP_PREFIX",
 ]
@@ -120,6 +121,21 @@ def remove_leftovers(model_dir, *, started_at):
               if name.startswith(".tmp-") else started_at, "checkpoint save")
     if checkpoints.is_part_without_index(name, names):  # No Saver lists it.
       return started_at, "checkpoint deletion"
+    return None
+
+  return _remove_older(model_dir, rule)
+
+
+def remove_failed_saves(model_dir):
+  """Removes what this chief's checkpoint save that just failed left (its
+  `model.ckpt-N_temp` folder); called when a full disk ended training.
+
+  Returns:
+    The removed paths.
+  """
+  def rule(name, unused_names):
+    if is_checkpoint_leftover(name) and not name.startswith(".tmp-"):
+      return 1e18, "checkpoint save (the disk is full)"  # Any age.
     return None
 
   return _remove_older(model_dir, rule)

@@ -23,6 +23,7 @@ folder when nothing names one.
 
 import os
 import tempfile
+import threading
 import uuid
 
 from absl import logging
@@ -35,6 +36,9 @@ __all__ = [
     "write_text_atomic",
     "read_text",
     "remove_file",
+    "check_writable",
+    "flush_events",
+    "quiet_event_writer_thread",
     "move_dir_into_place",
     "mtime_secs",
     "resolve_model_dir",
@@ -96,6 +100,85 @@ def remove_file(path):
     tf.io.gfile.remove(os.fsdecode(path))
   except tf.errors.NotFoundError:
     pass
+
+
+def check_writable(folder):
+  """Writes, then removes, a probe file in `folder` (or, while it does not
+  exist, in its nearest existing parent, where it would be created).
+
+  For folders whose writes fail silently later (TensorFlow's event writer
+  drops every event of an unwritable `eval/`), so that the first evaluation
+  or export fails at once instead. Creates nothing.
+
+  Raises:
+    tf.errors.OpError: the folder cannot be written (e.g.
+      PermissionDeniedError, or a "Read-only file system" message), with
+      the folder probed in its message.
+  """
+  folder = os.fsdecode(folder)
+  while not tf.io.gfile.isdir(folder) and os.path.dirname(folder) != folder:
+    folder = os.path.dirname(folder)
+  probe = os.path.join(folder, f".harness-write-check-{uuid.uuid4().hex[:12]}")
+  failure = None
+  try:
+    with tf.io.gfile.GFile(probe, "w") as f:
+      f.write("")
+  except tf.errors.OpError as e:  # Name the folder, not the probe file.
+    failure = type(e)(e.node_def, e.op, e.message.replace(probe, folder))
+  if failure is not None:
+    raise failure  # Outside `except`: no context chain to the probe's path.
+  remove_file(probe)
+
+
+_EVENT_THREAD = "EventLoggerThread"  # TensorFlow's event writer thread.
+
+
+def quiet_event_writer_thread():
+  """Stops Python printing a traceback when TensorFlow's event writer thread
+  dies of a write error: `flush_events` raises that error to the loop, which
+  reports it in one line. Other threads' errors print as before. Idempotent.
+  """
+  previous = threading.excepthook
+  if getattr(previous, "harness_quiet_events", False):
+    return
+
+  def hook(args):
+    if getattr(args.thread, "name", None) == _EVENT_THREAD and isinstance(
+        args.exc_value, RuntimeError):
+      return
+    previous(args)
+
+  hook.harness_quiet_events = True
+  threading.excepthook = hook
+
+
+def flush_events(logdir):
+  """Flushes the cached TensorBoard event writer of `logdir` (tf.compat.v1
+  FileWriterCache), so that a failed write shows now, not at the end.
+
+  TensorFlow's writer thread dies at its first failed write and says so only
+  at the next flush, as a bare RuntimeError (its writer is closed then, and
+  later writes are dropped).
+
+  Raises:
+    tf.errors.ResourceExhaustedError: the disk is full ("<logdir>: No space
+      left on device ..."), what `harness.main` explains with free space
+      and the newest usable checkpoint.
+    Exception: any other write error, as TensorFlow raised it.
+  """
+  with tf.Graph().as_default():  # v1 FileWriters refuse eager mode.
+    writer = tf.compat.v1.summary.FileWriterCache.get(logdir)
+  failure = None
+  try:
+    writer.flush()
+  except Exception as e:  # pylint: disable=broad-except
+    failure = e
+    if "No space left on device" in str(e):
+      failure = tf.errors.ResourceExhaustedError(
+          None, None, f"{logdir}: No space left on device (writing "
+          "TensorBoard event files)")
+  if failure is not None:
+    raise failure
 
 
 def mtime_secs(path):

@@ -17,7 +17,7 @@ from harness.spec import ModeKeys
 __all__ = [
     "returns_dict", "train_spec_without_train_op", "raises_value_error",
     "labels_of_width_3", "make_list_of_3_input_fn",
-    "make_raising_input_fn", "make_wide_labels_input_fn",
+    "make_raising_input_fn", "make_wide_labels_input_fn", "rank_2_loss",
 ]
 
 
@@ -93,3 +93,14 @@ def make_wide_labels_input_fn(mode, *, data_dir=None, batch_size=None,
 
   return input_fn
 
+
+
+def rank_2_loss(features, labels, mode, params):
+  """Returns the per-example squared error (shape [batch, 1]) as the loss."""
+  del params
+  loss = tf.math.squared_difference(tf.cast(labels, tf.float32),
+                                    _predictions(features))
+  train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
+      tf.reduce_mean(loss),
+      global_step=tf.compat.v1.train.get_global_step())
+  return EstimatorSpec(mode, loss=loss, train_op=train_op)

@@ -9,6 +9,8 @@ meets one fault a user meets, e.g.::
 and the test checks the one line `harness.main` prints.
 """
 
+import threading
+
 from harness._tf import tf
 from harness.spec import EstimatorSpec
 from harness.spec import ModeKeys
@@ -16,7 +18,7 @@ from harness.spec import ModeKeys
 __all__ = [
     "DEFAULT_PARAMS", "minimize_without_global_step", "wide_linear",
     "make_raising_py_function_input_fn", "make_nan_labels_input_fn",
-    "make_wide_input_fn",
+    "make_wide_input_fn", "make_hung_input_fn",
 ]
 
 DEFAULT_PARAMS = {"learning_rate": 0.1, "width": 1}
@@ -91,5 +93,23 @@ def make_wide_input_fn(mode, *, data_dir=None, batch_size=None, params=None):
   def input_fn():
     dataset = tf.data.Dataset.from_tensors(([1.0], [2.0]))
     return dataset.repeat().batch(batch_size).map(lambda x, y: ({"x": x}, y))
+
+  return input_fn
+
+
+def make_hung_input_fn(mode, *, data_dir=None, batch_size=None, params=None):
+  """An input_fn whose generator never yields (a stuck source, say)."""
+  del mode, data_dir, params
+  batch_size = batch_size or 4
+
+  def hang():
+    threading.Event().wait()  # Forever: only the process's end stops it.
+    yield [1.0], [1.0]
+
+  def input_fn():
+    spec = tf.TensorSpec([1], tf.float32)
+    dataset = tf.data.Dataset.from_generator(
+        hang, output_signature=(spec, spec))
+    return dataset.batch(batch_size).map(lambda x, y: ({"x": x}, y))
 
   return input_fn

@@ -1,0 +1,90 @@
+"""A local trainer's first batch: a progress line while it waits, a bound.
+
+`train_loop.run` adds the hook to a single-task loop::
+
+    hooks.append(first_batch.FirstBatchHook(task_label="local",
+                                            timeout_secs=None))
+
+The first `session.run` of a loop reads input_fn's first batch. While it has
+not returned, a thread logs `train | local | waiting for the first batch ...
+N s` every `REPORT_SECS`; with `timeout_secs` (RunConfig /
+`--input_timeout_secs`) it logs one ERROR line past the bound and ends the
+process with exit status 1 (the main thread, blocked inside TensorFlow,
+cannot be interrupted). Multi-task jobs have the peer timeout instead.
+"""
+
+import threading
+import time
+
+from absl import logging
+
+from harness._tf import tf
+from harness.core import stop_signal
+
+__all__ = ["REPORT_SECS", "FirstBatchHook"]
+
+# Seconds between two "waiting for the first batch" lines.
+REPORT_SECS = 10.0
+
+
+class FirstBatchHook(tf.compat.v1.train.SessionRunHook):
+  """Reports (and with a timeout, bounds) the wait for the first batch."""
+
+  def __init__(self, *, task_label="local", timeout_secs=None,
+               report_secs=REPORT_SECS, clock=time.monotonic,
+               on_timeout=None):
+    """Creates the hook.
+
+    Args:
+      task_label: "local", ... for the lines.
+      timeout_secs: seconds after which the wait fails, or None (waits).
+      report_secs: seconds between progress lines (> 0).
+      clock: monotonic time source.
+      on_timeout: callable(line) run past the bound (default: log the line
+        and end the process with exit status 1); injected by tests.
+    """
+    self._label = task_label
+    self._timeout = timeout_secs
+    self._report = report_secs
+    self._clock = clock
+    self._on_timeout = on_timeout or (
+        lambda line: stop_signal.exit_now(line, None))
+    self._done = threading.Event()
+    self._thread = None
+
+  def before_run(self, run_context):
+    del run_context
+    if self._thread is None and not self._done.is_set():
+      self._thread = threading.Thread(
+          target=self._watch, args=(self._clock(),),
+          name="harness-first-batch", daemon=True)
+      self._thread.start()
+
+  def after_run(self, run_context, run_values):
+    del run_context, run_values
+    self._done.set()
+
+  def end(self, session):
+    del session
+    self._done.set()
+
+  def _watch(self, start):
+    while True:
+      elapsed = self._clock() - start
+      wait = self._report - elapsed % self._report
+      if self._timeout is not None:
+        wait = min(wait, max(0.0, self._timeout - elapsed))
+      if self._done.wait(wait):
+        return
+      elapsed = self._clock() - start
+      if self._timeout is not None and elapsed >= self._timeout:
+        self._on_timeout(
+            f"train | {self._label} | no first batch after {elapsed:.0f} s "
+            f"(input_timeout_secs={self._timeout:g}): the first session.run, "
+            "which reads input_fn's first batch, has not returned. Fix: "
+            "make input_fn yield (a hung generator or a slow source?), or "
+            "raise --input_timeout_secs")
+        return
+      logging.info("train | %s | waiting for the first batch ... %.0f s "
+                   "(the first session.run has not returned)", self._label,
+                   elapsed)

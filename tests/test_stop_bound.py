@@ -1,0 +1,107 @@
+"""Every run stoppable: a trainer blocked inside its first step (a hung
+input generator) still ends on SIGTERM within --stop_timeout_secs, at once on
+a second signal, and after --input_timeout_secs when set; each with one line.
+
+Unit tests drive `first_batch.FirstBatchHook` with a fake clock; the slow
+tests run the real `python -m harness.main`.
+"""
+
+import signal
+
+from absl.testing import absltest
+import pytest
+
+from harness.core import first_batch
+from tests import _support
+
+_FAILING = "tests.programs.failing_fns"
+_START_SECS = 240  # TF start-up plus the first 10 s report, loaded machine.
+_EXIT_SLACK_SECS = 20  # A loaded machine's delay to deliver and exit.
+
+
+class FirstBatchHookTest(absltest.TestCase):
+
+  def test_reports_then_times_out(self):
+    lines = []
+    hook = first_batch.FirstBatchHook(task_label="local", timeout_secs=0.3,
+                                      report_secs=0.1,
+                                      on_timeout=lines.append)
+    with self.assertLogs(level="INFO") as logs:
+      hook.before_run(None)
+      hook._thread.join(timeout=30)  # pylint: disable=protected-access
+    self.assertIn("waiting for the first batch ...", "\n".join(logs.output))
+    self.assertLen(lines, 1)
+    self.assertIn("no first batch after", lines[0])
+    self.assertIn("s (input_timeout_secs=0.3): the first session.run",
+                  lines[0])
+
+  def test_first_run_returning_ends_the_watch(self):
+    lines = []
+    hook = first_batch.FirstBatchHook(timeout_secs=0.5, report_secs=0.1,
+                                      on_timeout=lines.append)
+    hook.before_run(None)
+    hook.after_run(None, None)
+    hook._thread.join(timeout=30)  # pylint: disable=protected-access
+    self.assertEqual(lines, [])
+    self.assertFalse(hook._thread.is_alive())  # pylint: disable=protected-access
+
+
+def _hung_trainer(test, *extra):
+  model_dir = test.create_tempdir().full_path
+  child = _support.ChildProcess(
+      ["-m", "harness.main", "--model_fn=linear",
+       f"--input_fn={_FAILING}:make_hung_input_fn", "--mode=train",
+       "--max_steps=20", f"--model_dir={model_dir}", *extra],
+      "hung trainer")
+  test.addCleanup(child.kill_group)
+  return child
+
+
+def _error_lines(child, text):
+  return [line for line in child.lines if text in line]
+
+
+@pytest.mark.slow
+class HungInputTest(absltest.TestCase):
+
+  def test_sigterm_exits_within_the_stop_bound_with_one_line(self):
+    child = _hung_trainer(self, "--stop_timeout_secs=3")
+    self.assertTrue(child.wait_for_text("waiting for the first batch ...",
+                                        _START_SECS), child.describe())
+    code, secs = child.stop(signal.SIGTERM, 3 + _EXIT_SLACK_SECS)
+    self.assertEqual(code, 1, child.describe())
+    self.assertLess(secs, 3 + _EXIT_SLACK_SECS, child.describe())
+    self.assertGreaterEqual(secs, 2.5, child.describe())
+    lines = _error_lines(child, "no step ended within 3 s")
+    self.assertLen(lines, 1, child.describe())
+    self.assertIn("SIGTERM: no step ended within 3 s (--stop_timeout_secs); "
+                  "blocked in the first training step", lines[0])
+    self.assertNotIn("Traceback", child.output, child.describe())
+
+  def test_second_signal_exits_at_once_with_one_line(self):
+    child = _hung_trainer(self, "--stop_timeout_secs=600")
+    self.assertTrue(child.wait_for_text("waiting for the first batch ...",
+                                        _START_SECS), child.describe())
+    child.proc.send_signal(signal.SIGINT)
+    self.assertTrue(child.wait_for_text("SIGINT: stopping after the current "
+                                        "step", _EXIT_SLACK_SECS),
+                    child.describe())
+    code, secs = child.stop(signal.SIGINT, _EXIT_SLACK_SECS)
+    self.assertEqual(code, 130, child.describe())
+    self.assertLess(secs, _EXIT_SLACK_SECS, child.describe())
+    lines = _error_lines(child, "SIGINT again: exiting now")
+    self.assertLen(lines, 1, child.describe())
+    self.assertIn("blocked in the first training step", lines[0])
+
+  def test_input_timeout_fails_with_one_line(self):
+    child = _hung_trainer(self, "--input_timeout_secs=15")
+    code = child.wait(_START_SECS)
+    self.assertEqual(code, 1, child.describe())
+    lines = _error_lines(child, "no first batch after")
+    self.assertLen(lines, 1, child.describe())
+    self.assertIn("(input_timeout_secs=15): the first session.run", lines[0])
+    self.assertIn("Fix:", lines[0])
+
+
+if __name__ == "__main__":
+  absltest.main()

@@ -1,0 +1,116 @@
+"""An unwritable `<model_dir>/eval` fails the evaluation with one line.
+
+TensorFlow's event writer drops every event of a folder it cannot open and
+says so only at --verbosity=debug; `storage.check_writable` probes eval/ (and
+export/<name>) before the first evaluation. The slow tests mount a read-only
+tmpfs on eval/ (root only) and run the real `python -m harness.main`.
+"""
+
+import os
+import subprocess
+import sys
+
+from absl.testing import absltest
+import pytest
+
+from harness._tf import tf
+from harness.state import storage
+from tests import _support
+
+_RUN_SECS = 300
+
+
+class CheckWritableTest(absltest.TestCase):
+
+  def test_probe_creates_and_leaves_nothing(self):
+    model_dir = self.create_tempdir().full_path
+    storage.check_writable(os.path.join(model_dir, "eval"))
+    self.assertEqual(os.listdir(model_dir), [])
+    os.mkdir(os.path.join(model_dir, "eval"))
+    storage.check_writable(os.path.join(model_dir, "eval"))
+    self.assertEqual(os.listdir(os.path.join(model_dir, "eval")), [])
+
+  def test_unwritable_folder_is_named(self):
+    if os.geteuid() == 0:
+      self.skipTest("root writes a 0500 folder; the slow tests use a ro mount")
+    folder = self.create_tempdir().full_path
+    os.chmod(folder, 0o500)
+    self.addCleanup(os.chmod, folder, 0o700)
+    with self.assertRaises(tf.errors.OpError) as raised:
+      storage.check_writable(folder)
+    self.assertIn(folder, raised.exception.message)
+    self.assertNotIn(".harness-write-check", raised.exception.message)
+
+
+def _mount_read_only(test, folder):
+  os.makedirs(folder, exist_ok=True)
+  subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs",
+                  folder], check=True, timeout=30)
+  test.addCleanup(subprocess.run, ["umount", folder], check=False,
+                  timeout=30)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+class ReadOnlyEvalDirTest(absltest.TestCase):
+
+  def _main(self, model_dir, mode, *extra):
+    return _support.run(
+        [sys.executable, "-m", "harness.main", "--model_fn=linear",
+         "--input_fn=constant", f"--mode={mode}", "--max_steps=4",
+         "--eval_steps=2", f"--model_dir={model_dir}", *extra],
+        timeout_secs=_RUN_SECS)
+
+  def _assert_one_line(self, proc, eval_dir):
+    self.assertEqual(proc.returncode, 1, proc.description)
+    self.assertEqual(proc.output.count("harness.main:"), 1, proc.description)
+    last = proc.stderr.strip().splitlines()[-1]
+    self.assertEqual(
+        last, f"harness.main: PermissionDeniedError: cannot write {eval_dir}: "
+        f"Read-only file system. Fix: make {eval_dir} writable for this user "
+        "(is it a read-only mount, or owned by another user?), or pass a "
+        "--model_dir in a writable folder.", proc.description)
+
+  def test_train_and_evaluate_and_evaluate_fail_with_one_line(self):
+    model_dir = self.create_tempdir().full_path
+    trained = self._main(model_dir, "train")
+    self.assertEqual(trained.returncode, 0, trained.description)
+    eval_dir = os.path.join(model_dir, "eval")
+    _mount_read_only(self, eval_dir)
+    self._assert_one_line(self._main(model_dir, "evaluate"), eval_dir)
+    self._assert_one_line(
+        self._main(model_dir, "train_and_evaluate", "--max_steps=8"), eval_dir)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="a read-only bind mount needs root")
+class PredictOnReadOnlyModelDirTest(absltest.TestCase):
+
+  def test_predictions_go_to_the_current_folder_and_the_log_says_so(self):
+    trained = self.create_tempdir().full_path
+    proc = _support.run(
+        [sys.executable, "-m", "harness.main", "--model_fn=linear",
+         "--input_fn=constant", "--mode=train", "--max_steps=2",
+         f"--model_dir={trained}"], timeout_secs=_RUN_SECS)
+    self.assertEqual(proc.returncode, 0, proc.description)
+    model_dir = self.create_tempdir().full_path
+    subprocess.run(["mount", "--bind", trained, model_dir], check=True,
+                   timeout=30)
+    self.addCleanup(subprocess.run, ["umount", model_dir], check=False,
+                    timeout=30)
+    subprocess.run(["mount", "-o", "remount,bind,ro", model_dir], check=True,
+                   timeout=30)
+    here = self.create_tempdir().full_path
+    proc = _support.run(
+        [sys.executable, "-m", "harness.main", "--model_fn=linear",
+         "--input_fn=constant", "--mode=predict", f"--model_dir={model_dir}"],
+        timeout_secs=_RUN_SECS, cwd=here)
+    self.assertEqual(proc.returncode, 0, proc.description)
+    path = os.path.join(here, "predictions.jsonl")
+    self.assertIn(f"wrote 10000 predictions to {path} (not in model_dir)",
+                  proc.output, proc.description)
+    self.assertTrue(os.path.getsize(path) > 0)
+
+
+if __name__ == "__main__":
+  absltest.main()
