@@ -357,10 +357,33 @@ def _main(flag, argv):
   os._exit(0)  # pylint: disable=protected-access
 
 
+_HELP = """\
+usage: python -m harness.server [--cluster_spec=... --job_name=J --task_index=I]
+
+A standard TensorFlow server for one task of a cluster (from TF_CONFIG, or
+from --cluster_spec/--job_name/--task_index). It runs no model code: a
+standalone client (harness.main --remote_cluster) or a parameter-server
+trainer places ops on it. It serves until SIGTERM or SIGINT (exit 0).
+
+    python -m harness.server --cluster_spec="worker=h1:2222,h2:2222;ps=h3:2222" \\
+        --job_name=worker --task_index=1
+
+Security: it runs any graph sent to it, unauthenticated, and TensorFlow 2.21
+listens on every interface. Firewall the port (docs/SECURITY.md).
+"""
+
+
+def _help_text(flag):
+  names = [holder.name for holder in vars(flag).values()]
+  return f"{_HELP}\nflags:\n" + cli.flag_help(flags.FLAGS, names)
+
+
 def run():
   """Console-script entry point (`harness-server`), as `python -m`."""
-  app.run(functools.partial(_main, _define_flags()),
-          flags_parser=cli.flags_parser("server"))
+  flag = _define_flags()
+  app.run(functools.partial(_main, flag),
+          flags_parser=cli.flags_parser("server",
+                                        help_text=lambda: _help_text(flag)))
 
 
 if __name__ == "__main__":
