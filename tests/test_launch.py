@@ -285,10 +285,20 @@ def _run_cli(args, timeout=_RUN_BOUND_SECS):
 class LaunchCliTest(parameterized.TestCase):
 
   def test_exit_status_of_failing_task(self):
-    result = _run_cli(["--workers=2", "--", *_python("""
-        import os, sys
-        print("hello from", os.environ["HARNESS_TASK"])
-        sys.exit(7 if os.environ["HARNESS_TASK"] == "worker/1" else 0)
+    # worker/1 fails only once worker/0 has printed (bounded): launch stops
+    # the others at the failure, and under load worker/0 may start later.
+    printed = os.path.join(self.create_tempdir().full_path, "printed")
+    result = _run_cli(["--workers=2", "--", *_python(f"""
+        import os, sys, time
+        task = os.environ["HARNESS_TASK"]
+        print("hello from", task, flush=True)
+        if task == "worker/0":
+          open({printed!r}, "w").close()
+          sys.exit(0)
+        deadline = time.time() + 20
+        while not os.path.exists({printed!r}) and time.time() < deadline:
+          time.sleep(0.02)
+        sys.exit(7)
         """)])
     self.assertEqual(result.returncode, 7, result.stdout + result.stderr)
     self.assertIn("[worker/0] hello from worker/0", result.stdout)
