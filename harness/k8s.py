@@ -182,8 +182,7 @@ def main(argv, *, environ=None, stdout=None, stderr=None):
         raise errors.FlagError(f"tf-config takes no arguments: {argv[2:]}.")
       stdout.write(tf_config_from_environ(environ) + "\n")
       return 0
-    before_dashes = argv[1:argv.index("--")] if "--" in argv else argv[1:]
-    if any(a in ("--help", "-h", "--helpfull") for a in before_dashes):
+    if cli.wants_help(list(argv[1:])):
       flag_values = _flag_values()
       stdout.write(_HELP + "\nflags:\n"
                    + cli.flag_help(flag_values, list(flag_values)) + "\n")
