@@ -186,6 +186,10 @@ class _CommandTestCase(parameterized.TestCase):
       self.assertEqual(code, 0, server.describe())
       return
     shell = self._shell(command, tmp, port_map)
+    # Never into this venv: a changed install line must change _REWRITES.
+    self.assertNotRegex(shell, r"pip install|-m venv",
+                        f"{command.doc}: the install rewrite no longer "
+                        f"matches `{command.text}`")
     child = _support.ChildProcess([shell], command.doc, env=env,
                                   program=["bash", "-c"])
     self.addCleanup(child.kill_group)
