@@ -116,7 +116,8 @@ def tf_config_from_environ(environ):
 
 
 _HELP = """\
-usage: python -m harness.k8s --name=N --workers=W --image=I [flags] -- [harness.main flags]
+usage: python -m harness.k8s --name=N --workers=W --image=I [flags] \\
+           -- [harness.main flags]
 
 Prints Kubernetes manifests (multi-document YAML) for a harness training
 cluster: a headless Service, an Indexed Job for the training tasks, one for

@@ -373,8 +373,8 @@ from --cluster_spec/--job_name/--task_index). It runs no model code: a
 standalone client (harness.main --remote_cluster) or a parameter-server
 trainer places ops on it. It serves until SIGTERM or SIGINT (exit 0).
 
-    python -m harness.server --cluster_spec="worker=h1:2222,h2:2222;ps=h3:2222" \\
-        --job_name=worker --task_index=1
+    python -m harness.server --job_name=worker --task_index=1 \\
+        --cluster_spec="worker=h1:2222,h2:2222;ps=h3:2222"
 
 Security: it runs any graph sent to it, unauthenticated, and TensorFlow 2.21
 listens on every interface. Firewall the port (docs/SECURITY.md).

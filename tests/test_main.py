@@ -209,6 +209,14 @@ class TemporaryModelDirTest(absltest.TestCase):
                   "(--keep_model_dir)", lines)
     self.assertIn(f"tensorboard --logdir {result.model_dir}", out)
 
+  def test_predictions_are_kept(self):
+    result, out, lines = self._run("--mode=predict")
+    self.assertFalse(result.model_dir_removed)
+    self.assertTrue(os.path.exists(result.predictions_path))
+    self.assertIn(f"model_dir | kept the temporary {result.model_dir} "
+                  "(it holds the predictions)", lines)
+    self.assertIn(f"predictions:        {result.predictions_path}", out)
+
   def test_given_model_dir_is_never_removed(self):
     model_dir = os.path.join(self.temp_root, "harness_model_mine")
     result, _, lines = self._run(f"--model_dir={model_dir}")
@@ -223,9 +231,9 @@ class TemporaryModelDirTest(absltest.TestCase):
     empty = storage.temporary_model_dir()
     with self.assertLogs("absl", level="INFO") as logs:
       self.assertFalse(storage.finish_temporary_model_dir(
-          full, succeeded=False, keep=False))
+          full, succeeded=False, keep=None))
       self.assertTrue(storage.finish_temporary_model_dir(
-          empty, succeeded=False, keep=True))
+          empty, succeeded=False, keep="--keep_model_dir"))
     self.assertTrue(os.path.exists(full))
     self.assertFalse(os.path.exists(empty))
     self.assertEqual(

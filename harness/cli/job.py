@@ -247,18 +247,20 @@ def run_job(job, *, environ=None, out=None):
           job.mode](estimator, job, info)
   except BaseException:
     if temporary:
-      storage.finish_temporary_model_dir(
-          estimator.model_dir, succeeded=False, keep=job.keep_model_dir)
+      storage.finish_temporary_model_dir(estimator.model_dir,
+                                         succeeded=False, keep=None)
     raise
   result = JobResult(
       mode=job.mode, task=label, model_dir=estimator.model_dir,
       metrics=dict(metrics) if metrics else None,
       latest_checkpoint=estimator.latest_checkpoint(),
       export_paths=tuple(export_paths), predictions_path=predictions_path)
-  if temporary:
+  if temporary:  # Predictions are what the run made: they stay.
+    keep = ("--keep_model_dir" if job.keep_model_dir else
+            "it holds the predictions" if predictions_path else None)
     result = dataclasses.replace(
         result, model_dir_removed=storage.finish_temporary_model_dir(
-            estimator.model_dir, succeeded=True, keep=job.keep_model_dir))
+            estimator.model_dir, succeeded=True, keep=keep))
   if result.metrics:
     _emit(out, results_text.format_metrics(result.metrics, label))
   _emit(out, results_text.summary(result, job))

@@ -200,8 +200,13 @@ def is_temporary_model_dir(model_dir):
 def finish_temporary_model_dir(model_dir, *, succeeded, keep):
   """Removes a run's temporary model_dir at its end, or says why it stays.
 
-  Removed after a successful run unless `keep` (`--keep_model_dir`), and
-  always when empty; one log line says which, and where.
+  Removed after a successful run unless `keep`, and always when empty; one
+  log line says which, and where.
+
+  Args:
+    model_dir: a folder `temporary_model_dir` made.
+    succeeded: whether the run ended successfully.
+    keep: None, or why to keep it after a success ("--keep_model_dir").
 
   Returns:
     True if the folder was removed.
@@ -216,6 +221,6 @@ def finish_temporary_model_dir(model_dir, *, succeeded, keep):
                  "" if empty else " (--keep_model_dir keeps it)")
     return True
   logging.info("model_dir | kept the temporary %s (%s)", model_dir,
-               "--keep_model_dir" if succeeded else
-               "the run did not finish: its files are there; remove it when done")
+               keep if succeeded else "the run did not finish: its files "
+               "are there; remove it when done")
   return False
