@@ -40,6 +40,7 @@ import sys
 from absl import flags
 
 from harness import errors
+from harness.cli import bad_flags as cli
 from harness.cli import k8s_manifests
 from harness.cluster import jobset_env
 from harness.cluster import tf_config as cluster_lib
@@ -128,6 +129,25 @@ def tf_config_from_environ(environ):
 # ---------------------------------------------------------------- binary --
 
 
+_HELP = """\
+usage: python -m harness.k8s --name=N --workers=W --image=I [flags] \\
+           -- [harness.main flags]
+
+Prints Kubernetes manifests (multi-document YAML) for a harness training
+cluster: a headless Service, an Indexed Job for the training tasks, one for
+the evaluator, a NetworkPolicy and optionally TensorBoard. The flags after
+`--` reach `python -m harness.main` in every pod unchanged.
+
+    python -m harness.k8s --name=mnist --workers=4 --evaluator \\
+        --image=registry.example.com/harness:0.1 --pvc=harness-model -- \\
+        --model_fn=mnist_mlp --input_fn=mnist --max_steps=10000 \\
+      | kubectl apply -f -
+
+`--standalone` renders standard servers, `--tfjob` a Kubeflow TFJob;
+k8s/README.md explains the choices.
+"""
+
+
 def _flag_values():
   """absl FlagValues holding one flag per `K8sConfig` field."""
   flag_values = flags.FlagValues()
@@ -177,9 +197,10 @@ def main(argv, *, environ=None, stdout=None, stderr=None):
         raise errors.FlagError(f"tf-config takes no arguments: {argv[2:]}.")
       stdout.write(tf_config_from_environ(environ) + "\n")
       return 0
-    before_dashes = argv[1:argv.index("--")] if "--" in argv else argv[1:]
-    if any(a in ("--help", "-h", "--helpfull") for a in before_dashes):
-      stdout.write(__doc__ + "\n" + _flag_values().get_help() + "\n")
+    if cli.wants_help(list(argv[1:])):
+      flag_values = _flag_values()
+      stdout.write(_HELP + "\nflags:\n"
+                   + cli.flag_help(flag_values, list(flag_values)) + "\n")
       return 0
     config = parse_args(argv)
     stdout.write(to_yaml(render(config), header=k8s_manifests.layout_comment(

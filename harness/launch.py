@@ -306,6 +306,27 @@ _USAGE = ("usage: python -m harness.launch --workers=N [--chief] [--ps=P] "
           "[--tensorboard[=PORT]] -- COMMAND...")
 
 
+_HELP = """\
+Runs a training cluster on this machine, one subprocess a task: each runs the
+command after `--` with its own TF_CONFIG (free ports on --host) and
+HARNESS_TASK=<job>/<index>.
+
+    python -m harness.launch --workers=2 --ps=1 --evaluator -- \\
+        python -m harness.main --model_dir=/tmp/m ...
+
+Output lines are prefixed by their task, `[worker/1] ...`; the launcher's own
+lines start with `launch | `. Exit status: 0 once every chief, worker and
+evaluator task exited 0 (ps tasks are then stopped); a failed task's status
+(128+N for signal N) once its restarts are used up; 124 after --timeout_secs.
+"""
+
+
+def _help_text(flag):
+  names = [holder.name for holder in vars(flag).values()]
+  return (f"{_USAGE}\n\n{_HELP}\nflags:\n"
+          + cli.flag_help(flags.FLAGS, names))
+
+
 def _tensorboard(flag, command):
   """One TensorBoard for the cluster (`--tensorboard`), or a null context."""
   if flag.tensorboard.value is None:
@@ -357,8 +378,9 @@ def _main(flag, argv):
 
 def run():
   """Console-script entry point (`harness-launch`), as `python -m`."""
-  parse = cli.flags_parser("launch", _USAGE)
-  app.run(functools.partial(_main, _define_flags()),
+  flag = _define_flags()
+  parse = cli.flags_parser("launch", _USAGE, lambda: _help_text(flag))
+  app.run(functools.partial(_main, flag),
           flags_parser=lambda argv: parse(
               tensorboard_server.expand_bare_flag(argv)))
 

@@ -258,19 +258,9 @@ def _cluster_info(flag, environ):
   return info
 
 
-def _wait_for_stop_signal(lost_client=None):
-  """Blocks until SIGTERM or SIGINT, or until a claiming client is lost.
-
-  The server's own `join()` blocks in C++ where Python signal handlers never
-  run; a short sleep loop lets the handler end the wait within 0.1 s.
-
-  Args:
-    lost_client: optional callable, polled every `_WATCH_SECS`, returning
-      the lost client's description or None.
-
-  Returns:
-    (signal number, None) or (None, lost client description).
-  """
+def _catch_stop_signals():
+  """The list SIGTERM/SIGINT go to from now on: before `listening on`, so a
+  stop signal sent as soon as that line appears still ends it with 0."""
   received = []
 
   def on_signal(signum, unused_frame):
@@ -278,6 +268,23 @@ def _wait_for_stop_signal(lost_client=None):
 
   signal.signal(signal.SIGTERM, on_signal)
   signal.signal(signal.SIGINT, on_signal)
+  return received
+
+
+def _wait_for_stop_signal(received, lost_client=None):
+  """Blocks until SIGTERM or SIGINT, or until a claiming client is lost.
+
+  The server's own `join()` blocks in C++ where Python signal handlers never
+  run; a short sleep loop lets the handler end the wait within 0.1 s.
+
+  Args:
+    received: the list `_catch_stop_signals` returned.
+    lost_client: optional callable, polled every `_WATCH_SECS`, returning
+      the lost client's description or None.
+
+  Returns:
+    (signal number, None) or (None, lost client description).
+  """
   next_watch = time.monotonic() + _WATCH_SECS
   while not received:
     time.sleep(_STOP_POLL_SECS)
@@ -335,6 +342,7 @@ def _main(flag, argv):
   except (errors.ConfigError, errors.NotSupportedError) as e:
     cli.usage_error("server", str(e))
   task = cluster_lib.task_label(info.task_type, info.task_id)
+  received = _catch_stop_signals()
   line, warning = listen.describe(info.task_address, environ=os.environ,
                                   bind_address=bind_address)
   logging.info("server | %s | listening on %s | %d CPU devices", task, line,
@@ -343,7 +351,7 @@ def _main(flag, argv):
     logging.warning("server | %s | %s", task, warning)
   watchdog = server_claim.Watchdog(server.target, info.task_type,
                                    info.task_id)
-  signum, lost = _wait_for_stop_signal(watchdog.lost_client)
+  signum, lost = _wait_for_stop_signal(received, watchdog.lost_client)
   if lost:
     _restart_in_place(task, lost)
   logging.info("server | %s | stopping on %s", task,
@@ -357,10 +365,33 @@ def _main(flag, argv):
   os._exit(0)  # pylint: disable=protected-access
 
 
+_HELP = """\
+usage: python -m harness.server [--cluster_spec=... --job_name=J --task_index=I]
+
+A standard TensorFlow server for one task of a cluster (from TF_CONFIG, or
+from --cluster_spec/--job_name/--task_index). It runs no model code: a
+standalone client (harness.main --remote_cluster) or a parameter-server
+trainer places ops on it. It serves until SIGTERM or SIGINT (exit 0).
+
+    python -m harness.server --job_name=worker --task_index=1 \\
+        --cluster_spec="worker=h1:2222,h2:2222;ps=h3:2222"
+
+Security: it runs any graph sent to it, unauthenticated, and TensorFlow 2.21
+listens on every interface. Firewall the port (docs/SECURITY.md).
+"""
+
+
+def _help_text(flag):
+  names = [holder.name for holder in vars(flag).values()]
+  return f"{_HELP}\nflags:\n" + cli.flag_help(flags.FLAGS, names)
+
+
 def run():
   """Console-script entry point (`harness-server`), as `python -m`."""
-  app.run(functools.partial(_main, _define_flags()),
-          flags_parser=cli.flags_parser("server"))
+  flag = _define_flags()
+  app.run(functools.partial(_main, flag),
+          flags_parser=cli.flags_parser("server",
+                                        help_text=lambda: _help_text(flag)))
 
 
 if __name__ == "__main__":

@@ -96,11 +96,10 @@ def _missing_error(data_dir, why):
       n + "[.gz]" for split in ("t10k", "train") for n in _file_names(split))
   return errors.InputFnError(
       f"{_SOURCE}: data_dir={data_dir!r} {why}. It needs the MNIST IDX files "
-      f"{wanted} (the t10k pair at least). Fix: pass "
-      "--data_dir=../shared/data/mnist (the 10k test split, from the project "
-      "root), or a folder with the files from "
-      "https://storage.googleapis.com/cvdf-datasets/mnist/, or use "
-      "--input_fn=synthetic.")
+      f"{wanted} (the t10k pair at least). Fix: point --data_dir at a "
+      "folder holding them (https://storage.googleapis.com/cvdf-datasets/"
+      "mnist/), or use --input_fn=mnist (downloads MNIST through "
+      "tensorflow-datasets) or --input_fn=synthetic (no files).")
 
 
 def _records(images_path, labels_path):

@@ -217,11 +217,12 @@ class ChildProcess:
                       server.describe())
   """
 
-  def __init__(self, args, name, tf_config=None, env=None):
+  def __init__(self, args, name, tf_config=None, env=None, program=None):
+    """`program` (an argv prefix) replaces this Python, e.g. ["bash", "-c"]."""
     self.args, self.name = list(args), name
     self.lines = []
     self.proc = subprocess.Popen(  # pylint: disable=consider-using-with
-        [sys.executable, *self.args],
+        [*(program or [sys.executable]), *self.args],
         env=conftest.child_env(tf_config) if env is None else env,
         cwd=conftest.REPO_ROOT, stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

@@ -199,7 +199,12 @@ class MnistIdxTest(parameterized.TestCase):
     message = str(cm.exception)
     self.assertIn(missing, message)
     self.assertIn("t10k-images-idx3-ubyte[.gz]", message)
-    self.assertIn("--data_dir=../shared/data/mnist", message)
+    # The fix says what to pass instead; it does not repeat the given path.
+    fix = message.split("Fix: ", 1)[1]
+    self.assertNotIn(missing, fix)
+    self.assertNotIn("../shared/data/mnist", fix)
+    self.assertIn("--input_fn=mnist ", fix)
+    self.assertIn("--input_fn=synthetic", fix)
     with self.assertRaisesRegex(errors.InputFnError, "is not set"):
       mnist_idx.make_input_fn(ModeKeys.TRAIN)
 

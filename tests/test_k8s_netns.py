@@ -202,13 +202,15 @@ class PodsInNetnsTest(absltest.TestCase):
     server = subprocess.Popen(
         ["ip", "netns", "exec", ns0, sys.executable, "-c",
          "import socket; s = socket.create_server(('0.0.0.0', 9)); "
-         "s.settimeout(15); c, _ = s.accept(); c.sendall(b'ok')"],
+         "s.settimeout(90); c, _ = s.accept(); c.sendall(b'ok')"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
       client = subprocess.run(
           ["ip", "netns", "exec", ns1, sys.executable, "-c",
            "import socket, sys, time\n"
-           "for _ in range(50):\n"
+           # Until the server (started just now) listens; bounded.
+           "deadline = time.monotonic() + 60\n"
+           "while time.monotonic() < deadline:\n"
            "  try:\n"
            f"    c = socket.create_connection(('{name0}', 9), 2)\n"
            f"    print(socket.gethostbyname('{name0}'), "
@@ -216,7 +218,7 @@ class PodsInNetnsTest(absltest.TestCase):
            "  except OSError as e:\n"
            "    err = e; time.sleep(0.2)\n"
            "sys.exit(f'cannot connect: {err}')"],
-          capture_output=True, text=True, timeout=30, check=False)
+          capture_output=True, text=True, timeout=120, check=False)
     finally:
       server.kill()
       server.wait(timeout=_CMD_SECS)

@@ -52,6 +52,13 @@ _ROLE_SCRIPT = """
       deadline = time.time() + 20
       while len(os.listdir({dir!r})) < count and time.time() < deadline:
         time.sleep(0.02)
+    def mark(name):  # After this task's lines above were printed.
+      open(os.path.join({dir!r}, name + ".mark"), "w").close()
+    def wait_for_mark(name):  # Bounded: a missing mark fails the assertions.
+      deadline = time.time() + 20
+      path = os.path.join({dir!r}, name + ".mark")
+      while not os.path.exists(path) and time.time() < deadline:
+        time.sleep(0.02)
 {body}
 """
 
@@ -141,9 +148,15 @@ class LaunchTest(parameterized.TestCase):
     return status, lines, secs
 
   def test_all_succeed_and_ps_is_stopped(self):
+    # The others end only once ps/0 has printed: under load its start can
+    # lag theirs, and launch stops it as soon as they have all exited.
     status, lines, _ = self._launch(
-        'if task.startswith("ps/"): time.sleep(600)',
-        workers=2, chief=True, ps=1, evaluator=True)
+        """
+        if task.startswith("ps/"):
+          mark("ps_started")
+          time.sleep(600)
+        wait_for_mark("ps_started")
+        """, workers=2, chief=True, ps=1, evaluator=True)
     text = "\n".join(lines)
     self.assertEqual(status, 0, text)
     for task in ("chief/0", "worker/0", "worker/1", "ps/0", "evaluator/0"):
@@ -272,10 +285,20 @@ def _run_cli(args, timeout=_RUN_BOUND_SECS):
 class LaunchCliTest(parameterized.TestCase):
 
   def test_exit_status_of_failing_task(self):
-    result = _run_cli(["--workers=2", "--", *_python("""
-        import os, sys
-        print("hello from", os.environ["HARNESS_TASK"])
-        sys.exit(7 if os.environ["HARNESS_TASK"] == "worker/1" else 0)
+    # worker/1 fails only once worker/0 has printed (bounded): launch stops
+    # the others at the failure, and under load worker/0 may start later.
+    printed = os.path.join(self.create_tempdir().full_path, "printed")
+    result = _run_cli(["--workers=2", "--", *_python(f"""
+        import os, sys, time
+        task = os.environ["HARNESS_TASK"]
+        print("hello from", task, flush=True)
+        if task == "worker/0":
+          open({printed!r}, "w").close()
+          sys.exit(0)
+        deadline = time.time() + 20
+        while not os.path.exists({printed!r}) and time.time() < deadline:
+          time.sleep(0.02)
+        sys.exit(7)
         """)])
     self.assertEqual(result.returncode, 7, result.stdout + result.stderr)
     self.assertIn("[worker/0] hello from worker/0", result.stdout)

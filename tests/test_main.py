@@ -4,13 +4,16 @@ import io
 import json
 import os
 import sys
+import tempfile
 import textwrap
+from unittest import mock
 
 from absl.testing import absltest
 import pytest
 
 from harness.cli import flags
 from harness.cli import job as job_lib
+from harness.state import storage
 from tests import _support
 from tests import conftest
 
@@ -164,6 +167,82 @@ class RunJobTest(absltest.TestCase):
         "  metric          value",
         "  accuracy_top_5  1",
         "  loss            0.25"])
+
+
+class TemporaryModelDirTest(absltest.TestCase):
+  """No --model_dir: the run's /tmp/harness_model_* goes at its end."""
+
+  def setUp(self):
+    super().setUp()
+    self.temp_root = self.create_tempdir().full_path
+    patcher = mock.patch.object(tempfile, "tempdir", self.temp_root)
+    patcher.start()
+    self.addCleanup(patcher.stop)
+
+  def _run(self, *args):
+    out = io.StringIO()
+    job = flags.parse(["harness.main"] + _LINEAR + [
+        "--max_steps=5", "--eval_steps=1", "--params=num_examples=5",
+        *args], environ={})
+    with self.assertLogs("absl", level="INFO") as logs:
+      result = job_lib.run_job(job, environ={}, out=out)
+    lines = [r.getMessage() for r in logs.records
+             if r.getMessage().startswith("model_dir | ")]
+    return result, out.getvalue(), lines
+
+  def test_removed_after_a_successful_run(self):
+    result, out, lines = self._run()
+    self.assertTrue(storage.is_temporary_model_dir(result.model_dir))
+    self.assertStartsWith(result.model_dir, self.temp_root)
+    self.assertFalse(os.path.exists(result.model_dir))
+    self.assertTrue(result.model_dir_removed)
+    self.assertIn(f"model_dir | removed the temporary {result.model_dir} "
+                  "(--keep_model_dir keeps it)", lines)
+    self.assertIn(f"{result.model_dir} (temporary: removed;", out)
+    self.assertEqual(os.listdir(self.temp_root), [])
+
+  def test_kept_with_keep_model_dir(self):
+    result, out, lines = self._run("--keep_model_dir")
+    self.assertFalse(result.model_dir_removed)
+    self.assertTrue(os.path.exists(result.latest_checkpoint + ".index"))
+    self.assertIn(f"model_dir | kept the temporary {result.model_dir} "
+                  "(--keep_model_dir)", lines)
+    self.assertIn(f"tensorboard --logdir {result.model_dir}", out)
+
+  def test_predictions_are_kept(self):
+    result, out, lines = self._run("--mode=predict")
+    self.assertFalse(result.model_dir_removed)
+    self.assertTrue(os.path.exists(result.predictions_path))
+    self.assertIn(f"model_dir | kept the temporary {result.model_dir} "
+                  "(it holds the predictions)", lines)
+    self.assertIn(f"predictions:        {result.predictions_path}", out)
+
+  def test_given_model_dir_is_never_removed(self):
+    model_dir = os.path.join(self.temp_root, "harness_model_mine")
+    result, _, lines = self._run(f"--model_dir={model_dir}")
+    self.assertFalse(result.model_dir_removed)
+    self.assertTrue(os.path.exists(result.latest_checkpoint + ".index"))
+    self.assertFalse([l for l in lines if "temporary" in l])
+
+  def test_after_a_failure_only_an_empty_one_goes(self):
+    full = storage.temporary_model_dir()
+    with open(os.path.join(full, "model.ckpt-3.index"), "w") as f:
+      f.write("x")
+    empty = storage.temporary_model_dir()
+    with self.assertLogs("absl", level="INFO") as logs:
+      self.assertFalse(storage.finish_temporary_model_dir(
+          full, succeeded=False, keep=None))
+      self.assertTrue(storage.finish_temporary_model_dir(
+          empty, succeeded=False, keep="--keep_model_dir"))
+    self.assertTrue(os.path.exists(full))
+    self.assertFalse(os.path.exists(empty))
+    self.assertEqual(
+        [r.getMessage() for r in logs.records],
+        [f"model_dir | kept the temporary {full} (the run did not finish: "
+         "its files are there; remove it when done)",
+         f"model_dir | removed the empty temporary {empty}"])
+    self.assertFalse(storage.is_temporary_model_dir(
+        os.path.join(self.create_tempdir().full_path, "harness_model_x")))
 
 
 if __name__ == "__main__":

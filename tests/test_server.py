@@ -187,7 +187,7 @@ class ServerClusterTest(absltest.TestCase):
       self.assertLess(secs, 5, servers[task].describe())
       self.assertTrue(
           servers[task].wait_for_text(
-              f"server | {task} | stopping on {signum.name}", 1),
+              f"server | {task} | stopping on {signum.name}", _STOP_SECS),
           servers[task].describe())
 
 

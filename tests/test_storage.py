@@ -357,7 +357,7 @@ class NormalizeModelDirTest(absltest.TestCase):
   def test_tensorboard_line_is_shell_quoted(self):
     result = type("R", (), dict(
         task="local", model_dir="/tmp/my runs/it's", latest_checkpoint=None,
-        export_paths=[], predictions_path=None))()
+        export_paths=[], predictions_path=None, model_dir_removed=False))()
     job = type("J", (), {"mode": "train"})()
     line = [l for l in results_text.summary(result, job).splitlines()
             if "tensorboard:" in l][0]

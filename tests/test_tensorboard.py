@@ -7,12 +7,14 @@ import os
 import re
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
+from unittest import mock
 
 from absl.testing import absltest
 import pytest
@@ -370,6 +372,64 @@ class ServerTest(absltest.TestCase):
     # Collective: each worker's batch of 4, times 2 workers in sync.
     _check_rates(self, scalars["."], global_batch=8)
     _wait_for_series(urls[0], ".", "loss", [1, 11, 21, 31])
+
+
+def _taken_port(test):
+  """A port this test listens on (so TensorBoard cannot bind it)."""
+  listener = socket.socket()
+  test.addCleanup(listener.close)
+  listener.bind(("127.0.0.1", 0))
+  listener.listen(1)
+  return listener.getsockname()[1]
+
+
+class NotServingIsReportedTest(absltest.TestCase):
+  """A TensorBoard that does not serve is reported in exactly one line."""
+
+  def _warnings(self, port, body):
+    logdir = self.create_tempdir().full_path
+    out = io.StringIO()
+    with self.assertLogs("absl", level="WARNING") as logs:
+      with tensorboard_server.serving(logdir, port=port, out=out) as server:
+        body(server)
+    self.addCleanup(server.stop)
+    self.assertEqual(out.getvalue(), "")  # No URL line.
+    return [r.getMessage() for r in logs.records]
+
+  def test_port_in_use_is_reported_before_starting(self):
+    port = _taken_port(self)
+    messages = self._warnings(port, lambda server: None)
+    self.assertLen(messages, 1, messages)
+    self.assertIn(f"not started: 127.0.0.1:{port} is already in use",
+                  messages[0])
+    self.assertIn("--tensorboard=0", messages[0])
+    self.assertLess(len(messages[0]), 160)
+
+  @pytest.mark.slow
+  def test_run_ending_before_it_serves_is_reported_once(self):
+    # The port is taken after the check (a race): a short run ends while
+    # TensorBoard is still starting or has just failed.
+    port = _taken_port(self)
+    with mock.patch.object(tensorboard_server, "_port_in_use",
+                           return_value=False):
+      messages = self._warnings(port, lambda server: None)
+    self.assertLen(messages, 1, messages)
+    self.assertIn(f"TensorBoard on 127.0.0.1:{port}", messages[0])
+
+  @pytest.mark.slow
+  def test_exit_during_the_run_is_reported_once(self):
+    port = _taken_port(self)
+
+    def wait_for_exit(server):
+      _support.wait_for(lambda: server.exited() is not None,
+                        tensorboard_server.START_TIMEOUT_SECS,
+                        "TensorBoard to fail on the taken port")
+
+    with mock.patch.object(tensorboard_server, "_port_in_use",
+                           return_value=False):
+      messages = self._warnings(port, wait_for_exit)
+    self.assertLen(messages, 1, messages)
+    self.assertIn(f"TensorBoard on 127.0.0.1:{port} exited with", messages[0])
 
 
 if __name__ == "__main__":

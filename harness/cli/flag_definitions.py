@@ -225,6 +225,10 @@ _VERBOSITY = flags.DEFINE_enum(
 _DRY_RUN = flags.DEFINE_bool(
     "dry_run", _D.dry_run, "Print the resolved configuration and the "
     "TF_CONFIG role, then exit 0.", flag_values=_FLAGS)
+_KEEP_MODEL_DIR = flags.DEFINE_bool(
+    "keep_model_dir", _D.keep_model_dir, "Keep the temporary model_dir of a "
+    "run without --model_dir (removed at the end of a successful run, and "
+    "when empty).", flag_values=_FLAGS)
 
 # steps_per_loop: K >= 1, or "auto" (K from the first steps' timing).
 _STEPS_PER_LOOP = flags.DEFINE(

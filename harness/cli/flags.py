@@ -34,6 +34,7 @@ import threading
 from absl import flags
 
 from harness import errors
+from harness.cli import bad_flags
 from harness.cli import flag_definitions
 from harness.cli import flag_parsers
 from harness.cli import job as job_lib
@@ -340,4 +341,4 @@ def help_text():
   """Usage and every flag with its help and default."""
   return ("Usage: python -m harness.main [--flag=value ...]\n\n"
           "Trains, evaluates, predicts with or exports a model_fn.\n\n"
-          + _FLAGS.get_help(include_special_flags=False))
+          + "flags:\n" + bad_flags.flag_help(_FLAGS, list(_FLAGS)))

@@ -22,6 +22,7 @@ none.
 """
 
 import contextlib
+import dataclasses
 import json
 import os
 import sys
@@ -233,17 +234,33 @@ def run_job(job, *, environ=None, out=None):
           f"{_role_text(info, job.remote_cluster)}; nothing was run.")
     return JobResult(mode=job.mode, task=label, dry_run=True)
   from harness.cli import mode_runners  # lazy: TF-free dry run
+  from harness.state import storage  # lazy: TF-free dry run (it imports TF)
   estimator = mode_runners.build_estimator(job, environ, info)
   if job.verbosity != "quiet":
     _emit(out, describe(job, info, model_dir=estimator.model_dir))
-  with _tensorboard(job, info, estimator.model_dir, out):
-    metrics, export_paths, predictions_path = mode_runners.MODE_RUNNERS[job.mode](
-        estimator, job, info)
+  # No --model_dir: the run's own temporary one goes at its end (storage).
+  temporary = (not job.model_dir and not (info and info.model_dir)
+               and storage.is_temporary_model_dir(estimator.model_dir))
+  try:
+    with _tensorboard(job, info, estimator.model_dir, out):
+      metrics, export_paths, predictions_path = mode_runners.MODE_RUNNERS[
+          job.mode](estimator, job, info)
+  except BaseException:
+    if temporary:
+      storage.finish_temporary_model_dir(estimator.model_dir,
+                                         succeeded=False, keep=None)
+    raise
   result = JobResult(
       mode=job.mode, task=label, model_dir=estimator.model_dir,
       metrics=dict(metrics) if metrics else None,
       latest_checkpoint=estimator.latest_checkpoint(),
       export_paths=tuple(export_paths), predictions_path=predictions_path)
+  if temporary:  # Predictions are what the run made: they stay.
+    keep = ("--keep_model_dir" if job.keep_model_dir else
+            "it holds the predictions" if predictions_path else None)
+    result = dataclasses.replace(
+        result, model_dir_removed=storage.finish_temporary_model_dir(
+            estimator.model_dir, succeeded=True, keep=keep))
   if result.metrics:
     _emit(out, results_text.format_metrics(result.metrics, label))
   _emit(out, results_text.summary(result, job))

@@ -107,6 +107,7 @@ class JobConfig:
   tf_random_seed: int | None = None
   verbosity: str = "info"
   dry_run: bool = False
+  keep_model_dir: bool = False
   # Not a flag: TF_CONFIG, parsed once (a ClusterInfo, None, FROM_ENVIRON).
   cluster_info: cluster_lib.ClusterInfo | None | str = dataclasses.field(
       default=FROM_ENVIRON, compare=False, repr=False)
@@ -165,7 +166,8 @@ class JobResult:
   `task` is e.g. "worker/1" or "local"; `metrics` the last evaluation's (or
   None); `export_paths` the SavedModel directories this run wrote;
   `predictions_path` the JSON-lines file of mode predict; `model_dir` is
-  None for a dry run.
+  None for a dry run; `model_dir_removed`: the run's temporary model_dir
+  (no --model_dir) was removed at its end.
   """
   mode: str
   task: str
@@ -175,6 +177,7 @@ class JobResult:
   export_paths: tuple[str, ...] = ()
   predictions_path: str | None = None
   dry_run: bool = False
+  model_dir_removed: bool = False  # The temporary one, at the run's end.
 
 
 def task_label(info):

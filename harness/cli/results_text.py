@@ -31,6 +31,10 @@ def _number(value):
 def summary(result, job):
   """The closing block: task, mode, model_dir, checkpoint, exports."""
   lines = [f"done | {result.task} | {job.mode}"]
+  if result.model_dir_removed:  # Nothing below is left to point at.
+    return "\n".join(lines + [
+        f"  {'model_dir:':<19} {result.model_dir} (temporary: removed; "
+        "--keep_model_dir keeps it)"])
   rows = [("model_dir", result.model_dir),
           ("latest checkpoint", result.latest_checkpoint or "none")]
   rows += [("export", path) for path in result.export_paths]

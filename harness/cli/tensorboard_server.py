@@ -26,6 +26,7 @@ import re
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -230,10 +231,25 @@ def _say(out, text):
   out.flush()
 
 
+def _port_in_use(host, port):
+  """Whether something listens on host:port (a bind probe, as servers bind)."""
+  with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+    probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+      probe.bind((host, port))
+    except OSError:
+      return True
+  return False
+
+
 @contextlib.contextmanager
 def serving(logdir, *, port, keep=False, out=None, label="tensorboard",
             start_timeout_secs=START_TIMEOUT_SECS):
   """Serves `logdir` with TensorBoard while the block runs.
+
+  A TensorBoard that does not serve is always reported, in one warning line:
+  a port already in use (checked before starting it), a server that exits,
+  or one still starting when the block ends. Training goes on either way.
 
   Args:
     logdir: the run's model_dir (TensorBoard reads it and its `eval*/`).
@@ -244,23 +260,32 @@ def serving(logdir, *, port, keep=False, out=None, label="tensorboard",
     start_timeout_secs: how long to wait for TensorBoard to listen.
 
   Yields:
-    The `Server`.
+    The `Server` (never started when its port was in use).
 
   Raises:
     ConfigError: TensorBoard is not installed (before the block runs).
   """
   out = sys.stdout if out is None else out
   server = Server(logdir=logdir, port=port)
+  if port and _port_in_use(server.host, port):
+    logging.warning(
+        "%s | not started: %s:%d is already in use. Fix: --tensorboard=0 (a "
+        "free port) or another port. Training goes on without it.", label,
+        server.host, port)
+    yield server
+    return
   server.start()
-  done = threading.Event()
+  done, reported = threading.Event(), threading.Event()
 
   def announce():
     url = server.wait_for_url(start_timeout_secs, stop_event=done)
     if url:
       _say(out, f"{label} | {url}/ | serving {shlex.quote(server.logdir)}")
+      reported.set()
     elif not done.is_set():
       logging.warning("%s | %s Training goes on without it.", label,
                       server.failure_text())
+      reported.set()
 
   watcher = threading.Thread(target=announce, name="tensorboard-url",
                              daemon=True)
@@ -272,11 +297,26 @@ def serving(logdir, *, port, keep=False, out=None, label="tensorboard",
       watcher.join(timeout=start_timeout_secs)  # The URL line first.
     done.set()
     watcher.join(timeout=_STOP_GRACE_SECS)
-    if keep and server.exited() is None:
-      where = f"{server.url}/" if server.url else f"port {server.port}"
-      _say(out, f"{label} | kept running at {where} (pid {server.pid}, "
-           f"output in {server.log_path}); stop it with: kill {server.pid}")
+    _finish(server, out, label, keep=keep, reported=reported.is_set())
+
+
+def _finish(server, out, label, *, keep, reported):
+  """Keeps or stops the server; reports one that never served (once)."""
+  kept = keep and server.exited() is None
+  if not reported and not server.poll_url() and not kept:
+    if server.exited() is None:
+      logging.warning(
+          "%s | TensorBoard on %s:%d had not started serving when the run "
+          "ended; stopped it. Its output: %s", label, server.host,
+          server.port, server.log_path)
     else:
-      server.stop()
-      with contextlib.suppress(OSError):
-        os.remove(server.log_path)  # local-fs: TensorBoard's log file
+      logging.warning("%s | %s", label, server.failure_text())
+  if kept:
+    where = f"{server.url}/" if server.url else f"port {server.port}"
+    _say(out, f"{label} | kept running at {where} (pid {server.pid}, "
+         f"output in {server.log_path}); stop it with: kill {server.pid}")
+    return
+  server.stop()
+  if server.url:  # Else the warning names the log: keep it.
+    with contextlib.suppress(OSError):
+      os.remove(server.log_path)  # local-fs: TensorBoard's log file

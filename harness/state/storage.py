@@ -43,6 +43,8 @@ __all__ = [
     "mtime_secs",
     "resolve_model_dir",
     "temporary_model_dir",
+    "is_temporary_model_dir",
+    "finish_temporary_model_dir",
 ]
 
 # Schemes whose directory rename is one atomic metadata operation. Object
@@ -255,6 +257,9 @@ def resolve_model_dir(*, argument=None, run_config=None, tf_config=None):
   return model_dir
 
 
+_TEMPORARY_PREFIX = "harness_model_"
+
+
 def temporary_model_dir():
   """Makes a new local folder for a model_dir (no log line: the caller,
   `resolve_model_dir`, says why).
@@ -262,4 +267,43 @@ def temporary_model_dir():
   Returns:
     The new folder's absolute path.
   """
-  return tempfile.mkdtemp(prefix="harness_model_")  # local-fs: temp
+  return tempfile.mkdtemp(prefix=_TEMPORARY_PREFIX)  # local-fs: temp
+
+
+def is_temporary_model_dir(model_dir):
+  """Whether `model_dir` is a folder `temporary_model_dir` made."""
+  if not model_dir:
+    return False
+  path = os.path.normpath(model_dir)
+  temp_root = tempfile.gettempdir()  # local-fs: where mkdtemp makes them
+  return (os.path.basename(path).startswith(_TEMPORARY_PREFIX)
+          and os.path.dirname(path) == os.path.normpath(temp_root))
+
+
+def finish_temporary_model_dir(model_dir, *, succeeded, keep):
+  """Removes a run's temporary model_dir at its end, or says why it stays.
+
+  Removed after a successful run unless `keep`, and always when empty; one
+  log line says which, and where.
+
+  Args:
+    model_dir: a folder `temporary_model_dir` made.
+    succeeded: whether the run ended successfully.
+    keep: None, or why to keep it after a success ("--keep_model_dir").
+
+  Returns:
+    True if the folder was removed.
+  """
+  empty = not tf.io.gfile.exists(model_dir) or not tf.io.gfile.listdir(
+      model_dir)
+  if empty or (succeeded and not keep):
+    if tf.io.gfile.exists(model_dir):
+      tf.io.gfile.rmtree(model_dir)
+    logging.info("model_dir | removed the %stemporary %s%s",
+                 "empty " if empty else "", model_dir,
+                 "" if empty else " (--keep_model_dir keeps it)")
+    return True
+  logging.info("model_dir | kept the temporary %s (%s)", model_dir,
+               keep if succeeded else "the run did not finish: its files "
+               "are there; remove it when done")
+  return False

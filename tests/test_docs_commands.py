@@ -1,0 +1,251 @@
+"""Every command in the docs' fenced shell blocks runs as written (issue 24).
+
+The commands are read from README.md, docs/*.md and k8s/README.md at test
+time, so a block added to those files is tested without touching this file.
+Each runs with `bash -c` from the repository root, with this venv's `bin`
+first on PATH (as after `source .venv/bin/activate`) and exits 0. What is
+changed, and why, is the table `_REWRITES`; what cannot run here is
+`_SKIP`, with the reason the test reports.
+
+A `harness.server` line is a server the reader starts in another terminal:
+its own case starts it, waits for `listening on` and stops it (exit 0); the
+later commands of its block run with it serving.
+"""
+
+import dataclasses
+import os
+import re
+import signal
+import subprocess
+import sys
+
+from absl.testing import absltest
+from absl.testing import parameterized
+import pytest
+
+from harness.cluster import ports
+from tests import _support
+from tests import conftest
+
+_DOC_GLOBS = ("README.md", "k8s/README.md", "docs/*.md")
+_SHELL_LANGS = ("bash", "sh", "shell", "console")
+_FENCE_RE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.S | re.M)
+_ASSIGN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=\S")
+
+# Commands that cannot run here: (regex searched in the command, reason).
+_SKIP = (
+    (r"-m pytest", "the test suite itself, which holds this test"),
+    (r"^docker ", "needs docker and an image registry"),
+    (r"^kubectl ", "needs a Kubernetes cluster"),
+    (r"--data_dir=~/tensorflow_datasets",
+     "downloads MNIST through tensorflow-datasets: needs network"),
+    (r"legacy_train\.py", "a placeholder for the reader's own script"),
+    (r"\s\.\.\.", "elided (`...`): the reader completes it"),
+)
+
+# What changes before a command runs: (pattern, replacement, why).
+_REWRITES = (
+    (r"^python3 -m venv \.venv && \.venv/bin/pip install -e '\.\[test\]' && ",
+     "", "the install: this checkout's venv is used"),
+    (r"\s*\|\s*kubectl .*$", "",
+     "the rendering before `| kubectl` runs; kubectl needs a cluster"),
+    (r"/tmp/", "{tmp}/", "model_dirs in a temporary folder of the test"),
+    (r"\.\./shared/", "{shared}/", "the shared data beside the main checkout"),
+    (r"--tensorboard(?![=_\w])", "--tensorboard=0",
+     "a free port: 6006 may be taken by a run beside this one"),
+)
+_PORT_RE = re.compile(r"127\.0\.0\.1:(\d{4,5})")  # Fixed ports -> free ones.
+_KEPT_PID_RE = re.compile(r"stop it with: kill (\d+)")
+
+_SERVER_START_SECS = 240
+_SERVER_STOP_SECS = 60
+_FAST_SECS = 300
+_SLOW_SECS = 600
+
+
+@dataclasses.dataclass(frozen=True)
+class _Command:
+  doc: str          # e.g. "README.md:171" (the block's first line)
+  text: str         # the command as written (continuations joined)
+  prelude: tuple    # the block's variable assignments before it
+  servers: tuple    # the block's server commands before it
+
+  @property
+  def is_server(self):
+    return "harness.server" in self.text
+
+  @property
+  def skip_reason(self):
+    for pattern, reason in _SKIP:
+      if re.search(pattern, self.text):
+        return reason
+    return None
+
+  @property
+  def slow(self):
+    trains = ("harness.main" in self.text and "--dry_run" not in self.text)
+    return trains or "harness.launch" in self.text
+
+
+def _block_commands(body):
+  """The commands of one shell block: continuations joined, no comments."""
+  joined = re.sub(r"\\\n\s*", " ", body)
+  for line in joined.splitlines():
+    line = line.strip()
+    if line and not line.startswith("#"):
+      yield line
+
+
+def _doc_commands():
+  """Every command of every fenced shell block of the docs, in order."""
+  paths = []
+  for pattern in _DOC_GLOBS:
+    paths += sorted(conftest.REPO_ROOT.glob(pattern))
+  commands = []
+  for path in paths:
+    text = path.read_text()
+    name = path.relative_to(conftest.REPO_ROOT).as_posix()
+    for match in _FENCE_RE.finditer(text):
+      if match.group(1) not in _SHELL_LANGS:
+        continue
+      where = f"{name}:{text[:match.start()].count(chr(10)) + 1}"
+      prelude, servers = [], []
+      for line in _block_commands(match.group(2)):
+        if _ASSIGN_RE.match(line):
+          prelude.append(line)
+          continue
+        command = _Command(where, line, tuple(prelude), tuple(servers))
+        commands.append(command)
+        if command.is_server:
+          servers.append(line)
+  return commands
+
+
+_COMMANDS = _doc_commands()
+
+
+def _rewrite(text, tmp, port_map):
+  for pattern, replacement, _ in _REWRITES:
+    text = re.sub(pattern, replacement.format(
+        tmp=tmp, shared=conftest.SHARED_DIR), text)
+  return _PORT_RE.sub(
+      lambda m: "127.0.0.1:" + str(port_map.setdefault(
+          m.group(1), ports.pick_free_port())), text)
+
+
+def _env(tmp):
+  bin_dir = os.path.dirname(sys.executable)  # This venv's, as activated.
+  return conftest.child_env(extra={
+      "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
+      "VIRTUAL_ENV": os.path.dirname(bin_dir), "TMPDIR": tmp})
+
+
+def _case_name(index, command):
+  words = re.sub(r"[^A-Za-z0-9]+", "_", command.text)[:60].strip("_")
+  return f"{index:02d}_{words}"
+
+
+def _params(slow):
+  return [(_case_name(i, c), c) for i, c in enumerate(_COMMANDS)
+          if c.slow == slow]
+
+
+class _CommandTestCase(parameterized.TestCase):
+  """Runs one documented command (`_check`)."""
+
+  def _shell(self, command, tmp, port_map):
+    lines = [_rewrite(line, tmp, port_map) for line in command.prelude]
+    last = _rewrite(command.text, tmp, port_map)
+    if command.is_server:  # The server itself gets the stop signal.
+      last = "exec " + last
+    return "; ".join(lines + [last])
+
+  def _start(self, command, tmp, port_map, env, name):
+    server = _support.ChildProcess(
+        [self._shell(command, tmp, port_map)], name, env=env,
+        program=["bash", "-c"])
+    self.addCleanup(server.kill_group)
+    self.assertTrue(server.wait_for_text("listening on", _SERVER_START_SECS),
+                    f"{command.doc}: {command.text}\n{server.describe()}")
+    return server
+
+  def _check(self, command):
+    if command.skip_reason:
+      self.skipTest(f"{command.doc}: `{command.text}`: {command.skip_reason}")
+    if "../shared/" in command.text and not conftest.SHARED_DIR.is_dir():
+      self.skipTest(f"{command.doc}: `{command.text}`: {conftest.SHARED_DIR} "
+                    "is absent (HARNESS_SHARED_DIR names another)")
+    tmp = self.create_tempdir().full_path
+    env, port_map = _env(tmp), {}
+    for line in command.servers:
+      self._start(_Command(command.doc, line, command.prelude, ()), tmp,
+                  port_map, env, f"server for {command.doc}")
+    if command.is_server:
+      server = self._start(command, tmp, port_map, env, command.doc)
+      code, _ = server.stop(signal.SIGTERM, _SERVER_STOP_SECS)
+      self.assertEqual(code, 0, server.describe())
+      return
+    shell = self._shell(command, tmp, port_map)
+    # Never into this venv: a changed install line must change _REWRITES.
+    self.assertNotRegex(shell, r"pip install|-m venv",
+                        f"{command.doc}: the install rewrite no longer "
+                        f"matches `{command.text}`")
+    child = _support.ChildProcess([shell], command.doc, env=env,
+                                  program=["bash", "-c"])
+    self.addCleanup(child.kill_group)
+    code = child.wait(_SLOW_SECS if command.slow else _FAST_SECS)
+    kept = child.search(_KEPT_PID_RE)
+    if kept:  # --tensorboard_keep: the server it left running.
+      _stop_kept(int(kept.group(1)))
+    detail = (f"{command.doc}: {command.text}\nran: {shell}\n"
+              f"{child.describe()}")
+    self.assertEqual(code, 0, detail)
+    self.assertNotIn("Traceback (most recent call last)", child.output,
+                     detail)
+
+
+
+class DocsCommandsTest(_CommandTestCase):
+
+  def test_commands_are_found(self):
+    docs = {c.doc.split(":")[0] for c in _COMMANDS}
+    self.assertIn("README.md", docs)
+    self.assertIn("k8s/README.md", docs)
+    self.assertIn("docs/REMOTE.md", docs)
+    first = _COMMANDS[0]
+    self.assertTrue(first.text.startswith("python3 -m venv .venv"), first)
+    # Continuation lines are joined: no command ends with a backslash.
+    self.assertFalse([c for c in _COMMANDS if c.text.endswith("\\")])
+
+  @parameterized.named_parameters(*_params(slow=False))
+  def test_fast_command(self, command):
+    self._check(command)
+
+
+@pytest.mark.slow  # On the class: absl's parameterized methods lose marks.
+class SlowDocsCommandsTest(_CommandTestCase):
+
+  @parameterized.named_parameters(*_params(slow=True))
+  def test_slow_command(self, command):
+    self._check(command)
+
+
+def _stop_kept(pid):
+  """SIGTERM to the kept TensorBoard's group (a child of this test's run)."""
+  try:
+    os.killpg(pid, signal.SIGTERM)
+  except ProcessLookupError:
+    return
+  _support.poll_until(lambda: not _alive(pid), 30)
+
+
+def _alive(pid):
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  return True
+
+
+if __name__ == "__main__":
+  absltest.main()

@@ -1,0 +1,51 @@
+"""`--help` of every binary: exit 0, user-facing text, every flag listed."""
+
+import sys
+
+from absl.testing import absltest
+from absl.testing import parameterized
+
+from tests import _support
+from tests import conftest
+
+# Binary -> flags its help must list (one of each kind: bool, int, string).
+_BINARIES = {
+    "main": ("--model_fn", "--[no]dry_run", "--max_steps"),
+    "launch": ("--workers", "--[no]evaluator", "--network_isolation"),
+    "server": ("--cluster_spec", "--task_index", "--num_cpu_devices"),
+    "k8s": ("--name", "--[no]standalone", "--allow_cidr"),
+}
+
+
+class HelpTest(parameterized.TestCase):
+
+  @parameterized.parameters(*[(b, a) for b in _BINARIES
+                              for a in ("--help", "-h", "--helpfull")])
+  def test_help_exits_0_with_user_text(self, binary, arg):
+    proc = _support.run([sys.executable, "-m", f"harness.{binary}", arg],
+                        timeout_secs=300)
+    detail = proc.description
+    self.assertEqual(proc.returncode, 0, detail)
+    self.assertEqual(proc.stderr.strip(), "", detail)
+    self.assertNotIn("Traceback", proc.output, detail)
+    self.assertNotIn(str(conftest.REPO_ROOT), proc.output, detail)
+    self.assertNotIn(".py:", proc.output, detail)  # No source-file headings.
+    self.assertIn(f"python -m harness.{binary}", proc.stdout, detail)
+    self.assertIn("\nflags:\n", proc.stdout, detail)
+    for flag in _BINARIES[binary]:
+      self.assertIn(f"  {flag}: ", proc.stdout, detail)
+
+  def test_help_after_dashes_is_the_commands(self):
+    # launch's `--` ends its own flags: `--help` after it is the task's.
+    proc = _support.run(
+        [sys.executable, "-m", "harness.launch", "--timeout_secs=120",
+         "--network_isolation=none", "--", sys.executable, "-c",
+         "import sys; print('task argv', sys.argv[1:])", "--help"],
+        timeout_secs=300)
+    self.assertEqual(proc.returncode, 0, proc.description)
+    self.assertIn("task argv ['--help']", proc.stdout, proc.description)
+    self.assertNotIn("flags:", proc.stdout, proc.description)
+
+
+if __name__ == "__main__":
+  absltest.main()
