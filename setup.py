@@ -33,7 +33,9 @@ setuptools.setup(
         "numpy",
     ],
     extras_require={
-        "test": ["pytest>=7", "kubernetes-validate>=1.28", "pyyaml"],
+        "test": ["pytest>=7", "kubernetes-validate>=1.28", "pyyaml",
+                 # tests/test_python_versions: python_requires is honoured.
+                 "vermin>=1.6"],
     },
     entry_points={
         "console_scripts": [
