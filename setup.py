@@ -31,6 +31,8 @@ setuptools.setup(
         # its command and serves it (--tensorboard). Same range as TF's.
         "tensorboard>=2.16,<2.22",
         "numpy",
+        # --metrics_port: the live Prometheus endpoint (harness.core.live_metrics).
+        "prometheus_client>=0.17",
     ],
     extras_require={
         "test": ["pytest>=7", "kubernetes-validate>=1.28", "pyyaml",

@@ -11,7 +11,8 @@ Usage::
 `remote_connect_timeout_secs`, the evaluator's `eval_poll_secs` and
 `eval_idle_timeout_secs`, `peer_timeout_secs`, `restart_wait_secs`,
 `force_takeover`, `bind_address`, `remote_claim_timeout_secs`,
-`max_runs_without_progress` and `environ`), properties, `replace()`
+`max_runs_without_progress`, `metrics_port`, `metrics_bind` and
+`environ`), properties, `replace()`
 allow-list and messages. It is a thin shell over data: the user's values,
 the `ClusterInfo` read once from TF_CONFIG (`harness.cluster.tf_config`), and facts
 derived from both. Unlike 2.15:
@@ -41,6 +42,7 @@ from harness.cluster import env_knobs
 from harness.cluster import tf_config as cluster
 from harness.cluster import tf_config_rules
 from harness.cluster.strategy_kind import MULTI_WORKER_KINDS
+from harness.core import live_metrics
 from harness.core import stall
 # Re-exported: `harness.run_config.strategy_kind` (the one classifier).
 from harness.core.strategy_classifier import strategy_kind
@@ -77,7 +79,8 @@ _HARNESS_FIELDS = ("steps_per_loop", "remote_connect_timeout_secs",
                    "peer_timeout_secs", "restart_wait_secs",
                    "force_takeover", "bind_address",
                    "remote_claim_timeout_secs",
-                   "max_runs_without_progress")
+                   "max_runs_without_progress", "metrics_port",
+                   "metrics_bind")
 _ENV_KNOBS = checks.ENV_KNOBS
 _DEFAULT_REPLACEABLE_LIST = list(_CONSTRUCTOR_ARGS) + list(_HARNESS_FIELDS)
 # Public constants of RunConfig's values (harness.run_config_checks).
@@ -183,6 +186,8 @@ class RunConfig:
                remote_claim_timeout_secs=DEFAULT_REMOTE_CLAIM_TIMEOUT_SECS,
                max_runs_without_progress=(
                    stall.DEFAULT_MAX_RUNS_WITHOUT_PROGRESS),
+               metrics_port=live_metrics.DEFAULT_METRICS_PORT,
+               metrics_bind=live_metrics.DEFAULT_METRICS_BIND,
                environ=None,
                cluster_info=_FROM_ENVIRON):
     """Constructs a RunConfig; arguments as tf.estimator 2.15's, plus:
@@ -219,6 +224,11 @@ class RunConfig:
       max_runs_without_progress: training stops with `TrainingStalledError`
         after this many `session.run` calls leave the global step where it
         was (a train_op that never advances it); None never stops.
+      metrics_port: each training (and evaluator) task serves live
+        Prometheus metrics on this port (`harness.core.live_metrics`); 0
+        (default): no endpoint.
+      metrics_bind: the address that endpoint listens on; default
+        127.0.0.1 (this machine only), "0.0.0.0" for a remote scraper.
       environ: mapping read for TF_CONFIG (and the two variables above)
         instead of `os.environ`, once, here.
       cluster_info: TF_CONFIG already parsed by the caller (a
@@ -282,6 +292,8 @@ class RunConfig:
     self._values["bind_address"] = bind_address
     self._values["remote_claim_timeout_secs"] = remote_claim_timeout_secs
     self._values["max_runs_without_progress"] = max_runs_without_progress
+    self._values["metrics_port"] = metrics_port
+    self._values["metrics_bind"] = metrics_bind
     _validate_properties(self._values)
     for knob in _ENV_KNOBS:  # A bad variable fails now, not mid-training.
       self._knob_secs(knob)
@@ -350,7 +362,8 @@ class RunConfig:
     keyword-only fields (`steps_per_loop`, `remote_connect_timeout_secs`,
     `eval_poll_secs`, `eval_idle_timeout_secs`, `peer_timeout_secs`,
     `restart_wait_secs`, `force_takeover`, `bind_address`,
-    `remote_claim_timeout_secs`, `max_runs_without_progress`).
+    `remote_claim_timeout_secs`, `max_runs_without_progress`,
+    `metrics_port`, `metrics_bind`).
     Setting one of `save_checkpoints_steps` / `save_checkpoints_secs` to a
     value clears the other. TF_CONFIG is not read again.
 
@@ -440,6 +453,8 @@ class RunConfig:
       lambda self: self._values["remote_claim_timeout_secs"])
   max_runs_without_progress = property(
       lambda self: self._values["max_runs_without_progress"])
+  metrics_port = property(lambda self: self._values["metrics_port"])
+  metrics_bind = property(lambda self: self._values["metrics_bind"])
 
   # Derived from the values and TF_CONFIG.
   train_distribute = property(lambda self: self._train_distribute)

@@ -20,6 +20,7 @@ from harness._tf import tf
 from harness.cluster import env_knobs
 from harness.cluster import listen
 from harness.cluster import tf_config as cluster
+from harness.core import live_metrics
 from harness.core import stall
 from harness.spec import fn_args
 
@@ -127,6 +128,8 @@ def validate_properties(values):
            "last renewal).",
            f"use e.g. {DEFAULT_REMOTE_CLAIM_TIMEOUT_SECS:g}.", claim)
   stall.check_max_runs(values["max_runs_without_progress"])
+  live_metrics.check_metrics_port(values["metrics_port"])
+  live_metrics.check_metrics_bind(values["metrics_bind"])
 
 
 def merged_strategy(values, name):

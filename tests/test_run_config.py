@@ -60,6 +60,8 @@ class SignatureTest(absltest.TestCase):
                                     "bind_address": None,
                                     "remote_claim_timeout_secs": 15.0,
                                     "max_runs_without_progress": 100,
+                                    "metrics_port": 0,
+                                    "metrics_bind": "127.0.0.1",
                                     "environ": None,
                                     "cluster_info": rc._FROM_ENVIRON})
 
@@ -420,7 +422,7 @@ class ReplaceTest(parameterized.TestCase):
         "'steps_per_loop', 'remote_connect_timeout_secs', 'eval_poll_secs', "
         "'eval_idle_timeout_secs', 'peer_timeout_secs', 'restart_wait_secs', "
         "'force_takeover', 'bind_address', 'remote_claim_timeout_secs', "
-        "'max_runs_without_progress']."
+        "'max_runs_without_progress', 'metrics_port', 'metrics_bind']."
         " Fix: ")
 
   @parameterized.named_parameters(
