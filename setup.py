@@ -21,7 +21,7 @@ setuptools.setup(
         include=["harness", "harness.*", "model_fns", "model_fns.*",
                  "input_fns", "input_fns.*"]),
     install_requires=[
-        # Tested on 2.21; the range is the one the graph-mode core was probed on.
+        # .ci/run tests both ends: 2.21 (whole suite), 2.16 (fast suite).
         "tensorflow>=2.16,<2.22",
         # TF1 layers and Keras 2 (tf.compat.v1.layers needs TF_USE_LEGACY_KERAS=1).
         "tf-keras>=2.16,<2.22",
