@@ -110,7 +110,7 @@ class LiveMetricsTest(absltest.TestCase):
     self.assertNotIn(("harness_progress_percent", "local", None), got)
 
   def test_evaluation_results_reach_the_endpoint(self):
-    from harness.core import evaluation  # lazy: loads TensorFlow, this test only
+    from harness.core import evaluation  # lazy: TensorFlow, this test only
     url = live_metrics.serve(port=self.port, task_label="evaluator/0")
     evaluation.write_dict_to_summary(self.create_tempdir().full_path,
                                      {"loss": 0.75, "global_step": 30}, 30)

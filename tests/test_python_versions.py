@@ -1,4 +1,4 @@
-"""Guard: the code runs on the oldest Python that setup.py's python_requires names.
+"""Guard: the code needs no Python newer than setup.py's python_requires.
 
 `vermin` (a test extra) reads harness/, model_fns/ and input_fns/ and names
 the lowest Python 3 each construct needs (enum.StrEnum: 3.11, a `match`

@@ -1,7 +1,8 @@
 """Live training metrics over HTTP, in Prometheus's text format.
 
     url = live_metrics.serve(port=9464, bind="127.0.0.1", task_label="chief/0")
-    # curl http://127.0.0.1:9464/metrics  ->  harness_global_step{task="chief/0"} 1200.0
+    # curl http://127.0.0.1:9464/metrics | grep global_step
+    # harness_global_step{task="chief/0"} 1200.0
 
 Off unless a port is given (`RunConfig(metrics_port=...)`, flag
 `--metrics_port`); bound to 127.0.0.1 unless `metrics_bind` says otherwise.
@@ -87,8 +88,8 @@ def _make_gauges(registry):
       "eval": gauge("eval_metric", "Last evaluation's value of each metric.",
                     ("task", "metric")),
       "restarts": gauge("restarts", "Earlier starts of this task (from "
-                        f"${jobs.TASK_RESTARTS_ENV}) plus training sessions this "
-                        "process re-created after its first."),
+                        f"${jobs.TASK_RESTARTS_ENV}) plus training sessions "
+                        "this process re-created after its first."),
   }
 
 
