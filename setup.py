@@ -21,7 +21,7 @@ setuptools.setup(
         include=["harness", "harness.*", "model_fns", "model_fns.*",
                  "input_fns", "input_fns.*"]),
     install_requires=[
-        # Tested on 2.21; the range is the one the graph-mode core was probed on.
+        # .ci/run tests both ends: 2.21 (whole suite), 2.16 (fast suite).
         "tensorflow>=2.16,<2.22",
         # TF1 layers and Keras 2 (tf.compat.v1.layers needs TF_USE_LEGACY_KERAS=1).
         "tf-keras>=2.16,<2.22",
@@ -31,10 +31,14 @@ setuptools.setup(
         # its command and serves it (--tensorboard). Same range as TF's.
         "tensorboard>=2.16,<2.22",
         "numpy",
+        # --metrics_port: the live Prometheus endpoint (harness.core.live_metrics).
+        "prometheus_client>=0.17",
     ],
     extras_require={
         "test": ["pytest>=7", "kubernetes-validate>=1.28", "jsonschema>=4",
-                 "pyyaml"],
+                 "pyyaml",
+                 # tests/test_python_versions: python_requires is honoured.
+                 "vermin>=1.6"],
     },
     entry_points={
         "console_scripts": [

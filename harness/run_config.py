@@ -11,7 +11,8 @@ Usage::
 `remote_connect_timeout_secs`, the evaluator's `eval_poll_secs` and
 `eval_idle_timeout_secs`, `peer_timeout_secs`, `restart_wait_secs`,
 `force_takeover`, `bind_address`, `remote_claim_timeout_secs`,
-`max_runs_without_progress`, `stop_timeout_secs`, `input_timeout_secs` and
+`max_runs_without_progress`, `stop_timeout_secs`, `input_timeout_secs`,
+`metrics_port`, `metrics_bind` and
 `environ`), properties, `replace()`
 allow-list and messages. It is a thin shell over data: the user's values,
 the `ClusterInfo` read once from TF_CONFIG (`harness.cluster.tf_config`), and facts
@@ -42,6 +43,7 @@ from harness.cluster import env_knobs
 from harness.cluster import tf_config as cluster
 from harness.cluster import tf_config_rules
 from harness.cluster.strategy_kind import MULTI_WORKER_KINDS
+from harness.core import live_metrics
 from harness.core import stall
 from harness.core import stop_signal
 # Re-exported: `harness.run_config.strategy_kind` (the one classifier).
@@ -80,7 +82,7 @@ _HARNESS_FIELDS = ("steps_per_loop", "remote_connect_timeout_secs",
                    "force_takeover", "bind_address",
                    "remote_claim_timeout_secs",
                    "max_runs_without_progress", "stop_timeout_secs",
-                   "input_timeout_secs")
+                   "input_timeout_secs", "metrics_port", "metrics_bind")
 _ENV_KNOBS = checks.ENV_KNOBS
 _DEFAULT_REPLACEABLE_LIST = list(_CONSTRUCTOR_ARGS) + list(_HARNESS_FIELDS)
 # Public constants of RunConfig's values (harness.run_config_checks).
@@ -188,6 +190,8 @@ class RunConfig:
                    stall.DEFAULT_MAX_RUNS_WITHOUT_PROGRESS),
                stop_timeout_secs=stop_signal.DEFAULT_STOP_TIMEOUT_SECS,
                input_timeout_secs=None,
+               metrics_port=live_metrics.DEFAULT_METRICS_PORT,
+               metrics_bind=live_metrics.DEFAULT_METRICS_BIND,
                environ=None,
                cluster_info=_FROM_ENVIRON):
     """Constructs a RunConfig; arguments as tf.estimator 2.15's, plus:
@@ -231,6 +235,11 @@ class RunConfig:
       input_timeout_secs: a local training run whose first batch has not
         arrived (its first session.run has not returned) after this many
         seconds fails (None: it waits, logging every 10 s).
+      metrics_port: each training (and evaluator) task serves live
+        Prometheus metrics on this port (`harness.core.live_metrics`); 0
+        (default): no endpoint.
+      metrics_bind: the address that endpoint listens on; default
+        127.0.0.1 (this machine only), "0.0.0.0" for a remote scraper.
       environ: mapping read for TF_CONFIG (and the two variables above)
         instead of `os.environ`, once, here.
       cluster_info: TF_CONFIG already parsed by the caller (a
@@ -296,6 +305,8 @@ class RunConfig:
     self._values["max_runs_without_progress"] = max_runs_without_progress
     self._values["stop_timeout_secs"] = stop_timeout_secs
     self._values["input_timeout_secs"] = input_timeout_secs
+    self._values["metrics_port"] = metrics_port
+    self._values["metrics_bind"] = metrics_bind
     _validate_properties(self._values)
     for knob in _ENV_KNOBS:  # A bad variable fails now, not mid-training.
       self._knob_secs(knob)
@@ -365,7 +376,8 @@ class RunConfig:
     `eval_poll_secs`, `eval_idle_timeout_secs`, `peer_timeout_secs`,
     `restart_wait_secs`, `force_takeover`, `bind_address`,
     `remote_claim_timeout_secs`, `max_runs_without_progress`,
-    `stop_timeout_secs`, `input_timeout_secs`).
+    `stop_timeout_secs`, `input_timeout_secs`, `metrics_port`,
+    `metrics_bind`).
     Setting one of `save_checkpoints_steps` / `save_checkpoints_secs` to a
     value clears the other. TF_CONFIG is not read again.
 
@@ -459,6 +471,8 @@ class RunConfig:
       lambda self: self._values["stop_timeout_secs"])
   input_timeout_secs = property(
       lambda self: self._values["input_timeout_secs"])
+  metrics_port = property(lambda self: self._values["metrics_port"])
+  metrics_bind = property(lambda self: self._values["metrics_bind"])
 
   # Derived from the values and TF_CONFIG.
   train_distribute = property(lambda self: self._train_distribute)

@@ -20,6 +20,7 @@ from harness._tf import tf
 from harness.cluster import env_knobs
 from harness.cluster import listen
 from harness.cluster import tf_config as cluster
+from harness.core import live_metrics
 from harness.core import stall
 from harness.core import stop_signal
 from harness.spec import fn_args
@@ -132,6 +133,8 @@ def validate_properties(values):
                        example=stop_signal.DEFAULT_STOP_TIMEOUT_SECS)
   env_knobs.check_secs("input_timeout_secs", values["input_timeout_secs"],
                        allow_none=True, example=600)
+  live_metrics.check_metrics_port(values["metrics_port"])
+  live_metrics.check_metrics_bind(values["metrics_bind"])
 
 
 def merged_strategy(values, name):

@@ -44,7 +44,9 @@ _ROLE_SCRIPT = """
     role = config["task"]["type"] + "/" + str(config["task"]["index"])
     runs_file = os.path.join({dir!r}, task.replace("/", "_") + ".runs")
     with open(runs_file, "a") as f:
-      f.write(json.dumps({{"pid": os.getpid(), "tf_config": config}}) + "\\n")
+      f.write(json.dumps({{"pid": os.getpid(), "tf_config": config,
+                          "restarts": os.environ.get("HARNESS_TASK_RESTARTS")
+                          }}) + "\\n")
     runs = sum(1 for _ in open(runs_file))
     print("role", role, "unbuffered", os.environ.get("PYTHONUNBUFFERED"))
     print("to stderr", file=sys.stderr)
@@ -201,6 +203,8 @@ class LaunchTest(parameterized.TestCase):
     runs = _runs(self.dir, "worker/1")
     self.assertLen(runs, 3)
     self.assertEqual(runs[0]["tf_config"], runs[2]["tf_config"])
+    # Each restart says which it is (the task's live metrics report it).
+    self.assertEqual([r["restarts"] for r in runs], [None, "1", "2"])
     self.assertLen(_runs(self.dir, "worker/0"), 1)
 
   def test_signal_death_uses_up_restarts(self):

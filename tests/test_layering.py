@@ -69,6 +69,7 @@ TF_FREE_MODULES = ("errors.py", "launch.py", "state/paths.py",
                    "cli/task_supervisor.py",
                    "cli/tensorboard_server.py", "cli/legacy_imports.py",
                    "core/stall.py", "core/auto_loop.py",
+                   "core/live_metrics.py",
                    "cli/job_config.py", "cli/flag_parsers.py",
                    "cli/flag_definitions.py", "cli/preflight.py")
 # Top-level modules exempt from "top": the binaries and the legacy entry

@@ -62,6 +62,8 @@ class SignatureTest(absltest.TestCase):
                                     "max_runs_without_progress": 100,
                                     "stop_timeout_secs": 10.0,
                                     "input_timeout_secs": None,
+                                    "metrics_port": 0,
+                                    "metrics_bind": "127.0.0.1",
                                     "environ": None,
                                     "cluster_info": rc._FROM_ENVIRON})
 
@@ -423,7 +425,7 @@ class ReplaceTest(parameterized.TestCase):
         "'eval_idle_timeout_secs', 'peer_timeout_secs', 'restart_wait_secs', "
         "'force_takeover', 'bind_address', 'remote_claim_timeout_secs', "
         "'max_runs_without_progress', 'stop_timeout_secs', "
-        "'input_timeout_secs']."
+        "'input_timeout_secs', 'metrics_port', 'metrics_bind']."
         " Fix: ")
 
   @parameterized.named_parameters(

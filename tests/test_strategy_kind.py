@@ -40,6 +40,11 @@ class StrategyKindTest(absltest.TestCase):
     self.assertIs(StrategyKind("parameter_server"),
                   StrategyKind.PARAMETER_SERVER)
     self.assertEqual(f"{StrategyKind.MIRRORED}", "mirrored")
+    # What enum.StrEnum (3.11+) printed, on 3.10 too: the bare value.
+    self.assertEqual(str(StrategyKind.TPU), "tpu")
+    self.assertEqual("%s" % StrategyKind.TPU, "tpu")
+    self.assertEqual(format(StrategyKind.TPU, ">5"), "  tpu")
+    self.assertIsInstance(StrategyKind.TPU, str)
     self.assertEqual(json.dumps(StrategyKind.ONE_DEVICE), '"one_device"')
     self.assertIn("collective", {StrategyKind.COLLECTIVE: 1})
 

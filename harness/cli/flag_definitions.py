@@ -238,6 +238,21 @@ _STEPS_PER_LOOP = flags.DEFINE(
     "logging and checkpoint cadence; 1 where a hook needs every step).",
     flag_values=_FLAGS)
 
+# Live Prometheus metrics (harness.core.live_metrics).
+_METRICS_PORT = flags.DEFINE_integer(
+    "metrics_port", _D.metrics_port, "Serve live Prometheus metrics (step, "
+    "steps/s, examples/s, loss, ETA, checkpoint age, last eval) at "
+    "http://BIND:PORT/metrics from each task; 0: off.", lower_bound=0,
+    upper_bound=65535, flag_values=_FLAGS)
+_METRICS_BIND = flags.DEFINE_string(
+    "metrics_bind", _D.metrics_bind, "Address --metrics_port listens on; "
+    "0.0.0.0 lets another host (a Prometheus scraper) read it.",
+    flag_values=_FLAGS)
+flags.register_validator(
+    "metrics_bind", lambda value: _check(
+        bool(value and value.strip()), "is empty. Fix: 127.0.0.1 (this "
+        "machine) or 0.0.0.0 (every interface)."), flag_values=_FLAGS)
+
 
 FLAG_NAMES = job_config.FLAG_NAMES
 assert set(FLAG_NAMES) == set(_FLAGS), set(FLAG_NAMES) ^ set(_FLAGS)

@@ -20,6 +20,7 @@ from harness import errors
 from harness.cli import registry
 from harness.cluster import env_knobs
 from harness.cluster import tf_config as cluster_lib
+from harness.core import live_metrics
 from harness.core import stall
 from harness.core import stop_signal
 
@@ -103,6 +104,9 @@ class JobConfig:
   # TensorBoard (port None: not started; 0: a free port).
   tensorboard: int | None = None
   tensorboard_keep: bool = False
+  # Live Prometheus metrics (harness.core.live_metrics; port 0: off).
+  metrics_port: int = live_metrics.DEFAULT_METRICS_PORT
+  metrics_bind: str = live_metrics.DEFAULT_METRICS_BIND
   # Run control.
   tf_random_seed: int | None = None
   verbosity: str = "info"
@@ -236,6 +240,8 @@ def run_config_kwargs(job):
       stop_timeout_secs=float(job.stop_timeout_secs),
       input_timeout_secs=(None if job.input_timeout_secs is None
                           else float(job.input_timeout_secs)),
+      metrics_port=job.metrics_port,
+      metrics_bind=job.metrics_bind,
       session_creation_timeout_secs=job.session_creation_timeout_secs)
   if job.save_checkpoints_steps is not None:
     kwargs["save_checkpoints_steps"] = job.save_checkpoints_steps

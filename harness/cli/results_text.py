@@ -4,6 +4,7 @@ No TensorFlow; `harness.cli.job` calls it with a `JobResult` and its `JobConfig`
 """
 
 from harness.cli import tensorboard_server
+from harness.core import live_metrics
 
 __all__ = ["format_metrics", "summary"]
 
@@ -29,7 +30,8 @@ def _number(value):
 
 
 def summary(result, job):
-  """The closing block: task, mode, model_dir, checkpoint, exports."""
+  """The closing block: task, mode, model_dir, checkpoint, exports, the
+  live metrics URL (when this process served one)."""
   lines = [f"done | {result.task} | {job.mode}"]
   if result.model_dir_removed:  # Nothing below is left to point at.
     return "\n".join(lines + [
@@ -42,5 +44,7 @@ def summary(result, job):
     rows.append(("predictions", result.predictions_path))
   rows.append(("tensorboard", tensorboard_server.command_text(
       result.model_dir)))
+  if live_metrics.url():
+    rows.append(("metrics", live_metrics.url()))
   lines += [f"  {key + ':':<19} {value}" for key, value in rows]
   return "\n".join(lines)

@@ -27,6 +27,7 @@ import threading
 import time
 
 from harness import errors
+from harness.cluster import jobs
 
 __all__ = ["Output", "Task", "supervise", "stop_all", "exit_status",
            "TIMEOUT_EXIT_CODE"]
@@ -82,9 +83,13 @@ class Task:
   def start(self):
     """Starts (or restarts) the task's process in a new process group."""
     self.returncode = None
+    env = self._env
+    if self.restarts:  # The task's live metrics count them (harness_restarts).
+      env = dict(os.environ if env is None else env)
+      env[jobs.TASK_RESTARTS_ENV] = str(self.restarts)
     try:
       self._proc = subprocess.Popen(
-          self._command, env=self._env, stdin=subprocess.DEVNULL,
+          self._command, env=env, stdin=subprocess.DEVNULL,
           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
           start_new_session=True)
     except OSError as e:

@@ -4,7 +4,8 @@ No TensorFlow here (cluster/'s rule).
 """
 
 __all__ = ["CHIEF", "WORKER", "PS", "EVALUATOR", "MASTER", "TRAINER_JOBS",
-           "LOCAL_LABEL", "task_label", "split_task_label"]
+           "LOCAL_LABEL", "TASK_RESTARTS_ENV", "task_label",
+           "split_task_label"]
 
 CHIEF, WORKER, PS, EVALUATOR, MASTER = (
     "chief", "worker", "ps", "evaluator", "master")
@@ -13,6 +14,9 @@ TRAINER_JOBS = (CHIEF, MASTER, WORKER)
 
 # The label of a process outside any cluster.
 LOCAL_LABEL = "local"
+# How many times a supervisor (harness.launch) started this task before this
+# process; read by the live metrics endpoint (harness_restarts).
+TASK_RESTARTS_ENV = "HARNESS_TASK_RESTARTS"
 
 
 def task_label(task_type, task_id):

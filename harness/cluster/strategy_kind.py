@@ -12,8 +12,16 @@ import enum
 __all__ = ["StrategyKind", "MULTI_WORKER_KINDS"]
 
 
-class StrategyKind(enum.StrEnum):
-  """The kinds harness tells apart (None means: no strategy)."""
+class StrategyKind(str, enum.Enum):
+  """The kinds harness tells apart (None means: no strategy).
+
+  `enum.StrEnum` is Python 3.11+; setup.py promises 3.10. A `str` mix-in
+  alone prints `StrategyKind.MIRRORED` from str() and (on 3.10-3.11)
+  format(), so both are str's own: the bare value on every version.
+  """
+  __str__ = str.__str__
+  __format__ = str.__format__
+
   COLLECTIVE = "collective"  # MultiWorkerMirroredStrategy (v1 or TF2).
   MIRRORED = "mirrored"
   PARAMETER_SERVER = "parameter_server"

@@ -14,6 +14,7 @@ from absl import logging
 
 from harness import errors
 from harness._tf import tf
+from harness.core import live_metrics
 from harness.state import checkpoints
 from harness.state import storage
 
@@ -177,6 +178,8 @@ def write_dict_to_summary(output_dir, dictionary, current_global_step):
       continue
     summary.value.add().CopyFrom(item)
   _write_summary(output_dir, summary, current_global_step)
+  # Every evaluation's results pass here: the live endpoint shows the last.
+  live_metrics.record_eval(dictionary, current_global_step)
 
 
 def _write_summary(output_dir, summary, step):

@@ -5,7 +5,8 @@
         task_label="chief/0", max_steps=1000, examples_per_step=32)
 
 `core/train_loop` adds it to every training run (`log_step_count_steps`);
-`harness.hooks.ProgressLoggerHook` is the same class.
+`harness.hooks.ProgressLoggerHook` is the same class. Each line's numbers
+also go to the live metrics endpoint when one runs (`core/live_metrics`).
 """
 
 import datetime
@@ -15,6 +16,7 @@ from absl import logging
 
 from harness import errors
 from harness._tf import tf
+from harness.core import live_metrics
 
 __all__ = ["ProgressLoggerHook"]
 
@@ -87,12 +89,16 @@ class ProgressLoggerHook(SessionRunHook):
     self._window_step = 0
     self._window_time = None
     self._logged_step = None  # No line twice for one step (a stalled loop).
+    self._sessions = 0
 
   def after_create_session(self, session, coord):
     del coord
     step = int(session.run(self._global_step_tensor))
     self._rebase(step)
     self._window_step, self._window_time = step, self._clock()
+    self._sessions += 1
+    live_metrics.record_session_start(self._task_label, step=step,
+                                      first=self._sessions == 1)
     self._calibrated = False
     every_n = self._every_n_steps
     self._next_log_step = (step // every_n + 1) * every_n
@@ -167,14 +173,20 @@ class ProgressLoggerHook(SessionRunHook):
     else:
       parts.append(f"step {step}")
     rate = steps_done / elapsed if elapsed > 0 and steps_done > 0 else None
+    examples_rate = None
     if rate is not None:
       parts.append(f"{rate:.1f} steps/s")
       if self._examples_per_step:
-        parts.append(f"{rate * self._examples_per_step:.0f} examples/s")
+        examples_rate = rate * self._examples_per_step
+        parts.append(f"{examples_rate:.0f} examples/s")
     if loss is not None:
       parts.append(f"loss={float(loss):.4g}")
     if rate is not None and self._max_steps is not None:
       parts.append(f"eta {_format_eta((self._max_steps - step) / rate)}")
     logging.info("%s", " | ".join(parts))
+    live_metrics.record_progress(
+        self._task_label, step=step, max_steps=self._max_steps,
+        steps_per_sec=rate, examples_per_sec=examples_rate,
+        loss=None if loss is None else float(loss))
     self._logged_step = step
     self._window_step, self._window_time = step, now

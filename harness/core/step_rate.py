@@ -17,6 +17,7 @@ plain int, or None to write `global_step/sec` alone.
 from absl import logging
 
 from harness._tf import tf
+from harness.core import live_metrics
 
 __all__ = ["EXAMPLES_PER_SEC_TAG", "StepRateHook", "examples_in",
            "replicated_examples_in"]
@@ -134,6 +135,9 @@ class StepRateHook(tf.compat.v1.train.StepCounterHook):
       values.append(tf.compat.v1.Summary.Value(
           tag=EXAMPLES_PER_SEC_TAG,
           simple_value=steps_per_sec * self._examples))
+      # The same number on the live endpoint (the progress line's hook
+      # knows the batch only when its caller passes it).
+      live_metrics.record_examples_rate(steps_per_sec * self._examples)
     if self._summary_writer is not None:
       self._summary_writer.add_summary(tf.compat.v1.Summary(value=values),
                                        global_step)

@@ -18,6 +18,7 @@ from harness import spec as spec_lib
 from harness._tf import tf
 from harness.core import auto_loop
 from harness.core import first_batch
+from harness.core import live_metrics
 from harness.core import preemption
 from harness.core import progress
 from harness.core import step_loop
@@ -153,6 +154,27 @@ def _chief_summary_hooks(model_dir, config, scaffold, examples_per_step):
   return hooks
 
 
+class _LiveMetricsListener(tf.compat.v1.train.CheckpointSaverListener):
+  """Tells the live metrics endpoint about each checkpoint save."""
+
+  def after_save(self, session, global_step_value):
+    del session
+    live_metrics.record_checkpoint(int(global_step_value))
+
+
+def _serve_live_metrics(config, context, saving_listeners):
+  """Starts the task's metrics endpoint (if a port is set); with checkpoints
+  on, adds the listener that reports their saves."""
+  if not live_metrics.serve(port=config.metrics_port,
+                            bind=config.metrics_bind,
+                            task_label=context.task_label):
+    return saving_listeners
+  if context.is_chief and (config.save_checkpoints_secs or
+                           config.save_checkpoints_steps):
+    return saving_listeners + [_LiveMetricsListener()]
+  return saving_listeners
+
+
 def _auto_chooser(train_graph, context):
   """The KChooser of steps_per_loop="auto" (None: K is fixed)."""
   if train_graph.auto_bound is None or train_graph.loop is None:
@@ -180,6 +202,7 @@ def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
           "saving_listeners must be a list of CheckpointSaverListener, "
           f"given: {listener}\nFix: pass tf.compat.v1.train."
           "CheckpointSaverListener objects (subclass it for your own).")
+  saving_listeners = _serve_live_metrics(config, context, saving_listeners)
   # tf.estimator's rule: a "loss" summary unless model_fn made one (in the
   # loop body too, whose summaries the loop's merged output replaced).
   summary_names = {s.op.name for s in tf.compat.v1.get_collection(

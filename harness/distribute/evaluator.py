@@ -20,7 +20,9 @@ from absl import logging
 
 from harness import errors
 from harness._tf import tf
+from harness.cluster import jobs
 from harness.core import evaluation
+from harness.core import live_metrics
 from harness.core import preemption
 from harness.state import checkpoints
 from harness.state import run_state
@@ -188,6 +190,10 @@ def run_continuous(estimator, train_spec, eval_spec, *,
       failed chief did not come back within `restart_wait_secs`.
   """
   config = estimator.config
+  live_metrics.serve(port=config.metrics_port, bind=config.metrics_bind,
+                     task_label=jobs.task_label(config.task_type or
+                                                jobs.EVALUATOR,
+                                                config.task_id or 0))
   if idle_timeout_secs is _FROM_CONFIG:
     idle_timeout_secs = getattr(config, "eval_idle_timeout_secs", None)
   poll_secs = poll_secs or getattr(config, "eval_poll_secs", None) or 1.0
