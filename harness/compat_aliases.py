@@ -209,6 +209,7 @@ LAYOUT = {
         "baseline", "BaselineClassifier", "BaselineRegressor",
         "BaselineEstimator"), ("harness.canned.baseline",)),
     "canned.optimizers": ({}, ("harness.canned.optimizers",)),
+    "canned.rnn": ({}, ("harness.canned.rnn",)),
     "canned.metric_keys": ({}, ("harness.canned.head.metric_keys",)),
     "canned.prediction_keys": ({}, ("harness.canned.head.prediction_keys",)),
     "head": ({}, ("harness.canned.head",)),
