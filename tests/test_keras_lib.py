@@ -5,7 +5,10 @@ checkpoint formats, the warm start from the Keras weights, and the model
 rebuilt on the features' own shapes (through training and export).
 """
 
+import contextlib
+import io
 import os
+import re
 
 import numpy as np
 from absl.testing import absltest
@@ -13,6 +16,7 @@ from absl.testing import absltest
 from harness import export as export_lib
 from harness import keras_lib
 from harness._tf import tf
+from tests import conftest
 
 _ROWS = 64
 
@@ -189,6 +193,25 @@ class ModelToEstimatorTest(absltest.TestCase):
         ValueError, r"^The given keras model has not been compiled yet\."):
       keras_lib.model_to_estimator(
           keras_model=model, model_dir=self.create_tempdir().full_path)
+
+
+class ReadmeExampleTest(absltest.TestCase):
+
+  def test_readme_multi_output_example_runs(self):
+    readme = (conftest.REPO_ROOT / "README.md").read_text()
+    section = readme.split("## Keras models (model_to_estimator)", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    self.assertIn('"/tmp/keras_multi"', code)
+    model_dir = self.create_tempdir().full_path
+    namespace = {}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+      exec(code.replace('"/tmp/keras_multi"', repr(model_dir)), namespace)  # pylint: disable=exec-used
+    self.assertLen(namespace["model"].outputs, 2)
+    printed = out.getvalue()
+    self.assertIn("'kind_accuracy'", printed)
+    self.assertIn("'loss'", printed)
+    self.assertRegex(printed, r"'global_step': (np\.int64\()?100\b")
 
 
 if __name__ == "__main__":
