@@ -417,7 +417,8 @@ def keras_compiled_metrics(model):
 
 def keras_weight_compiled_loss(model, sample_weights):
   """Recomputes a v1 clone's total loss and metrics with sample weights."""
-  model._compile_weights_loss_and_weighted_metrics(sample_weights)  # pylint: disable=protected-access
+  # pylint: disable-next=protected-access
+  model._compile_weights_loss_and_weighted_metrics(sample_weights)
 
 
 def keras_restore_subclassed(model):

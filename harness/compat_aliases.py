@@ -31,10 +31,10 @@ FIX = ("Fix: use the tf.estimator name harness provides (see "
        "`dir(harness)`), express the model as a model_fn, or keep that job "
        "on tf.estimator 2.15.")
 CANNED_WHY = ("harness provides the canned modules dnn, linear, "
-              "dnn_linear_combined, baseline, optimizers, metric_keys, "
+              "dnn_linear_combined, baseline, rnn, optimizers, metric_keys, "
               "prediction_keys and head.* (the v2 heads), not this one "
-              "(BoostedTrees, RNN, KMeans, TimeSeries and the v1 "
-              "canned.head module are not provided). Fix: use those "
+              "(BoostedTrees, KMeans, TimeSeries, the sequential heads and "
+              "the v1 canned.head module are not provided). Fix: use those "
               "classes, express the model as a model_fn, or keep that "
               "job on tf.estimator 2.15.")
 TPU_WHY = ("harness provides TPUEstimator for CPU/GPU (use_tpu=False) "

@@ -2,12 +2,13 @@
 
     inputs = tf.keras.Input((4,), name="x")
     hidden = tf.keras.layers.Dense(8, activation="relu")(inputs)
-    model = tf.keras.Model(inputs, [tf.keras.layers.Dense(1, name="y")(hidden),
-                                    tf.keras.layers.Dense(3, name="c")(hidden)])
-    model.compile("sgd", loss={"y": "mse", "c": "sparse_categorical_crossentropy"},
-                  metrics={"c": ["accuracy"]})
+    y = tf.keras.layers.Dense(1, name="y")(hidden)
+    c = tf.keras.layers.Dense(3, activation="softmax", name="c")(hidden)
+    model = tf.keras.Model(inputs, [y, c])
+    model.compile("sgd", metrics={"c": ["accuracy"]},
+                  loss={"y": "mse", "c": "sparse_categorical_crossentropy"})
     est = keras_lib.model_to_estimator(keras_model=model, model_dir="/tmp/k")
-    est.train(input_fn, steps=100)  # input_fn: ({"x": ...}, {"y": ..., "c": ...})
+    est.train(input_fn, steps=100)  # yields ({"x": ..}, {"y": .., "c": ..})
 
 tf_keras's `tf.keras.estimator.model_to_estimator` reaches this function
 through the `tensorflow_estimator.python.estimator.keras_lib` alias that

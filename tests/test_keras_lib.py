@@ -206,7 +206,8 @@ class ReadmeExampleTest(absltest.TestCase):
     namespace = {}
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-      exec(code.replace('"/tmp/keras_multi"', repr(model_dir)), namespace)  # pylint: disable=exec-used
+      # pylint: disable-next=exec-used
+      exec(code.replace('"/tmp/keras_multi"', repr(model_dir)), namespace)
     self.assertLen(namespace["model"].outputs, 2)
     printed = out.getvalue()
     self.assertIn("'kind_accuracy'", printed)

@@ -17,6 +17,7 @@ from absl.testing import absltest
 from absl.testing import parameterized
 
 import harness
+import harness.compat  # pylint: disable=g-bad-import-order
 from harness import errors
 from harness import experimental
 from harness._tf import tf
@@ -82,6 +83,10 @@ class RnnArgumentsTest(absltest.TestCase):
   def test_public_paths(self):
     self.assertIs(experimental.RNNClassifier, rnn.RNNClassifier)
     self.assertIs(experimental.RNNEstimator, rnn.RNNEstimator)
+    self.assertIs(tf.estimator.experimental.RNNClassifier, rnn.RNNClassifier)
+    module = importlib.import_module(
+        "tensorflow_estimator.python.estimator.canned.rnn")
+    self.assertIs(module.RNNEstimator, rnn.RNNEstimator)
 
   def test_rnn_cell_fn_excludes_units_and_cell_type(self):
     sequence, _ = FIXTURE.columns()

@@ -1,7 +1,8 @@
 """RNNClassifier, RNNEstimator: tf.estimator 2.15's experimental RNN models.
 
     tokens = tf.feature_column.embedding_column(
-        tf.feature_column.sequence_categorical_column_with_identity("t", 100), 8)
+        tf.feature_column.sequence_categorical_column_with_identity(
+            "t", num_buckets=100), dimension=8)
     est = harness.experimental.RNNClassifier(
         sequence_feature_columns=[tokens], units=[32, 16], cell_type="lstm",
         n_classes=3, model_dir="/tmp/rnn")
