@@ -96,6 +96,29 @@ class RnnArgumentsTest(absltest.TestCase):
       rnn.RNNClassifier(sequence_feature_columns=sequence, units=[2],
                         rnn_cell_fn=lambda: tf.keras.layers.LSTMCell(2))
 
+  def test_model_config_round_trip(self):
+    sequence, context = FIXTURE.columns()
+    model = rnn.RNNModel(tf.keras.layers.SimpleRNN(3), 4, sequence, context,
+                         activation="sigmoid", name="rnn_model")
+    config = model.get_config()
+    self.assertEqual(config, rnn.RNNModel.from_config(config).get_config())
+    self.assertEqual(4, config["units"])
+    self.assertLen(config["context_feature_columns"], 1)
+
+  def test_trains_on_one_example_with_static_batch_size(self):
+    price = tf.feature_column.sequence_numeric_column("price")
+
+    def input_fn():
+      features = {"price": tf.sparse.SparseTensor(
+          values=[1.0], indices=[[0, 0]], dense_shape=[1, 1])}
+      return features, tf.constant([[1]])
+
+    est = rnn.RNNClassifier(
+        sequence_feature_columns=[price], units=[2],
+        model_dir=self.create_tempdir().full_path)
+    est.train(input_fn, steps=1)
+    self.assertEqual(1, est.get_variable_value("global_step"))
+
   def test_return_sequences_is_not_provided(self):
     sequence, _ = FIXTURE.columns()
     with self.assertRaisesRegex(errors.NotSupportedError,

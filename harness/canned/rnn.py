@@ -105,6 +105,8 @@ class RNNModel(tf.keras.models.Model):
       raise ValueError(
           f"units must be an int.  Given type: {type(units)}")
     self._return_sequences = return_sequences
+    self._sequence_feature_columns = list(sequence_feature_columns)
+    self._context_feature_columns = list(context_feature_columns or [])
     self._sequence_features_layer = tf.keras.experimental.SequenceFeatures(
         sequence_feature_columns)
     self._dense_features_layer = None
@@ -127,8 +129,46 @@ class RNNModel(tf.keras.models.Model):
         context_input = self._dense_features_layer(inputs, training=training)
         sequence_input = _concatenate_context(context_input, sequence_input)
     mask = tf.sequence_mask(sequence_length)
+    # TF 2.21 loses a static batch size here that the RNN's loop state keeps
+    # (its while_loop then refuses the shape change); the input has it.
+    mask.set_shape(sequence_input.shape[:1].concatenate(mask.shape[1:]))
     outputs = self._rnn_layer(sequence_input, mask=mask, training=training)
     return self._logits_layer(outputs)
+
+  def get_config(self):
+    """The constructor's arguments, Keras-serialized (columns included)."""
+    serialize = tf.__internal__.feature_column.serialize_feature_column
+    return {
+        "name": self.name,
+        "rnn_layer": {"class_name": type(self._rnn_layer).__name__,
+                      "config": self._rnn_layer.get_config()},
+        "units": self._logits_layer.units,
+        "return_sequences": self._return_sequences,
+        "activation": tf.keras.activations.serialize(
+            self._logits_layer.activation),
+        "sequence_feature_columns": [
+            serialize(c) for c in self._sequence_feature_columns],
+        "context_feature_columns": [
+            serialize(c) for c in self._context_feature_columns] or None,
+    }
+
+  @classmethod
+  def from_config(cls, config, custom_objects=None):
+    """An RNNModel from `get_config()`'s dict."""
+    config = dict(config)
+    columns = lambda configs: [
+        tf.__internal__.feature_column.deserialize_feature_column(
+            c, custom_objects=custom_objects) for c in configs or []]
+    return cls(
+        rnn_layer=tf.keras.layers.deserialize(
+            config.pop("rnn_layer"), custom_objects=custom_objects),
+        sequence_feature_columns=columns(
+            config.pop("sequence_feature_columns")),
+        context_feature_columns=columns(
+            config.pop("context_feature_columns", None)) or None,
+        activation=tf.keras.activations.deserialize(
+            config.pop("activation", None), custom_objects=custom_objects),
+        **config)
 
 
 def _rnn_estimator_spec(features, labels, mode, head, rnn_model, optimizer):
