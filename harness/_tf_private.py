@@ -45,7 +45,11 @@ __all__ = [
     "loss_scaled_by_optimizer",
     "scale_loss_for_estimator",
     "is_graph_network",
-    "keras_compile_config",
+    "keras_loss_and_train_op",
+    "keras_compiled_metrics",
+    "keras_weight_compiled_loss",
+    "keras_track",
+    "keras_restore_subclassed",
     "loaded_keras_name",
 ]
 
@@ -391,9 +395,39 @@ def is_graph_network(keras_model):
   return getattr(keras_model, "_is_graph_network", False)
 
 
-def keras_compile_config(keras_model):
-  """The `compile()` arguments tf_keras recorded, or None.
+def keras_loss_and_train_op(model, training):
+  """(total loss, train op or None) of a clone compiled in a v1 graph.
 
-  Why private: `_compile_config` is where tf_keras keeps them.
+  Why private: tf_keras's v1 (graph) Model builds its train/test function
+  in `_make_train_function`/`_make_test_function`; tf.estimator 2.15 did so.
   """
-  return getattr(keras_model, "_compile_config", None)
+  if not training:
+    model._make_test_function()  # pylint: disable=protected-access
+    return model.total_loss, None
+  model._make_train_function()  # pylint: disable=protected-access
+  return model.total_loss, model.train_function.updates_op
+
+
+def keras_compiled_metrics(model):
+  """The compiled (not `add_metric`) metrics of a v1 clone, or None."""
+  if not getattr(model, "_compile_metrics", None):
+    return None
+  return model._compile_metric_functions  # pylint: disable=protected-access
+
+
+def keras_weight_compiled_loss(model, sample_weights):
+  """Recomputes a v1 clone's total loss and metrics with sample weights."""
+  # pylint: disable-next=protected-access
+  model._compile_weights_loss_and_weighted_metrics(sample_weights)
+
+
+def keras_restore_subclassed(model):
+  """Undoes the in-place reset cloning did to a subclassed model, if any."""
+  if getattr(model, "_original_attributes_cache", None) is not None:
+    tf.keras.__internal__.models.in_place_subclassed_model_state_restoration(
+        model)
+
+
+def keras_track(model, trackable, name):
+  """Adds `trackable` to the model's object graph (checkpoint keys)."""
+  model._track_trackable(trackable, name)  # pylint: disable=protected-access

@@ -31,10 +31,10 @@ FIX = ("Fix: use the tf.estimator name harness provides (see "
        "`dir(harness)`), express the model as a model_fn, or keep that job "
        "on tf.estimator 2.15.")
 CANNED_WHY = ("harness provides the canned modules dnn, linear, "
-              "dnn_linear_combined, baseline, optimizers, metric_keys, "
+              "dnn_linear_combined, baseline, rnn, optimizers, metric_keys, "
               "prediction_keys and head.* (the v2 heads), not this one "
-              "(BoostedTrees, RNN, KMeans, TimeSeries and the v1 "
-              "canned.head module are not provided). Fix: use those "
+              "(BoostedTrees, KMeans, TimeSeries, the sequential heads and "
+              "the v1 canned.head module are not provided). Fix: use those "
               "classes, express the model as a model_fn, or keep that "
               "job on tf.estimator 2.15.")
 TPU_WHY = ("harness provides TPUEstimator for CPU/GPU (use_tpu=False) "
@@ -175,8 +175,10 @@ LAYOUT = {
         "harness.early_stopping", "_StopOnPredicateHook",
         "_CheckForStoppingHook"), ("harness.early_stopping",)),
     "util": (_names("harness.spec", "fn_args"), ()),
-    "keras_lib": (_names("harness.keras_lib", "model_to_estimator"), ()),
-    "keras": (_names("harness.keras_lib", "model_to_estimator"), ()),
+    "keras_lib": (_names("harness.keras_lib", "model_to_estimator",
+                         "FormattedKeyError"), ()),
+    "keras": (_names("harness.keras_lib", "model_to_estimator",
+                     "FormattedKeyError"), ()),
     "export": ({}, ("harness.export",)),
     "export.export": ({}, ("harness.export.receivers",)),
     "export.export_output": ({}, ("harness.export.outputs",)),
@@ -207,6 +209,8 @@ LAYOUT = {
         "baseline", "BaselineClassifier", "BaselineRegressor",
         "BaselineEstimator"), ("harness.canned.baseline",)),
     "canned.optimizers": ({}, ("harness.canned.optimizers",)),
+    "canned.rnn": (_names("harness.canned.rnn", "_make_rnn_layer"),
+                   ("harness.canned.rnn",)),
     "canned.metric_keys": ({}, ("harness.canned.head.metric_keys",)),
     "canned.prediction_keys": ({}, ("harness.canned.head.prediction_keys",)),
     "head": ({}, ("harness.canned.head",)),

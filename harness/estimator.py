@@ -241,6 +241,7 @@ class Estimator:
           input_fn, ModeKeys.EVAL, self._params, self._config)
       spec = self._call_model_fn(features, labels, ModeKeys.EVAL,
                                  self._config)
+      warm_start_lib.unless_restoring(self._warm_start_settings, checkpoint_path)
       final_ops, eval_op = evaluation.eval_dict_from_spec(spec, global_step)
       all_hooks = (input_hooks + spec_lib.check_hooks(hooks, "hooks") +
                    list(spec.evaluation_hooks))
@@ -284,6 +285,7 @@ class Estimator:
       features, _, input_hooks = input_pipeline.parse_input_fn_result(result)
       spec = self._call_model_fn(features, None, ModeKeys.PREDICT,
                                  self._config)
+      warm_start_lib.unless_restoring(self._warm_start_settings, checkpoint_path)
       predictions = prediction.select_keys(spec.predictions, predict_keys)
       all_hooks = (input_hooks + spec_lib.check_hooks(hooks, "hooks") +
                    list(spec.prediction_hooks))

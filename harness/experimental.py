@@ -5,6 +5,8 @@
 
 from harness import errors
 from harness.canned import logit_fns
+from harness.canned.rnn import RNNClassifier
+from harness.canned.rnn import RNNEstimator
 from harness.early_stopping import make_early_stopping_hook
 from harness.early_stopping import read_eval_metrics
 from harness.early_stopping import stop_if_higher_hook
@@ -28,10 +30,13 @@ __all__ = [
     "make_stop_at_checkpoint_step_hook",
     # Export.
     "build_raw_supervised_input_receiver_fn",
+    # Canned RNN estimators.
+    "RNNClassifier",
+    "RNNEstimator",
 ]
 
 _NOT_PORTED = frozenset([
-    "KMeans", "LinearSDCA", "RNNClassifier", "RNNEstimator",
+    "KMeans", "LinearSDCA",
 ])
 
 # The canned estimators' logit_fn helpers: outside __all__, as in 2.15, and

@@ -1,30 +1,31 @@
 """`model_to_estimator`: a compiled tf_keras model as a harness `Estimator`.
 
-    model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(4,))])
-    model.compile(optimizer="sgd", loss="mse", metrics=["mae"])
+    inputs = tf.keras.Input((4,), name="x")
+    hidden = tf.keras.layers.Dense(8, activation="relu")(inputs)
+    y = tf.keras.layers.Dense(1, name="y")(hidden)
+    c = tf.keras.layers.Dense(3, activation="softmax", name="c")(hidden)
+    model = tf.keras.Model(inputs, [y, c])
+    model.compile("sgd", metrics={"c": ["accuracy"]},
+                  loss={"y": "mse", "c": "sparse_categorical_crossentropy"})
     est = keras_lib.model_to_estimator(keras_model=model, model_dir="/tmp/k")
-    est.train(input_fn, steps=100)   # input_fn: (features, labels)
+    est.train(input_fn, steps=100)  # yields ({"x": ..}, {"y": .., "c": ..})
 
 tf_keras's `tf.keras.estimator.model_to_estimator` reaches this function
 through the `tensorflow_estimator.python.estimator.keras_lib` alias that
-`harness.compat` installs. As tf.estimator 2.15, each mode clones the model
-into that mode's graph and trains it with the compiled loss, optimizer and
-metrics; training starts from the model's current weights.
-
-Differences from 2.15, by design:
-* Checkpoints are name-based (`tf.compat.v1.train.Saver`) whatever
-  `checkpoint_format` says (`"checkpoint"` logs a warning); variables are
-  named after the Keras layers (`dense/kernel`).
-* Keras optimizers are rebuilt as their `tf.keras.optimizers.legacy`
-  counterpart with the same hyperparameters (2.15 dropped them); their step
-  counter is the global step.
-* BatchNorm moving statistics update during training
-  (`model.get_updates_for`), see FACTS.md item 8.
-* Subclassed models, several outputs and `metric_names_map` for several
-  outputs raise `NotSupportedError`.
+`harness.compat` installs. As tf.estimator 2.15: every mode rebuilds the
+model on the input_fn's feature tensors (tf_keras's
+`clone_and_build_model`, so the layers see the features' real shapes) and
+compiles the clone with the model's loss, optimizer and metrics (per-output
+losses summed, one metric per output and name); the chief first writes the
+model's Keras weights to `model_dir/keras/keras_model.ckpt` and the
+Estimator warm-starts from it; `checkpoint_format="checkpoint"` (2.15's
+default) writes object-based checkpoint keys, `"saver"` variable names.
+Keras optimizers that are not `tf.keras.optimizers.legacy` ones are
+replaced, on the model, by their legacy counterpart (as 2.15 did).
 """
 
-import inspect
+import collections
+import os
 
 from absl import logging
 
@@ -32,313 +33,362 @@ from harness import _tf_private
 from harness import errors
 from harness import estimator as estimator_lib
 from harness import export as export_lib
+from harness import run_config as run_config_lib
 from harness import spec as spec_lib
 from harness._tf import tf
 
-__all__ = ["model_to_estimator"]
+__all__ = ["FormattedKeyError", "model_to_estimator",
+           "standardize_sample_weights"]
 
-_SAMPLE_WEIGHTS_KEY = "sample_weights"
-_OPTIMIZER_KWARGS = frozenset(["clipnorm", "clipvalue", "global_clipnorm"])
-
-
-def _check_arguments(keras_model, keras_model_path, checkpoint_format):
-  if keras_model is None and not keras_model_path:
-    raise errors.ConfigError(
-        "Either `keras_model` or `keras_model_path` needs to be provided.")
-  if keras_model is not None and keras_model_path:
-    raise errors.ConfigError(
-        "Please specity either `keras_model` or `keras_model_path`, but not "
-        "both.")
-  if checkpoint_format not in (None, "checkpoint", "saver"):
-    raise errors.ConfigError(
-        'Checkpoint format must be one of "checkpoint" or "saver". Got '
-        f"{checkpoint_format!r}.")
-  if checkpoint_format != "saver":
-    logging.warning(
-        "model_to_estimator | checkpoint_format=%r: harness writes "
-        "name-based (Saver) checkpoints; tf.train.Checkpoint readers can "
-        "still load them by name.", checkpoint_format)
+_DEFAULT_SERVING_KEY = "serving_default"
+_KERAS_CKPT = "keras_model.ckpt"
+_MISSED_KEYS = ("The {what} passed into {obj_name} does not cover requested "
+                "{order_name} keys defined in the keras model.\n\tExpected "
+                "keys: {expected}\n\t{obj_name} keys: {got}\n\tMissed keys: "
+                "{missed}")
 
 
-def _check_model(keras_model):
-  """Raises unless `keras_model` is a compiled single-output graph network."""
-  if not getattr(keras_model, "optimizer", None):
-    raise errors.ConfigError(
-        "The given keras model has not been compiled yet. Please compile the "
-        "model with `model.compile()` before calling `model_to_estimator()`.")
-  if not _tf_private.is_graph_network(keras_model):
-    raise errors.NotSupportedError(
-        f"model_to_estimator got a subclassed Keras model "
-        f"({type(keras_model).__name__}); harness clones Sequential and "
-        "functional models only. Fix: build the model with "
-        "tf.keras.Sequential or the functional API, or write a model_fn.")
-  if len(keras_model.outputs) != 1:
-    raise errors.NotSupportedError(
-        f"model_to_estimator got a model with {len(keras_model.outputs)} "
-        f"outputs ({keras_model.output_names}); harness supports one. Fix: "
-        "write a model_fn that calls the model and sums its losses.")
+class FormattedKeyError(KeyError, errors.HarnessError):
+  """A KeyError whose message keeps its newlines (2.15's keras_lib type)."""
+
+  def __init__(self, message):
+    super().__init__(message)
+    self.message = message
+
+  def __str__(self):
+    return self.message
 
 
-def _compile_config(keras_model):
-  config = _tf_private.keras_compile_config(keras_model)
-  values = dict(config.config) if config is not None else {}
-  values.setdefault("loss", keras_model.loss)
-  values.setdefault("metrics", None)
-  return values
+def _convert_tensor(x):
+  if tf.is_tensor(x):
+    return x
+  return tf.compat.v1.convert_to_tensor_or_sparse_tensor(x)
 
 
-def _legacy_optimizer_factory(optimizer):
-  """Returns a function creating a graph-mode copy of a Keras optimizer."""
-  legacy = getattr(tf.keras.optimizers, "legacy", None)
-  if isinstance(optimizer, tf.keras.optimizers.legacy.Optimizer):
-    cls, config = type(optimizer), optimizer.get_config()
-  elif legacy is not None and hasattr(legacy, type(optimizer).__name__):
-    cls = getattr(legacy, type(optimizer).__name__)
-    accepted = set(inspect.signature(cls.__init__).parameters)
-    config = {k: v for k, v in optimizer.get_config().items()
-              if (k in accepted or k in _OPTIMIZER_KWARGS) and v is not None}
-    if optimizer.get_config().get("weight_decay"):
-      raise errors.NotSupportedError(
-          f"model_to_estimator: {type(optimizer).__name__}(weight_decay=...) "
-          "has no graph-mode (legacy) equivalent. Fix: add an L2 "
-          "kernel_regularizer, or use tf.keras.optimizers.AdamW in Keras.")
-  else:
-    raise errors.NotSupportedError(
-        f"model_to_estimator: optimizer {optimizer!r} has no graph-mode "
-        "(tf.keras.optimizers.legacy) counterpart. Fix: compile with a "
-        "built-in Keras optimizer, or write a model_fn.")
-
-  def make():
-    return cls.from_config(dict(config))
-
-  return make
-
-
-def _as_loss_fn(loss):
-  """Returns `fn(labels, outputs, weights) -> scalar` for a compiled loss."""
-  if isinstance(loss, (dict, list, tuple)):
-    if len(loss) != 1:
-      raise errors.NotSupportedError(
-          f"model_to_estimator: compiled loss {loss!r} has several entries; "
-          "harness supports one output. Fix: write a model_fn.")
-    loss = next(iter(loss.values())) if isinstance(loss, dict) else loss[0]
-  loss = tf.keras.losses.get(loss)
-  if isinstance(loss, tf.keras.losses.Loss):
-    return lambda labels, outputs, weights: loss(
-        labels, outputs, sample_weight=weights)
-
-  def reduce_mean(labels, outputs, weights):
-    per_example = loss(labels, outputs)
-    if weights is None:
-      return tf.reduce_mean(per_example)
-    weights = tf.cast(weights, per_example.dtype)
-    weighted = per_example * tf.reshape(
-        weights, tf.shape(per_example)[:1])
-    return tf.reduce_sum(weighted) / tf.cast(tf.size(per_example),
-                                             weighted.dtype)
-
-  return reduce_mean
-
-
-def _make_metric(spec, loss_name):
-  """Returns a fresh Keras Metric object for one compiled metric entry."""
-  if isinstance(spec, tf.keras.metrics.Metric):
-    return type(spec).from_config(spec.get_config())
-  if isinstance(spec, str) and spec in ("accuracy", "acc"):
-    if "sparse_categorical" in str(loss_name):
-      return tf.keras.metrics.SparseCategoricalAccuracy(name=spec)
-    if "binary" in str(loss_name):
-      return tf.keras.metrics.BinaryAccuracy(name=spec)
-    return tf.keras.metrics.CategoricalAccuracy(name=spec)
-  fn = tf.keras.metrics.get(spec)
-  if isinstance(fn, tf.keras.metrics.Metric):
-    return type(fn).from_config(fn.get_config())
-  name = spec if isinstance(spec, str) else getattr(fn, "__name__", "metric")
-  return tf.keras.metrics.MeanMetricWrapper(fn, name=name)
-
-
-def _metric_specs(metrics):
-  if metrics is None:
-    return []
-  if isinstance(metrics, dict):
-    if len(metrics) != 1:
-      raise errors.NotSupportedError(
-          f"model_to_estimator: metrics for several outputs {metrics!r}. "
-          "Fix: write a model_fn.")
-    metrics = next(iter(metrics.values()))
-  return list(metrics) if isinstance(metrics, (list, tuple)) else [metrics]
+def _ordered(obj, key_order, obj_name, order_name):
+  """`obj` (None, list, dict or tensor) as a list of tensors in key_order."""
+  if obj is None:
+    return None
+  if isinstance(obj, (list, tuple)):
+    return [_convert_tensor(x) for x in obj]
+  if not isinstance(obj, dict):
+    return [_convert_tensor(obj)]
+  missed = set(key_order) - set(obj)
+  if missed:
+    raise FormattedKeyError(_MISSED_KEYS.format(
+        what="dictionary", obj_name=obj_name, order_name=order_name,
+        expected=set(key_order), got=set(obj), missed=missed))
+  return [_convert_tensor(obj[key]) for key in key_order]
 
 
 def _split_sample_weights(features):
   if isinstance(features, dict) and set(features) == {
-      "features", _SAMPLE_WEIGHTS_KEY}:
-    return features["features"], features[_SAMPLE_WEIGHTS_KEY]
+      "features", "sample_weights"}:
+    return features["features"], features["sample_weights"]
   return features, None
 
 
-def _model_inputs(model, features):
-  """Orders a features dict by the model's input names, as 2.15 did."""
-  if not isinstance(features, dict):
-    return features
-  missing = set(model.input_names) - set(features)
-  if missing:
-    raise errors.InputFnError(
-        "The dictionary passed into features does not cover requested inputs "
-        f"keys defined in the keras model.\n\tExpected keys: "
-        f"{set(model.input_names)}\n\tfeatures keys: {set(features)}\n\t"
-        f"Missed keys: {missing}")
-  inputs = [features[name] for name in model.input_names]
-  return inputs[0] if len(inputs) == 1 else inputs
-
-
-def _single_label(labels, output_name):
+def _keras_io(keras_model, features, labels):
+  """(input tensors, target tensors, sample weights) in the model's order."""
+  features, sample_weights = _split_sample_weights(features)
+  graph_network = _tf_private.is_graph_network(keras_model)
+  input_names = output_names = None
+  if isinstance(features, dict):
+    input_names = (keras_model.input_names if graph_network else
+                   [f"input_{i}" for i in range(1, len(features) + 1)])
   if isinstance(labels, dict):
-    if output_name in labels:
-      return labels[output_name]
-    if len(labels) == 1:
-      return next(iter(labels.values()))
-    raise errors.InputFnError(
-        f"labels dict keys {sorted(labels)} do not include the model output "
-        f"{output_name!r}.")
-  return labels
+    output_names = (keras_model.output_names if graph_network else
+                    [f"output_{i}" for i in range(1, len(labels) + 1)])
+  if isinstance(keras_model.inputs, dict):
+    inputs = {k: _convert_tensor(features[k]) for k in keras_model.inputs}
+  elif keras_model.inputs is None and isinstance(features, dict):
+    inputs = {k: _convert_tensor(v) for k, v in features.items()}
+  else:
+    inputs = _ordered(features, input_names, "features", "inputs")
+  targets = _ordered(labels, output_names, "labels", "outputs")
+  return inputs, targets, sample_weights
 
 
-def _weights_init_fn(model, weights):
-  """Returns a Scaffold init_fn that loads `weights` into `model`."""
-  if weights is None:
+def _clone_and_build_model(mode, keras_model, custom_objects, features=None,
+                           labels=None, optimizer_config=None):
+  """The model rebuilt on `features`, compiled unless `mode` is PREDICT."""
+  tf.keras.backend.set_learning_phase(mode == spec_lib.ModeKeys.TRAIN)
+  inputs, targets, sample_weights = _keras_io(keras_model, features, labels)
+  compile_clone = mode != spec_lib.ModeKeys.PREDICT
+  global_step = None
+  if compile_clone:
+    global_step = tf.compat.v1.train.get_or_create_global_step()
+    tf.keras.__internal__.backend.track_variable(global_step)
+  clone = tf.keras.__internal__.models.clone_and_build_model(
+      keras_model, inputs, targets, custom_objects,
+      compile_clone=compile_clone,
+      in_place_reset=not _tf_private.is_graph_network(keras_model),
+      optimizer_iterations=global_step, optimizer_config=optimizer_config)
+  if sample_weights is not None:
+    _tf_private.keras_weight_compiled_loss(
+        clone, standardize_sample_weights(sample_weights, clone.output_names))
+  return clone
+
+
+def _compiled_metrics(model, metric_names_map):
+  """{name: Keras metric} of the clone's compiled metrics, or None."""
+  metrics = _tf_private.keras_compiled_metrics(model)
+  if metrics is None:
     return None
-  placeholders = [tf.compat.v1.placeholder(v.dtype.base_dtype, v.shape)
-                  for v in model.weights]
-  assign = tf.group(*[v.assign(p) for v, p in zip(model.weights,
-                                                  placeholders)])
+  if not metric_names_map:
+    return {m.name: m for m in metrics}
+  expected = {m.name for m in metrics}
+  unknown = expected - set(metric_names_map)
+  if unknown:
+    raise errors.ConfigError(
+        "Invalid `metric_names_map`. The following keras model metric names:"
+        f'"{list(unknown)}" do not exist in the `metric_names_map` dictionary')
+  extra = set(metric_names_map) - expected
+  if extra:
+    raise errors.ConfigError(
+        "Invalid `metric_names_map`. There are unexpected keys in the "
+        "`metric_names_map` dictionary. Expected keys: "
+        f"{list(expected)}, Received: {list(extra)}")
+  return {metric_names_map[m.name]: m for m in metrics}
 
-  def init_fn(scaffold, session):
-    del scaffold  # Unused.
-    session.run(assign, feed_dict=dict(zip(placeholders, weights)))
 
-  return init_fn
+def _export_outputs(model, predictions, export_outputs):
+  final = {_DEFAULT_SERVING_KEY: export_lib.PredictOutput(predictions)}
+  if export_outputs is None:
+    return final
+  missed = set(export_outputs) - set(model.output_names)
+  if missed:
+    raise FormattedKeyError(_MISSED_KEYS.format(
+        what="list", obj_name=model.output_names, order_name=export_outputs,
+        expected=set(export_outputs), got=set(model.output_names),
+        missed=missed))
+  for key, output_cls in export_outputs.items():
+    final[key] = output_cls(predictions[key])
+  return final
 
 
-def _create_model_fn(keras_model, custom_objects, metric_names_map,
-                     export_outputs):
-  """Returns the model_fn that clones and runs `keras_model` in each mode."""
-  compiled = _compile_config(keras_model)
-  loss_fn = _as_loss_fn(compiled["loss"])
-  make_optimizer = _legacy_optimizer_factory(keras_model.optimizer)
-  metric_specs = _metric_specs(compiled["metrics"])
-  weights = keras_model.get_weights() if keras_model.built else None
+def _object_checkpoint_scaffold(model):
+  """A Scaffold whose Saver writes the model's object-based keys."""
+  _tf_private.keras_track(model, tf.compat.v1.train.get_global_step(),
+                          "estimator_global_step")
+  graph = tf.__internal__.tracking.ObjectGraphView(model)
+  saver = tf.compat.v1.train.Saver(
+      var_list=graph.frozen_saveable_objects(), sharded=True)
+  return tf.compat.v1.train.Scaffold(saver=saver)
+
+
+def _optimizer_config(keras_model):
+  """The optimizer's config, read now (model_fn runs in another graph)."""
+  optimizer = keras_model.optimizer
+  if isinstance(optimizer, tf.keras.optimizers.experimental.Optimizer):
+    logging.warning(
+        "model_to_estimator | %s is not a tf.keras.optimizers.legacy "
+        "optimizer; using its legacy counterpart, as tf.estimator did.",
+        type(optimizer).__name__)
+    keras_model.optimizer = (
+        tf.keras.__internal__.optimizers.convert_to_legacy_optimizer(
+            optimizer))
+  try:
+    if isinstance(keras_model.optimizer, (list, tuple)):
+      return [opt.get_config() for opt in keras_model.optimizer]
+    return keras_model.optimizer.get_config()
+  except (NotImplementedError, AttributeError):
+    return None  # tf.compat.v1 and custom optimizers have no config.
+
+
+def _create_keras_model_fn(keras_model, custom_objects=None,
+                           save_object_ckpt=False, metric_names_map=None,
+                           export_outputs=None):
+  """Returns the model_fn that rebuilds `keras_model` in each mode."""
+  optimizer_config = _optimizer_config(keras_model)
   modes = spec_lib.ModeKeys
 
   def model_fn(features, labels, mode):
     """model_fn for a Keras model (harness.keras_lib)."""
-    features, sample_weights = _split_sample_weights(features)
-    with tf.keras.utils.custom_object_scope(custom_objects or {}):
-      model = tf.keras.models.clone_model(keras_model)
-    inputs = _model_inputs(model, features)
-    outputs = model(inputs, training=(mode == modes.TRAIN))
-    output_name = model.output_names[0]
-    predictions = {output_name: outputs}
-    final_exports = {"serving_default": export_lib.PredictOutput(predictions)}
-    for key, output_cls in (export_outputs or {}).items():
-      if key not in predictions:
-        raise errors.ConfigError(
-            f"export_outputs key {key!r} is not a model output "
-            f"({model.output_names}).")
-      final_exports[key] = output_cls(predictions[key])
-    if mode == modes.PREDICT:
-      return spec_lib.EstimatorSpec(mode, predictions=predictions,
-                                    export_outputs=final_exports)
-    labels = _single_label(labels, output_name)
-    if labels.shape.rank is not None and outputs.shape.rank is not None and (
-        labels.shape.rank == outputs.shape.rank - 1):
-      labels = tf.expand_dims(labels, -1)  # As Keras's compiled loss does.
-    loss = loss_fn(labels, outputs, sample_weights)
-    if model.losses:
-      loss = loss + tf.add_n(model.losses)
-    train_op = None
-    scaffold = None
-    if mode == modes.TRAIN:
-      optimizer = make_optimizer()
-      optimizer.iterations = tf.compat.v1.train.get_global_step()
-      variables = model.trainable_variables
-      grads = optimizer.get_gradients(loss, variables)
-      apply = optimizer.apply_gradients(zip(grads, variables))
-      updates = model.get_updates_for(inputs) + model.get_updates_for(None)
-      train_op = tf.group(apply, *updates)
-      scaffold = tf.compat.v1.train.Scaffold(
-          init_fn=_weights_init_fn(model, weights))
-    eval_metric_ops = None
-    if mode == modes.EVAL and metric_specs:
-      eval_metric_ops = {}
-      for spec in metric_specs:
-        metric = _make_metric(spec, compiled["loss"])
-        metric.update_state(labels, outputs, sample_weight=sample_weights)
-        eval_metric_ops[metric.name] = metric
-      eval_metric_ops = _renamed(eval_metric_ops, metric_names_map)
+    model = _clone_and_build_model(mode, keras_model, custom_objects,
+                                   features, labels, optimizer_config)
+    output_names = model.output_names
+    if tf.distribute.has_strategy():  # Replicas' clones name them _1, _2...
+      output_names = [_strip_clone_suffix(n) for n in output_names]
+    predictions = dict(zip(output_names, model.outputs))
+    loss = train_op = eval_metric_ops = None
+    if mode != modes.PREDICT:
+      loss, train_op = _tf_private.keras_loss_and_train_op(
+          model, training=(mode == modes.TRAIN))
+      eval_metric_ops = _compiled_metrics(model, metric_names_map)
+    if not _tf_private.is_graph_network(model):
+      # model_fn must leave the caller's subclassed model as it was.
+      _tf_private.keras_restore_subclassed(keras_model)
+    scaffold = _object_checkpoint_scaffold(model) if save_object_ckpt else None
     return spec_lib.EstimatorSpec(
-        mode, predictions=predictions, loss=loss, train_op=train_op,
-        eval_metric_ops=eval_metric_ops, export_outputs=final_exports,
-        scaffold=scaffold)
+        mode=mode, predictions=predictions, loss=loss, train_op=train_op,
+        eval_metric_ops=eval_metric_ops, scaffold=scaffold,
+        export_outputs=_export_outputs(model, predictions, export_outputs))
 
   return model_fn
 
 
-def _renamed(metrics, metric_names_map):
-  if not metric_names_map:
-    return metrics
-  unknown = set(metrics) - set(metric_names_map)
-  if unknown:
+def _strip_clone_suffix(name):
+  head, sep, tail = name.rpartition("_")
+  return head if sep and len(tail) == 1 and tail.isdigit() else name
+
+
+def _save_first_checkpoint(keras_model, custom_objects, config,
+                           save_object_ckpt):
+  """Writes the model's weights to model_dir/keras (once); returns the path."""
+  keras_dir = os.path.join(config.model_dir, "keras")
+  latest = tf.train.latest_checkpoint(keras_dir)
+  if latest:
+    return latest
+  weights = keras_model.get_weights()
+  tf.io.gfile.makedirs(keras_dir)
+  path = os.path.join(keras_dir, _KERAS_CKPT)
+  with tf.Graph().as_default():
+    tf.compat.v1.random.set_random_seed(config.tf_random_seed)
+    tf.compat.v1.train.create_global_step()
+    model = _clone_and_build_model(spec_lib.ModeKeys.TRAIN, keras_model,
+                                   custom_objects)
+    _tf_private.keras_loss_and_train_op(model, training=True)
+    with tf.compat.v1.Session(config=config.session_config) as session:
+      if weights:
+        model.set_weights(weights)
+      tf.keras.__internal__.backend.initialize_variables(session)
+      if save_object_ckpt:
+        _tf_private.keras_track(model, tf.compat.v1.train.get_global_step(),
+                                "estimator_global_step")
+        model.save_weights(path)
+      else:
+        tf.compat.v1.train.Saver().save(session, path)
+  logging.info("model_to_estimator | Keras weights written to %s", path)
+  return path
+
+
+def _check_model(keras_model, custom_objects, checkpoint_format):
+  """2.15's checks; returns whether checkpoints are object-based."""
+  graph_network = _tf_private.is_graph_network(keras_model) or isinstance(
+      keras_model, tf.keras.models.Sequential)
+  if not graph_network:
+    try:
+      with tf.keras.utils.CustomObjectScope(custom_objects or {}):
+        type(keras_model).from_config(keras_model.get_config())
+    except NotImplementedError as e:
+      raise errors.ConfigError(
+          "Subclassed `Model`s passed to `model_to_estimator` must implement "
+          "`Model.get_config` and `Model.from_config`.") from e
+  if checkpoint_format not in (None, "checkpoint", "saver"):
     raise errors.ConfigError(
-        "Invalid `metric_names_map`. The following keras model metric names:"
-        f'"{sorted(unknown)}" do not exist in the `metric_names_map` '
-        "dictionary")
-  extra = set(metric_names_map) - set(metrics)
-  if extra:
+        'Checkpoint format must be one of "checkpoint" or "saver". Got '
+        f"{checkpoint_format}")
+  if checkpoint_format != "saver" and not graph_network:
     raise errors.ConfigError(
-        "Invalid `metric_names_map`. There are unexpected keys in the "
-        f"`metric_names_map` dictionary. Expected keys: {sorted(metrics)}, "
-        f"Received: {sorted(extra)}")
-  return {metric_names_map[k]: v for k, v in metrics.items()}
+        "Object-based checkpoints are currently not supported with "
+        "subclassed models.")
+  if not getattr(keras_model, "optimizer", None):
+    raise errors.ConfigError(
+        "The given keras model has not been compiled yet. Please compile the "
+        "model with `model.compile()` before calling `model_to_estimator()`.")
+  return checkpoint_format != "saver"
 
 
 def model_to_estimator(keras_model=None, keras_model_path=None,
                        custom_objects=None, model_dir=None, config=None,
-                       checkpoint_format="saver", metric_names_map=None,
-                       export_outputs=None, use_v2_estimator=False):
+                       checkpoint_format=None, use_v2_estimator=False,
+                       metric_names_map=None, export_outputs=None):
   """Returns a harness `Estimator` that trains a compiled tf_keras model.
 
   Args:
-    keras_model: a compiled Sequential or functional tf_keras model with one
-      output. Exclusive with `keras_model_path`.
+    keras_model: a compiled tf_keras model (Sequential, functional with any
+      number of inputs and outputs, or subclassed with `get_config`).
+      Exclusive with `keras_model_path`.
     keras_model_path: path of a saved compiled model (`model.save`).
-    custom_objects: dict of custom layers/objects for cloning and loading.
-    model_dir: the Estimator's model_dir (takes precedence over config's).
+    custom_objects: dict of custom layers/objects used when cloning.
+    model_dir: the Estimator's model_dir (or config's; else a temp dir).
     config: a `harness.RunConfig`, or None.
-    checkpoint_format: "saver", or "checkpoint"/None (tf.estimator 2.15's
-      default); harness always writes name-based checkpoints.
-    metric_names_map: dict renaming the compiled metrics' names.
-    export_outputs: dict {output name: ExportOutput class} added next to the
-      default `serving_default` PredictOutput.
+    checkpoint_format: "checkpoint" or None (object-based keys, loadable by
+      `keras_model.load_weights`), or "saver" (variable names).
     use_v2_estimator: accepted for tf_keras's call; both give a harness
       Estimator.
+    metric_names_map: dict renaming the compiled metrics (every one).
+    export_outputs: dict {output name: ExportOutput class} exported next to
+      the default `serving_default` PredictOutput.
 
   Returns:
-    A `harness.Estimator` whose input_fn yields `(features, labels)`;
-    features may be `{"features": ..., "sample_weights": ...}`.
+    A `harness.Estimator`. Its input_fn yields (features, labels): a tensor,
+    list (model input order) or dict (by input name) each; features may be
+    `{"features": ..., "sample_weights": ...}`.
 
   Raises:
-    ConfigError (ValueError): bad argument combination, model not compiled,
-      bad `checkpoint_format` or `metric_names_map`.
-    NotSupportedError: subclassed model, several outputs, an optimizer with
-      no graph-mode equivalent.
+    ValueError (ConfigError): a bad argument or argument combination, an
+      uncompiled model, a subclassed model without `get_config`.
+    FormattedKeyError (KeyError), when called: a features/labels dict lacks
+      one of the model's input/output names.
   """
   del use_v2_estimator  # Both flavours are the same harness Estimator.
-  _check_arguments(keras_model, keras_model_path, checkpoint_format)
-  if keras_model is None:
-    logging.info("model_to_estimator | loading %s", keras_model_path)
-    keras_model = tf.keras.models.load_model(
-        keras_model_path, custom_objects=custom_objects)
-  _check_model(keras_model)
-  model_fn = _create_model_fn(keras_model, custom_objects, metric_names_map,
-                              export_outputs)
-  return estimator_lib.Estimator(model_fn, model_dir=model_dir, config=config)
+  if not (keras_model or keras_model_path):
+    raise errors.ConfigError(
+        "Either `keras_model` or `keras_model_path` needs to be provided.")
+  if keras_model and keras_model_path:
+    raise errors.ConfigError(
+        "Please specity either `keras_model` or `keras_model_path`, but not "
+        "both.")
+  model_dir, config = run_config_lib.resolve_model_dir(model_dir, config)
+  if keras_model:
+    logging.info("Using the Keras model provided.")
+  else:
+    logging.info("Loading models from %s", keras_model_path)
+    keras_model = tf.keras.models.load_model(keras_model_path)
+  save_object_ckpt = _check_model(keras_model, custom_objects,
+                                  checkpoint_format)
+  if not tf.compat.v1.executing_eagerly_outside_functions():
+    # In a graph (not eager) the model's weights are still uninitialised.
+    tf.compat.v1.keras.backend.set_session(
+        tf.compat.v1.Session(config=config.session_config))
+  elif config.session_config.HasField("gpu_options"):
+    logging.warning("The Keras backend session has already been set. The "
+                    "_session_config passed to model_to_estimator will not "
+                    "be used.")
+  model_fn = _create_keras_model_fn(keras_model, custom_objects,
+                                    save_object_ckpt, metric_names_map,
+                                    export_outputs)
+  warm_start_path = None
+  if _tf_private.is_graph_network(keras_model) and config.is_chief:
+    warm_start_path = _save_first_checkpoint(keras_model, custom_objects,
+                                             config, save_object_ckpt)
+  elif keras_model.built:
+    logging.warning(
+        "model_to_estimator | the subclassed model %s already has weights; "
+        "the Estimator starts from freshly initialised ones (as "
+        "tf.estimator did).", type(keras_model).__name__)
+  return estimator_lib.Estimator(model_fn, config=config,
+                                 warm_start_from=warm_start_path)
+
+
+def standardize_sample_weights(x_weight, output_names):
+  """`x_weight` (None, one, list or dict) as a list: one entry per output."""
+  if x_weight is None or (isinstance(x_weight, (list, tuple))
+                          and not x_weight):
+    return [None for _ in output_names]
+  if len(output_names) == 1:
+    if isinstance(x_weight, (list, tuple)) and len(x_weight) == 1:
+      return x_weight
+    if isinstance(x_weight, dict) and output_names[0] in x_weight:
+      return [x_weight[output_names[0]]]
+    return [x_weight]
+  if isinstance(x_weight, (list, tuple)):
+    if len(x_weight) != len(output_names):
+      raise errors.ConfigError(
+          f"Provided `sample_weights` was a list of {len(x_weight)} elements, "
+          f"but the model has {len(output_names)} outputs. You should "
+          "provide one `sample_weights`array per model output.")
+    return x_weight
+  if isinstance(x_weight, collections.abc.Mapping):
+    unknown = set(x_weight) - set(output_names)
+    if unknown:
+      raise errors.ConfigError(
+          f"Unknown entries in sample_weights dictionary: {list(unknown)}. "
+          f"Only expected following keys: {output_names}")
+    return [x_weight.get(name) for name in output_names]
+  raise errors.ConfigTypeError(
+      "The model has multiple outputs, so `sample_weights` should be either "
+      "a list or a dict. Provided `sample_weights` type not understood: "
+      f"{x_weight}")

@@ -28,6 +28,7 @@ __all__ = [
     "WarmStartSettings",
     "get_default_warm_start_settings",
     "warm_start",
+    "unless_restoring",
 ]
 
 # TensorFlow's own class, unchanged (tf.estimator.VocabInfo was this too).
@@ -160,3 +161,14 @@ def warm_start(settings):
         f"Warm-starting from {ckpt} failed: {e} Fix: make "
         "WarmStartSettings match the model's variables (names, shapes, "
         "vocabularies).") from e
+
+
+def unless_restoring(settings, checkpoint_path):
+  """Evaluate's and predict's warm start (as 2.15): only with no checkpoint.
+
+  Args:
+    settings: as `warm_start` (None does nothing).
+    checkpoint_path: the checkpoint the session will restore, or None.
+  """
+  if not checkpoint_path:
+    warm_start(settings)

@@ -290,6 +290,8 @@ def tree_violations():
 MAX_MODULE_LINES = 400
 LONG_MODULES_ALLOWED = {
     "run_config.py": "RunConfig: 2.15's constructor, properties and replace()",
+    "_tf_private.py": "every TensorFlow/tf_keras internal, one function each "
+                      "(tests/test_tf_private_guard.py keeps them here)",
 }
 
 

@@ -62,7 +62,7 @@ V1_NAMES = {name[:-2]: name for name in _EXPORTS if name.endswith("V1")}
 _SUBMODULES = frozenset([
     "baseline", "default_heads", "dnn", "dnn_linear_combined",
     "feature_columns", "head", "linear", "logit_fns", "optimizers",
-    "train_ops",
+    "rnn", "train_ops",
 ])
 
 
