@@ -34,6 +34,7 @@ HARNESS_OBJECTS = {
     ("distribute/server_claim.py", "claims._thread"):
         "harness's claim renewer",
     ("server.py", "os._exit"): "the standard library",
+    ("main.py", "os._exit"): "the standard library",
 }
 
 
