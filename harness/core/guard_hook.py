@@ -57,10 +57,17 @@ class GuardHook(tf.compat.v1.train.SessionRunHook):
 
   def before_run(self, run_context):
     del run_context
+    self._guard.step_begins()  # The last hook: the step's run is next.
     return tf.compat.v1.train.SessionRunArgs(None, options=self._options)
 
   def after_run(self, run_context, run_values):
     del run_values
+    try:
+      self._after_step(run_context)
+    finally:
+      self._guard.step_ends()
+
+  def _after_step(self, run_context):
     if self._vote is not None:
       # A run of its own, after the step: inside the step it could
       # interleave differently with the model's collectives on each worker

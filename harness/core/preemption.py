@@ -35,6 +35,7 @@ from harness.cluster import env_knobs
 from harness.cluster import peer_wait
 from harness.cluster import tf_config as cluster_lib
 from harness.cluster.strategy_kind import StrategyKind
+from harness.core import peer_watch
 from harness.core import peers
 from harness.core.guard_hook import GuardHook
 # Re-exported: the stop flag's public names (harness.core.stop_signal).
@@ -181,6 +182,10 @@ class TrainingGuard:
     self._handle_sigterm = handle_sigterm
     self._session_creation_timeout_secs = session_creation_timeout_secs
     self._probe_peer = probe_peer or peer_wait.probe
+    self._watch = None
+    self._session = None
+    self._in_step = False
+    self._lost = None  # (label, why) from the watch, once it ended a step.
     self.hook = GuardHook(self)
 
   @classmethod
@@ -204,18 +209,64 @@ class TrainingGuard:
     """The session creator to give MonitoredSession instead of `creator`."""
     return peers.GuardedCreator(creator, self)
 
-  def opened(self):
+  def opened(self, session=None):
+    """The session exists; `session` (raw) is closed if a peer dies."""
     self._opened_at = self._clock()
     if self.model_dir and self.multi_task:
       run_state.write_task_opened(self.model_dir, self.label)
     if not self._open and self._handle_sigterm:
       self._open = True
       STOP_SIGNAL.acquire()
+    if session is not None and self.vote_group_size > 1:
+      self._session = session
+      self._watch = peer_watch.PeerWatch(
+          {name: address for address, name in self._peers.by_address.items()
+           if name in self._trainers},
+          on_lost=self.peer_gone, restarted=self._restarted_peers)
+      self._watch.start()
 
   def closed(self):
+    if self._watch is not None:
+      self._watch.stop()
+      self._watch = None
     if self._open:
       self._open = False
       STOP_SIGNAL.release()
+
+  @property
+  def peer_lost(self):
+    """Whether the peer watch found a dead peer and ended a step."""
+    return self._lost is not None
+
+  def step_begins(self):
+    self._in_step = True
+
+  def step_ends(self):
+    self._in_step = False
+
+  def peer_gone(self, label, why):
+    """PeerWatch's call: ends the step in flight; False if none is."""
+    if not self._in_step or self._session is None:
+      return False
+    if self.model_dir and run_state.loops_ended_since(
+        self.model_dir, [label], self._opened_at or 0.0):
+      return False  # It left the loop cleanly: the step ends by itself.
+    self._lost = (label, why)
+    logging.warning("train | %s | lost peer %s: %s; ending the step",
+                    self.label, label, why)
+    try:
+      self._session.close()  # The step in flight fails (Cancelled).
+    except Exception as e:  # pylint: disable=broad-except
+      logging.debug("train | %s | closing the session: %s", self.label, e)
+    return True
+
+  def _restarted_peers(self):
+    """Collective peers that recorded a start since the group formed."""
+    if not (self.model_dir and self.vote_group_size > 1 and self._opened_at):
+      return set()
+    return {label for label, record in run_state.task_records(
+        self.model_dir, self._trainers).items()
+            if record.get("written_at", 0) > self._opened_at}
 
   def before_session(self):
     """Records this start; a restarted collective task waits for its peers.
@@ -292,6 +343,12 @@ class TrainingGuard:
     self.last_error = f"{type(error).__name__}: {peers.first_line(error)}"
     if not self.multi_task:
       return
+    if self._lost is not None:
+      label, why = self._lost
+      raise errors.PeerLostError(
+          f"{self.label}: lost peer {label} during {during}: {why}. Fix: "
+          "restart it (harness.launch --max_restarts=N and Kubernetes do); "
+          "training resumes from the last checkpoint.") from error
     text = getattr(error, "message", None) or str(error)
     if isinstance(error, peers.MAYBE_PEER_ERRORS) and (
         not peers.PEER_MESSAGE_RE.search(text)):
@@ -306,12 +363,8 @@ class TrainingGuard:
           None, None, f"peer {sorted(ended)} ended its input") from error
     named = set(self._peers.named_in(text))
     silent = set(self._peers.silent())
-    restarted = set()
-    if self.model_dir and self.vote_group_size > 1 and self._opened_at:
-      # Every collective peer recorded its start before the group formed.
-      restarted = {label for label, record in run_state.task_records(
-          self.model_dir, self._trainers).items()
-                   if record.get("written_at", 0) > self._opened_at}
+    # Every collective peer recorded its start before the group formed.
+    restarted = self._restarted_peers()
     candidates = [
         (named & silent, "named in the error, not answering on its port"),
         (restarted, "restarted since the group formed"),
