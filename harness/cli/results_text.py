@@ -30,6 +30,9 @@ def _number(value):
 
 def summary(result, job):
   """The closing block: task, mode, model_dir, checkpoint, exports."""
+  if result.task.startswith("ps/"):  # It served; the trainers saved.
+    return (f"done | {result.task} | served variables until training ended\n"
+            f"  {'model_dir:':<19} {result.model_dir}")
   lines = [f"done | {result.task} | {job.mode}"]
   rows = [("model_dir", result.model_dir),
           ("latest checkpoint", result.latest_checkpoint or "none")]
