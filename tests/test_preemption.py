@@ -208,8 +208,12 @@ class GuardTest(absltest.TestCase):
     with self.assertLogs(level=logging.INFO) as logs:
       self._guard(collective=True, sleep=sleep).before_session()
     self.assertLen(slept, 1)
-    self.assertIn("waiting", "\n".join(logs.output))
-    self.assertIn("every peer restarted", "\n".join(logs.output))
+    self.assertIn("waiting (up to 75 s) for worker/1 to start: a collective "
+                  "group forms from tasks started after the last one formed "
+                  "(", "\n".join(logs.output))
+    self.assertNotIn("restart", "\n".join(logs.output))
+    self.assertIn("every peer started since the last group formed: joining",
+                  "\n".join(logs.output))
 
 
 class EvaluatorWaitsForResumeTest(absltest.TestCase):

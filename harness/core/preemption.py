@@ -18,8 +18,8 @@
   re-creation (which waits forever for a dead collective peer). Steps of a
   multi-task job have a deadline of HARNESS_PEER_TIMEOUT_SECS (default 60).
   A peer that left its loop cleanly (its input ended) ends ours cleanly.
-* A restarted collective task waits for its peers to restart too before
-  joining (a group cannot take back one new member).
+* A collective task waits until its peers started after the last group
+  formed before joining (a group cannot take back one new member).
 
 docs/RELIABILITY.md describes the whole recovery model.
 """
@@ -302,18 +302,20 @@ class TrainingGuard:
                      if records.get(t, {}).get("written_at", 0) < formed)
       if not stale:
         if logged:
-          logging.info("train | %s | every peer restarted: joining",
-                       self.label)
+          logging.info("train | %s | every peer started since the last group "
+                       "formed: joining", self.label)
         return
       if self._clock() > deadline:
-        logging.warning("train | %s | %s did not restart in %g s; trying to "
+        logging.warning("train | %s | %s did not start in %g s; trying to "
                         "join anyway", self.label, ", ".join(stale), limit)
         return
       if not logged:
         logged = True
-        logging.info("train | %s | restarted: waiting (up to %g s) for %s "
-                     "to restart too, so that the collective group forms "
-                     "anew", self.label, limit, ", ".join(stale))
+        # True of a restart and of a new run in a used model_dir alike.
+        logging.info("train | %s | waiting (up to %g s) for %s to start: a "
+                     "collective group forms from tasks started after the "
+                     "last one formed (%.0f s ago)", self.label, limit,
+                     ", ".join(stale), max(0.0, self._clock() - formed))
       self._sleep(_RENDEZVOUS_POLL_SECS)
 
   def _wait_for_ports(self):
