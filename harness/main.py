@@ -36,6 +36,7 @@ from harness.cli import diagnose
 from harness.cli import flags
 from harness.cli import job
 from harness.cli import legacy_imports
+from harness.cli import log_format
 
 __all__ = ["main", "run"]
 
@@ -56,6 +57,7 @@ def _requested_verbosity(argv):
 
 
 def _set_verbosity(verbosity):
+  log_format.use(debug=verbosity == "debug")
   os.environ["HARNESS_VERBOSITY"] = verbosity
   logging.set_verbosity(_ABSL_LEVELS.get(verbosity, logging.INFO))
   if verbosity != "debug":  # Raised by tf_keras with the user's frame.
