@@ -47,6 +47,7 @@ from absl import logging
 
 from harness import errors
 from harness.cli import bad_flags as cli
+from harness.cli import log_format
 from harness.cluster import listen
 from harness.cluster import tf_config as cluster_lib
 from harness.distribute import server_claim
@@ -321,6 +322,8 @@ def _restart_in_place(task, lost):
 
 
 def _main(flag, argv):
+  # absl's full prefix only with absl's --verbosity=1 (debug).
+  log_format.use(debug=logging.get_verbosity() >= logging.DEBUG)
   if len(argv) > 1:
     cli.usage_error("server", f"unexpected arguments {argv[1:]}; this binary "
                     "takes only flags.")
@@ -339,8 +342,9 @@ def _main(flag, argv):
                                   bind_address=bind_address)
   logging.info("server | %s | listening on %s | %d CPU devices", task, line,
                flag.num_cpu_devices.value)
-  if warning:
-    logging.warning("server | %s | %s", task, warning)
+  if warning:  # Once per server: not again at each restart in place.
+    log = logging.debug if os.environ.get(_RESTARTS_ENV) else logging.warning
+    log("server | %s | %s", task, warning)
   watchdog = server_claim.Watchdog(server.target, info.task_type,
                                    info.task_id)
   signum, lost = _wait_for_stop_signal(watchdog.lost_client)
