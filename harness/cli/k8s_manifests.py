@@ -25,6 +25,7 @@ _MAIN = ("python", "-m", "harness.main")
 _SERVER = ("python", "-m", "harness.server")
 _TENSORBOARD_PORT = 6006
 _POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
+_HEADER_WIDTH = 100  # The command in the manifests' header, wrapped.
 
 
 def _labels(config, component):
@@ -265,6 +266,17 @@ def render(config):
 
 
 
+def _command_lines(args, width=_HEADER_WIDTH):
+  """"Rendered by: <command>", wrapped with shell line continuations."""
+  lines, line = [], "Rendered by:"
+  for word in map(shlex.quote, args):
+    if len(line) + 1 + len(word) > width - 2 and line != "Rendered by:":
+      lines.append(line + " \\")
+      line = "   "
+    line += " " + word
+  return lines + [line]
+
+
 def to_yaml(objects, *, header=""):
   """Multi-document YAML of `objects` (e.g. from `render`), `header` lines
   first as comments. Without PyYAML each document is written as JSON, which
@@ -281,7 +293,7 @@ def to_yaml(objects, *, header=""):
 
 
 def layout_comment(config, argv):
-  lines = ["Rendered by: python -m harness.k8s " + shlex.join(argv), ""]
+  lines = _command_lines(["python", "-m", "harness.k8s", *argv]) + [""]
   if config.standalone or config.tfjob:
     return "\n".join(lines)
   lines.append(f"Pods of Job {config.name} (hostname -> task):")
