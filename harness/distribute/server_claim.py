@@ -230,7 +230,12 @@ class Claims:
           granted, holder, left = server.run("claim", self._token,
                                              self._timeout)
         except Exception as e:  # pylint: disable=broad-except
-          self.lost = f"{server.label}: {type(e).__name__}: {e}"
+          if self._stop.is_set():  # Released meanwhile: nothing is lost.
+            return
+          # One line: TensorFlow's messages run over several.
+          text = (getattr(e, "message", None) or str(e)).strip()
+          first = text.splitlines()[0][:100] if text else ""
+          self.lost = f"{server.label}: {type(e).__name__}: {first}"
         else:
           if not granted:
             self.lost = (f"{server.label} is now held by "
