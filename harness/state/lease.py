@@ -225,8 +225,8 @@ class Lease:
       except Exception as e:  # pylint: disable=broad-except
         if type(e).__name__ != "NotFoundError":
           raise
-      logging.info("lease | %s | released %s", self.record.task,
-                   _path(self.model_dir))
+      logging.info("lease | %s | released model_dir's %s", self.record.task,
+                   LEASE_FILE)
 
   def __enter__(self):
     return self
@@ -290,8 +290,11 @@ def acquire(model_dir, *, task_label="local", force_takeover=False,
         model_dir, check or record, now, refresh_secs=record.refresh_secs))
   lease = Lease(model_dir, record, clock=clock)
   lease._thread.start()  # pylint: disable=protected-access
-  logging.info("lease | %s | holds %s (host %s, pid %d, refreshed every "
-               "%g s)", task_label, _path(model_dir), host, pid, refresh_secs)
+  # The model_dir is in the banner; a long path made this line 170+ wide.
+  logging.info("lease | %s | holds model_dir's %s (host %s, pid "
+               "%d, refreshed every %g s)", task_label, LEASE_FILE, host, pid,
+               refresh_secs)
+  logging.debug("lease | %s | %s", task_label, _path(model_dir))
   return lease
 
 
