@@ -95,8 +95,7 @@ class PeerWatch:
       refused[label] = refused[label] + 1 if self._check(
           self._addresses[label]) else 0
       if refused[label] >= self._refusals:
-        return label, (f"its port {self._addresses[label]} refuses "
-                       "connections: the process ended")
+        return label, f"port {self._addresses[label]} refuses connections"
     if read_records and self._restarted is not None:
       restarted = sorted(self._restarted())
       if restarted:

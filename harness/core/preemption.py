@@ -346,11 +346,7 @@ class TrainingGuard:
     if not self.multi_task:
       return
     if self._lost is not None:
-      label, why = self._lost
-      raise errors.PeerLostError(
-          f"{self.label}: lost peer {label} during {during}: {why}. Fix: "
-          "restart it (harness.launch --max_restarts=N and Kubernetes do); "
-          "training resumes from the last checkpoint.") from error
+      self._raise_lost(*self._lost, during, error)
     text = getattr(error, "message", None) or str(error)
     if isinstance(error, peers.MAYBE_PEER_ERRORS) and (
         not peers.PEER_MESSAGE_RE.search(text)):
@@ -368,17 +364,21 @@ class TrainingGuard:
     # Every collective peer recorded its start before the group formed.
     restarted = self._restarted_peers()
     candidates = [
-        (named & silent, "named in the error, not answering on its port"),
+        (named & silent, "named in the error; port silent"),
         (restarted, "restarted since the group formed"),
-        (silent, "not answering on its port"),
+        (silent, "port silent"),
         (named, "named in the error")]
     lost, how = next(((sorted(c), h) for c, h in candidates if c),
                      ([], "unknown"))
+    if isinstance(error, tf.errors.DeadlineExceededError):
+      how += f"; no answer in {self.peer_timeout_secs:g} s"
+    self._raise_lost(", ".join(lost) or "(unknown)", how, during, error)
+
+  def _raise_lost(self, peer, how, during, error):
+    """PeerLostError in one short line; docs/ERRORS.md#lost-peer has more."""
+    logging.debug("train | %s | the error: %s", self.label, self.last_error)
+    if during != "a training step":
+      how += f", {during}"
     raise errors.PeerLostError(
-        f"{self.label}: lost peer {', '.join(lost) or '(unknown)'} ({how}) "
-        f"during {during}: {self.last_error}. Every step has "
-        f"{self.peer_timeout_secs:g} s (--peer_timeout_secs, RunConfig("
-        f"peer_timeout_secs=), else {PEER_TIMEOUT_ENV}). Fix: restart "
-        "the failed task(s) (harness.launch --max_restarts=N and Kubernetes "
-        "do); training resumes from the last checkpoint. Raise "
-        "--peer_timeout_secs if single steps are that slow.") from error
+        f"{self.label}: lost peer {peer} ({how}). Fix: restart it "
+        "(--max_restarts); see docs/ERRORS.md#lost-peer") from error
