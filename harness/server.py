@@ -23,7 +23,7 @@ private network namespace. Then it serves until SIGTERM or SIGINT, on which
 it exits 0. A standalone client (`harness.distribute.remote`) claims the server while it
 trains (`harness.distribute.server_claim`); once a claim expires unrenewed (the client
 was killed) or its client ends it after a failure, the server logs
-`client ... stopped renewing its claim: restarting this server in place` and
+`its client's claim lapsed: restarting this server in place` and
 re-executes itself with the same flags (same pid and port), which releases
 whatever that client left (sessions, steps blocked in an all-reduce, their
 threads and memory) without aborting collectives. A bad flag or TF_CONFIG
@@ -309,10 +309,11 @@ def _restart_in_place(task, lost):
   threads, rss = _process_usage()
   restarts = int(os.environ.get(_RESTARTS_ENV, "0")) + 1
   logging.warning(
-      "server | %s | client %s stopped renewing its claim: restarting this "
-      "server in place (restart %d) to release what it left (%s threads, "
-      "%s MiB RSS now)", task, lost, restarts, threads,
-      f"{rss:.0f}" if rss is not None else "?")
+      "server | %s | its client's claim lapsed: restarting this server in "
+      "place (restart %d) to release what it left (%s threads, %s MiB RSS "
+      "now)", task, restarts, threads, f"{rss:.0f}" if rss is not None else
+      "?")
+  logging.debug("server | %s | the lapsed claim: client %s", task, lost)
   logging.flush()
   sys.stdout.flush()
   sys.stderr.flush()

@@ -269,9 +269,11 @@ def acquire(model_dir, *, task_label="local", force_takeover=False,
     reason = stale_reason(current, now=now, host=host, pid=pid,
                           pid_alive=pid_alive)
     if reason is not None:
-      logging.warning(
-          "lease | %s | taking over the stale lease of model_dir %s (%s): %s",
-          task_label, model_dir, current.describe(now), reason)
+      # One short line; the holder's details at DEBUG.
+      logging.warning("lease | %s | taking over the stale lease of model_dir: "
+                      "%s", task_label, reason)
+      logging.debug("lease | %s | the stale lease: %s", task_label,
+                    current.describe(now))
     elif force_takeover:
       logging.warning(
           "lease | %s | --force_takeover: taking over the live lease of "
