@@ -34,6 +34,16 @@ class LogFormatTest(absltest.TestCase):
     self.assertTrue(re.match(r"^I\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ "
                              r"train_loop\.py:161\] train ", full), full)
 
+  def test_identical_warning_shown_once(self):
+    once = log_format.WarnOnce()
+    warning = lambda text: std_logging.LogRecord(
+        "absl", std_logging.WARNING, "x.py", 1, text, None, None)
+    self.assertTrue(once.filter(warning("port open")))
+    self.assertFalse(once.filter(warning("port open")))
+    self.assertTrue(once.filter(warning("port closed")))
+    self.assertTrue(once.filter(_record()))  # INFO: always.
+    self.assertTrue(once.filter(_record()))
+
 
 if __name__ == "__main__":
   absltest.main()
