@@ -2,6 +2,7 @@
 ends the step in flight at once instead of at the step deadline."""
 
 import threading
+import time
 
 from absl.testing import absltest
 
@@ -125,6 +126,16 @@ class GuardEndsTheStepTest(absltest.TestCase):
     self.guard.step_begins()
     self.assertFalse(self.guard.peer_gone("worker/1", "why"))
     self.assertFalse(self.session.closed.is_set())
+
+  def test_late_first_start_is_not_a_restart(self):
+    self.guard.step_begins()
+    run_state.write_task_started(self.model_dir, "worker/1")  # Late start.
+    self.assertEqual(self.guard._restarted_since_formed(), set())  # pylint: disable=protected-access
+    self.guard.step_ends(succeeded=True)  # The group exists now.
+    _support.wait_for(lambda: time.time() > self.guard._formed_at, 5,  # pylint: disable=protected-access
+                      "the clock to pass the group's forming")
+    run_state.write_task_started(self.model_dir, "worker/1")  # A restart.
+    self.assertEqual(self.guard._restarted_since_formed(), {"worker/1"})  # pylint: disable=protected-access
 
 
 if __name__ == "__main__":

@@ -68,10 +68,12 @@ class GuardHook(tf.compat.v1.train.SessionRunHook):
 
   def after_run(self, run_context, run_values):
     del run_values
+    succeeded = False
     try:
       self._after_step(run_context)
+      succeeded = True
     finally:
-      self._guard.step_ends()
+      self._guard.step_ends(succeeded=succeeded)
 
   def _after_step(self, run_context):
     if self._vote is not None:

@@ -185,6 +185,7 @@ class TrainingGuard:
     self._watch = None
     self._session = None
     self._in_step = False
+    self._formed_at = None  # When a step of this session first succeeded.
     self._lost = None  # (label, why) from the watch, once it ended a step.
     self.hook = GuardHook(self)
 
@@ -222,7 +223,7 @@ class TrainingGuard:
       self._watch = peer_watch.PeerWatch(
           {name: address for address, name in self._peers.by_address.items()
            if name in self._trainers},
-          on_lost=self.peer_gone, restarted=self._restarted_peers)
+          on_lost=self.peer_gone, restarted=self._restarted_since_formed)
       self._watch.start()
 
   def closed(self):
@@ -241,8 +242,10 @@ class TrainingGuard:
   def step_begins(self):
     self._in_step = True
 
-  def step_ends(self):
+  def step_ends(self, succeeded=False):
     self._in_step = False
+    if succeeded and self._formed_at is None:
+      self._formed_at = self._clock()  # Every peer took part in a step.
 
   def peer_gone(self, label, why):
     """PeerWatch's call: ends the step in flight; False if none is."""
@@ -260,13 +263,22 @@ class TrainingGuard:
       logging.debug("train | %s | closing the session: %s", self.label, e)
     return True
 
-  def _restarted_peers(self):
-    """Collective peers that recorded a start since the group formed."""
-    if not (self.model_dir and self.vote_group_size > 1 and self._opened_at):
+  def _restarted_peers(self, since=None):
+    """Collective peers that recorded a start after `since` (default: this
+    session's opening)."""
+    since = since or self._opened_at
+    if not (self.model_dir and self.vote_group_size > 1 and since):
       return set()
     return {label for label, record in run_state.task_records(
         self.model_dir, self._trainers).items()
-            if record.get("written_at", 0) > self._opened_at}
+            if record.get("written_at", 0) > since}
+
+  def _restarted_since_formed(self):
+    """The watch's test: only once a step succeeded (all peers joined); a
+    peer that starts late is not a restart."""
+    if self._formed_at is None:
+      return set()
+    return self._restarted_peers(self._formed_at)
 
   def before_session(self):
     """Records this start; a restarted collective task waits for its peers.
