@@ -110,7 +110,7 @@ class ParameterServerModesTest(parameterized.TestCase):
     _assert_one_process_job(self, code, output, detail, "evaluate")
     self.assertIn(f"[chief/0] eval results | chief/0 | global_step {step}",
                   output, detail)
-    self.assertLen(re.findall(r"\] eval \| \S+ \| step \d+", output), 1,
+    self.assertLen(re.findall(r"\beval \| \S+ \| step \d+", output), 1,
                    detail)
     self.assertNotIn("eval results | worker/0", output, detail)
 
