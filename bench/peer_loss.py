@@ -1,6 +1,6 @@
 """How fast a collective survivor notices a peer killed with SIGKILL.
 
-    python -m bench.peer_loss                    # 3 kills, writes bench/RESULTS.md
+    python -m bench.peer_loss               # 3 kills -> bench/RESULTS.md
     python -m bench.peer_loss --rounds=1 --out=/tmp/peer_loss.md
 
 Each round runs the README's cluster without its evaluator,

@@ -77,8 +77,9 @@ class PeerWatch:
 
   def stop(self):
     self._stop.set()
-    if self._thread is not None and self._thread is not threading.current_thread():
-      self._thread.join(timeout=5 * _CONNECT_SECS)
+    thread = self._thread
+    if thread is not None and thread is not threading.current_thread():
+      thread.join(timeout=5 * _CONNECT_SECS)
 
   def _run(self):
     refused = {label: 0 for label in self._addresses}
