@@ -37,6 +37,7 @@ from harness.cli import flags
 from harness.cli import job
 from harness.cli import legacy_imports
 from harness.cluster import jobset_env
+from harness.cli import log_format
 
 __all__ = ["main", "run"]
 
@@ -57,6 +58,7 @@ def _requested_verbosity(argv):
 
 
 def _set_verbosity(verbosity):
+  log_format.use(debug=verbosity == "debug")
   os.environ["HARNESS_VERBOSITY"] = verbosity
   logging.set_verbosity(_ABSL_LEVELS.get(verbosity, logging.INFO))
   if verbosity != "debug":  # Raised by tf_keras with the user's frame.
@@ -150,9 +152,29 @@ def _parse_absl_defaults(argv):
   return argv
 
 
+def _main_then_exit(argv):
+  """main(), then, in a cluster task, leaving without interpreter shutdown.
+
+  TensorFlow's in-process gRPC server cannot be stopped; interpreter shutdown
+  then waits 10-20 s in its C++ teardown, and a supervisor would restart a
+  task that lost its peer that much later. Event files, log handlers and
+  the standard streams are flushed first; nothing else is left to finish.
+  """
+  code = main(argv)
+  roles = sys.modules.get("harness.distribute.roles")  # Loaded if it served.
+  if roles is None or not roles.serving():
+    return code
+  tf = sys.modules["tensorflow"]
+  tf.compat.v1.summary.FileWriterCache.clear()  # Closes (flushes) writers.
+  logging.flush()
+  sys.stdout.flush()
+  sys.stderr.flush()
+  os._exit(code)  # pylint: disable=protected-access
+
+
 def run():
   """Console-script entry point (`harness-main`)."""
-  app.run(main, flags_parser=_parse_absl_defaults)
+  app.run(_main_then_exit, flags_parser=_parse_absl_defaults)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ private network namespace. Then it serves until SIGTERM or SIGINT, on which
 it exits 0. A standalone client (`harness.distribute.remote`) claims the server while it
 trains (`harness.distribute.server_claim`); once a claim expires unrenewed (the client
 was killed) or its client ends it after a failure, the server logs
-`client ... stopped renewing its claim: restarting this server in place` and
+`its client's claim lapsed: restarting this server in place` and
 re-executes itself with the same flags (same pid and port), which releases
 whatever that client left (sessions, steps blocked in an all-reduce, their
 threads and memory) without aborting collectives. A bad flag or TF_CONFIG
@@ -47,6 +47,7 @@ from absl import logging
 
 from harness import errors
 from harness.cli import bad_flags as cli
+from harness.cli import log_format
 from harness.cluster import listen
 from harness.cluster import tf_config as cluster_lib
 from harness.distribute import server_claim
@@ -315,10 +316,11 @@ def _restart_in_place(task, lost):
   threads, rss = _process_usage()
   restarts = int(os.environ.get(_RESTARTS_ENV, "0")) + 1
   logging.warning(
-      "server | %s | client %s stopped renewing its claim: restarting this "
-      "server in place (restart %d) to release what it left (%s threads, "
-      "%s MiB RSS now)", task, lost, restarts, threads,
-      f"{rss:.0f}" if rss is not None else "?")
+      "server | %s | its client's claim lapsed: restarting this server in "
+      "place (restart %d) to release what it left (%s threads, %s MiB RSS "
+      "now)", task, restarts, threads, f"{rss:.0f}" if rss is not None else
+      "?")
+  logging.debug("server | %s | the lapsed claim: client %s", task, lost)
   logging.flush()
   sys.stdout.flush()
   sys.stderr.flush()
@@ -328,6 +330,8 @@ def _restart_in_place(task, lost):
 
 
 def _main(flag, argv):
+  # absl's full prefix only with absl's --verbosity=1 (debug).
+  log_format.use(debug=logging.get_verbosity() >= logging.DEBUG)
   if len(argv) > 1:
     cli.usage_error("server", f"unexpected arguments {argv[1:]}; this binary "
                     "takes only flags.")
@@ -347,8 +351,9 @@ def _main(flag, argv):
                                   bind_address=bind_address)
   logging.info("server | %s | listening on %s | %d CPU devices", task, line,
                flag.num_cpu_devices.value)
-  if warning:
-    logging.warning("server | %s | %s", task, warning)
+  if warning:  # Once per server: not again at each restart in place.
+    log = logging.debug if os.environ.get(_RESTARTS_ENV) else logging.warning
+    log("server | %s | %s", task, warning)
   watchdog = server_claim.Watchdog(server.target, info.task_type,
                                    info.task_id)
   signum, lost = _wait_for_stop_signal(received, watchdog.lost_client)

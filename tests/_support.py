@@ -183,6 +183,15 @@ def silent_listener(test):
 # ------------------------------------------------------------- processes
 
 
+LINE_LIMIT = 160  # The most characters a line a person reads may have.
+
+
+def long_lines(text, limit=LINE_LIMIT):
+  """The lines of `text` over `limit` characters, as "<length>: <line>"."""
+  return [f"{len(line)}: {line}" for line in text.splitlines()
+          if len(line) > limit]
+
+
 def run(command, *, timeout_secs, env=None, cwd=None):
   """Runs `command` to completion (bounded), from the repository root.
 

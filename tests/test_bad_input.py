@@ -180,8 +180,9 @@ class BadInputTest(absltest.TestCase):
   def test_unknown_model_fn_name(self):
     result = _run(["--model_fn=resnet9000", "--input_fn=constant",
                    f"--model_dir={self.model_dir}"])
-    self.assert_one_error(result, 2, "--model_fn='resnet9000' is not a "
-                          "registered model_fn", "linear, mnist_cnn",
+    self.assert_one_error(result, 2, "flag --model_fn=resnet9000: "
+                          "unknown model_fn; use "
+                          "canned_dnn_regressor, linear, mnist_cnn",
                           "package.module:function")
     self.assert_model_dir_not_created()
 

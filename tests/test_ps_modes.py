@@ -93,6 +93,12 @@ class ParameterServerModesTest(parameterized.TestCase):
     _assert_ended_with_0(self, output, detail, ("chief/0", "worker/0"))
     self.assertIn("ps | ps/0 | serving until chief/0, worker/0 finish",
                   output, detail)
+    # A ps serves variables: no model/batch banner rows, no checkpoint it
+    # never wrote in its closing lines.
+    self.assertIn("[ps/0] harness.main | ps/0 | serves variables", output,
+                  detail)
+    for row in ("model_fn:", "batch:", "latest checkpoint:"):
+      self.assertNotRegex(output, rf"\[ps/0\] +{row}", detail)
     # Asynchronous trainers: each may have one step in flight at the end.
     step = _checkpoint_step(self, model_dir, detail)
     self.assertBetween(step, _MAX_STEPS, _MAX_STEPS + 2)
@@ -110,7 +116,7 @@ class ParameterServerModesTest(parameterized.TestCase):
     _assert_one_process_job(self, code, output, detail, "evaluate")
     self.assertIn(f"[chief/0] eval results | chief/0 | global_step {step}",
                   output, detail)
-    self.assertLen(re.findall(r"\] eval \| \S+ \| step \d+", output), 1,
+    self.assertLen(re.findall(r"\beval \| \S+ \| step \d+", output), 1,
                    detail)
     self.assertNotIn("eval results | worker/0", output, detail)
 

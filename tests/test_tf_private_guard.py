@@ -35,6 +35,7 @@ HARNESS_OBJECTS = {
         "harness's claim renewer",
     ("server.py", "os._exit"): "the standard library",
     ("core/stop_signal.py", "os._exit"): "the standard library",
+    ("main.py", "os._exit"): "the standard library",
 }
 
 

@@ -220,7 +220,8 @@ _TF_RANDOM_SEED = flags.DEFINE_integer(
     flag_values=_FLAGS)
 _VERBOSITY = flags.DEFINE_enum(
     "verbosity", _D.verbosity, job_config.VERBOSITIES, "quiet: results only; "
-    "info: progress lines; debug: TensorFlow's own logs and tracebacks.",
+    "info: progress lines (prefix: level, time); debug: TensorFlow's own "
+    "logs, tracebacks and absl's full log prefix (date, thread, file:line).",
     flag_values=_FLAGS)
 _DRY_RUN = flags.DEFINE_bool(
     "dry_run", _D.dry_run, "Print the resolved configuration and the "

@@ -163,8 +163,15 @@ def describe(job, info, *, model_dir=None, full=False):
       "in sync")
   batch = "the input_fn's default" if job.batch_size is None else (
       f"global {job.batch_size}, per replica {job.batch_size // replicas}")
+  role = _role_text(info, job.remote_cluster)
+  label = "client" if job.remote_cluster else task_label(info)
+  if info is not None and info.task_type == cluster_lib.PS and not full:
+    # A ps serves the trainers' variables: no model, input or batch here.
+    return "\n".join([f"harness.main | {label} | serves variables",
+                      f"  {'task:':<11} {role}",
+                      f"  {'model_dir:':<11} {model_dir}"])
   rows = [
-      ("task", _role_text(info, job.remote_cluster)),
+      ("task", role),
       ("strategy", f"{job.strategy}, {replicas} replica(s) {in_sync}, "
        f"{devices} {job.device_type} device(s) per worker{stand_in}"),
       ("model_fn", f"{job.model_fn} (params: {params})"),
@@ -173,7 +180,7 @@ def describe(job, info, *, model_dir=None, full=False):
       ("model_dir", model_dir),
       ("batch", batch),
   ]
-  lines = [f"harness.main | {task_label(info)} | {job.mode}"]
+  lines = [f"harness.main | {label} | {job.mode}"]
   lines += [f"  {key + ':':<11} {value}" for key, value in rows]
   if full:
     lines.append("  resolved configuration:")

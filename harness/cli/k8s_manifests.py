@@ -31,6 +31,7 @@ _MAIN = k8s_pods.MAIN
 _SERVER = ("python", "-m", "harness.server")
 _TENSORBOARD_PORT = 6006
 _POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
+_HEADER_WIDTH = 100  # The command in the manifests' header, wrapped.
 
 
 def _cluster_env(config):
@@ -217,6 +218,18 @@ def render(config):
   return objects
 
 
+
+def _command_lines(args, width=_HEADER_WIDTH):
+  """"Rendered by: <command>", wrapped with shell line continuations."""
+  lines, line = [], "Rendered by:"
+  for word in map(shlex.quote, args):
+    if len(line) + 1 + len(word) > width - 2 and line != "Rendered by:":
+      lines.append(line + " \\")
+      line = "   "
+    line += " " + word
+  return lines + [line]
+
+
 def to_yaml(objects, *, header=""):
   """Multi-document YAML of `objects` (e.g. from `render`), `header` lines
   first as comments. Without PyYAML each document is written as JSON, which
@@ -233,7 +246,7 @@ def to_yaml(objects, *, header=""):
 
 
 def layout_comment(config, argv):
-  lines = ["Rendered by: python -m harness.k8s " + shlex.join(argv), ""]
+  lines = _command_lines(["python", "-m", "harness.k8s", *argv]) + [""]
   if config.standalone or config.tfjob:
     return "\n".join(lines)
   tasks = k8s_config.training_tasks(config)

@@ -188,11 +188,11 @@ def _resolve(kind, name):
   target = table.get(name)
   if target is None:
     if ":" not in name and "." not in name:
+      # The parser puts "flag --model_fn=<name>: " before it (the value):
+      # the line stays under 160 characters.
       raise errors.FlagError(
-          f"{flag}={name!r} is not a registered {kind}. Registered names: "
-          f"{', '.join(sorted(table))}. Fix: pick one of those, or name your "
-          "own function as 'package.module:function' (importable from the "
-          "working directory or PYTHONPATH).")
+          f"unknown {kind}; use "
+          f"{', '.join(sorted(table))} or 'package.module:function'.")
     if not _TARGET_RE.match(name):
       raise errors.FlagError(
           f"{flag}={name!r} is not of the form 'package.module:function' "

@@ -32,6 +32,9 @@ def _number(value):
 def summary(result, job):
   """The closing block: task, mode, model_dir, checkpoint, exports, the
   live metrics URL (when this process served one)."""
+  if result.task.startswith("ps/"):  # It served; the trainers saved.
+    return (f"done | {result.task} | served variables until training ended\n"
+            f"  {'model_dir:':<19} {result.model_dir}")
   lines = [f"done | {result.task} | {job.mode}"]
   if result.model_dir_removed:  # Nothing below is left to point at.
     return "\n".join(lines + [

@@ -86,7 +86,7 @@ def describe(address, *, environ, bind_address=None):
 
   Returns:
     (line, warning): e.g. ("*:2222 (all interfaces; cluster address
-    127.0.0.1:2222)", "TensorFlow 2.21 ...") ; warning is None inside a
+    127.0.0.1:2222)", "*:2222 is open to anyone ...") ; warning is None inside a
     private network namespace or when `bind_address` is "*".
   """
   port = port_of(address)
@@ -96,13 +96,7 @@ def describe(address, *, environ, bind_address=None):
   line = f"*:{port} (all interfaces; cluster address {address})"
   if check_bind_address(bind_address) == ALL_INTERFACES:
     return line, None
-  warning = (
-      f"TensorFlow 2.21 listens on all interfaces (*:{port}), not only on "
-      f"{address}: anyone who can reach port {port} of this machine can run "
-      "code as this user while the server runs. Firewall it, e.g. `iptables "
-      f"-I INPUT -p tcp --dport {port} ! -i lo -j DROP` for a loopback "
-      "cluster (or allow only the cluster's hosts), or run the cluster in a "
-      "private network (harness.launch --network_isolation=netns, the "
-      "harness.k8s NetworkPolicy); --bind_address='*' acknowledges this and "
-      "silences the warning.")
+  # One short line; docs/SECURITY.md has the why and the firewall rules.
+  warning = (f"*:{port} is open to anyone who reaches it (they can run code "
+             "as this user): firewall it, see docs/SECURITY.md")
   return line, warning

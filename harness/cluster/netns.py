@@ -167,8 +167,7 @@ def isolate_for_launch(mode, *, host, open_ports, log):
       reason = str(e)
     else:
       log(f"launch | network | tasks run in a private network namespace "
-          f"({space.path}): ports {ports_text} listen on every interface "
-          "inside it and are unreachable from outside")
+          f"({space.path}); only they reach ports {ports_text}")
       return space
   if mode == "netns":
     raise errors.ConfigError(

@@ -29,6 +29,11 @@ class GuardHook(tf.compat.v1.train.SessionRunHook):
     self._step = None
     self._options = None
     self._stop_requested = False
+    # The global step when the session started and when the loop ended
+    # (None: unknown): a run of K steps that hit the input's end is not
+    # counted by the loop, but its steps were made.
+    self.start_step = None
+    self.end_step = None
 
   def begin(self):
     guard = self._guard
@@ -52,17 +57,27 @@ class GuardHook(tf.compat.v1.train.SessionRunHook):
     del coord
     self._stop_requested = False
     if self._step is not None:
+      self.start_step = int(session.run(self._step))
       logging.info("train | %s | starting at step %d", self._guard.label,
-                   session.run(self._step))
+                   self.start_step)
     STOP_SIGNAL.stage = ("the first training step (session.run, which also "
                          "reads input_fn's first batch)")
 
   def before_run(self, run_context):
     del run_context
+    self._guard.step_begins()  # The last hook: the step's run is next.
     return tf.compat.v1.train.SessionRunArgs(None, options=self._options)
 
   def after_run(self, run_context, run_values):
     del run_values
+    succeeded = False
+    try:
+      self._after_step(run_context)
+      succeeded = True
+    finally:
+      self._guard.step_ends(succeeded=succeeded)
+
+  def _after_step(self, run_context):
     if self._vote is not None:
       # A run of its own, after the step: inside the step it could
       # interleave differently with the model's collectives on each worker
@@ -89,6 +104,8 @@ class GuardHook(tf.compat.v1.train.SessionRunHook):
   def end(self, session):
     if not self._stop_requested:
       self._guard.loop_ended_cleanly()
+      if self._step is not None:
+        self.end_step = int(session.run(self._step))
       return
     step = session.run(self._step) if self._step is not None else None
     name = STOP_SIGNAL.signal_name or "SIGTERM"  # A peer's, under a vote.

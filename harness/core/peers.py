@@ -105,7 +105,13 @@ class GuardedSession(tf.compat.v1.Session.__mro__[-2]):  # SessionInterface.
     try:
       return self._sess.run(*args, **kwargs)
     except PEER_ERRORS + MAYBE_PEER_ERRORS as e:
+      self._guard.step_ends()
       self._guard.raise_for(e)
+      raise
+    except (tf.errors.OpError, RuntimeError) as e:
+      self._guard.step_ends()
+      if self._guard.peer_lost:  # The guard closed the session.
+        self._guard.raise_for(e)
       raise
 
   def partial_run_setup(self, *args, **kwargs):
@@ -145,5 +151,5 @@ class GuardedCreator(tf.compat.v1.train.SessionCreator):
     except PEER_ERRORS + MAYBE_PEER_ERRORS as e:
       self._guard.raise_for(e, during="creating the session")
       raise
-    self._guard.opened()
+    self._guard.opened(sess)
     return GuardedSession(sess, self._guard)

@@ -18,8 +18,8 @@
   re-creation (which waits forever for a dead collective peer). Steps of a
   multi-task job have a deadline of HARNESS_PEER_TIMEOUT_SECS (default 60).
   A peer that left its loop cleanly (its input ended) ends ours cleanly.
-* A restarted collective task waits for its peers to restart too before
-  joining (a group cannot take back one new member).
+* A collective task waits until its peers started after the last group
+  formed before joining (a group cannot take back one new member).
 
 docs/RELIABILITY.md describes the whole recovery model.
 """
@@ -35,6 +35,7 @@ from harness.cluster import env_knobs
 from harness.cluster import peer_wait
 from harness.cluster import tf_config as cluster_lib
 from harness.cluster.strategy_kind import StrategyKind
+from harness.core import peer_watch
 from harness.core import peers
 from harness.core.guard_hook import GuardHook
 # Re-exported: the stop flag's public names (harness.core.stop_signal).
@@ -186,6 +187,11 @@ class TrainingGuard:
     self._session_creation_timeout_secs = session_creation_timeout_secs
     self._probe_peer = probe_peer or peer_wait.probe
     self.stop_timeout_secs = stop_timeout_secs
+    self._watch = None
+    self._session = None
+    self._in_step = False
+    self._formed_at = None  # When a step of this session first succeeded.
+    self._lost = None  # (label, why) from the watch, once it ended a step.
     self.hook = GuardHook(self)
 
   @classmethod
@@ -210,7 +216,8 @@ class TrainingGuard:
     """The session creator to give MonitoredSession instead of `creator`."""
     return peers.GuardedCreator(creator, self)
 
-  def opened(self):
+  def opened(self, session=None):
+    """The session exists; `session` (raw) is closed if a peer dies."""
     self._opened_at = self._clock()
     if self.model_dir and self.multi_task:
       run_state.write_task_opened(self.model_dir, self.label)
@@ -218,11 +225,67 @@ class TrainingGuard:
       self._open = True
       STOP_SIGNAL.acquire(label=self.label,
                           stop_timeout_secs=self.stop_timeout_secs)
+    if session is not None and self.vote_group_size > 1:
+      self._session = session
+      self._watch = peer_watch.PeerWatch(
+          {name: address for address, name in self._peers.by_address.items()
+           if name in self._trainers},
+          on_lost=self.peer_gone, restarted=self._restarted_since_formed)
+      self._watch.start()
 
   def closed(self):
+    if self._watch is not None:
+      self._watch.stop()
+      self._watch = None
     if self._open:
       self._open = False
       STOP_SIGNAL.release()
+
+  @property
+  def peer_lost(self):
+    """Whether the peer watch found a dead peer and ended a step."""
+    return self._lost is not None
+
+  def step_begins(self):
+    self._in_step = True
+
+  def step_ends(self, succeeded=False):
+    self._in_step = False
+    if succeeded and self._formed_at is None:
+      self._formed_at = self._clock()  # Every peer took part in a step.
+
+  def peer_gone(self, label, why):
+    """PeerWatch's call: ends the step in flight; False if none is."""
+    if not self._in_step or self._session is None:
+      return False
+    if self.model_dir and run_state.loops_ended_since(
+        self.model_dir, [label], self._opened_at or 0.0):
+      return False  # It left the loop cleanly: the step ends by itself.
+    self._lost = (label, why)
+    logging.warning("train | %s | lost peer %s: %s; ending the step",
+                    self.label, label, why)
+    try:
+      self._session.close()  # The step in flight fails (Cancelled).
+    except Exception as e:  # pylint: disable=broad-except
+      logging.debug("train | %s | closing the session: %s", self.label, e)
+    return True
+
+  def _restarted_peers(self, since=None):
+    """Collective peers that recorded a start after `since` (default: this
+    session's opening)."""
+    since = since or self._opened_at
+    if not (self.model_dir and self.vote_group_size > 1 and since):
+      return set()
+    return {label for label, record in run_state.task_records(
+        self.model_dir, self._trainers).items()
+            if record.get("written_at", 0) > since}
+
+  def _restarted_since_formed(self):
+    """The watch's test: only once a step succeeded (all peers joined); a
+    peer that starts late is not a restart."""
+    if self._formed_at is None:
+      return set()
+    return self._restarted_peers(self._formed_at)
 
   def before_session(self):
     """Records this start; a restarted collective task waits for its peers.
@@ -258,18 +321,20 @@ class TrainingGuard:
                      if records.get(t, {}).get("written_at", 0) < formed)
       if not stale:
         if logged:
-          logging.info("train | %s | every peer restarted: joining",
-                       self.label)
+          logging.info("train | %s | every peer started since the last group "
+                       "formed: joining", self.label)
         return
       if self._clock() > deadline:
-        logging.warning("train | %s | %s did not restart in %g s; trying to "
+        logging.warning("train | %s | %s did not start in %g s; trying to "
                         "join anyway", self.label, ", ".join(stale), limit)
         return
       if not logged:
         logged = True
-        logging.info("train | %s | restarted: waiting (up to %g s) for %s "
-                     "to restart too, so that the collective group forms "
-                     "anew", self.label, limit, ", ".join(stale))
+        # True of a restart and of a new run in a used model_dir alike.
+        logging.info("train | %s | waiting (up to %g s) for %s to start: a "
+                     "collective group forms from tasks started after the "
+                     "last one formed (%.0f s ago)", self.label, limit,
+                     ", ".join(stale), max(0.0, self._clock() - formed))
       self._sleep(_RENDEZVOUS_POLL_SECS)
 
   def _wait_for_ports(self):
@@ -299,6 +364,8 @@ class TrainingGuard:
     self.last_error = f"{type(error).__name__}: {peers.first_line(error)}"
     if not self.multi_task:
       return
+    if self._lost is not None:
+      self._raise_lost(*self._lost, during, error)
     text = getattr(error, "message", None) or str(error)
     if isinstance(error, peers.MAYBE_PEER_ERRORS) and (
         not peers.PEER_MESSAGE_RE.search(text)):
@@ -313,24 +380,24 @@ class TrainingGuard:
           None, None, f"peer {sorted(ended)} ended its input") from error
     named = set(self._peers.named_in(text))
     silent = set(self._peers.silent())
-    restarted = set()
-    if self.model_dir and self.vote_group_size > 1 and self._opened_at:
-      # Every collective peer recorded its start before the group formed.
-      restarted = {label for label, record in run_state.task_records(
-          self.model_dir, self._trainers).items()
-                   if record.get("written_at", 0) > self._opened_at}
+    # Every collective peer recorded its start before the group formed.
+    restarted = self._restarted_peers()
     candidates = [
-        (named & silent, "named in the error, not answering on its port"),
+        (named & silent, "named in the error; port silent"),
         (restarted, "restarted since the group formed"),
-        (silent, "not answering on its port"),
+        (silent, "port silent"),
         (named, "named in the error")]
     lost, how = next(((sorted(c), h) for c, h in candidates if c),
                      ([], "unknown"))
+    if isinstance(error, tf.errors.DeadlineExceededError):
+      how += f"; no answer in {self.peer_timeout_secs:g} s"
+    self._raise_lost(", ".join(lost) or "(unknown)", how, during, error)
+
+  def _raise_lost(self, peer, how, during, error):
+    """PeerLostError in one short line; docs/ERRORS.md#lost-peer has more."""
+    logging.debug("train | %s | the error: %s", self.label, self.last_error)
+    if during != "a training step":
+      how += f", {during}"
     raise errors.PeerLostError(
-        f"{self.label}: lost peer {', '.join(lost) or '(unknown)'} ({how}) "
-        f"during {during}: {self.last_error}. Every step has "
-        f"{self.peer_timeout_secs:g} s (--peer_timeout_secs, RunConfig("
-        f"peer_timeout_secs=), else {PEER_TIMEOUT_ENV}). Fix: restart "
-        "the failed task(s) (harness.launch --max_restarts=N and Kubernetes "
-        "do); training resumes from the last checkpoint. Raise "
-        "--peer_timeout_secs if single steps are that slow.") from error
+        f"{self.label}: lost peer {peer} ({how}). Fix: restart it "
+        "(--max_restarts); see docs/ERRORS.md#lost-peer") from error

@@ -322,7 +322,10 @@ def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
   for hook in worker_hooks:  # An event write failed: the loop stopped early.
     if isinstance(hook, step_loop.SummarySaverHook) and hook.write_error:
       raise hook.write_error
-  if not steps_done:
+  made = guard.hook.end_step - guard.hook.start_step if (
+      guard.hook.end_step is not None and guard.hook.start_step is not None
+  ) else steps_done
+  if not steps_done and not made:
     logging.warning(
         "train | %s | training made no steps: the input is empty or the "
         "model is already at max_steps.", context.task_label)

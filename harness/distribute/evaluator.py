@@ -57,6 +57,10 @@ class CheckpointEvaluator:
   def _export_path(self, exporter):
     return os.path.join(os.fsdecode(self._estimator.model_dir), "export",
                         exporter.name)
+  @property
+  def max_training_steps(self):
+    """TrainSpec's max_steps (None: no end step)."""
+    return self._max_training_steps
 
   def evaluate_and_export(self):
     """Returns (metrics or None, export_results list)."""
@@ -144,8 +148,12 @@ class NewCheckpointListener(tf.compat.v1.train.CheckpointSaverListener):
     now = self._clock()
     if (self._last_eval_time is not None and
         now - self._last_eval_time < self._throttle_secs):
-      logging.info("eval | skipping checkpoint at step %d: throttle_secs=%s",
-                   global_step_value, self._throttle_secs)
+      final = self._evaluator.max_training_steps
+      if final is None or global_step_value < final:  # end() evaluates it.
+        logging.info("eval | checkpoint at step %d not evaluated: %.0f s "
+                     "since the last evaluation (throttle_secs=%s)",
+                     global_step_value, now - self._last_eval_time,
+                     self._throttle_secs)
       return
     self._evaluate(global_step_value)
 

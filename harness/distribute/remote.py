@@ -67,10 +67,11 @@ from harness.distribute.remote_servers import check_reachable
 from harness.distribute.remote_servers import check_servers
 from harness.distribute.remote_servers import chief_task
 from harness.distribute.remote_servers import trainer_tasks
+from harness.state import checkpoints
 
 # remote_servers' names are re-exported: harness.distribute.remote.X keeps
 # working for each.
-__all__ = [*remote_servers.__all__, "train_remote"]
+__all__ = [*remote_servers.__all__, "interrupted_error", "train_remote"]
 
 _STOP_SECS = 30.0  # How long stopping the other tasks after an error takes.
 _INTERRUPT_SECS = 5.0  # The same after Ctrl-C.
@@ -225,8 +226,25 @@ def _train_claimed(model, input_fn, cluster, graph_strategy, chief, claims, *,
     everyone_ready.append(runs[-1].ready)
   logging.info("remote | client | training on %d task(s): %s (chief %s/%d)",
                len(runs), ", ".join(r.label for r in runs), *chief)
-  return _run_all(runs, stop, config.session_creation_timeout_secs,
-                  claims)[0]
+  try:
+    return _run_all(runs, stop, config.session_creation_timeout_secs,
+                    claims)[0]
+  except KeyboardInterrupt as e:  # The tasks were asked to stop.
+    raise interrupted_error(model.model_dir) from e
+
+
+def interrupted_error(model_dir):
+  """The error of a client stopped by SIGINT (Ctrl-C) while training."""
+  step = checkpoints.global_step_of(
+      checkpoints.latest_usable_checkpoint(model_dir))
+  saved = ("no checkpoint yet" if step is None else
+           f"the newest checkpoint is at step {step}")
+  error = errors.TrainingPreemptedError(
+      f"client: training was interrupted (SIGINT); the tasks were asked to "
+      f"stop after their current step and {saved}. Fix: run the same "
+      "command again to resume from it.")
+  error.signal_name = "SIGINT"
+  return error
 
 
 class _TaskRun:

@@ -31,14 +31,23 @@ from harness.distribute import strategies
 from harness.state import checkpoints
 from harness.state import run_state
 
-__all__ = ["run_chief", "run_master", "run_worker", "run_ps",
+__all__ = ["run_chief", "run_master", "run_worker", "run_ps", "serving",
            "train_in_cluster"]
 
 _IN_GRAPH_KINDS = (StrategyKind.MIRRORED, StrategyKind.CENTRAL_STORAGE,
                    StrategyKind.ONE_DEVICE, StrategyKind.DEFAULT)
 _PS_POLL_SECS = 1.0
 _PS_EXIT_GRACE_SECS = 60.0
-_SERVERS = []
+_SERVERS = []  # This process's servers (kept alive), or the strategy's target.
+
+
+def serving():
+  """Whether this process runs a TensorFlow server (it is a cluster task).
+
+  Such a server's gRPC threads keep interpreter shutdown waiting for 10-20 s
+  after the job ended (`harness.main` leaves with `os._exit` then).
+  """
+  return bool(_SERVERS)
 
 
 def _label(config):
@@ -85,6 +94,7 @@ def _prepare_task(config, strategy):
                  "on %s", _label(config), target, line)
     if warning:
       logging.warning("server | %s | %s", _label(config), warning)
+    _SERVERS.append(target)
     return target, session_config, graph_strategy
   server_config = strategies.server_config_for(
       session_config, cluster=cluster, task_type=config.task_type,

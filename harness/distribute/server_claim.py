@@ -174,8 +174,8 @@ class _Server:
       except _tf().errors.OpError as e:
         # The session is closed either way (TF marks it closed before the
         # RPC); the server that held it restarted or is gone.
-        logging.info("remote | client | closing the claim session of %s: "
-                     "%s", self.label, e)
+        logging.debug("remote | client | closing the claim session of %s: "
+                      "%s", self.label, e)
 
 
 def _holder(text):
@@ -240,7 +240,12 @@ class Claims:
           granted, holder, left = server.run("claim", self._token,
                                              self._timeout)
         except Exception as e:  # pylint: disable=broad-except
-          self.lost = f"{server.label}: {type(e).__name__}: {e}"
+          if self._stop.is_set():  # Released meanwhile: nothing is lost.
+            return
+          # One line: TensorFlow's messages run over several.
+          text = (getattr(e, "message", None) or str(e)).strip()
+          first = text.splitlines()[0][:100] if text else ""
+          self.lost = f"{server.label}: {type(e).__name__}: {first}"
         else:
           if not granted:
             self.lost = (f"{server.label} is now held by "
@@ -328,9 +333,10 @@ def claim_all(cluster, *, timeout_secs, wait_secs):
         claims.release(clean=True)
         raise _busy_error(server, holder, left, timeout_secs)
       logging.warning(
-          "remote | client | %s was claimed by a client that is no longer "
-          "running on this host (%s): expiring its claim; the server "
-          "restarts to release what that client left", server.label, holder)
+          "remote | client | %s: its claim holder (pid %s) is no longer "
+          "running on this host: expiring it; the server restarts",
+          server.label, _holder(holder).get("pid"))
+      logging.debug("remote | client | the expired claim: %s", holder)
       server.run("expire", holder, timeout_secs)
     elif time.monotonic() > deadline:
       claims.release(clean=True)

@@ -81,8 +81,10 @@ def get_timestamped_export_dir(export_dir_base, clock=time.time,
     export_dir = os.path.join(base, str(int(clock())))
     if not tf.io.gfile.exists(export_dir):
       return os.fsencode(export_dir)
-    logging.warning("Directory %s already exists; retrying (attempt %d/%d)",
-                    export_dir, attempt, _MAX_NAME_ATTEMPTS)
+    # Not a problem (two exports within one second): INFO, the name only.
+    logging.info("export | %s exists already (made this second); trying the "
+                 "next second (attempt %d/%d)", os.path.basename(export_dir),
+                 attempt, _MAX_NAME_ATTEMPTS)
     sleep(1)
   raise RuntimeError(
       "Failed to obtain a unique export directory name under "

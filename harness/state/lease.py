@@ -270,8 +270,8 @@ class Lease:
       except Exception as e:  # pylint: disable=broad-except
         if type(e).__name__ != "NotFoundError":
           raise
-      logging.info("lease | %s | released %s", self.record.task,
-                   _path(self.model_dir))
+      logging.info("lease | %s | released model_dir's %s", self.record.task,
+                   LEASE_FILE)
 
   def __enter__(self):
     return self
@@ -316,9 +316,11 @@ def acquire(model_dir, *, task_label="local", force_takeover=False,
     reason = stale_reason(current, now=now, host=host, pid=pid,
                           pid_alive=pid_alive, space=space)
     if reason is not None:
-      logging.warning(
-          "lease | %s | taking over the stale lease of model_dir %s (%s): %s",
-          task_label, model_dir, current.describe(now), reason)
+      # One short line; the holder's details at DEBUG.
+      logging.warning("lease | %s | taking over the stale lease of model_dir: "
+                      "%s", task_label, reason)
+      logging.debug("lease | %s | the stale lease: %s", task_label,
+                    current.describe(now))
     elif force_takeover:
       logging.warning(
           "lease | %s | --force_takeover: taking over the live lease of "
@@ -338,8 +340,11 @@ def acquire(model_dir, *, task_label="local", force_takeover=False,
         model_dir, check or record, now, refresh_secs=record.refresh_secs))
   lease = Lease(model_dir, record, clock=clock)
   lease._thread.start()  # pylint: disable=protected-access
-  logging.info("lease | %s | holds %s (host %s, pid %d, refreshed every "
-               "%g s)", task_label, _path(model_dir), host, pid, refresh_secs)
+  # The model_dir is in the banner; a long path made this line 170+ wide.
+  logging.info("lease | %s | holds model_dir's %s (host %s, pid "
+               "%d, refreshed every %g s)", task_label, LEASE_FILE, host, pid,
+               refresh_secs)
+  logging.debug("lease | %s | %s", task_label, _path(model_dir))
   return lease
 
 

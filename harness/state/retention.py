@@ -204,7 +204,8 @@ class RecoverCheckpointsHook(tf.compat.v1.train.SessionRunHook):
     self.recovered = recovered
     if recovered:
       saver.recover_last_checkpoints(recovered)
+      names = [os.path.basename(p) for p in recovered]
       logging.info(
           "checkpoint | counting %d existing checkpoint(s) against "
-          "keep_checkpoint_max: %s", len(recovered),
-          ", ".join(os.path.basename(p) for p in recovered))
+          "keep_checkpoint_max: %s", len(names), ", ".join(names) if len(
+              names) <= 2 else f"{names[0]} ... {names[-1]}")

@@ -1,0 +1,49 @@
+"""harness.cli.log_format: `I HH:MM:SS message` by default, absl's prefix
+(date, thread, file:line) at --verbosity=debug."""
+
+import logging as std_logging
+import re
+
+from absl import logging
+from absl.testing import absltest
+
+from harness.cli import log_format
+
+
+def _record(message="train | local | step 1/2"):
+  return std_logging.LogRecord("absl", std_logging.INFO, "/x/train_loop.py",
+                               161, message, None, None)
+
+
+class LogFormatTest(absltest.TestCase):
+
+  def tearDown(self):
+    log_format.use(debug=True)  # absl's own, as before the test.
+    super().tearDown()
+
+  def test_compact_prefix(self):
+    text = log_format.CompactFormatter().format(_record())
+    self.assertRegex(text, r"^I \d\d:\d\d:\d\d train \| local \| step 1/2$")
+
+  def test_use_switches_absl_handler(self):
+    handler = logging.get_absl_handler()
+    log_format.use(debug=False)
+    self.assertRegex(handler.format(_record()), r"^I \d\d:\d\d:\d\d train ")
+    log_format.use(debug=True)
+    full = handler.format(_record())
+    self.assertTrue(re.match(r"^I\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ "
+                             r"train_loop\.py:161\] train ", full), full)
+
+  def test_identical_warning_shown_once(self):
+    once = log_format.WarnOnce()
+    warning = lambda text: std_logging.LogRecord(
+        "absl", std_logging.WARNING, "x.py", 1, text, None, None)
+    self.assertTrue(once.filter(warning("port open")))
+    self.assertFalse(once.filter(warning("port open")))
+    self.assertTrue(once.filter(warning("port closed")))
+    self.assertTrue(once.filter(_record()))  # INFO: always.
+    self.assertTrue(once.filter(_record()))
+
+
+if __name__ == "__main__":
+  absltest.main()
