@@ -6,8 +6,8 @@
     creator = guard.wrap_creator(creator)   # session: lost-peer errors
     hooks.append(guard.hook)                # last hook: SIGTERM -> stop
 
-* SIGTERM (or SIGINT, Ctrl-C) while training only sets a flag; the loop stops after the current
-  step, the chief's CheckpointSaverHook saves at that step in `end()`, and
+* SIGTERM (or SIGINT, Ctrl-C) while training only sets a flag; the loop
+  stops after the current step, the chief's CheckpointSaverHook saves at that step in `end()`, and
   the guard's hook (the last one) raises `TrainingPreemptedError`, so that a
   supervisor restarts the task, which resumes at that step. Under a
   collective strategy every step all-reduces a 0/1 stop vote, so that all
@@ -38,17 +38,14 @@ from harness.cluster.strategy_kind import StrategyKind
 from harness.core import peer_watch
 from harness.core import peers
 from harness.core.guard_hook import GuardHook
-# Re-exported: the stop flag's public names (harness.core.stop_signal).
 from harness.core.stop_signal import DEFAULT_STOP_TIMEOUT_SECS
 from harness.core.stop_signal import STOP_SIGNAL
-from harness.core.stop_signal import STOP_SIGNALS
-from harness.core.stop_signal import notify_preemption
+from harness.core.stop_signal import notify_preemption  # A public path.
 from harness.state import run_state
 
 __all__ = [
     "PEER_TIMEOUT_ENV",
     "RESTART_WAIT_ENV",
-    "STOP_SIGNALS",
     "TrainingPreemptedError",
     "TrainingGuard",
     "fail_fast_rpcs",
