@@ -266,10 +266,12 @@ class DiskAndPermissionTest(_BinaryTestCase):
         "--mode=train_and_evaluate --max_steps=4 --eval_steps=1 "
         f"--exporters=latest --model_dir={mount}/m")
     rc, output = self._in_private_mount(script)
+    # Probed before training (issue 23): the folder export/latest goes in.
     self.assert_one_line(
         rc, output, 1, f"harness.main: PermissionDeniedError: cannot write "
-        f"{export}/latest: Read-only file system.",
+        f"{export}: Read-only file system.",
         f"Fix: make {export} writable for this user")
+    self.assertNotIn("model.ckpt", output)
 
   def test_read_only_model_dir_is_refused_before_the_run(self):
     if not _privileged_mount_works():

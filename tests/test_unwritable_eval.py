@@ -83,7 +83,8 @@ class ReadOnlyEvalDirTest(absltest.TestCase):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(os.geteuid() != 0, reason="a read-only bind mount needs root")
+@pytest.mark.skipif(os.geteuid() != 0,
+                    reason="a read-only bind mount needs root")
 class PredictOnReadOnlyModelDirTest(absltest.TestCase):
 
   def test_predictions_go_to_the_current_folder_and_the_log_says_so(self):
