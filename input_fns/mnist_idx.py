@@ -92,14 +92,11 @@ def _check_split(images_path, labels_path):
 
 
 def _missing_error(data_dir, why):
-  wanted = ", ".join(
-      n + "[.gz]" for split in ("t10k", "train") for n in _file_names(split))
+  # The file names and where to get them: docs/ERRORS.md#mnist-data.
   return errors.InputFnError(
-      f"{_SOURCE}: data_dir={data_dir!r} {why}. It needs the MNIST IDX files "
-      f"{wanted} (the t10k pair at least). Fix: point --data_dir at a "
-      "folder holding them (https://storage.googleapis.com/cvdf-datasets/"
-      "mnist/), or use --input_fn=mnist (downloads MNIST through "
-      "tensorflow-datasets) or --input_fn=synthetic (no files).")
+      f"{_SOURCE}: data_dir={data_dir!r} {why}. Fix: pass --data_dir=<a folder "
+      "with the MNIST IDX files>, or --input_fn=mnist (tensorflow-datasets) or "
+      "--input_fn=synthetic; see docs/ERRORS.md#mnist-data.")
 
 
 def _records(images_path, labels_path):
@@ -144,8 +141,9 @@ def make_input_fn(mode, *, data_dir=None, batch_size=None, params=None):
   if not data_dir:
     raise _missing_error(data_dir, "is not set")
   if not os.path.isdir(data_dir):
-    raise _missing_error(
-        data_dir, f"is not a folder (resolved: {os.path.abspath(data_dir)})")
+    resolved = os.path.abspath(data_dir)
+    raise _missing_error(data_dir, "is not a folder" + (
+        f" (resolved: {resolved})" if resolved != data_dir else ""))
   test = find_split(data_dir, "t10k")
   train = find_split(data_dir, "train")
   if test is None:

@@ -36,7 +36,19 @@ class _Clock:
     return self.now
 
 
+def _advance(clock, then=None):
+  """A `sleep` for `acquire` that moves the fake clock (and calls `then`)."""
+
+  def sleep(secs):
+    clock.now += secs
+    if then is not None:
+      then()
+
+  return sleep
+
+
 def _acquire(model_dir, clock, **kwargs):
+  kwargs.setdefault("sleep", _advance(clock))
   kwargs.setdefault("host", _HOST)
   kwargs.setdefault("pid_alive", lambda pid: True)
   kwargs.setdefault("refresh_secs", 3600)  # No background refresh in tests.
@@ -73,22 +85,40 @@ class LeaseTest(absltest.TestCase):
                   "\n".join(logs.output))
     self.assertEqual(lease.read(self.model_dir).pid, 222)
 
-  def test_live_holder_on_another_host_is_stale_only_after_n_refreshes(self):
+  def test_live_holder_on_another_host_is_refused_once_it_refreshes(self):
     first = _acquire(self.model_dir, self.clock, pid=111, host="host-b",
                      refresh_secs=10)
-    # Its holder "lost the filesystem": it refreshes no more in the test's
-    # fake time. Its real 10 s refresher is stopped at clean-up, before the
-    # temporary model_dir goes (it used to warn after the suite ended).
+    # Its real 10 s refresher is stopped at clean-up, before the temporary
+    # model_dir goes (it used to warn after the suite ended).
     self.addCleanup(first.release)
-    self.clock.now += lease.STALE_AFTER_REFRESHES * 10 - 1
-    with self.assertRaises(errors.ModelDirLeaseError):
-      _acquire(self.model_dir, self.clock, pid=222)
-    self.clock.now += 2
-    with self.assertLogs(level="WARNING") as logs:
-      second = _acquire(self.model_dir, self.clock, pid=222)
-    self.addCleanup(second.release)
-    self.assertIn(f"> {lease.STALE_AFTER_REFRESHES} x 10 s refresh period",
+    self.clock.now += 20
+    with self.assertLogs(level="INFO") as logs:
+      with self.assertRaises(errors.ModelDirLeaseError):
+        _acquire(self.model_dir, self.clock, pid=222,
+                 sleep=_advance(self.clock, then=first.refresh))
+    self.assertIn("held by local on host-b (another process space)",
                   "\n".join(logs.output))
+    self.assertEqual(lease.read(self.model_dir).token, first.record.token)
+
+  def test_holder_elsewhere_that_never_refreshes_is_taken_over(self):
+    # A restarted pod: its dead predecessor (another PID namespace, same
+    # host name) refreshed 2 s before it was killed.
+    first = _acquire(self.model_dir, self.clock, pid=1, refresh_secs=5,
+                     space=("pid:[4026532001]", "boot-1"))
+    first._stop.set()  # pylint: disable=protected-access
+    self.addCleanup(first.release)
+    self.clock.now += 2
+    start = self.clock.now
+    with self.assertLogs(level="WARNING") as logs:
+      second = _acquire(self.model_dir, self.clock, pid=1,
+                        space=("pid:[4026532002]", "boot-1"))
+    self.addCleanup(second.release)
+    self.assertIn("taking over the stale lease", "\n".join(logs.output))
+    self.assertEqual(lease.read(self.model_dir).token, second.record.token)
+    waited = self.clock.now - start
+    limit = lease.STALE_AFTER_REFRESHES * 5
+    self.assertGreater(waited, limit - 2)
+    self.assertLessEqual(waited, limit + 5)
 
   def test_same_pid_in_another_pid_namespace_is_not_evidence(self):
     # Two containers with one host name, both trainers pid 1.
@@ -100,7 +130,8 @@ class LeaseTest(absltest.TestCase):
                   ("pid:[4026532001]", "boot-2")):
       with self.assertRaises(errors.ModelDirLeaseError):
         _acquire(self.model_dir, self.clock, pid=1, space=space,
-                 pid_alive=lambda pid: False)
+                 pid_alive=lambda pid: False,
+                 sleep=_advance(self.clock, then=first.refresh))
     self.assertEqual(lease.read(self.model_dir).token, first.record.token)
 
   def test_same_pid_namespace_and_boot_still_trusts_a_dead_pid(self):
@@ -114,16 +145,21 @@ class LeaseTest(absltest.TestCase):
   def test_old_lease_file_without_namespace_is_judged_by_age_only(self):
     old = {"host": _HOST, "pid": 111, "task": "local", "start_time": 990.0,
            "refreshed_time": 998.0, "refresh_secs": 5.0, "token": "old"}
-    with open(os.path.join(self.model_dir, lease.LEASE_FILE), "w") as f:
-      json.dump(old, f)
+    path = os.path.join(self.model_dir, lease.LEASE_FILE)
+
+    def write(refreshed_time):
+      with open(path, "w") as f:
+        json.dump(dict(old, refreshed_time=refreshed_time), f)
+
+    write(998.0)
     record = lease.read(self.model_dir)
     self.assertEqual((record.pid, record.pid_ns, record.boot_id),
                      (111, "", ""))
-    with self.assertRaises(errors.ModelDirLeaseError):
+    with self.assertRaises(errors.ModelDirLeaseError):  # It refreshes.
       _acquire(self.model_dir, self.clock, pid=222,
-               pid_alive=lambda pid: False)
-    self.clock.now = 998.0 + lease.STALE_AFTER_REFRESHES * 5.0 + 1
-    with self.assertLogs(level="WARNING") as logs:
+               pid_alive=lambda pid: False,
+               sleep=_advance(self.clock, then=lambda: write(self.clock.now)))
+    with self.assertLogs(level="WARNING") as logs:  # It refreshes no more.
       second = _acquire(self.model_dir, self.clock, pid=222,
                         pid_alive=lambda pid: False)
     self.addCleanup(second.release)

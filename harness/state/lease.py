@@ -6,20 +6,17 @@ chief thread) holds a lease in its model_dir while it trains::
     with lease.hold(model_dir, task_label="chief/0") as held:
       ...  # train; add `held.hook` to the MonitoredSession's hooks
 
-The lease is a small JSON file, `<model_dir>/trainer.lease`, written through
-`tf.io.gfile` (so it works on ram:// and buckets) with the holder's host,
-PID namespace, boot id, pid, task, start time and last refresh time. A
-background thread refreshes it every `refresh_secs`. A second trainer
-refuses to start while a live lease exists, with an error that names the
-holder and the fix. A lease is stale, and is taken over with a warning,
-when its holder is dead in this process space (same host name, same PID
-namespace and same boot id, no such pid) or its last refresh is older than
-`STALE_AFTER_REFRESHES` refresh periods. Containers sharing a host name
-(host networking) have different PID namespaces, so a pid there proves
-nothing and only the refresh age counts; so does a lease file written
-before the namespace and boot id were recorded. `force_takeover=True`
-(`--force_takeover`) takes over a live lease; the old holder sees the new
-owner at its next refresh and stops with `ModelDirLeaseError`.
+The lease is a JSON file, `<model_dir>/trainer.lease`, written through
+`tf.io.gfile` with the holder's host, PID namespace, boot id, pid, task and
+times, refreshed every `refresh_secs` by a thread. A second trainer is
+refused while a live lease exists, with an error naming the holder and the
+fix. A holder in this process space (same host, PID namespace and boot)
+whose pid is dead is taken over at once; one elsewhere (another container
+with the same host name, another machine, an old lease file) is watched
+until it refreshes (refused) or its last refresh is older than
+`STALE_AFTER_REFRESHES` periods (taken over with a warning: a restarted
+pod's dead predecessor). `force_takeover=True` (`--force_takeover`) takes
+over a live lease; the old holder stops at its next refresh.
 
 Evaluators, exports and predictions read model_dir without a lease.
 Creation is check-then-write, then re-read: two trainers starting within
@@ -128,7 +125,7 @@ def _write(model_dir, record):
 def _read_text(read):
   try:
     return read().strip()
-  except OSError:
+  except OSError:  # No /proc (not Linux): "" never matches a holder.
     return ""
 
 
@@ -154,6 +151,40 @@ def _pid_alive(pid):
   return True
 
 
+def _same_process_space(record, host, space=None):
+  """Whether `record`'s pid can be checked here: same host, PID ns, boot."""
+  pid_ns, boot_id = process_space() if space is None else space
+  return (record.host == host and bool(record.pid_ns) and
+          record.pid_ns == pid_ns and record.boot_id == boot_id)
+
+
+def _await_refresh_or_stale(model_dir, current, *, task_label, clock, sleep):
+  """Watches a live-looking lease whose holder's pid cannot be checked here.
+
+  A restarted pod meets its dead predecessor's lease this way, a second
+  trainer in another container a live one: a refresh proves the holder
+  alive, none within the stale limit proves it gone. Bounded by the stale
+  limit plus one refresh period. Returns the record as last read.
+  """
+  limit = STALE_AFTER_REFRESHES * current.refresh_secs
+  wait = max(0.0, limit - (clock() - current.refreshed_time))
+  wait += current.refresh_secs
+  logging.info("lease | %s | held by %s on %s (another process space); "
+               "waiting up to %.0f s for a refresh (alive) or none (stale)",
+               task_label, current.task, current.host, wait)
+  poll = min(1.0, current.refresh_secs / 5)
+  start = clock()
+  for _ in range(int(wait / poll) + 2):  # Also bounded with a fake clock.
+    sleep(poll)
+    latest = read(model_dir)
+    if latest is None or latest.token != current.token or (
+        latest.refreshed_time != current.refreshed_time):
+      return latest  # Refreshed, replaced or released: decided again.
+    if clock() - latest.refreshed_time > limit or clock() - start > wait:
+      return latest
+  return read(model_dir)
+
+
 def stale_reason(record, *, now, host, pid, pid_alive=_pid_alive,
                  space=None):
   """Why `record`'s holder is gone, or None while it may still be training.
@@ -162,21 +193,12 @@ def stale_reason(record, *, now, host, pid, pid_alive=_pid_alive,
   id all match ours (two containers with one host name share none of the
   latter); otherwise only a refresh older than the stale limit counts.
 
-  Args:
-    record: a `LeaseRecord`.
-    now: the current time (seconds since epoch).
-    host: this machine's host name.
-    pid: this process's pid.
-    pid_alive: callable(pid) -> bool for processes of this host.
-    space: (pid namespace, boot id) of this process; `process_space()` if
-      None.
-
-  Returns:
-    A short reason ("holder pid 12 is not running on this host", ...) or None.
+  Args: the `LeaseRecord`, the current time (seconds since epoch), this
+  machine's host name and this process's pid; `pid_alive(pid) -> bool`;
+  `space`: this process's (pid namespace, boot id), `process_space()` if
+  None. Returns a short reason ("holder pid 12 is not running ...") or None.
   """
-  pid_ns, boot_id = process_space() if space is None else space
-  if (record.host == host and record.pid_ns and record.pid_ns == pid_ns
-      and record.boot_id == boot_id):
+  if _same_process_space(record, host, space):
     if record.pid == pid:
       return (f"the holder was this process (pid {pid}) in an earlier run or "
               "container")
@@ -282,7 +304,8 @@ class Lease:
 
 def acquire(model_dir, *, task_label="local", force_takeover=False,
             refresh_secs=DEFAULT_REFRESH_SECS, clock=time.time,
-            host=None, pid=None, pid_alive=_pid_alive, space=None):
+            host=None, pid=None, pid_alive=_pid_alive, space=None,
+            sleep=time.sleep):
   """Takes the trainer's lease of `model_dir` and starts refreshing it.
 
   Args:
@@ -290,8 +313,10 @@ def acquire(model_dir, *, task_label="local", force_takeover=False,
     task_label: who trains, e.g. "local" or "chief/0" (shown to others).
     force_takeover: take over a live lease of another trainer.
     refresh_secs: seconds between refreshes (> 0).
-    clock, host, pid, pid_alive, space: injectable time, identity (space:
-      (pid namespace, boot id), see `process_space`) and liveness.
+    clock, host, pid, pid_alive, space, sleep: injectable time, identity
+      (space: (pid namespace, boot id), see `process_space`), liveness and
+      the pause of `_await_refresh_or_stale` (a holder whose pid cannot be
+      checked here is watched until it refreshes or goes stale).
 
   Returns:
     A started `Lease`; call `release()` (or use it as a context manager).
@@ -312,6 +337,17 @@ def acquire(model_dir, *, task_label="local", force_takeover=False,
   tf.io.gfile.makedirs(model_dir)
   now = clock()
   current = read(model_dir)
+  if current is not None and not force_takeover and not _same_process_space(
+      current, host, space) and stale_reason(
+          current, now=now, host=host, pid=pid, space=space) is None:
+    current = _await_refresh_or_stale(model_dir, current,
+                                      task_label=task_label, clock=clock,
+                                      sleep=sleep)
+    now = clock()
+    if current is not None and stale_reason(
+        current, now=now, host=host, pid=pid, space=space) is None:
+      raise errors.ModelDirLeaseError(_held_message(
+          model_dir, current, now, refresh_secs=current.refresh_secs))
   if current is not None:
     reason = stale_reason(current, now=now, host=host, pid=pid,
                           pid_alive=pid_alive, space=space)
@@ -340,7 +376,6 @@ def acquire(model_dir, *, task_label="local", force_takeover=False,
         model_dir, check or record, now, refresh_secs=record.refresh_secs))
   lease = Lease(model_dir, record, clock=clock)
   lease._thread.start()  # pylint: disable=protected-access
-  # The model_dir is in the banner; a long path made this line 170+ wide.
   logging.info("lease | %s | holds model_dir's %s (host %s, pid "
                "%d, refreshed every %g s)", task_label, LEASE_FILE, host, pid,
                refresh_secs)
