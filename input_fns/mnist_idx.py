@@ -94,9 +94,8 @@ def _check_split(images_path, labels_path):
 def _missing_error(data_dir, why):
   # The file names and where to get them: docs/ERRORS.md#mnist-data.
   return errors.InputFnError(
-      f"{_SOURCE}: data_dir={data_dir!r} {why}. Fix: pass --data_dir=<a folder "
-      "with the MNIST IDX files>, or --input_fn=mnist (tensorflow-datasets) or "
-      "--input_fn=synthetic; see docs/ERRORS.md#mnist-data.")
+      f"{_SOURCE}: data_dir {data_dir} {why}. Fix: --data_dir=<IDX dir>, "
+      "--input_fn=mnist or synthetic; docs/ERRORS.md#mnist-data")
 
 
 def _records(images_path, labels_path):

@@ -308,8 +308,8 @@ class BadInputTest(absltest.TestCase):
                    f"--data_dir={data_dir}", f"--model_dir={self.model_dir}"]
                   + _TRAIN)
     self.assert_one_error(result, 1, f"InputFnError: input_fns.mnist_idx: "
-                          f"data_dir='{data_dir}' is not a folder",
-                          "Fix: pass --data_dir=")
+                          f"data_dir {data_dir} is not a folder",
+                          "Fix: --data_dir=<IDX dir>")
     self.assert_model_dir_not_created()
 
   def test_data_dir_with_the_wrong_files(self):
@@ -318,7 +318,7 @@ class BadInputTest(absltest.TestCase):
     result = _run(["--model_fn=mnist_mlp", "--input_fn=mnist_idx",
                    f"--data_dir={data_dir}", f"--model_dir={self.model_dir}"]
                   + _TRAIN)
-    self.assert_one_error(result, 1, f"data_dir='{data_dir}' has no t10k "
+    self.assert_one_error(result, 1, f"data_dir {data_dir} has no t10k "
                           "image/label pair", "Fix:")
     self.assert_model_dir_not_created()
 

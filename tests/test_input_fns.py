@@ -17,6 +17,7 @@ from input_fns import constant
 from input_fns import mnist
 from input_fns import mnist_idx
 from input_fns import synthetic
+from tests import conftest
 
 _REAL_MNIST_DIR = (
     pathlib.Path(__file__).resolve().parent.parent.parent
@@ -198,13 +199,19 @@ class MnistIdxTest(parameterized.TestCase):
       mnist_idx.make_input_fn(ModeKeys.TRAIN, data_dir=missing)
     message = str(cm.exception)
     self.assertIn(missing, message)
-    self.assertIn("t10k-images-idx3-ubyte[.gz]", message)
+    # One line under 160 characters with harness.main's 28-character
+    # "harness.main: InputFnError: " before it, the path aside.
+    self.assertLessEqual(len(message) - len(missing), 160 - 28)
+    # The file names are where the message points.
+    errors_md = (conftest.REPO_ROOT / "docs" / "ERRORS.md").read_text()
+    self.assertIn("docs/ERRORS.md#mnist-data", message)
+    self.assertIn("## MNIST data", errors_md)
+    self.assertIn("t10k-images-idx3-ubyte[.gz]", errors_md)
     # The fix says what to pass instead; it does not repeat the given path.
     fix = message.split("Fix: ", 1)[1]
     self.assertNotIn(missing, fix)
     self.assertNotIn("../shared/data/mnist", fix)
-    self.assertIn("--input_fn=mnist ", fix)
-    self.assertIn("--input_fn=synthetic", fix)
+    self.assertIn("--input_fn=mnist or synthetic", fix)
     with self.assertRaisesRegex(errors.InputFnError, "is not set"):
       mnist_idx.make_input_fn(ModeKeys.TRAIN)
 
