@@ -12,24 +12,24 @@ or from flags::
         --job_name=worker --task_index=1
 
 The server runs no model code: clients (a `Session("grpc://h2:2222")`, a
-standalone-client strategy, a parameter-server trainer) place ops on it. It is
-configured so that collective-strategy clients work (the collective group
-leader is set, as TensorFlow's `run_standard_tensorflow_server` did) and logs
-where it really listens, `server | worker/1 | listening on *:2222 (all
+standalone-client strategy, a parameter-server trainer) place ops on it. It
+is configured so that collective-strategy clients work (the collective group
+leader is set, as TensorFlow's `run_standard_tensorflow_server` did) and
+logs where it really listens, `server | worker/1 | listening on *:2222 (all
 interfaces; cluster address h2:2222) | 2 CPU devices` (TensorFlow 2.21 binds
-every interface; see `harness.cluster.listen`), with a warning and a firewall hint
-unless `--bind_address='*'` acknowledges it or harness.launch runs it in a
-private network namespace. Then it serves until SIGTERM or SIGINT, on which
-it exits 0. A standalone client (`harness.distribute.remote`) claims the server while it
-trains (`harness.distribute.server_claim`); once a claim expires unrenewed (the client
-was killed) or its client ends it after a failure, the server logs
+every interface; see `harness.cluster.listen`), with a warning and a
+firewall hint unless `--bind_address='*'` acknowledges it or harness.launch
+runs it in a private network namespace. Then it serves until SIGTERM or
+SIGINT, on which it exits 0. A standalone client
+(`harness.distribute.remote`) claims the server while it trains
+(`harness.distribute.server_claim`); once a claim expires unrenewed (the
+client was killed) or its client ends it after a failure, the server logs
 `its client's claim lapsed: restarting this server in place` and
 re-executes itself with the same flags (same pid and port), which releases
 whatever that client left (sessions, steps blocked in an all-reduce, their
 threads and memory) without aborting collectives. A bad flag or TF_CONFIG
-is one message on stderr and exit status 2.
-
-Library use, e.g. for parameter servers or in-process workers::
+is one message on stderr and exit status 2. Library use, e.g. for
+parameter servers or in-process workers::
 
     server = server.start_server({"worker": [...], "ps": [...]}, "ps", 0)
 """
@@ -49,6 +49,7 @@ from harness import errors
 from harness.cli import bad_flags as cli
 from harness.cli import log_format
 from harness.cluster import listen
+from harness.cluster.jobs import EVALUATOR
 from harness.cluster import tf_config as cluster_lib
 from harness.distribute import server_claim
 
@@ -61,7 +62,6 @@ __all__ = [
 _STOP_POLL_SECS = 0.1
 _WATCH_SECS = 1.0  # How often the server checks its client's claim.
 _RESTARTS_ENV = "HARNESS_SERVER_RESTARTS"
-_EVALUATOR = "evaluator"
 
 
 def _cluster_dict(cluster):
@@ -79,14 +79,10 @@ def _cluster_dict(cluster):
 
 
 def collective_group_leader(cluster):
-  """The task that leads collective ops: chief 0 if any, else worker 0.
+  """The task leading collective ops in `cluster` ({job: [address, ...]}).
 
-  Args:
-    cluster: {job: [address, ...]}.
-
-  Returns:
-    A device name such as "/job:worker/replica:0/task:0", or None when the
-    cluster has neither a chief nor a worker job.
+  Returns "/job:chief/replica:0/task:0" with a chief, else worker 0's name,
+  or None when the cluster has neither a chief nor a worker job.
   """
   jobs = _cluster_dict(cluster)
   for job in ("chief", "worker"):
@@ -123,8 +119,7 @@ def server_config(cluster, job_name, *, num_cpu_devices, num_gpus):
       num_gpus < 0):
     raise errors.ConfigError(
         f"`num_gpus` must be an integer >= 0, got {num_gpus!r}.")
-  # Imported here so that flag and TF_CONFIG errors are reported at once,
-  # before TensorFlow's multi-second import.
+  # Flag and TF_CONFIG errors are reported before TensorFlow's slow import.
   from harness._tf import tf  # lazy: TF-free --help and flag errors; pylint: disable=g-import-not-at-top
   gpus = 0 if job_name == "ps" else num_gpus
   config = tf.compat.v1.ConfigProto(
@@ -136,7 +131,7 @@ def server_config(cluster, job_name, *, num_cpu_devices, num_gpus):
 
 
 def _check_task(jobs, job_name, task_index):
-  if job_name == _EVALUATOR:
+  if job_name == EVALUATOR:
     raise errors.ClusterConfigError(
         f"Task {job_name}/{task_index!r} is an evaluator: it is not part of "
         "the training cluster and runs no standard server. Run the "
@@ -178,7 +173,7 @@ def start_server(cluster, job_name, task_index, *, num_cpu_devices=1,
   # Like TensorFlow's standard server, leave an evaluator listed in the
   # cluster out of it: it takes no part in training.
   jobs = {job: addresses for job, addresses in _cluster_dict(cluster).items()
-          if job != _EVALUATOR}
+          if job != EVALUATOR}
   _check_task(jobs, job_name, task_index)
   config = server_config(jobs, job_name, num_cpu_devices=num_cpu_devices,
                          num_gpus=num_gpus)
