@@ -40,20 +40,39 @@ class DatasetInitializerHook(tf.compat.v1.train.SessionRunHook):
     session.run(self._initializer)
 
 
-def _check_structure(value, what):
-  if value is None:
-    return
-  items = value.values() if isinstance(value, dict) else [value]
-  for item in items:
-    if isinstance(item, dict):
-      _check_structure(item, what)
-    elif not (tf.is_tensor(item) or isinstance(
-        item, (tf.SparseTensor, tf.compat.v1.SparseTensorValue))):
-      raise errors.InputFnError(
-          f"input_fn returned {what} containing {item!r:.120} "
-          f"({type(item).__name__}); {what} must be a Tensor, SparseTensor or "
-          "a dict of them. Fix: build them with tf ops or return a "
-          "tf.data.Dataset.")
+def _is_graph_value(item):
+  return tf.is_tensor(item) or isinstance(
+      item, (tf.SparseTensor, tf.compat.v1.SparseTensorValue))
+
+
+def _holds_graph_value(item):
+  return any(_is_graph_value(leaf) for leaf in tf.nest.flatten(item))
+
+
+def _to_graph_values(value, what):
+  """`value` with each Python / numpy leaf made a constant Tensor.
+
+  tf.estimator 2.15 handed features and labels to model_fn as input_fn
+  returned them, and TensorFlow ops converted Python scalars, lists, nested
+  tuples and numpy arrays there (`convert_to_tensor`); harness converts them
+  once here, the same way, so every later stage sees Tensors. Dicts keep
+  their keys; a list or tuple that holds Tensors is left as it is.
+  """
+  if value is None or _is_graph_value(value):
+    return value
+  if isinstance(value, dict):
+    return {key: _to_graph_values(item, what) for key, item in value.items()}
+  if isinstance(value, (list, tuple)) and _holds_graph_value(value):
+    return value
+  try:
+    return tf.convert_to_tensor(value)
+  except (TypeError, ValueError) as e:
+    raise errors.InputFnError(
+        f"input_fn returned {what} containing {value!r:.120} "
+        f"({type(value).__name__}), which tf.convert_to_tensor refuses "
+        f"({e!s:.200}). Fix: return Tensors, SparseTensors, numpy arrays, "
+        "Python numbers or lists (or dicts of them), or a tf.data.Dataset."
+    ) from e
 
 
 def parse_features_and_labels(result, check=True):
@@ -61,8 +80,9 @@ def parse_features_and_labels(result, check=True):
 
   Args:
     result: what input_fn or an iterator returned.
-    check: validate that features/labels are tensors (off for the
-      per-replica values of a distributed iterator).
+    check: convert Python / numpy values to Tensors as TensorFlow ops did
+      in 2.15, refusing what cannot be converted (off for the per-replica
+      values of a distributed iterator).
   """
   if isinstance(result, (list, tuple)) and not _is_namedtuple(result):
     if len(result) != 2:
@@ -74,8 +94,8 @@ def parse_features_and_labels(result, check=True):
   else:
     features, labels = result, None
   if check:
-    _check_structure(features, "features")
-    _check_structure(labels, "labels")
+    features = _to_graph_values(features, "features")
+    labels = _to_graph_values(labels, "labels")
   return features, labels
 
 

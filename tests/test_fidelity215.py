@@ -1,0 +1,181 @@
+"""Harness accepts what tf.estimator 2.15 accepted and raises what it raised.
+
+Issue 28, items 1 and 3: Python / numpy features and labels, numpy labels
+and weights given to a canned head, a `functools.partial` model_fn with
+bound arguments, and EstimatorSpec's TypeError / ValueError sentences.
+"""
+
+import functools
+import tempfile
+
+from absl.testing import absltest
+import numpy as np
+
+import harness
+from harness import errors
+from harness import spec
+from harness._tf import tf
+from harness.canned.head import regression_head
+
+
+def _sum_model_fn(features, labels, mode):
+  """Predicts sum(x) * w; the loss is the squared error to `labels`."""
+  weight = tf.compat.v1.get_variable(
+      "w", [], initializer=tf.zeros_initializer())
+  x = tf.cast(features["x"], tf.float32)
+  predictions = tf.reduce_sum(x, axis=-1) * weight
+  if mode == spec.ModeKeys.PREDICT:
+    return spec.EstimatorSpec(mode, predictions={"y": predictions})
+  labels = tf.reshape(tf.cast(labels, tf.float32), [-1])
+  loss = tf.reduce_mean(tf.square(predictions - labels))
+  train_op = tf.compat.v1.train.GradientDescentOptimizer(0.01).minimize(
+      loss, global_step=tf.compat.v1.train.get_global_step())
+  return spec.EstimatorSpec(mode, predictions=predictions, loss=loss,
+                            train_op=train_op)
+
+
+class PythonInputsTest(absltest.TestCase):
+  """input_fns returning Python lists, scalars, nested tuples, numpy."""
+
+  def _estimator(self, model_fn=_sum_model_fn):
+    return harness.Estimator(model_fn, model_dir=tempfile.mkdtemp(
+        dir=self.create_tempdir().full_path))
+
+  def test_train_evaluate_predict_on_python_lists(self):
+    est = self._estimator()
+    est.train(lambda: ({"x": [[17., 18.], [1., 2.]]}, [35., 3.]), steps=2)
+    self.assertEqual(2, est.get_variable_value("global_step"))
+    metrics = est.evaluate(lambda: ({"x": [[1., 2.]]}, [3.]), steps=1)
+    self.assertIn("loss", metrics)
+    # Constant features never run out: take the first prediction, as 2.15.
+    first = next(est.predict(lambda: {"x": [[1., 2.]]}))
+    np.testing.assert_allclose(first["y"], 3 * est.get_variable_value("w"),
+                               rtol=1e-5)
+
+  def test_nested_tuples_scalars_and_numpy(self):
+    est = self._estimator()
+    est.train(lambda: ({"x": ((17.,),)}, 17.), steps=1)
+    est.train(lambda: ({"x": np.array([[1., 2.]])}, np.array([3.])),
+              steps=1)
+    self.assertEqual(2, est.get_variable_value("global_step"))
+
+  def test_unconvertible_value_names_it(self):
+    est = self._estimator()
+    with self.assertRaisesRegex(errors.InputFnError,
+                                "tf.convert_to_tensor refuses"):
+      est.train(lambda: ({"x": object()}, [1.]), steps=1)
+
+
+class PartialModelFnTest(absltest.TestCase):
+
+  def test_partial_with_bound_keyword_arguments(self):
+    seen = {}
+
+    def model_fn(features, labels, foo, mode, params, config, bar):
+      seen.update(foo=foo, bar=bar, params=params, config=config)
+      return _sum_model_fn(features, labels, mode)
+
+    est = harness.Estimator(
+        functools.partial(model_fn, foo=45., bar=46.),
+        model_dir=self.create_tempdir().full_path, params={"p": 1})
+    est.train(lambda: ({"x": [[1.]]}, [1.]), steps=1)
+    self.assertEqual((45., 46., {"p": 1}),
+                     (seen["foo"], seen["bar"], seen["params"]))
+
+  def test_fn_args_drops_bound_arguments(self):
+    def fn(a, b, c, d):
+      del a, b, c, d
+    self.assertEqual(("b", "d"),
+                     spec.fn_args(functools.partial(fn, 1, c=3)))
+
+
+class HeadNumpyLabelsTest(absltest.TestCase):
+
+  def test_regression_head_numpy_labels_and_weights(self):
+    head = regression_head.RegressionHead(weight_column="w")
+    with tf.Graph().as_default():
+      loss = head.loss(
+          labels=np.array([[1.], [2.]], dtype=np.float64),
+          logits=np.array([[1.], [3.]], dtype=np.float32),
+          features={"w": np.array([[1.], [2.]], dtype=np.float64)},
+          mode=spec.ModeKeys.EVAL)
+      with tf.compat.v1.Session() as session:
+        # Weighted sum over batch size: (1 * 0 + 2 * 1) / 2.
+        self.assertAlmostEqual(1.0, session.run(loss), places=5)
+
+
+class EstimatorSpecErrorsTest(absltest.TestCase):
+  """2.15's exception type, with 2.15's sentence first."""
+
+  def _spec(self, **kwargs):
+    kwargs.setdefault("mode", spec.ModeKeys.EVAL)
+    kwargs.setdefault("loss", tf.constant(1.))
+    return spec.EstimatorSpec(**kwargs)
+
+  def assert_raises(self, error_type, sentence, **kwargs):
+    with tf.Graph().as_default():
+      with self.assertRaises(error_type) as raised:
+        self._spec(**kwargs)
+    self.assertTrue(str(raised.exception).startswith(sentence),
+                    str(raised.exception))
+    self.assertIn("Fix:", str(raised.exception))
+    self.assertIsInstance(raised.exception, errors.ModelFnError)
+
+  def test_loss_not_a_tensor(self):
+    self.assert_raises(TypeError, "loss must be Tensor, given: 1.0", loss=1.)
+
+  def test_sparse_loss(self):
+    with tf.Graph().as_default():
+      sparse = tf.sparse.SparseTensor([[0]], [0.], [1])
+      with self.assertRaisesRegex(TypeError, "^loss must be Tensor"):
+        self._spec(loss=sparse)
+
+  def test_predictions_not_tensors(self):
+    self.assert_raises(TypeError, "predictions[number] must be Tensor",
+                       predictions={"number": 1.})
+
+  def test_train_op_not_op(self):
+    self.assert_raises(
+        TypeError, "train_op must be Operation or Tensor, given: nope",
+        mode=spec.ModeKeys.TRAIN, train_op="nope")
+
+  def test_eval_metric_ops_not_dict_or_tuple(self):
+    self.assert_raises(TypeError, "eval_metric_ops must be a dict, given:",
+                       eval_metric_ops=[1])
+    self.assert_raises(
+        TypeError,
+        "Values of eval_metric_ops must be (metric_value, update_op) tuples",
+        eval_metric_ops={"m": 1})
+
+  def test_wrong_scaffold(self):
+    self.assert_raises(TypeError, "scaffold must be tf.train.Scaffold.",
+                       scaffold=object())
+
+  def test_keras_metric_without_update(self):
+    with tf.Graph().as_default():
+      metric = tf.keras.metrics.Mean(name="m")
+      with self.assertRaisesRegex(
+          ValueError, r'^Please call update_state\(...\) on the "m" metric'):
+        self._spec(eval_metric_ops={"m": metric})
+
+  def test_other_graph(self):
+    with tf.Graph().as_default():
+      loss = tf.constant(1.)
+    with tf.Graph().as_default():
+      with self.assertRaisesRegex(ValueError,
+                                  "must be from the default graph"):
+        self._spec(loss=loss)
+
+  def test_keras_metric_variables_join_collections(self):
+    with tf.Graph().as_default():
+      metric = tf.keras.metrics.Mean()
+      metric.update_state(tf.constant(1.))
+      self._spec(eval_metric_ops={"m": metric})
+      for key in (tf.compat.v1.GraphKeys.LOCAL_VARIABLES,
+                  tf.compat.v1.GraphKeys.METRIC_VARIABLES):
+        self.assertContainsSubset(metric.variables,
+                                  tf.compat.v1.get_collection(key))
+
+
+if __name__ == "__main__":
+  absltest.main()
