@@ -161,20 +161,39 @@ LAYOUT = {
         "EstimatorV2": "harness:Estimator",
         # Private helpers legacy code is known to call.
         "_write_dict_to_summary": "harness.core.evaluation:write_dict_to_summary",
+        "_load_global_step_from_checkpoint_dir":
+            "harness.training:load_global_step_from_checkpoint_dir",
     }, ("harness.estimator",)),
     "estimator_lib": ({}, ("harness",)),
     "run_config": (_names("harness.run_config", "RunConfig", "TaskType"),
                    ("harness.run_config",)),
-    "model_fn": (_names("harness.spec", "EstimatorSpec", "ModeKeys"),
-                 ("harness.spec",)),
+    "model_fn": ({
+        **_names("harness.spec", "EstimatorSpec", "ModeKeys",
+                 "verify_model_fn_args"),
+        "LOSS_METRIC_KEY": "harness.core.evaluation:LOSS_METRIC_KEY",
+        "call_logit_fn": "harness.canned.logit_fns:call_logit_fn",
+    }, ("harness.spec",)),
     "mode_keys": (_names("harness.spec", "ModeKeys"), ()),
-    "training": ({}, ("harness.training",)),
+    "training": (_names("harness.training", "_TrainingExecutor",
+                        "_ContinuousEvalListener", "_StopAtSecsHook"),
+                 ("harness.training",)),
     "exporter": ({}, ("harness.export.exporter",)),
     "extenders": ({}, ("harness.extension",)),
     "early_stopping": (_names(
         "harness.early_stopping", "_StopOnPredicateHook",
         "_CheckForStoppingHook"), ("harness.early_stopping",)),
-    "util": (_names("harness.spec", "fn_args"), ()),
+    "util": ({
+        **_names("harness.spec", "fn_args"),
+        **_names("harness.core.input_pipeline", "parse_input_fn_result"),
+        "_DatasetInitializerHook":
+            "harness.core.input_pipeline:DatasetInitializerHook",
+    }, ()),
+    # 2.15's export-version filters, by their 2.15 (underscore) names too.
+    "gc": ({**_names("harness.export.gc", "Path"), **{
+        f"_{name}": f"harness.export.gc:{name}" for name in (
+            "largest_export_versions", "one_of_every_n_export_versions",
+            "mod_export_version", "union", "negation", "get_paths")}},
+           ("harness.export.gc",)),
     "keras_lib": (_names("harness.keras_lib", "model_to_estimator"), ()),
     "keras": (_names("harness.keras_lib", "model_to_estimator"), ()),
     "export": ({}, ("harness.export",)),
@@ -192,7 +211,12 @@ LAYOUT = {
     "inputs.numpy_io": (_names("harness.inputs", "numpy_input_fn"), ()),
     "inputs.pandas_io": (_names("harness.inputs", "pandas_input_fn"), ()),
     "canned": ({}, ()),
-    "canned.parsing_utils": ({}, ("harness.parsing",)),
+    "canned.parsing_utils": ({
+        "classifier_parse_example_spec_v2":
+            "harness.parsing:classifier_parse_example_spec",
+        "regressor_parse_example_spec_v2":
+            "harness.parsing:regressor_parse_example_spec",
+    }, ("harness.parsing",)),
     # Canned estimators: `X` is the v1 class there, `XV2` the v2 one.
     "canned.dnn": (_canned_names("dnn", "DNNClassifier", "DNNRegressor",
                                  "DNNEstimator"), ("harness.canned.dnn",)),
