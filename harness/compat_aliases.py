@@ -203,7 +203,8 @@ LAYOUT = {
         "harness.export.writer", "get_timestamped_export_dir"), (
             "harness.export.receivers", "harness.export.outputs")),
     "hooks": ({}, ()),
-    "hooks.hooks": ({}, ("harness.hooks",)),
+    "hooks.hooks": (_names("harness.hooks", "_StopAtCheckpointStepHook"),
+                    ("harness.hooks",)),
     "hooks.basic_session_run_hooks": ({}, ("harness.hooks",)),
     "hooks.session_run_hook": ({}, ("harness.hooks",)),
     "inputs": ({}, ("harness.inputs",)),
@@ -243,6 +244,8 @@ LAYOUT = {
     "tpu.tpu_estimator": ({}, ("harness.tpu.tpu_estimator",
                                "harness.tpu.tpu_spec", "harness.tpu")),
     "tpu.tpu_config": ({}, ("harness.tpu.tpu_config",)),
+    "tpu.util": (_names("harness.tpu.tpu_config", "parse_iterations_per_loop",
+                        "IterationsPerLoop"), ()),
 }
 # Packages whose unknown names are canned estimators or TPU code.
 WHY_BY_PACKAGE = {"canned": CANNED_WHY, "head": CANNED_WHY,

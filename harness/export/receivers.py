@@ -46,8 +46,8 @@ _SINGLE_TENSOR_DEFAULT_NAMES = {
 
 
 def _check_tensor(value, name, error_label="feature"):
-  """Raises InputFnError unless `value` is a `Tensor` or `SparseTensor`."""
-  if isinstance(value, (tf.Tensor, tf.sparse.SparseTensor)):
+  """Raises InputFnError unless `value` is a Tensor, Sparse or Ragged."""
+  if isinstance(value, (tf.Tensor, tf.sparse.SparseTensor, tf.RaggedTensor)):
     return
   # tf.estimator accepted objects with a `.tensor` that convert to a Tensor
   # (LabeledTensor); keep that carve-out.
@@ -59,7 +59,8 @@ def _check_tensor(value, name, error_label="feature"):
       pass
   fmt_name = f" {name}" if name else ""
   raise errors.InputFnError(
-      f"{error_label}{fmt_name} must be a Tensor or SparseTensor. Got "
+      f"{error_label}{fmt_name} must be a Tensor, SparseTensor, or "
+      f"RaggedTensor. Got "
       f"{type(value).__name__}: {value!r:.200}. Fix: build placeholders or "
       "ops in the serving_input_receiver_fn and return those.")
 
