@@ -7,6 +7,8 @@ bound arguments, and EstimatorSpec's TypeError / ValueError sentences.
 
 import functools
 import tempfile
+import time
+from unittest import mock
 
 from absl.testing import absltest
 import numpy as np
@@ -175,6 +177,61 @@ class EstimatorSpecErrorsTest(absltest.TestCase):
                   tf.compat.v1.GraphKeys.METRIC_VARIABLES):
         self.assertContainsSubset(metric.variables,
                                   tf.compat.v1.get_collection(key))
+
+
+class HooksAndConfigErrorsTest(absltest.TestCase):
+  """2.15's types and sentences outside EstimatorSpec."""
+
+  def test_in_memory_evaluator_custom_saver_is_a_value_error(self):
+    def model_fn(features, labels, mode):
+      spec_out = _sum_model_fn(features, labels, mode)
+      if mode != spec.ModeKeys.EVAL:
+        return spec_out
+      return spec_out._replace(scaffold=tf.compat.v1.train.Scaffold(
+          saver=tf.compat.v1.train.Saver()))
+
+    est = harness.Estimator(model_fn,
+                            model_dir=self.create_tempdir().full_path)
+    hook = harness.experimental.InMemoryEvaluatorHook(
+        est, lambda: ({"x": [[1.]]}, [1.]))
+    with self.assertRaisesRegex(
+        ValueError, "^InMemoryEvaluator does not support custom saver"):
+      est.train(lambda: ({"x": [[1.]]}, [1.]), steps=1, hooks=[hook])
+
+  def test_stop_at_checkpoint_step_hook_sleeps_through_time_sleep(self):
+    slept = []
+    hook = harness.hooks._StopAtCheckpointStepHook(  # pylint: disable=protected-access
+        model_dir=self.create_tempdir().full_path, last_step=1)
+    with tf.Graph().as_default():
+      tf.compat.v1.train.create_global_step()
+      no_op = tf.no_op()
+      with mock.patch.object(time, "sleep", slept.append):
+        with tf.compat.v1.train.SingularMonitoredSession(
+            hooks=[hook]) as session:
+          session.run(no_op)
+          self.assertFalse(session.should_stop())
+    self.assertEqual([30], slept)
+
+  def test_tpu_config_positive_integers(self):
+    from harness.tpu import tpu_config  # pylint: disable=g-import-not-at-top
+    with self.assertRaisesRegex(ValueError, "^TPUConfig num_shards must be positive"):
+      tpu_config.TPUConfig(num_shards=0)
+    with self.assertRaisesRegex(TypeError, "^TPUConfig num_shards must be int"):
+      tpu_config.TPUConfig(num_shards=1.5)
+    for bad in (0, -1, "-1h"):
+      with self.assertRaisesRegex(ValueError, "must be positive"):
+        tpu_config.TPUConfig(iterations_per_loop=bad)
+
+  def test_ragged_feature_accepted_by_receiver(self):
+    with tf.Graph().as_default():
+      ragged = tf.RaggedTensor.from_row_lengths([1., 2., 3.], [2, 1])
+      receiver = harness.export.ServingInputReceiver(
+          {"r": ragged}, {"in": tf.compat.v1.placeholder(tf.string)})
+      self.assertIs(ragged, receiver.features["r"])
+      with self.assertRaisesRegex(
+          ValueError, "must be a Tensor, SparseTensor, or RaggedTensor."):
+        harness.export.ServingInputReceiver(
+            {"r": [1.]}, {"in": tf.compat.v1.placeholder(tf.string)})
 
 
 if __name__ == "__main__":
