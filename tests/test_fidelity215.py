@@ -61,6 +61,18 @@ class PythonInputsTest(absltest.TestCase):
               steps=1)
     self.assertEqual(2, est.get_variable_value("global_step"))
 
+  def test_model_fn_gets_the_values_unchanged(self):
+    seen = {}
+
+    def model_fn(features, labels, mode):
+      seen.update(features=features, labels=labels)
+      return _sum_model_fn(features, labels, mode)
+
+    features, labels = {"x": [[1.], [1.]]}, np.array([1., 1.])
+    self._estimator(model_fn).train(lambda: (features, labels), steps=1)
+    self.assertIs(features, seen["features"])
+    self.assertIs(labels, seen["labels"])
+
   def test_unconvertible_value_names_it(self):
     est = self._estimator()
     with self.assertRaisesRegex(errors.InputFnError,

@@ -49,23 +49,28 @@ def _holds_graph_value(item):
   return any(_is_graph_value(leaf) for leaf in tf.nest.flatten(item))
 
 
-def _to_graph_values(value, what):
-  """`value` with each Python / numpy leaf made a constant Tensor.
+def _check_values(value, what):
+  """Raises InputFnError for a leaf TensorFlow could not convert.
 
-  tf.estimator 2.15 handed features and labels to model_fn as input_fn
-  returned them, and TensorFlow ops converted Python scalars, lists, nested
-  tuples and numpy arrays there (`convert_to_tensor`); harness converts them
-  once here, the same way, so every later stage sees Tensors. Dicts keep
-  their keys; a list or tuple that holds Tensors is left as it is.
+  tf.estimator 2.15 handed features and labels to model_fn exactly as
+  input_fn returned them: Python scalars, lists, nested tuples and numpy
+  arrays reached model_fn unchanged and TensorFlow ops converted them
+  there (`convert_to_tensor`). harness does the same; it only checks, in a
+  scratch graph, that each such leaf converts, so that an unusable value is
+  named here rather than deep inside model_fn. Dicts are checked per key; a
+  list or tuple that holds Tensors is left to model_fn.
   """
   if value is None or _is_graph_value(value):
-    return value
+    return
   if isinstance(value, dict):
-    return {key: _to_graph_values(item, what) for key, item in value.items()}
+    for item in value.values():
+      _check_values(item, what)
+    return
   if isinstance(value, (list, tuple)) and _holds_graph_value(value):
-    return value
+    return
   try:
-    return tf.convert_to_tensor(value)
+    with tf.Graph().as_default():
+      tf.convert_to_tensor(value)
   except (TypeError, ValueError) as e:
     raise errors.InputFnError(
         f"input_fn returned {what} containing {value!r:.120} "
@@ -80,9 +85,9 @@ def parse_features_and_labels(result, check=True):
 
   Args:
     result: what input_fn or an iterator returned.
-    check: convert Python / numpy values to Tensors as TensorFlow ops did
-      in 2.15, refusing what cannot be converted (off for the per-replica
-      values of a distributed iterator).
+    check: refuse leaves TensorFlow cannot convert; Python / numpy values
+      pass unchanged, as in 2.15 (off for the per-replica values of a
+      distributed iterator).
   """
   if isinstance(result, (list, tuple)) and not _is_namedtuple(result):
     if len(result) != 2:
@@ -94,8 +99,8 @@ def parse_features_and_labels(result, check=True):
   else:
     features, labels = result, None
   if check:
-    features = _to_graph_values(features, "features")
-    labels = _to_graph_values(labels, "labels")
+    _check_values(features, "features")
+    _check_values(labels, "labels")
   return features, labels
 
 
