@@ -67,7 +67,8 @@ class Estimator:
       logging.info("Using default config.")
     elif not isinstance(config, run_config_lib.RunConfig):
       raise errors.ConfigError(
-          f"config must be an instance of RunConfig, but provided {config!r}.")
+          f"config must be an instance of `RunConfig`, but provided {config}."
+          " Fix: pass tf.estimator.RunConfig(...) (harness.RunConfig).")
     # The one model_dir decision: argument, RunConfig, TF_CONFIG, temporary.
     model_dir, config = run_config_lib.resolve_model_dir(model_dir, config)
     self._config = config

@@ -234,6 +234,12 @@ class HooksAndConfigErrorsTest(absltest.TestCase):
       with self.assertRaisesRegex(ValueError, "must be positive"):
         tpu_config.TPUConfig(iterations_per_loop=bad)
 
+  def test_config_not_a_run_config(self):
+    with self.assertRaisesRegex(
+        ValueError, r"^config must be an instance of `RunConfig`, but "
+        r"provided nope\. Fix:"):
+      harness.Estimator(_sum_model_fn, config="nope")
+
   def test_ragged_feature_accepted_by_receiver(self):
     with tf.Graph().as_default():
       ragged = tf.RaggedTensor.from_row_lengths([1., 2., 3.], [2, 1])
