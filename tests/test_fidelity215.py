@@ -172,6 +172,21 @@ class EstimatorSpecErrorsTest(absltest.TestCase):
           ValueError, r'^Please call update_state\(...\) on the "m" metric'):
         self._spec(eval_metric_ops={"m": metric})
 
+  def test_mode_none_trains_as_in_2_15(self):
+    def model_fn(features):
+      del features
+      return spec.EstimatorSpec(
+          mode=None, loss=tf.constant(0.), train_op=tf.compat.v1.assign_add(
+              tf.compat.v1.train.get_global_step(), 1))
+
+    est = harness.Estimator(model_fn,
+                            model_dir=self.create_tempdir().full_path)
+    est.train(lambda: {"x": [[1.]]}, steps=1)
+    self.assertEqual(1, est.get_variable_value("global_step"))
+    with tf.Graph().as_default(), self.assertRaisesRegex(
+        ValueError, "mode must be one of"):
+      self._spec(mode="training")
+
   def test_other_graph(self):
     with tf.Graph().as_default():
       loss = tf.constant(1.)
