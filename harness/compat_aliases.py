@@ -235,7 +235,9 @@ LAYOUT = {
     "canned.metric_keys": ({}, ("harness.canned.head.metric_keys",)),
     "canned.prediction_keys": ({}, ("harness.canned.head.prediction_keys",)),
     "head": ({}, ("harness.canned.head",)),
-    "head.head_utils": ({}, ("harness.canned.default_heads",)),
+    "head.head_utils": ({
+        "_DEFAULT_SERVING_KEY": "harness.export.outputs:DEFAULT_SERVING_KEY",
+    }, ("harness.canned.default_heads",)),
     **{f"head.{module}": ({}, (f"harness.canned.head.{module}",))
        for module in ("base_head", "binary_class_head", "multi_class_head",
                       "multi_label_head", "regression_head", "multi_head")},
