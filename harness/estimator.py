@@ -273,6 +273,7 @@ class Estimator:
   def predict(self, input_fn, predict_keys=None, hooks=None,
               checkpoint_path=None, yield_single_examples=True):
     """Yields predictions for every element input_fn produces."""
+    hooks = spec_lib.check_hooks(hooks, "hooks")  # First, as 2.15.
     checkpoint_path = self._checkpoint_for("predict", checkpoint_path)
     with tf.Graph().as_default():
       train_graph.set_graph_seed(self._config.tf_random_seed)
@@ -283,8 +284,7 @@ class Estimator:
       spec = self._call_model_fn(features, None, ModeKeys.PREDICT,
                                  self._config)
       predictions = prediction.select_keys(spec.predictions, predict_keys)
-      all_hooks = (input_hooks + spec_lib.check_hooks(hooks, "hooks") +
-                   list(spec.prediction_hooks))
+      all_hooks = input_hooks + hooks + list(spec.prediction_hooks)
       checkpoints.check_fits(checkpoint_path, spec.scaffold)
       creator = tf.compat.v1.train.ChiefSessionCreator(
           checkpoint_filename_with_path=checkpoint_path,

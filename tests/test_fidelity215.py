@@ -249,6 +249,12 @@ class HooksAndConfigErrorsTest(absltest.TestCase):
       with self.assertRaisesRegex(ValueError, "must be positive"):
         tpu_config.TPUConfig(iterations_per_loop=bad)
 
+  def test_predict_checks_hooks_first(self):
+    est = harness.Estimator(_sum_model_fn,
+                            model_dir=self.create_tempdir().full_path)
+    with self.assertRaisesRegex(TypeError, "^Hooks must be a SessionRunHook"):
+      next(est.predict(lambda: {"x": [[1.]]}, hooks=["NotAHook"]))
+
   def test_config_not_a_run_config(self):
     with self.assertRaisesRegex(
         ValueError, r"^config must be an instance of `RunConfig`, but "
