@@ -250,7 +250,11 @@ class HooksAndConfigErrorsTest(absltest.TestCase):
         tpu_config.TPUConfig(iterations_per_loop=bad)
 
   def test_predict_checks_hooks_first(self):
-    est = harness.Estimator(_sum_model_fn,
+    def model_fn(features):  # No predictions: fails if it is ever called.
+      del features
+      return spec.EstimatorSpec(spec.ModeKeys.PREDICT)
+
+    est = harness.Estimator(model_fn,
                             model_dir=self.create_tempdir().full_path)
     with self.assertRaisesRegex(TypeError, "^Hooks must be a SessionRunHook"):
       next(est.predict(lambda: {"x": [[1.]]}, hooks=["NotAHook"]))
