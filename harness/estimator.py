@@ -139,10 +139,10 @@ class Estimator:
   def _require_checkpoint(self):
     path = self.latest_checkpoint()
     if not path:
-      raise errors.CheckpointError(
-          f"Estimator is not trained yet: no checkpoint in model_dir "
-          f"{self._model_dir!r}. Fix: call train() first, or point model_dir "
-          "at a directory that holds checkpoints.")
+      raise errors.NotTrainedError(
+          f"Could not find trained model in model_dir: {self._model_dir}. "
+          "Fix: call train() first, or point model_dir at a directory that "
+          "holds checkpoints.")
     return path
 
   def eval_dir(self, name=None):

@@ -259,6 +259,16 @@ class HooksAndConfigErrorsTest(absltest.TestCase):
     with self.assertRaisesRegex(TypeError, "^Hooks must be a SessionRunHook"):
       next(est.predict(lambda: {"x": [[1.]]}, hooks=["NotAHook"]))
 
+  def test_untrained_variable_read_is_a_value_error(self):
+    est = harness.Estimator(_sum_model_fn,
+                            model_dir=self.create_tempdir().full_path)
+    for read in (est.get_variable_names, lambda: est.get_variable_value("w")):
+      with self.assertRaisesRegex(
+          ValueError, "^Could not find trained model in model_dir: "):
+        read()
+    with self.assertRaises(errors.CheckpointError):
+      est.get_variable_names()
+
   def test_config_not_a_run_config(self):
     with self.assertRaisesRegex(
         ValueError, r"^config must be an instance of `RunConfig`, but "
