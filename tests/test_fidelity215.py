@@ -269,6 +269,19 @@ class HooksAndConfigErrorsTest(absltest.TestCase):
     with self.assertRaises(errors.CheckpointError):
       est.get_variable_names()
 
+  def test_global_step_metric_is_refused(self):
+    def model_fn(features, labels, mode):
+      spec_out = _sum_model_fn(features, labels, mode)
+      return spec_out._replace(eval_metric_ops={
+          "global_step": tf.compat.v1.metrics.mean(spec_out.loss)})
+
+    est = harness.Estimator(model_fn,
+                            model_dir=self.create_tempdir().full_path)
+    est.train(lambda: ({"x": [[1.]]}, [1.]), steps=1)
+    with self.assertRaisesRegex(
+        ValueError, "^Metric with name `global_step` is not allowed"):
+      est.evaluate(lambda: ({"x": [[1.]]}, [1.]), steps=1)
+
   def test_config_not_a_run_config(self):
     with self.assertRaisesRegex(
         ValueError, r"^config must be an instance of `RunConfig`, but "
