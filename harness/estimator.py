@@ -133,6 +133,7 @@ class Estimator:
 
   def get_variable_value(self, name):
     """The value of variable `name` in the latest checkpoint (numpy)."""
+    name = name[:-2] if name.endswith(":0") else name  # As TF's load_variable.
     return checkpoints.open_reader(self._require_checkpoint()).get_tensor(
         name)
 

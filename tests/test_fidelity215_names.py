@@ -132,6 +132,22 @@ class GcTest(absltest.TestCase):
                      sorted(tf.io.gfile.listdir(base)))
 
 
+class CannedOptimizerInstanceTest(absltest.TestCase):
+  """A Keras optimizer instance given to a canned estimator, as 2.15."""
+
+  def test_users_instance_counts_steps_then_a_copy_trains_again(self):
+    opt = tf.keras.optimizers.legacy.SGD(learning_rate=0.1)
+    est = harness.LinearRegressor(
+        [tf.feature_column.numeric_column("x")], optimizer=opt,
+        model_dir=self.create_tempdir().full_path)
+    est.train(_input_fn, steps=2)
+    # The user's object ran: its iterations is the global step (2.15).
+    self.assertEqual("global_step:0", opt.iterations.name)
+    self.assertEqual(2, est.get_variable_value(opt.iterations.name))
+    est.train(_input_fn, steps=1)  # 2.15 failed here; a copy trains.
+    self.assertEqual(3, est.get_variable_value("global_step"))
+
+
 class ModuleNamesTest(absltest.TestCase):
 
   def test_model_fn_names(self):
