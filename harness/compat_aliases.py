@@ -38,8 +38,8 @@ CANNED_WHY = ("harness provides the canned modules dnn, linear, "
               "classes, express the model as a model_fn, or keep that "
               "job on tf.estimator 2.15.")
 TPU_WHY = ("harness provides TPUEstimator for CPU/GPU (use_tpu=False) "
-           "through the tpu, tpu.tpu_estimator and tpu.tpu_config modules "
-           "only. Fix: import TPUEstimator, TPUEstimatorSpec, RunConfig, "
+           "through the tpu, tpu.tpu_estimator, tpu.tpu_config and tpu.util "
+           "modules only. Fix: import TPUEstimator, TPUEstimatorSpec, RunConfig, "
            "TPUConfig from tensorflow_estimator.python.estimator.tpu."
            "tpu_estimator / tpu_config, or keep that job on tf.estimator "
            "2.15.")
