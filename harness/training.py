@@ -320,7 +320,8 @@ class _TrainingExecutor:
           f"continuous_eval_listener {listener!r}: harness's evaluator does "
           "not call a custom listener. Fix: pass None, and stop evaluation "
           "with EvalSpec / TrainSpec.max_steps instead.")
-    hooks = spec_lib.check_hooks(train_hooks, "train_hooks")
+    hooks = spec_lib.check_hooks(train_hooks, "train_hooks",
+                                 sentence=spec_lib.HOOKS_SENTENCE_SPECS)
     self._estimator = estimator
     self._train_spec = train_spec._replace(
         hooks=tuple(train_spec.hooks) + tuple(hooks))

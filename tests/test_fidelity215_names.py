@@ -82,6 +82,13 @@ class TrainingExecutorTest(absltest.TestCase):
       training._TrainingExecutor(self._estimator(), *self._specs(),
                                  continuous_eval_listener=object())
 
+  def test_train_hooks_must_be_hooks(self):
+    training = _module("training")
+    with self.assertRaisesRegex(
+        TypeError, "^All hooks must be `SessionRunHook` instances, given: "):
+      training._TrainingExecutor(self._estimator(), *self._specs(),
+                                 train_hooks=[object()])
+
   def test_stop_at_secs_hook(self):
     hook = _module("training")._StopAtSecsHook(0)
     est = self._estimator()
