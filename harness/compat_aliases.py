@@ -38,8 +38,8 @@ CANNED_WHY = ("harness provides the canned modules dnn, linear, "
               "classes, express the model as a model_fn, or keep that "
               "job on tf.estimator 2.15.")
 TPU_WHY = ("harness provides TPUEstimator for CPU/GPU (use_tpu=False) "
-           "through the tpu, tpu.tpu_estimator and tpu.tpu_config modules "
-           "only. Fix: import TPUEstimator, TPUEstimatorSpec, RunConfig, "
+           "through the tpu, tpu.tpu_estimator, tpu.tpu_config and tpu.util "
+           "modules only. Fix: import TPUEstimator, TPUEstimatorSpec, RunConfig, "
            "TPUConfig from tensorflow_estimator.python.estimator.tpu."
            "tpu_estimator / tpu_config, or keep that job on tf.estimator "
            "2.15.")
@@ -161,20 +161,39 @@ LAYOUT = {
         "EstimatorV2": "harness:Estimator",
         # Private helpers legacy code is known to call.
         "_write_dict_to_summary": "harness.core.evaluation:write_dict_to_summary",
+        "_load_global_step_from_checkpoint_dir":
+            "harness.training:load_global_step_from_checkpoint_dir",
     }, ("harness.estimator",)),
     "estimator_lib": ({}, ("harness",)),
     "run_config": (_names("harness.run_config", "RunConfig", "TaskType"),
                    ("harness.run_config",)),
-    "model_fn": (_names("harness.spec", "EstimatorSpec", "ModeKeys"),
-                 ("harness.spec",)),
+    "model_fn": ({
+        **_names("harness.spec", "EstimatorSpec", "ModeKeys",
+                 "verify_model_fn_args"),
+        "LOSS_METRIC_KEY": "harness.core.evaluation:LOSS_METRIC_KEY",
+        "call_logit_fn": "harness.canned.logit_fns:call_logit_fn",
+    }, ("harness.spec",)),
     "mode_keys": (_names("harness.spec", "ModeKeys"), ()),
-    "training": ({}, ("harness.training",)),
+    "training": (_names("harness.training", "_TrainingExecutor",
+                        "_ContinuousEvalListener", "_StopAtSecsHook"),
+                 ("harness.training",)),
     "exporter": ({}, ("harness.export.exporter",)),
     "extenders": ({}, ("harness.extension",)),
     "early_stopping": (_names(
         "harness.early_stopping", "_StopOnPredicateHook",
         "_CheckForStoppingHook"), ("harness.early_stopping",)),
-    "util": (_names("harness.spec", "fn_args"), ()),
+    "util": ({
+        **_names("harness.spec", "fn_args"),
+        **_names("harness.core.input_pipeline", "parse_input_fn_result"),
+        "_DatasetInitializerHook":
+            "harness.core.input_pipeline:DatasetInitializerHook",
+    }, ()),
+    # 2.15's export-version filters, by their 2.15 (underscore) names too.
+    "gc": ({**_names("harness.export.gc", "Path"), **{
+        f"_{name}": f"harness.export.gc:{name}" for name in (
+            "largest_export_versions", "one_of_every_n_export_versions",
+            "mod_export_version", "union", "negation", "get_paths")}},
+           ("harness.export.gc",)),
     "keras_lib": (_names("harness.keras_lib", "model_to_estimator",
                          "FormattedKeyError"), ()),
     "keras": (_names("harness.keras_lib", "model_to_estimator",
@@ -186,7 +205,8 @@ LAYOUT = {
         "harness.export.writer", "get_timestamped_export_dir"), (
             "harness.export.receivers", "harness.export.outputs")),
     "hooks": ({}, ()),
-    "hooks.hooks": ({}, ("harness.hooks",)),
+    "hooks.hooks": (_names("harness.hooks", "_StopAtCheckpointStepHook"),
+                    ("harness.hooks",)),
     "hooks.basic_session_run_hooks": ({}, ("harness.hooks",)),
     "hooks.session_run_hook": ({}, ("harness.hooks",)),
     "inputs": ({}, ("harness.inputs",)),
@@ -194,7 +214,12 @@ LAYOUT = {
     "inputs.numpy_io": (_names("harness.inputs", "numpy_input_fn"), ()),
     "inputs.pandas_io": (_names("harness.inputs", "pandas_input_fn"), ()),
     "canned": ({}, ()),
-    "canned.parsing_utils": ({}, ("harness.parsing",)),
+    "canned.parsing_utils": ({
+        "classifier_parse_example_spec_v2":
+            "harness.parsing:classifier_parse_example_spec",
+        "regressor_parse_example_spec_v2":
+            "harness.parsing:regressor_parse_example_spec",
+    }, ("harness.parsing",)),
     # Canned estimators: `X` is the v1 class there, `XV2` the v2 one.
     "canned.dnn": (_canned_names("dnn", "DNNClassifier", "DNNRegressor",
                                  "DNNEstimator"), ("harness.canned.dnn",)),
@@ -214,7 +239,9 @@ LAYOUT = {
     "canned.metric_keys": ({}, ("harness.canned.head.metric_keys",)),
     "canned.prediction_keys": ({}, ("harness.canned.head.prediction_keys",)),
     "head": ({}, ("harness.canned.head",)),
-    "head.head_utils": ({}, ("harness.canned.default_heads",)),
+    "head.head_utils": ({
+        "_DEFAULT_SERVING_KEY": "harness.export.outputs:DEFAULT_SERVING_KEY",
+    }, ("harness.canned.default_heads",)),
     **{f"head.{module}": ({}, (f"harness.canned.head.{module}",))
        for module in ("base_head", "binary_class_head", "multi_class_head",
                       "multi_label_head", "regression_head", "multi_head")},
@@ -223,6 +250,8 @@ LAYOUT = {
     "tpu.tpu_estimator": ({}, ("harness.tpu.tpu_estimator",
                                "harness.tpu.tpu_spec", "harness.tpu")),
     "tpu.tpu_config": ({}, ("harness.tpu.tpu_config",)),
+    "tpu.util": (_names("harness.tpu.tpu_config", "parse_iterations_per_loop",
+                        "IterationsPerLoop"), ()),
 }
 # Packages whose unknown names are canned estimators or TPU code.
 WHY_BY_PACKAGE = {"canned": CANNED_WHY, "head": CANNED_WHY,

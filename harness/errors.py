@@ -30,6 +30,7 @@ __all__ = [
     "ClusterConfigTypeError",
     "TrainingStalledError",
     "PeersNotReadyError",
+    "NotTrainedError",
 ]
 
 
@@ -59,6 +60,10 @@ class InputFnError(HarnessError, ValueError):
 
 class CheckpointError(HarnessError, RuntimeError):
   """A checkpoint cannot be read, or does not match the model."""
+
+
+class NotTrainedError(CheckpointError, ValueError):
+  """model_dir holds no checkpoint to read (tf.estimator raised ValueError)."""
 
 
 class RemoteClusterError(HarnessError, ConnectionError):

@@ -68,7 +68,8 @@ class Estimator:
       logging.info("Using default config.")
     elif not isinstance(config, run_config_lib.RunConfig):
       raise errors.ConfigError(
-          f"config must be an instance of RunConfig, but provided {config!r}.")
+          f"config must be an instance of `RunConfig`, but provided {config}."
+          " Fix: pass tf.estimator.RunConfig(...) (harness.RunConfig).")
     # The one model_dir decision: argument, RunConfig, TF_CONFIG, temporary.
     model_dir, config = run_config_lib.resolve_model_dir(model_dir, config)
     self._config = config
@@ -133,16 +134,17 @@ class Estimator:
 
   def get_variable_value(self, name):
     """The value of variable `name` in the latest checkpoint (numpy)."""
+    name = name[:-2] if name.endswith(":0") else name  # As TF's load_variable.
     return checkpoints.open_reader(self._require_checkpoint()).get_tensor(
         name)
 
   def _require_checkpoint(self):
     path = self.latest_checkpoint()
     if not path:
-      raise errors.CheckpointError(
-          f"Estimator is not trained yet: no checkpoint in model_dir "
-          f"{self._model_dir!r}. Fix: call train() first, or point model_dir "
-          "at a directory that holds checkpoints.")
+      raise errors.NotTrainedError(
+          f"Could not find trained model in model_dir: {self._model_dir}. "
+          "Fix: call train() first, or point model_dir at a directory that "
+          "holds checkpoints.")
     return path
 
   def eval_dir(self, name=None):
@@ -276,6 +278,7 @@ class Estimator:
   def predict(self, input_fn, predict_keys=None, hooks=None,
               checkpoint_path=None, yield_single_examples=True):
     """Yields predictions for every element input_fn produces."""
+    hooks = spec_lib.check_hooks(hooks, "hooks")  # First, as 2.15.
     checkpoint_path = self._checkpoint_for("predict", checkpoint_path)
     with tf.Graph().as_default():
       train_graph.set_graph_seed(self._config.tf_random_seed)
@@ -287,8 +290,7 @@ class Estimator:
                                  self._config)
       warm_start_lib.unless_restoring(self._warm_start_settings, checkpoint_path)
       predictions = prediction.select_keys(spec.predictions, predict_keys)
-      all_hooks = (input_hooks + spec_lib.check_hooks(hooks, "hooks") +
-                   list(spec.prediction_hooks))
+      all_hooks = input_hooks + hooks + list(spec.prediction_hooks)
       checkpoints.check_fits(checkpoint_path, spec.scaffold)
       creator = tf.compat.v1.train.ChiefSessionCreator(
           checkpoint_filename_with_path=checkpoint_path,

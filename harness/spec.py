@@ -16,6 +16,7 @@ import functools
 import inspect
 
 from harness import errors
+from harness import spec_checks
 from harness._tf import tf
 from harness.export import outputs as export_outputs_lib
 
@@ -51,13 +52,14 @@ _SPEC_FIELDS = [
 def fn_args(fn):
   """Names of the arguments `fn` accepts (partials and callables included).
 
-  Positional arguments bound by `functools.partial` are left out, keyword
-  arguments bound by it are kept, as tf.estimator did.
+  As tf.estimator 2.15 (TensorFlow's `function_utils.fn_args`): arguments a
+  `functools.partial` binds, by position or by keyword, are left out, so a
+  model_fn with extra arguments bound by a partial passes the signature check.
   """
   if isinstance(fn, functools.partial):
-    args = fn_args(fn.func)
-    args = args[len(fn.args):]
-    return tuple(args)
+    bound = set(fn.keywords or ())
+    args = fn_args(fn.func)[len(fn.args):]
+    return tuple(arg for arg in args if arg not in bound)
   if inspect.isclass(fn) or not (inspect.isfunction(fn) or inspect.ismethod(fn)):
     if hasattr(fn, "__call__") and not inspect.isfunction(fn):
       target = fn.__call__
@@ -72,88 +74,6 @@ def fn_args(fn):
   return tuple(
       name for name, p in sig.parameters.items()
       if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
-
-
-def _is_tensor_like(value):
-  return isinstance(value, (tf.Tensor, tf.Operation, tf.Variable)) or (
-      tf.is_tensor(value))
-
-
-def _enclosing_graphs(graph):
-  """`graph` and, inside a loop body's function graph, the graphs around it."""
-  graphs = []
-  while graph is not None:
-    graphs.append(graph)
-    graph = getattr(graph, "outer_graph", None)
-  return graphs
-
-
-def _check_in_graph(value, name, graph):
-  items = value.values() if isinstance(value, dict) else [value]
-  graphs = _enclosing_graphs(graph)
-  for item in items:
-    item_graph = getattr(item, "graph", None)
-    if item_graph is not None and not any(item_graph is g for g in graphs):
-      raise errors.ModelFnError(
-          f"{name} with {item!r} must be from the default graph. Possible "
-          "causes: the model_fn built it in another tf.Graph, or kept a "
-          "tensor from an earlier call (model_fn is called once per mode, "
-          "each time in a fresh graph). Fix: create every tensor inside "
-          "model_fn.")
-
-
-# The op that reshapes a loss of unknown size (e.g. [batch, 1]) to a scalar.
-LOSS_TO_SCALAR_OP = "loss_reshaped_to_scalar"
-
-
-def _validate_loss(loss, mode):
-  if loss is None:
-    if mode in (ModeKeys.TRAIN, ModeKeys.EVAL):
-      raise errors.ModelFnError(
-          f"Missing loss: EstimatorSpec(mode={mode!r}) needs `loss`, a "
-          "scalar Tensor (TRAIN and EVAL modes require it).")
-    return None
-  if not tf.is_tensor(loss):
-    loss = tf.convert_to_tensor(loss) if not isinstance(loss, tf.Operation) else loss
-  if isinstance(loss, tf.Operation) or not tf.is_tensor(loss):
-    raise errors.ModelFnError(
-        f"loss must be a Tensor, given: {loss!r}. Fix: return the scalar "
-        "loss value, not the op that minimizes it.")
-  num = loss.shape.num_elements()
-  if num not in (None, 1):
-    raise errors.ModelFnError(
-        f"Loss must be scalar, given: {loss!r} with shape {loss.shape}. "
-        "Fix: reduce it, e.g. tf.reduce_mean(per_example_loss).")
-  if not loss.shape.is_compatible_with(tf.TensorShape([])):
-    # Named so that a run-time failure (more than one value) is told apart
-    # from an input problem (harness.cli.diagnose).
-    loss = tf.reshape(loss, [], name=LOSS_TO_SCALAR_OP)
-  return loss
-
-
-def _validate_metric_ops(eval_metric_ops):
-  if eval_metric_ops is None:
-    return {}
-  if not isinstance(eval_metric_ops, dict):
-    raise errors.ModelFnError(
-        f"eval_metric_ops must be a dict, given: {eval_metric_ops!r}.")
-  metric_cls = _keras_metric_class()
-  for key, value in eval_metric_ops.items():
-    if metric_cls is not None and isinstance(value, metric_cls):
-      continue
-    if not isinstance(value, (tuple, list)) or len(value) != 2:
-      raise errors.ModelFnError(
-          "Values of eval_metric_ops must be (metric_value, update_op) "
-          f"tuples, given: {value!r} for key: {key!r}. Fix: use a "
-          "tf.compat.v1.metrics.* result or a tf_keras Metric object.")
-  return dict(eval_metric_ops)
-
-
-def _keras_metric_class():
-  try:
-    return tf.keras.metrics.Metric
-  except AttributeError:  # pragma: no cover - tf_keras always has it.
-    return None
 
 
 # tf.estimator 2.15's sentences for a hook that is not a SessionRunHook.
@@ -207,42 +127,18 @@ class EstimatorSpec(collections.namedtuple("EstimatorSpec", _SPEC_FIELDS)):
               eval_metric_ops=None, export_outputs=None,
               training_chief_hooks=None, training_hooks=None, scaffold=None,
               evaluation_hooks=None, prediction_hooks=None):
-    if mode not in (ModeKeys.TRAIN, ModeKeys.EVAL, ModeKeys.PREDICT):
+    # None passes, as in 2.15 (its tests build specs with mode=None).
+    if mode not in (None, ModeKeys.TRAIN, ModeKeys.EVAL, ModeKeys.PREDICT):
       raise errors.ModelFnError(
           f"EstimatorSpec mode must be one of ModeKeys.TRAIN/EVAL/PREDICT "
           f"('train', 'eval', 'infer'), given: {mode!r}.")
     graph = tf.compat.v1.get_default_graph()
-    if predictions is None and mode == ModeKeys.PREDICT:
-      raise errors.ModelFnError(
-          "Missing predictions: EstimatorSpec(mode='infer') needs "
-          "`predictions`, a Tensor or a dict of Tensors.")
-    if predictions is not None:
-      if isinstance(predictions, dict):
-        predictions = dict(predictions)
-        for key, value in predictions.items():
-          if not tf.is_tensor(value):
-            raise errors.ModelFnError(
-                f"predictions[{key!r}] must be a Tensor, given: {value!r}.")
-      elif not tf.is_tensor(predictions):
-        raise errors.ModelFnError(
-            f"predictions must be a Tensor or a dict of Tensors, given: "
-            f"{predictions!r}.")
-      _check_in_graph(predictions, "predictions", graph)
-    loss = _validate_loss(loss, mode)
+    train_op = spec_checks.validate_train_op(train_op, mode, graph)
+    loss = spec_checks.validate_loss(loss, mode)
     if loss is not None:
-      _check_in_graph(loss, "loss", graph)
-    if train_op is None:
-      if mode == ModeKeys.TRAIN:
-        raise errors.ModelFnError(
-            "Missing train_op: EstimatorSpec(mode='train') needs `train_op`, "
-            "e.g. optimizer.minimize(loss, global_step="
-            "tf.compat.v1.train.get_global_step()).")
-    else:
-      if not (isinstance(train_op, tf.Operation) or tf.is_tensor(train_op)):
-        raise errors.ModelFnError(
-            f"train_op must be an Operation or Tensor, given: {train_op!r}.")
-      _check_in_graph(train_op, "train_op", graph)
-    eval_metric_ops = _validate_metric_ops(eval_metric_ops)
+      spec_checks.check_in_graph(loss, "loss", graph)
+    predictions = spec_checks.validate_predictions(predictions, mode, graph)
+    eval_metric_ops = spec_checks.validate_metric_ops(eval_metric_ops, graph)
     if mode == ModeKeys.PREDICT or export_outputs is not None:
       export_outputs = _default_export_outputs(export_outputs, predictions)
     training_chief_hooks = _validate_hooks(
@@ -253,8 +149,9 @@ class EstimatorSpec(collections.namedtuple("EstimatorSpec", _SPEC_FIELDS)):
     if scaffold is None:
       scaffold = tf.compat.v1.train.Scaffold()
     elif not isinstance(scaffold, tf.compat.v1.train.Scaffold):
-      raise errors.ModelFnError(
-          f"scaffold must be tf.compat.v1.train.Scaffold. Given: {scaffold!r}")
+      raise errors.ModelFnTypeError(
+          f"scaffold must be tf.train.Scaffold. Given: {scaffold}. Fix: pass "
+          "a tf.compat.v1.train.Scaffold, or None for the default one.")
     return super().__new__(
         cls, mode=mode, predictions=predictions, loss=loss, train_op=train_op,
         eval_metric_ops=eval_metric_ops, export_outputs=export_outputs,
@@ -265,7 +162,8 @@ class EstimatorSpec(collections.namedtuple("EstimatorSpec", _SPEC_FIELDS)):
   def _replace(self, **kwds):
     if "mode" in kwds and self.mode != kwds["mode"]:
       raise errors.ModelFnError(
-          "mode of EstimatorSpec cannot be changed by _replace.")
+          "mode of EstimatorSpec cannot be changed. Fix: build a new "
+          "EstimatorSpec for the other mode.")
     fields = self._asdict()
     fields.update(kwds)
     return EstimatorSpec(**fields)
@@ -324,7 +222,7 @@ def call_model_fn(model_fn, features, labels, mode, params, config):
   result = model_fn(features=features, **kwargs)
   if not isinstance(result, EstimatorSpec):
     raise errors.ModelFnError(
-        f"model_fn should return an EstimatorSpec, it returned "
+        f"model_fn should return an EstimatorSpec. It returned "
         f"{type(result).__name__}: {result!r:.200}.")
   return result
 

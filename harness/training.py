@@ -14,6 +14,7 @@ after the last one. With TF_CONFIG, the task's type picks its runner from
 """
 
 import collections
+import time
 
 from absl import logging
 
@@ -25,6 +26,7 @@ from harness._tf import tf
 from harness.distribute import evaluator as evaluator_lib
 from harness.distribute import roles
 from harness.export import exporter as exporter_lib
+from harness.state import checkpoints
 from harness.state import run_state
 
 __all__ = ["TrainSpec", "EvalSpec", "train_and_evaluate"]
@@ -158,6 +160,19 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
     raise errors.ConfigTypeError(
         "`train_spec` must have type `tf.estimator.TrainSpec`. Got: "
         f"{type(train_spec)}\nFix: pass harness.TrainSpec(...).")
+  return _runners()[task_to_run(estimator)](estimator, train_spec, eval_spec)
+
+
+def task_to_run(estimator):
+  """The runner `train_and_evaluate` picks for `estimator.config`'s task.
+
+  Returns:
+    "local" (no TF_CONFIG cluster, or a remote cluster's client) or the
+    task type: "chief", "master", "worker", "ps" or "evaluator".
+
+  Raises:
+    ClusterConfigError: the task cannot run (2.15's checks and sentences).
+  """
   config = estimator.config
   run_config_lib.check_supported_config(config)
   task_type = config.task_type
@@ -165,11 +180,11 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
     logging.info("train_and_evaluate | client | training on the remote "
                  "cluster %s, evaluating in this process",
                  config.remote_cluster)
-    return _run_local(estimator, train_spec, eval_spec, label="client")
+    return "local"
   if not config.cluster_spec.as_dict() and task_type != "evaluator":
     logging.info("train_and_evaluate | local | training and evaluating in "
                  "this process (no TF_CONFIG cluster)")
-    return _run_local(estimator, train_spec, eval_spec)
+    return "local"
   if task_type == "evaluator" and config.task_id > 0:
     raise errors.ClusterConfigError(
         "For distributed training, there can only be one `evaluator` task "
@@ -186,13 +201,12 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
         "`task` properties in TF_CONFIG absent triggers train and evaluate "
         "`Estimator` locally (non-distributed).\nFix: drop them for local "
         "training, or name a job of the cluster.")
-  runner = _runners().get(task_type)
-  if runner is None:
+  if task_type not in _runners():
     raise errors.ClusterConfigError(
         f"Task type {task_type} is not supported. Supported task types are "
         f"{sorted(_runners())}\nFix: use one of those; leave `cluster` and "
         "`task` out of TF_CONFIG to train locally.")
-  return runner(estimator, train_spec, eval_spec)
+  return task_type
 
 
 def _runners():
@@ -202,11 +216,14 @@ def _runners():
       "worker": roles.run_worker,
       "ps": roles.run_ps,
       "evaluator": run_evaluator,
+      "local": run_local,
   }
 
 
-def _run_local(estimator, train_spec, eval_spec, label="local"):
+def run_local(estimator, train_spec, eval_spec):
+  """Trains here, evaluating (and exporting) after new checkpoints."""
   config = estimator.config
+  label = "client" if config.remote_cluster is not None else "local"
   every = (f"{config.save_checkpoints_steps} steps"
            if config.save_checkpoints_steps else
            f"{config.save_checkpoints_secs} s"
@@ -236,3 +253,121 @@ def run_evaluator(estimator, train_spec, eval_spec):
   logging.info("train_and_evaluate | evaluator/0 | watching %s",
                estimator.model_dir)
   return evaluator_lib.run_continuous(estimator, train_spec, eval_spec)
+
+
+class _StopAtSecsHook(tf.compat.v1.train.SessionRunHook):
+  """Requests a stop once `stop_after_secs` have passed since `begin`."""
+
+  def __init__(self, stop_after_secs):
+    self._stop_after_secs = stop_after_secs
+    self._start_time = None
+
+  def begin(self):
+    self._start_time = time.time()
+
+  def after_run(self, run_context, run_values):
+    del run_values
+    if time.time() - self._start_time >= self._stop_after_secs:
+      run_context.request_stop()
+
+
+class _ContinuousEvalListener:
+  """2.15's hook into the evaluator's loop: the base class does nothing.
+
+  harness's evaluator does not call a custom listener, so `_TrainingExecutor`
+  refuses a subclass (NotSupportedError) rather than ignore it.
+  """
+
+  def before_eval(self):
+    """Called before each evaluation; False stops the loop."""
+    return True
+
+  def after_eval(self, eval_result):
+    """Called after each evaluation; False stops the loop."""
+    del eval_result
+    return True
+
+
+class _TrainingExecutor:
+  """2.15's per-task runner of `train_and_evaluate`, kept for subclasses.
+
+  `run()` calls `run_<task>()` for the RunConfig's task (`run_local` without
+  a TF_CONFIG cluster); each runs harness's runner for that role, so a
+  subclass may override one of them. `train_hooks` join `train_spec.hooks`.
+  """
+
+  def __init__(self, estimator, train_spec, eval_spec, train_hooks=None,
+               continuous_eval_listener=None):
+    if not isinstance(estimator, estimator_lib.Estimator):
+      raise errors.ConfigTypeError(
+          "`estimator` must have type `tf.estimator.Estimator`. Fix: pass "
+          f"a harness.Estimator, not {type(estimator)}.")
+    if not isinstance(train_spec, TrainSpec):
+      raise errors.ConfigTypeError(
+          "`train_spec` must have type `tf.estimator.TrainSpec`. Fix: pass "
+          f"harness.TrainSpec(...), not {type(train_spec)}.")
+    if eval_spec is not None and not isinstance(eval_spec, EvalSpec):
+      raise errors.ConfigTypeError(
+          "`eval_spec` must be either `None` or have type "
+          f"`tf.estimator.EvalSpec`. Fix: pass harness.EvalSpec(...), not "
+          f"{type(eval_spec)}.")
+    listener = continuous_eval_listener or _ContinuousEvalListener()
+    if not isinstance(listener, _ContinuousEvalListener):
+      raise errors.ConfigTypeError(
+          "`continuous_eval_listener` must have type "
+          "`_ContinuousEvalListener`. Fix: pass None.")
+    if type(listener) is not _ContinuousEvalListener:  # pylint: disable=unidiomatic-typecheck
+      raise errors.NotSupportedError(
+          f"continuous_eval_listener {listener!r}: harness's evaluator does "
+          "not call a custom listener. Fix: pass None, and stop evaluation "
+          "with EvalSpec / TrainSpec.max_steps instead.")
+    hooks = spec_lib.check_hooks(train_hooks, "train_hooks",
+                                 sentence=spec_lib.HOOKS_SENTENCE_SPECS)
+    self._estimator = estimator
+    self._train_spec = train_spec._replace(
+        hooks=tuple(train_spec.hooks) + tuple(hooks))
+    self._eval_spec = eval_spec
+    self._continuous_eval_listener = listener
+
+  @property
+  def estimator(self):
+    return self._estimator
+
+  def run(self):
+    """Runs this task's role; returns what its `run_<task>` returns."""
+    return getattr(self, f"run_{task_to_run(self._estimator)}")()
+
+  def _run(self, runner):
+    return runner(self._estimator, self._train_spec, self._eval_spec)
+
+  def run_chief(self):
+    return self._run(roles.run_chief)
+
+  def run_worker(self):
+    return self._run(roles.run_worker)
+
+  def run_master(self):
+    return self._run(roles.run_master)
+
+  def run_ps(self):
+    return self._run(roles.run_ps)
+
+  def run_evaluator(self):
+    return self._run(run_evaluator)
+
+  def run_local(self):
+    return self._run(run_local)
+
+
+def load_global_step_from_checkpoint_dir(checkpoint_dir):
+  """The global step of the latest checkpoint in `checkpoint_dir`.
+
+  2.15's `estimator._load_global_step_from_checkpoint_dir`: 0 when there is
+  no checkpoint or it cannot be read.
+  """
+  try:
+    step = checkpoints.global_step_of(
+        tf.train.latest_checkpoint(checkpoint_dir))
+  except (tf.errors.OpError, ValueError, TypeError):
+    return 0
+  return step or 0

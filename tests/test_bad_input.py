@@ -235,7 +235,7 @@ class BadInputTest(absltest.TestCase):
     result = _run([f"--model_fn={_BAD}:returns_dict", "--input_fn=constant",
                    f"--model_dir={self.model_dir}"] + _TRAIN)
     self.assert_one_error(result, 1, "ModelFnError: model_fn should return "
-                          "an EstimatorSpec, it returned dict")
+                          "an EstimatorSpec. It returned dict")
     self.assert_model_dir_not_created()
 
   def test_train_spec_without_train_op(self):

@@ -122,7 +122,8 @@ class NamespaceAliasTest(absltest.TestCase):
           "tensorflow_estimator.python.estimator.canned.boosted_trees")
     # Also an ImportError, for libraries that probe with try/except.
     with self.assertRaises(ImportError):
-      importlib.import_module("tensorflow_estimator.python.estimator.gc")
+      importlib.import_module(
+          "tensorflow_estimator.python.estimator.estimator_export")
     # Dunder probes by tools stay ordinary AttributeErrors.
     self.assertFalse(hasattr(tf.estimator, "__wrapped__"))
 

@@ -259,8 +259,8 @@ class ReceiversTest(absltest.TestCase):
   def test_serving_receiver_validation(self):
     with self.assertRaisesRegex(ValueError, "features must be defined"):
       export.ServingInputReceiver(None, self.s)
-    with self.assertRaisesRegex(ValueError,
-                                "feature x must be a Tensor or SparseTensor"):
+    with self.assertRaisesRegex(
+        ValueError, "feature x must be a Tensor, SparseTensor, or RaggedTensor"):
       export.ServingInputReceiver({"x": [1.0]}, self.s)
     with self.assertRaisesRegex(ValueError,
                                 "receiver_tensor keys must be strings: 1"):

@@ -29,7 +29,9 @@ def keras_optimizer(optimizer, learning_rate=None, count_steps=True):
       update advances it (exactly one optimizer of a model_fn does).
   """
   opt = optimizers.get_optimizer_instance_v2(optimizer, learning_rate)
-  if opt is optimizer:
+  if opt is optimizer and opt.weights:
+    # Used in an earlier graph already (2.15 failed here); a fresh instance
+    # the first time would hide the user's own object (its `iterations`).
     opt = _fresh_copy(opt)
   if count_steps:
     opt.iterations = tf.compat.v1.train.get_or_create_global_step()

@@ -160,8 +160,8 @@ def _explain_op_error(error, model_dir, tf):
   if isinstance(inner, tf.errors.PermissionDeniedError) or (
       "Read-only file system" in inner.message):
     return name, _unwritable(_path_in(inner.message), text, model_dir)
-  from harness import spec as spec_lib  # lazy: TF-free preflight  # pylint: disable=g-import-not-at-top
-  if spec_lib.LOSS_TO_SCALAR_OP in inner.message:  # Not the input's fault.
+  from harness import spec_checks  # lazy: TF-free preflight  # pylint: disable=g-import-not-at-top
+  if spec_checks.LOSS_TO_SCALAR_OP in inner.message:  # Not the input's fault.
     return "ModelFnError", (
         f"the model_fn's loss is not a scalar: {text}. Fix: return one "
         "value as EstimatorSpec(loss=...), e.g. "

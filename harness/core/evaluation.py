@@ -69,6 +69,11 @@ def eval_dict_from_spec(spec, global_step_tensor, strategy=None):
         'Metric with name "loss" is not allowed, because Estimator already '
         "defines a default metric with the same name. Fix: rename the "
         "metric in eval_metric_ops.")
+  if GLOBAL_STEP_KEY in final_ops:
+    raise errors.ModelFnError(
+        "Metric with name `global_step` is not allowed, because Estimator "
+        "already defines a default metric with the same name. Fix: rename "
+        "the metric in eval_metric_ops.")
   loss_value, loss_update = tf.compat.v1.metrics.mean(spec.loss)
   final_ops[LOSS_METRIC_KEY] = loss_value
   updates.append(loss_update)

@@ -40,20 +40,44 @@ class DatasetInitializerHook(tf.compat.v1.train.SessionRunHook):
     session.run(self._initializer)
 
 
-def _check_structure(value, what):
-  if value is None:
+def _is_graph_value(item):
+  return tf.is_tensor(item) or isinstance(
+      item, (tf.SparseTensor, tf.compat.v1.SparseTensorValue))
+
+
+def _holds_graph_value(item):
+  return any(_is_graph_value(leaf) for leaf in tf.nest.flatten(item))
+
+
+def _check_values(value, what):
+  """Raises InputFnError for a leaf TensorFlow could not convert.
+
+  tf.estimator 2.15 handed features and labels to model_fn exactly as
+  input_fn returned them: Python scalars, lists, nested tuples and numpy
+  arrays reached model_fn unchanged and TensorFlow ops converted them
+  there (`convert_to_tensor`). harness does the same; it only checks, in a
+  scratch graph, that each such leaf converts, so that an unusable value is
+  named here rather than deep inside model_fn. Dicts are checked per key; a
+  list or tuple that holds Tensors is left to model_fn.
+  """
+  if value is None or _is_graph_value(value):
     return
-  items = value.values() if isinstance(value, dict) else [value]
-  for item in items:
-    if isinstance(item, dict):
-      _check_structure(item, what)
-    elif not (tf.is_tensor(item) or isinstance(
-        item, (tf.SparseTensor, tf.compat.v1.SparseTensorValue))):
-      raise errors.InputFnError(
-          f"input_fn returned {what} containing {item!r:.120} "
-          f"({type(item).__name__}); {what} must be a Tensor, SparseTensor or "
-          "a dict of them. Fix: build them with tf ops or return a "
-          "tf.data.Dataset.")
+  if isinstance(value, dict):
+    for item in value.values():
+      _check_values(item, what)
+    return
+  if isinstance(value, (list, tuple)) and _holds_graph_value(value):
+    return
+  try:
+    with tf.Graph().as_default():
+      tf.convert_to_tensor(value)
+  except (TypeError, ValueError) as e:
+    raise errors.InputFnError(
+        f"input_fn returned {what} containing {value!r:.120} "
+        f"({type(value).__name__}), which tf.convert_to_tensor refuses "
+        f"({e!s:.200}). Fix: return Tensors, SparseTensors, numpy arrays, "
+        "Python numbers or lists (or dicts of them), or a tf.data.Dataset."
+    ) from e
 
 
 def parse_features_and_labels(result, check=True):
@@ -61,8 +85,9 @@ def parse_features_and_labels(result, check=True):
 
   Args:
     result: what input_fn or an iterator returned.
-    check: validate that features/labels are tensors (off for the
-      per-replica values of a distributed iterator).
+    check: refuse leaves TensorFlow cannot convert; Python / numpy values
+      pass unchanged, as in 2.15 (off for the per-replica values of a
+      distributed iterator).
   """
   if isinstance(result, (list, tuple)) and not _is_namedtuple(result):
     if len(result) != 2:
@@ -74,8 +99,8 @@ def parse_features_and_labels(result, check=True):
   else:
     features, labels = result, None
   if check:
-    _check_structure(features, "features")
-    _check_structure(labels, "labels")
+    _check_values(features, "features")
+    _check_values(labels, "labels")
   return features, labels
 
 

@@ -53,7 +53,8 @@ def examples_in(features, labels=None):
   there is none to read it from (a hook then writes `global_step/sec` only).
   """
   first = _first_tensor(features, labels)
-  if first is None or not hasattr(first, "shape") or first.shape.rank == 0:
+  # Python / numpy values (passed to model_fn unchanged, as 2.15) give none.
+  if not tf.is_tensor(first) or first.shape.rank == 0:
     return None
   return _batch_of(first)
 

@@ -21,7 +21,7 @@ from absl import logging
 
 from harness import errors
 from harness._tf import tf
-from harness.export import writer
+from harness.export import gc
 from harness.spec import fn_args
 
 __all__ = ["Exporter", "LatestExporter", "BestExporter", "FinalExporter"]
@@ -87,11 +87,18 @@ def _check_exports_to_keep(exports_to_keep):
 
 
 def _garbage_collect_exports(export_dir_base, exports_to_keep):
-  """Deletes all but the `exports_to_keep` newest exports."""
+  """Deletes all but the `exports_to_keep` newest timestamped folders.
+
+  As 2.15: every folder named by a 10-digit timestamp counts, also one this
+  exporter did not write (or an export a killed run left incomplete).
+  """
   if exports_to_keep is None:
     return
-  exports = writer.list_exports(export_dir_base)
-  for path in exports[:max(0, len(exports) - exports_to_keep)]:
+  base = tf.compat.as_str_any(export_dir_base)
+  if not tf.io.gfile.isdir(base):
+    return
+  drop = gc.negation(gc.largest_export_versions(exports_to_keep))
+  for path in (p.path for p in drop(gc.get_paths(base, gc.version_parser))):
     try:
       tf.io.gfile.rmtree(path)
     except tf.errors.NotFoundError as e:

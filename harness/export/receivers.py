@@ -26,6 +26,7 @@ __all__ = [
     "build_parsing_serving_input_receiver_fn",
     "build_raw_serving_input_receiver_fn",
     "build_raw_supervised_input_receiver_fn",
+    "build_supervised_input_receiver_fn_from_input_fn",
     "wrap_and_check_input_tensors",
     "SINGLE_FEATURE_DEFAULT_NAME",
     "SINGLE_RECEIVER_DEFAULT_NAME",
@@ -45,8 +46,8 @@ _SINGLE_TENSOR_DEFAULT_NAMES = {
 
 
 def _check_tensor(value, name, error_label="feature"):
-  """Raises InputFnError unless `value` is a `Tensor` or `SparseTensor`."""
-  if isinstance(value, (tf.Tensor, tf.sparse.SparseTensor)):
+  """Raises InputFnError unless `value` is a Tensor, Sparse or Ragged."""
+  if isinstance(value, (tf.Tensor, tf.sparse.SparseTensor, tf.RaggedTensor)):
     return
   # tf.estimator accepted objects with a `.tensor` that convert to a Tensor
   # (LabeledTensor); keep that carve-out.
@@ -58,7 +59,8 @@ def _check_tensor(value, name, error_label="feature"):
       pass
   fmt_name = f" {name}" if name else ""
   raise errors.InputFnError(
-      f"{error_label}{fmt_name} must be a Tensor or SparseTensor. Got "
+      f"{error_label}{fmt_name} must be a Tensor, SparseTensor, or "
+      f"RaggedTensor. Got "
       f"{type(value).__name__}: {value!r:.200}. Fix: build placeholders or "
       "ops in the serving_input_receiver_fn and return those.")
 
@@ -299,3 +301,27 @@ def build_raw_supervised_input_receiver_fn(features, labels,
         model_features, model_labels, receiver_tensors)
 
   return supervised_input_receiver_fn
+
+
+def build_supervised_input_receiver_fn_from_input_fn(input_fn,
+                                                     **input_fn_args):
+  """A supervised receiver_fn with placeholders shaped as `input_fn`'s output.
+
+  As 2.15: `input_fn(**input_fn_args)` runs in a throw-away graph; its
+  (features, labels), or a dataset's element, give the placeholders'
+  dtypes and shapes in the default graph when the receiver_fn is called.
+
+  Raises:
+    InputFnError: input_fn does not return a (features, labels) pair.
+  """
+  with tf.Graph().as_default():
+    result = input_fn(**input_fn_args)
+    if isinstance(result, tf.data.Dataset):
+      result = tf.compat.v1.data.make_one_shot_iterator(result).get_next()
+    if not isinstance(result, (list, tuple)) or len(result) != 2:
+      raise errors.InputFnError(
+          "input_fn should return (features, labels) as a len 2 tuple. It "
+          f"returned {type(result).__name__}. Fix: return both, as for "
+          "training.")
+    features, labels = result
+  return build_raw_supervised_input_receiver_fn(features, labels)

@@ -64,18 +64,24 @@ def parse_iterations_per_loop(iterations_per_loop):
     if match:
       return IterationsPerLoop(
           int(match.group(1)) * _SECONDS_PER_UNIT[match.group(2)], "seconds")
+  if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+    _check_positive_integer(value, "iterations_per_loop")
   raise errors.ConfigError(
       f"Invalid TPUConfig `iterations_per_loop` value: {value!r}. It must be "
-      "a positive integer (train steps per session.run) or a time such as "
+      "positive: an integer (train steps per session.run) or a time such as "
       '"30s", "5m" or "1h". Fix: pass e.g. TPUConfig(iterations_per_loop=100).')
 
 
 def _check_positive_integer(value, name):
-  if (isinstance(value, bool) or not isinstance(value, numbers.Integral) or
-      value < 1):
+  """2.15's check and sentences: TypeError unless an int, ValueError < 1."""
+  if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    raise errors.ConfigTypeError(
+        f"{name} must be int, got {type(value)}. Fix: pass an int >= 1, or "
+        "None.")
+  if value < 1:
     raise errors.ConfigError(
-        f"{name} must be a positive integer, given: {value!r}. Fix: pass an "
-        "int >= 1, or None.")
+        f"{name} must be positive, got {value}. Fix: pass an int >= 1, or "
+        "None.")
 
 
 def _tpu_job_name_from(environ):

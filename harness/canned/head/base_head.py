@@ -219,7 +219,8 @@ def _weight_tensor(features, weight_column):
         f"weight_column {weight_column.key!r} is not among the features "
         f"{sorted(features)}. Fix: return it from input_fn as "
         f"features[{weight_column.key!r}] (a float or int Tensor).")
-  raw = features[weight_column.key]
+  raw = tf.compat.v1.convert_to_tensor_or_sparse_tensor(  # numpy: as 2.15
+      features[weight_column.key])
   if isinstance(raw, tf.sparse.SparseTensor) or not (
       raw.dtype.is_floating or raw.dtype.is_integer):
     raise errors.InputFnError(

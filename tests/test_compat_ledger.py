@@ -1,0 +1,85 @@
+"""docs/COMPAT.md stays true: every ledger row's pin exists.
+
+A pin is a harness symbol (`harness.module:name`, imported and looked up) or
+one of harness's own tests (`tests/file.py::Class::test`, found with `ast`).
+The failing 2.15 tests are listed one per line, each with a reason, and the
+per-file counts in the summary table match those lines.
+"""
+
+import ast
+import importlib
+import pathlib
+import re
+
+from absl.testing import absltest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+COMPAT = ROOT / "docs" / "COMPAT.md"
+_PIN_RE = re.compile(r"`([^`]+)`\s*\|\s*$")
+_FAILING_RE = re.compile(r"^- `([\w/]+\.py)::(\w+)::(\w+)` — (.+)$")
+_COUNT_RE = re.compile(
+    r"^\| (\w+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|$")
+
+
+def _ledger_pins(text):
+  section = text.split("## Ledger", 1)[1].split("\n## ", 1)[0]
+  rows = [line for line in section.splitlines()
+          if line.startswith("|") and not line.startswith(("| what", "|---"))]
+  return rows, [_PIN_RE.search(row) for row in rows]
+
+
+def _test_exists(ref):
+  path, cls, method = ref.split("::")
+  tree = ast.parse((ROOT / path).read_text())
+  for node in tree.body:
+    if isinstance(node, ast.ClassDef) and node.name == cls:
+      return any(isinstance(f, ast.FunctionDef) and f.name == method
+                 for f in node.body)
+  return False
+
+
+def _symbol_exists(ref):
+  module_name, _, attr = ref.partition(":")
+  module = importlib.import_module(module_name)
+  return hasattr(module, attr)
+
+
+class CompatLedgerTest(absltest.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.text = COMPAT.read_text()
+
+  def test_every_row_has_a_pin_that_exists(self):
+    rows, pins = _ledger_pins(self.text)
+    self.assertGreater(len(rows), 5)
+    for row, pin in zip(rows, pins):
+      self.assertIsNotNone(pin, f"ledger row without a pin: {row[:80]}")
+      ref = pin.group(1)
+      exists = _test_exists(ref) if "::" in ref else _symbol_exists(ref)
+      self.assertTrue(exists, f"pin {ref} of COMPAT.md does not exist")
+
+  def test_failing_tests_have_reasons_and_match_the_counts(self):
+    failing = {}
+    for line in self.text.splitlines():
+      if line.startswith("- `") and "::" in line:
+        match = _FAILING_RE.match(line)
+        self.assertIsNotNone(match, f"malformed failing-test line: {line}")
+        self.assertGreater(len(match.group(4)), 10, line)
+        stem = pathlib.Path(match.group(1)).stem
+        failing[stem] = failing.get(stem, 0) + 1
+    counts = {}
+    for line in self.text.splitlines():
+      match = _COUNT_RE.match(line)
+      if match:
+        name, passed_215, _, _, clean, failing_now = match.groups()
+        counts[name] = (int(passed_215), int(clean), int(failing_now))
+    self.assertNotEmpty(counts)
+    for name, (passed_215, after, failing_now) in counts.items():
+      self.assertLessEqual(after, passed_215, name)
+      self.assertEqual(failing.get(name, 0), failing_now,
+                       f"{name}: listed failing tests != the table's count")
+
+
+if __name__ == "__main__":
+  absltest.main()
