@@ -63,20 +63,12 @@ class Estimator:
 
   def __init__(self, model_fn, model_dir=None, config=None, params=None,
                warm_start_from=None):
-    if config is None:
-      config = run_config_lib.RunConfig()
-      logging.info("Using default config.")
-    elif not isinstance(config, run_config_lib.RunConfig):
-      raise errors.ConfigError(
-          f"config must be an instance of `RunConfig`, but provided {config}."
-          " Fix: pass tf.estimator.RunConfig(...) (harness.RunConfig).")
-    # The one model_dir decision: argument, RunConfig, TF_CONFIG, temporary.
+    # The one config and model_dir decision (default config, 2.15's type
+    # check, argument / RunConfig / TF_CONFIG / temporary, session config).
     model_dir, config = run_config_lib.resolve_model_dir(model_dir, config)
     self._config = config
     self._model_dir = model_dir
-    self._session_config = (config.session_config if
-                            config.session_config is not None else
-                            run_config_lib.get_default_session_config())
+    self._session_config = config.session_config
     if model_fn is None:
       raise errors.ConfigError("model_fn must be provided to Estimator.")
     spec_lib.verify_model_fn_args(model_fn, params)

@@ -540,8 +540,7 @@ def resolve_model_dir(constructor_model_dir, config):
     logging.info("Using default config.")
   if not isinstance(config, RunConfig):
     _raise(f"config must be an instance of `RunConfig`, but provided {config}.",
-           "pass harness.RunConfig(...) (tf.estimator.RunConfig objects are "
-           "not accepted).")
+           "pass tf.estimator.RunConfig(...) (harness.RunConfig).")
   if config.session_config is None:
     config = config.replace(session_config=get_default_session_config())
   info = None if config.remote_cluster else config.cluster_info
