@@ -41,6 +41,12 @@ _SKIP = (
      "downloads MNIST through tensorflow-datasets: needs network"),
     (r"legacy_train\.py", "a placeholder for the reader's own script"),
     (r"\s\.\.\.", "elided (`...`): the reader completes it"),
+    (r"^curl .*/metrics", "reads the endpoint of the job the line above runs; "
+     "tests/test_live_metrics.py scrapes a running job"),
+    (r"pip install --no-deps tensorflow-ranking",
+     "installs a third-party library from PyPI (network)"),
+    (r"tests/programs/tfr_ranking\.py", "needs tensorflow-ranking (the line "
+     "above); tests/test_tf_ranking.py runs it when it is installed"),
 )
 
 # What changes before a command runs: (pattern, replacement, why).
