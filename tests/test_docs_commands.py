@@ -37,6 +37,8 @@ _SKIP = (
     (r"-m pytest", "the test suite itself, which holds this test"),
     (r"^docker ", "needs docker and an image registry"),
     (r"^kubectl ", "needs a Kubernetes cluster"),
+    (r"grpc://localhost:2222", "talks to a Kubernetes cluster through the "
+     "kubectl port-forward above"),
     (r"--data_dir=~/tensorflow_datasets",
      "downloads MNIST through tensorflow-datasets: needs network"),
     (r"legacy_train\.py", "a placeholder for the reader's own script"),
