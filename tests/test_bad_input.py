@@ -181,7 +181,7 @@ class BadInputTest(absltest.TestCase):
     result = _run(["--model_fn=resnet9000", "--input_fn=constant",
                    f"--model_dir={self.model_dir}"])
     self.assert_one_error(result, 2, "flag --model_fn=resnet9000: "
-                          "unknown model_fn; use "
+                          "unknown model_fn 'resnet9000'; use "
                           "canned_dnn_regressor, linear, mnist_cnn",
                           "package.module:function")
     self.assert_model_dir_not_created()

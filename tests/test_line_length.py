@@ -38,7 +38,7 @@ class LineLengthTest(absltest.TestCase):
     result = _support.run(_MAIN + ["--model_fn=resnet9000",
                                    "--input_fn=constant"], timeout_secs=300)
     self.assertEqual(result.returncode, 2, result.description)
-    self.assertIn("unknown model_fn; use", result.output)
+    self.assertIn("unknown model_fn", result.output)
     self.assert_short(result.output, result.description)
 
   def test_k8s_render(self):  # k8s/README.md's command.

@@ -67,7 +67,7 @@ class RegistryTest(absltest.TestCase):
     with self.assertRaises(errors.FlagError) as cm:
       registry.resolve_model_fn("mnist_cnnn")
     message = str(cm.exception)
-    self.assertIn("--model_fn='mnist_cnnn'", message)
+    self.assertIn("unknown model_fn 'mnist_cnnn'; use", message)
     for name in registry.list_model_fns():
       self.assertIn(name, message)
     self.assertIn("package.module:function", message)

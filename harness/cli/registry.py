@@ -188,10 +188,10 @@ def _resolve(kind, name):
   target = table.get(name)
   if target is None:
     if ":" not in name and "." not in name:
-      # The parser puts "flag --model_fn=<name>: " before it (the value):
-      # the line stays under 160 characters.
+      # The binary's parser puts "flag --model_fn=<name>: " before it; the
+      # name stays for library callers of resolve_*.
       raise errors.FlagError(
-          f"unknown {kind}; use "
+          f"unknown {kind} {name!r}; use "
           f"{', '.join(sorted(table))} or 'package.module:function'.")
     if not _TARGET_RE.match(name):
       raise errors.FlagError(
