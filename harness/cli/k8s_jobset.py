@@ -88,12 +88,7 @@ def _replicated_job(config, task_type, count):
       # the group. The evaluator retries its pod within its own Job.
       "backoffLimit": config.restarts_per_task if evaluator else 0,
       "podReplacementPolicy": "Failed",
-      "podFailurePolicy": {"rules": [
-          {"action": "FailJob", "onExitCodes": {
-              "containerName": k8s_config.CONTAINER, "operator": "In",
-              "values": [k8s_config.CONFIG_ERROR_EXIT_CODE]}},
-          {"action": "Ignore", "onPodConditions": [
-              {"type": "DisruptionTarget", "status": "True"}]}]},
+      "podFailurePolicy": k8s_pods.pod_failure_policy(),
       "template": {"metadata": {"labels": labels},
                    "spec": k8s_pods.pod_spec(config, container,
                                              restart_policy="Never",

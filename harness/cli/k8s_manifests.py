@@ -48,12 +48,7 @@ def _indexed_job(config, name, component, count, container, *,
       "backoffLimitPerIndex": config.restarts_per_task,
       "maxFailedIndexes": 0,
       "podReplacementPolicy": "Failed",
-      "podFailurePolicy": {"rules": [
-          {"action": "FailJob", "onExitCodes": {
-              "containerName": k8s_config.CONTAINER, "operator": "In",
-              "values": [k8s_config.CONFIG_ERROR_EXIT_CODE]}},
-          {"action": "Ignore", "onPodConditions": [
-              {"type": "DisruptionTarget", "status": "True"}]}]},
+      "podFailurePolicy": k8s_pods.pod_failure_policy(),
       "template": {"metadata": {"labels": k8s_pods.labels(config,
                                                           component)},
                    "spec": k8s_pods.pod_spec(config, container,

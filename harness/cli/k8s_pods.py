@@ -15,7 +15,8 @@ This module imports nothing from TensorFlow.
 from harness.cli import k8s_config
 from harness.cli import k8s_policy
 
-__all__ = ["MAIN", "labels", "meta", "main_args", "container", "pod_spec"]
+__all__ = ["MAIN", "labels", "meta", "main_args", "container", "pod_spec",
+           "pod_failure_policy"]
 
 MAIN = ("python", "-m", "harness.main")
 _METRICS_BIND = "0.0.0.0"  # Scraped from other pods (Prometheus).
@@ -102,3 +103,15 @@ def pod_spec(config, pod_container, *, restart_policy, subdomain=True):
     spec["volumes"] = [{"name": "model", "persistentVolumeClaim": {
         "claimName": config.pvc}}]
   return k8s_policy.pod_security(spec)
+
+
+def pod_failure_policy():
+  """A Job's podFailurePolicy: a bad flag or TF_CONFIG (exit status
+  `CONFIG_ERROR_EXIT_CODE`) fails the Job at once, a disrupted pod (evicted,
+  preempted) is not counted against its retries."""
+  return {"rules": [
+      {"action": "FailJob", "onExitCodes": {
+          "containerName": k8s_config.CONTAINER, "operator": "In",
+          "values": [k8s_config.CONFIG_ERROR_EXIT_CODE]}},
+      {"action": "Ignore", "onPodConditions": [
+          {"type": "DisruptionTarget", "status": "True"}]}]}
