@@ -75,7 +75,8 @@ def _fail(error, code, debug, label=None):
   message = str(error)
   if code != 2:
     message = f"{label or type(error).__name__}: {message}"
-  print(f"harness.main: {message}", file=sys.stderr, flush=True)
+  print(log_format.fold(f"harness.main: {message}"), file=sys.stderr,
+        flush=True)
   return code
 
 

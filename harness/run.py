@@ -24,6 +24,8 @@ import os
 import runpy
 import sys
 
+from harness.cli import log_format
+
 __all__ = ["main", "USAGE"]
 
 USAGE = """\
@@ -37,7 +39,8 @@ _EXIT_USAGE = 2
 
 
 def _usage_error(message):
-  sys.stderr.write(f"harness.run: error: {message}\n{USAGE}\n")
+  sys.stderr.write(log_format.fold(f"harness.run: error: {message}") +
+                   f"\n{USAGE}\n")
   return _EXIT_USAGE
 
 

@@ -186,6 +186,22 @@ def silent_listener(test):
 LINE_LIMIT = 160  # The most characters a line a person reads may have.
 
 
+def flat(text):
+  """`text` with every run of whitespace one space: a binary's final error
+  may be folded over lines (`harness.cli.log_format.fold`)."""
+  return " ".join(text.split())
+
+
+def last_error(output):
+  """The last unindented non-empty line of `output` with the indented lines
+  after it (a folded error's continuations), as one line (`flat`)."""
+  lines = [line for line in output.splitlines() if line.strip()]
+  start = len(lines) - 1
+  while start > 0 and lines[start][:1].isspace():
+    start -= 1
+  return flat(" ".join(lines[start:])) if lines else ""
+
+
 def long_lines(text, limit=LINE_LIMIT):
   """The lines of `text` over `limit` characters, as "<length>: <line>"."""
   return [f"{len(line)}: {line}" for line in text.splitlines()

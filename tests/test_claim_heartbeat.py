@@ -1,7 +1,9 @@
 """The client's claim heartbeat: a failed renewal is one line; a failure
-after the claims were released is not a lost claim."""
+after the claims were released, or while the servers close the training
+sessions, is not a lost claim."""
 
 import threading
+from unittest import mock
 
 from absl.testing import absltest
 
@@ -49,6 +51,29 @@ class HeartbeatTest(absltest.TestCase):
     threading.Timer(0.2, released.set).start()
     claims.release(clean=True)
     self.assertIsNone(claims.lost)
+
+  def test_closing_renews_for_the_close_and_tolerates_a_busy_server(self):
+    # A session's close can hold its server up to tf.data's 60 s autotuning
+    # period, answering no renewal: the claim must outlast it, not be lost.
+    server = _FailingServer()
+    timeouts = []
+    failing_run = server.run
+
+    def run(action, token, timeout):
+      timeouts.append(timeout)
+      return failing_run(action, token, timeout)
+
+    server.run = run
+    with mock.patch.object(server_claim, "CLOSE_TIMEOUT_SECS", 0.08):
+      claims = server_claim.Claims([server], "token", 0.04)
+      claims.closing()
+      self.assertEqual(timeouts, [0.08])  # Renewed for the close at once.
+      self.assertIsNotNone(claims.closing_since)
+      claims._thread.start()  # pylint: disable=protected-access
+      _support.wait_for(lambda: server.calls >= 4, 30,
+                        "renewals failing while the server closes")
+      self.assertIsNone(claims.lost)
+      claims.release(clean=True)
 
 
 if __name__ == "__main__":

@@ -54,6 +54,7 @@ class DiskFullDuringEventWritesTest(absltest.TestCase):
                   child.describe())
     failures = [line for line in child.lines if "harness.main:" in line]
     self.assertLen(failures, 1, child.describe())
+    failures = [_support.last_error(child.output)]  # Folded over lines.
     self.assertTrue(failures[0].startswith(
         "harness.main: ResourceExhaustedError: No space left on device while "
         f"writing {model_dir}"), child.describe())

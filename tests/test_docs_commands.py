@@ -10,14 +10,19 @@ changed, and why, is the table `_REWRITES`; what cannot run here is
 A `harness.server` line is a server the reader starts in another terminal:
 its own case starts it, waits for `listening on` and stops it (exit 0); the
 later commands of its block run with it serving.
+
+Every case also scans what the command printed: no line over 160
+characters (`_support.LINE_LIMIT`), log lines, warnings and errors included.
 """
 
 import dataclasses
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 
 from absl.testing import absltest
 from absl.testing import parameterized
@@ -183,7 +188,10 @@ class _CommandTestCase(parameterized.TestCase):
     if "../shared/" in command.text and not conftest.SHARED_DIR.is_dir():
       self.skipTest(f"{command.doc}: `{command.text}`: {conftest.SHARED_DIR} "
                     "is absent (HARNESS_SHARED_DIR names another)")
-    tmp = self.create_tempdir().full_path
+    # A short folder (/tmp/hdXXXXXXXX), near the docs' /tmp/NAME: the long
+    # per-test folders of absl would push paths past the 160 scanned below.
+    tmp = tempfile.mkdtemp(prefix="hd")
+    self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
     env, port_map = _env(tmp), {}
     for line in command.servers:
       self._start(_Command(command.doc, line, command.prelude, ()), tmp,
@@ -192,6 +200,7 @@ class _CommandTestCase(parameterized.TestCase):
       server = self._start(command, tmp, port_map, env, command.doc)
       code, _ = server.stop(signal.SIGTERM, _SERVER_STOP_SECS)
       self.assertEqual(code, 0, server.describe())
+      self._assert_short(server.output, command, server.describe())
       return
     shell = self._shell(command, tmp, port_map)
     # Never into this venv: a changed install line must change _REWRITES.
@@ -210,6 +219,13 @@ class _CommandTestCase(parameterized.TestCase):
     self.assertEqual(code, 0, detail)
     self.assertNotIn("Traceback (most recent call last)", child.output,
                      detail)
+    self._assert_short(child.output, command, detail)
+
+  def _assert_short(self, output, command, detail):
+    """Issue 24: no line a person reads is over 160 characters."""
+    long = _support.long_lines(output)
+    self.assertEqual(long, [], f"{command.doc}: {len(long)} line(s) over "
+                     f"{_support.LINE_LIMIT} characters\n{detail}")
 
 
 

@@ -167,8 +167,8 @@ class IdleTimeoutBinaryTest(absltest.TestCase):
     proc = _support.run(command, timeout_secs=180, env=env)
     detail = proc.description
     self.assertEqual(proc.returncode, 1, detail)
-    self.assertIn("no new checkpoint", proc.stderr, detail)
-    self.assertIn("for 5 s", proc.stderr, detail)
+    self.assertIn("no new checkpoint", _support.flat(proc.stderr), detail)
+    self.assertIn("for 5 s", _support.flat(proc.stderr), detail)
     self.assertFalse(os.path.exists(os.path.join(model_dir, "eval")))
 
 

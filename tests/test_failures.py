@@ -49,8 +49,7 @@ def _run(args, *, env=None, timeout=_TIMEOUT_SECS, prefix=()):
 
 
 def _last_line(output):
-  lines = [line for line in output.splitlines() if line.strip()]
-  return lines[-1] if lines else ""
+  return _support.last_error(output)  # A long one is folded over lines.
 
 
 class _BinaryTestCase(parameterized.TestCase):

@@ -266,8 +266,8 @@ class TwoTrainersTest(absltest.TestCase):
     detail = _describe("second", command, second.returncode, out)
     self.assertEqual(second.returncode, 1, detail)
     self.assertIn(f"model_dir {model_dir} is in use by another trainer: host "
-                  f"{holder.host}, pid {first.pid}", out, detail)
-    self.assertIn("--force_takeover", out, detail)
+                  f"{holder.host}, pid {first.pid}", _support.flat(out), detail)
+    self.assertIn("--force_takeover", _support.flat(out), detail)
     self.assertIsNone(first.poll(), "the first trainer stopped")
     self.assertEqual(lease.read(model_dir).pid, first.pid)
 
@@ -299,7 +299,7 @@ class TwoTrainersTest(absltest.TestCase):
     detail = _describe("second", command, second.returncode, out)
     self.assertEqual(second.returncode, 1, detail)
     self.assertIn(f"model_dir {model_dir} is in use by another trainer: host "
-                  f"{holder.host}, pid 1,", out, detail)
+                  f"{holder.host}, pid 1,", _support.flat(out), detail)
     self.assertNotIn("taking over", out, detail)
     self.assertIsNone(first.poll(), "the first trainer stopped")
     self.assertEqual(lease.read(model_dir).token, holder.token)

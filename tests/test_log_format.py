@@ -44,6 +44,22 @@ class LogFormatTest(absltest.TestCase):
     self.assertTrue(once.filter(_record()))  # INFO: always.
     self.assertTrue(once.filter(_record()))
 
+  def test_fold_keeps_lines_short_and_the_words(self):
+    error = ("harness.main: ConfigError: --model_dir=/tmp/m cannot be "
+             "written: " + "a word " * 40 + "Fix: another folder.")
+    folded = log_format.fold(error + "\n  flag --x: " + "b " * 90)
+    lines = folded.splitlines()
+    self.assertTrue(all(len(line) <= 160 for line in lines), folded)
+    self.assertTrue(lines[0].startswith("harness.main: ConfigError:"))
+    self.assertRegex(lines[1], r"^ {4}\S")  # 4 more than the line it folds.
+    self.assertRegex(lines[-1], r"^ {6}b b")  # 4 more than "  flag".
+    self.assertEqual(" ".join(folded.split()),
+                     " ".join((error + " flag --x: " + "b " * 90).split()))
+    self.assertEqual(log_format.fold("short"), "short")
+    long_word = "/x" * 100  # Unbreakable: alone on its line, whole.
+    self.assertIn("\n    " + long_word, log_format.fold("e: " + "w " * 70 +
+                                                      long_word))
+
 
 if __name__ == "__main__":
   absltest.main()

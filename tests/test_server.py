@@ -104,7 +104,7 @@ class ServerFlagsTest(parameterized.TestCase):
     result = _support.run([sys.executable, "-m", "harness.server", *args],
                           env=env, timeout_secs=_START_SECS)
     self.assertEqual(result.returncode, 2, result.stderr)
-    self.assertIn(message, result.stderr)
+    self.assertIn(message, _support.flat(result.stderr))
     self.assertNotIn("Traceback", result.stderr)
 
 

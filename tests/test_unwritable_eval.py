@@ -64,7 +64,7 @@ class ReadOnlyEvalDirTest(absltest.TestCase):
   def _assert_one_line(self, proc, eval_dir):
     self.assertEqual(proc.returncode, 1, proc.description)
     self.assertEqual(proc.output.count("harness.main:"), 1, proc.description)
-    last = proc.stderr.strip().splitlines()[-1]
+    last = _support.last_error(proc.stderr)  # Folded over lines.
     self.assertEqual(
         last, f"harness.main: PermissionDeniedError: cannot write {eval_dir}: "
         f"Read-only file system. Fix: make {eval_dir} writable for this user "

@@ -13,6 +13,8 @@ import textwrap
 
 from absl import flags
 
+from harness.cli import log_format
+
 __all__ = ["flags_parser", "usage_error", "wants_help", "flag_help"]
 
 HELP_ARGS = ("-h", "-?", "--help", "--helpshort", "--helpfull")
@@ -20,7 +22,7 @@ HELP_ARGS = ("-h", "-?", "--help", "--helpshort", "--helpfull")
 
 def usage_error(program, message, usage=None):
   """Writes `program: error: message` (and `usage`) to stderr; exits 2."""
-  sys.stderr.write(f"{program}: error: {message}\n")
+  sys.stderr.write(log_format.fold(f"{program}: error: {message}") + "\n")
   if usage:
     sys.stderr.write(f"{usage}\n")
   sys.stderr.flush()

@@ -6,14 +6,35 @@ absl prefixes every line with ~55 characters (`I1125 10:36:28.852658
 instead, and absl's full prefix with `--verbosity=debug`::
 
     log_format.use(debug=False)
+
+A binary's final error may run longer than a person reads in one line:
+`fold` breaks it at spaces into lines of at most 160 characters, each
+continuation indented under the line it continues.
 """
 
 import logging as std_logging
+import textwrap
 import time
 
 from absl import logging
 
-__all__ = ["CompactFormatter", "WarnOnce", "use"]
+__all__ = ["CompactFormatter", "LINE_WIDTH", "WarnOnce", "fold", "use"]
+
+LINE_WIDTH = 160  # The most characters of a line a person reads.
+
+
+def fold(text, width=LINE_WIDTH):
+  """`text` with each line over `width` broken at spaces (words kept whole,
+  a longer one alone), continuations indented 4 more than their line."""
+  out = []
+  for line in text.splitlines() or [""]:
+    if len(line) <= width:
+      out.append(line)
+      continue
+    indent = " " * (len(line) - len(line.lstrip()) + 4)
+    out += textwrap.wrap(line, width=width, subsequent_indent=indent,
+                         break_on_hyphens=False, break_long_words=False)
+  return "\n".join(out)
 
 
 class CompactFormatter(std_logging.Formatter):

@@ -76,6 +76,7 @@ __all__ = [*remote_servers.__all__, "interrupted_error", "train_remote"]
 _STOP_SECS = 30.0  # How long stopping the other tasks after an error takes.
 _INTERRUPT_SECS = 5.0  # The same after Ctrl-C.
 _WAIT_LOG_SECS = 60.0
+_CLOSE_LOG_SECS = 5.0  # Say what the client waits for after this long.
 _MAX_KEY_BASE = 2**21  # Group keys are int32 on the servers: base * 1000.
 
 
@@ -87,11 +88,12 @@ class _TaskHook(tf.compat.v1.train.SessionRunHook):
   whose session came first would otherwise train alone for a while.
   """
 
-  def __init__(self, ready, everyone_ready, stop, timeout_secs):
+  def __init__(self, ready, everyone_ready, stop, timeout_secs, claims):
     self._ready = ready
     self._everyone_ready = everyone_ready
     self._stop = stop
     self._timeout_secs = timeout_secs
+    self._claims = claims
 
   def after_create_session(self, session, coord):
     del session, coord
@@ -105,6 +107,12 @@ class _TaskHook(tf.compat.v1.train.SessionRunHook):
     del run_values
     if self._stop.is_set():
       run_context.request_stop()
+
+  def end(self, session):
+    # Before this task's session closes (MonitoredSession ends the hooks
+    # first): the close may keep its server busy for a while.
+    del session
+    self._claims.closing()
 
 
 def _task_strategy(graph_strategy, kind, cluster, job, index, session_config,
@@ -222,7 +230,8 @@ def _train_claimed(model, input_fn, cluster, graph_strategy, chief, claims, *,
         hooks=list(hooks or []) if is_chief else [],
         saving_listeners=list(saving_listeners or []) if is_chief else [],
         stop=stop, everyone_ready=everyone_ready,
-        start_timeout_secs=config.session_creation_timeout_secs))
+        start_timeout_secs=config.session_creation_timeout_secs,
+        claims=claims))
     everyone_ready.append(runs[-1].ready)
   logging.info("remote | client | training on %d task(s): %s (chief %s/%d)",
                len(runs), ", ".join(r.label for r in runs), *chief)
@@ -252,13 +261,14 @@ class _TaskRun:
 
   def __init__(self, model, input_fn, context, strategy, *, steps,
                max_steps, hooks, saving_listeners, stop, everyone_ready,
-               start_timeout_secs):
+               start_timeout_secs, claims):
     self.label = context.task_label.split()[-1]
     self.ready = threading.Event()
     self.result = None
     self.error = None
     self.failed_at = None
-    task_hook = _TaskHook(self.ready, everyone_ready, stop, start_timeout_secs)
+    task_hook = _TaskHook(self.ready, everyone_ready, stop,
+                          start_timeout_secs, claims)
     self._model = model
     self._input_fn = input_fn
     self._train_kwargs = dict(
@@ -286,6 +296,7 @@ def _run_all(runs, stop, session_creation_timeout_secs, claims):
     run.thread.start()
   started = time.monotonic()
   next_log = started + _WAIT_LOG_SECS
+  close_logged = False
   try:
     while any(run.thread.is_alive() for run in runs):
       if claims.lost:
@@ -312,6 +323,12 @@ def _run_all(runs, stop, session_creation_timeout_secs, claims):
         logging.info("remote | client | waiting for the sessions of %s",
                      ", ".join(waiting))
         next_log = now + _WAIT_LOG_SECS
+      if (not close_logged and claims.closing_since is not None and
+          now - claims.closing_since > _CLOSE_LOG_SECS):
+        close_logged = True
+        logging.info(
+            "remote | client | waiting for %s to end (closing a training "
+            "session: tf.data's autotuning can hold it up to 60 s)", ", ".join(r.label for r in runs if r.thread.is_alive()))
       runs[0].thread.join(0.2)
   except KeyboardInterrupt:
     _stop(runs, stop, "interrupted", _INTERRUPT_SECS)

@@ -1,8 +1,7 @@
 """Which standalone client drives a server: claims, heartbeats, expiry.
 
-A standalone client (`harness.distribute.remote`) claims every server of its remote
-cluster before sending any training graph, and keeps the claim alive with a
-heartbeat::
+A standalone client (`harness.distribute.remote`) claims every server of
+its remote cluster before sending any graph, and renews it (heartbeat)::
 
     claims = server_claim.claim_all(cluster, timeout_secs=15)  # or raises
     ...  # train
@@ -22,8 +21,8 @@ whatever it left on the server (sessions, a step blocked in an all-reduce
 with its threads, memory) is released by restarting the server in place
 (same pid and port; see `harness.server`). Aborting the blocked step instead
 would leave the collective runtime aborted for every later client.
-A client that ends cleanly clears its claim; one that fails ends it with an
-expired deadline, so that its servers restart at once.
+A client that ends cleanly clears its claim (renewed for the sessions'
+close first, `Claims.closing`); one that fails expires it: restart at once.
 """
 
 import json
@@ -38,16 +37,17 @@ from absl import logging
 from harness import errors
 from harness.state import lease
 
-__all__ = [
-    "CONTAINER", "Claims", "claim_all", "Watchdog",
-    "ClaimOps",
-]
+__all__ = ["CONTAINER", "Claims", "claim_all", "Watchdog", "ClaimOps"]
 
 CONTAINER = "harness_claim"
 # The holder while a server waits for its watchdog to restart it: nobody
 # can claim it until then.
 RESTART = "!restart"
 _RPC_TIMEOUT_MS = 10000
+# A claim's life once sessions close: a close waits for tf.data's autotuning
+# thread, which wakes only at the end of its period (up to 60 s, TF 2.21),
+# and the server runs nothing else meanwhile, renewals included.
+CLOSE_TIMEOUT_SECS = 90.0
 
 
 def _tf():
@@ -229,19 +229,42 @@ class Claims:
     self._token = token
     self._timeout = float(timeout_secs)
     self._stop = threading.Event()
+    self._lock = threading.Lock()  # One claim op per server at a time.
     self.lost = None  # Why a heartbeat failed, once one did.
+    self.closing_since = None  # time.monotonic() when sessions began closing.
     self._thread = threading.Thread(target=self._beat, daemon=True,
                                     name="harness-claim-heartbeat")
+
+  def _renew(self, server):
+    with self._lock:
+      return server.run("claim", self._token, self._timeout)
+
+  def closing(self):
+    """Before the first session closes: renews every claim for
+    `CLOSE_TIMEOUT_SECS`; a renewal that fails from now on is not a loss."""
+    if self.closing_since is not None:
+      return
+    self.closing_since = time.monotonic()
+    self._timeout = max(self._timeout, CLOSE_TIMEOUT_SECS)
+    for server in self._servers:
+      try:
+        self._renew(server)
+      except Exception as e:  # pylint: disable=broad-except
+        logging.debug("remote | client | renewing the claim of %s for the "
+                      "close: %s", server.label, e)
 
   def _beat(self):
     while not self._stop.wait(self._timeout / 4):
       for server in self._servers:
         try:
-          granted, holder, left = server.run("claim", self._token,
-                                             self._timeout)
+          granted, holder, left = self._renew(server)
         except Exception as e:  # pylint: disable=broad-except
           if self._stop.is_set():  # Released meanwhile: nothing is lost.
             return
+          if self.closing_since is not None:  # Busy closing; still claimed.
+            logging.debug("remote | client | renewing the claim of %s while "
+                          "it closes a session: %s", server.label, e)
+            continue
           # One line: TensorFlow's messages run over several.
           text = (getattr(e, "message", None) or str(e)).strip()
           first = text.splitlines()[0][:100] if text else ""
