@@ -42,6 +42,7 @@ from absl import flags
 from harness import errors
 from harness.cli import bad_flags as cli
 from harness.cli import k8s_manifests
+from harness.cli import log_format
 from harness.cluster import jobset_env
 from harness.cluster import tf_config as cluster_lib
 # Re-exported: `harness.k8s.X` is the documented path of these names.
@@ -206,7 +207,7 @@ def main(argv, *, environ=None, stdout=None, stderr=None):
     stdout.write(to_yaml(render(config), header=k8s_manifests.layout_comment(
         config, argv[1:])))
   except errors.ConfigError as e:
-    stderr.write(f"harness.k8s: error: {e}\n")
+    stderr.write(log_format.fold(f"harness.k8s: error: {e}") + "\n")
     return CONFIG_ERROR_EXIT_CODE
   return 0
 

@@ -25,6 +25,7 @@ from harness import errors
 from harness import k8s
 from harness.cli import flags
 from harness.cluster import tf_config as cluster
+from tests import _support
 
 _REPO = pathlib.Path(__file__).resolve().parent.parent
 _K8S_VERSION = "1.33"  # successPolicy and backoffLimitPerIndex are GA here.
@@ -436,9 +437,11 @@ class FlagsTest(parameterized.TestCase):
     code, out, err = self._run(f"--image={_IMAGE}", *argv)
     self.assertEqual(code, 2)
     self.assertEqual(out, "")
-    self.assertIn(message, err)
+    self.assertIn(message, _support.flat(err))
     self.assertIn("Fix:", err)
-    self.assertEqual(err.count("\n"), 1, err)  # One line.
+    # One message, folded at 160 characters (log_format.fold).
+    self.assertEqual(err.count("harness.k8s: error:"), 1, err)
+    self.assertEqual(_support.long_lines(err), [], err)
 
   @parameterized.parameters("4Gi", "512Mi", "1G", "1.5Gi", "129e6", "4096")
   def test_memory_quantities_kubernetes_takes_are_accepted(self, memory):
