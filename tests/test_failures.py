@@ -318,7 +318,7 @@ class PeerProbeTest(absltest.TestCase):
     self.assertIn("the port answers but is not a TensorFlow server", why)
 
   def test_closed_port(self):
-    self.assertIn("connection refused",
+    self.assertIn("refused: nothing listens there",
                   peer_wait.probe(f"127.0.0.1:{ports.pick_free_port()}"))
 
   def test_tensorflow_server_answers(self):

@@ -306,9 +306,9 @@ def _finish(server, out, label, *, keep, reported):
   if not reported and not server.poll_url() and not kept:
     if server.exited() is None:
       logging.warning(
-          "%s | TensorBoard on %s:%d had not started serving when the run "
-          "ended; stopped it. Its output: %s", label, server.host,
-          server.port, server.log_path)
+          "%s | TensorBoard (%s:%d) was not serving yet when the run "
+          "ended: stopped. Its log: %s", label, server.host, server.port,
+          server.log_path)
     else:
       logging.warning("%s | %s", label, server.failure_text())
   if kept:

@@ -45,7 +45,7 @@ def probe(address, timeout_secs=_PROBE_SECS):
   try:
     sock = socket.create_connection((host, int(port)), timeout=timeout_secs)
   except ConnectionRefusedError:
-    return "connection refused: nothing listens on the port"
+    return "refused: nothing listens there"
   except socket.timeout:
     return f"the port accepts no connection within {timeout_secs:g} s"
   except (OSError, ValueError) as e:
