@@ -350,6 +350,23 @@ class PeerProbeTest(absltest.TestCase):
                   "(session_creation_timeout_secs) waiting for 1 peer(s): "
                   "worker/2 at h:2 (down)", str(raised.exception))
 
+  def test_several_missing_peers_log_the_first_and_a_count(self):
+    now = [0.0]
+
+    def sleep(secs):
+      now[0] += secs
+
+    with self.assertLogs(level=logging.INFO) as logs:
+      with self.assertRaises(errors.PeersNotReadyError) as raised:
+        peer_wait.wait_for_peers(
+            {"ps/0": "h:1", "worker/2": "h:2"}, task_label="worker/0",
+            timeout_secs=5, clock=lambda: now[0], sleep=sleep,
+            check=lambda address: "down")
+    self.assertIn("waiting for 2 peer(s) for 0 s (of 5 s): ps/0 at h:1 "
+                  "(down) and 1 more", logs.output[0])
+    self.assertIn("ps/0 at h:1 (down); worker/2 at h:2 (down)",
+                  str(raised.exception))  # The error names every one.
+
 
 @pytest.mark.slow
 class WaitForPeersBinaryTest(_BinaryTestCase):

@@ -112,8 +112,13 @@ def wait_for_peers(addresses, *, task_label, timeout_secs,
           "session_creation_timeout_secs).")
     if now >= next_log:
       log = logging.warning if waited_logged else logging.info
-      log("train | %s | waiting for %d peer(s) for %.0f s (of %g s): %s",
-          task_label, len(missing), waited, timeout_secs, shown)
+      # The first missing peer, so that the line stays readable; the error
+      # at the end names every one.
+      label, why = next(iter(missing.items()))
+      more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+      log("train | %s | waiting for %d peer(s) for %.0f s (of %g s): "
+          "%s at %s (%s)%s", task_label, len(missing), waited, timeout_secs,
+          label, addresses[label], why, more)
       waited_logged = True
       next_log = now + LOG_EVERY_SECS
     sleep(min(_POLL_SECS, max(0.0, timeout_secs - waited)))
