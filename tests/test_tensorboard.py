@@ -415,6 +415,7 @@ class NotServingIsReportedTest(absltest.TestCase):
       messages = self._warnings(port, lambda server: None)
     self.assertLen(messages, 1, messages)
     self.assertIn(f"TensorBoard on 127.0.0.1:{port}", messages[0])
+    self.assertLess(len(messages[0]), 160)
 
   @pytest.mark.slow
   def test_exit_during_the_run_is_reported_once(self):

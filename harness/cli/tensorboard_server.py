@@ -306,8 +306,8 @@ def _finish(server, out, label, *, keep, reported):
   if not reported and not server.poll_url() and not kept:
     if server.exited() is None:
       logging.warning(
-          "%s | TensorBoard (%s:%d) was not serving yet when the run "
-          "ended: stopped. Its log: %s", label, server.host, server.port,
+          "%s | TensorBoard on %s:%d not serving yet at the end of the run: "
+          "stopped. Log: %s", label, server.host, server.port,
           server.log_path)
     else:
       logging.warning("%s | %s", label, server.failure_text())
