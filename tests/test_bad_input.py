@@ -13,6 +13,7 @@ import hashlib
 import io
 import os
 import pathlib
+import re
 import sys
 
 from absl.testing import absltest
@@ -20,6 +21,8 @@ from tests import _support
 from tests import conftest
 
 _TIMEOUT_SECS = 60
+# A line of a C++ logger (absl/gRPC): "E1125 19:23:00.515470620   15016 ...".
+_NATIVE_LOG_RE = re.compile(r"^[EWIF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ ")
 _BAD = "tests.programs.bad_model_fns"
 _LINEAR = ["--model_fn=linear", "--input_fn=constant"]
 # For cases that fail while flags are checked: resolving these imports no
@@ -78,8 +81,12 @@ class BadInputTest(absltest.TestCase):
     flat = " ".join(stderr.split())
     for word in words:
       self.assertIn(" ".join(word.split()), flat, report)
-    # Issue 24: a person reads it; details belong in docs/ERRORS.md.
-    self.assertEqual(_support.long_lines(stdout + "\n" + stderr), [], report)
+    # Issue 24: a person reads it; details belong in docs/ERRORS.md. Lines
+    # of TensorFlow's own C++ loggers (TF 2.16's gRPC prints one of 1,400
+    # characters for a port in use) are not harness's to shorten.
+    ours = [line for line in (stdout + "\n" + stderr).splitlines()
+            if not _NATIVE_LOG_RE.match(line)]
+    self.assertEqual(_support.long_lines("\n".join(ours)), [], report)
     return stderr
 
   def assert_model_dir_not_created(self):
