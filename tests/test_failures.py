@@ -330,7 +330,8 @@ class PeerProbeTest(absltest.TestCase):
     del server  # TF servers cannot be stopped; the process ends it.
     self.assertIsNone(peer_wait.probe(f"127.0.0.1:{port}"))
 
-  def test_logs_every_10_s_and_fails_naming_the_peers(self):
+  def _give_up(self, addresses, timeout_secs, check):
+    """wait_for_peers on a fake clock until it gives up: (log lines, error)."""
     now = [0.0]
 
     def sleep(secs):
@@ -339,33 +340,29 @@ class PeerProbeTest(absltest.TestCase):
     with self.assertLogs(level=logging.INFO) as logs:
       with self.assertRaises(errors.PeersNotReadyError) as raised:
         peer_wait.wait_for_peers(
-            {"worker/1": "h:1", "worker/2": "h:2"}, task_label="worker/0",
-            timeout_secs=35, clock=lambda: now[0], sleep=sleep,
-            check=lambda address: None if address == "h:1" else "down")
-    waits = [line for line in logs.output if "waiting for 1 peer(s)" in line]
+            addresses, task_label="worker/0", timeout_secs=timeout_secs,
+            clock=lambda: now[0], sleep=sleep, check=check)
+    return logs.output, raised.exception
+
+  def test_logs_every_10_s_and_fails_naming_the_peers(self):
+    output, error = self._give_up(
+        {"worker/1": "h:1", "worker/2": "h:2"}, 35,
+        lambda address: None if address == "h:1" else "down")
+    waits = [line for line in output if "waiting for 1 peer(s)" in line]
     self.assertEqual([re.search(r"for (\d+) s \(of", w).group(1)
                       for w in waits], ["0", "10", "20", "30"])
     self.assertIn("worker/2 at h:2 (down)", waits[0])
     self.assertIn("worker/0: gave up after 35 s "
                   "(session_creation_timeout_secs) waiting for 1 peer(s): "
-                  "worker/2 at h:2 (down)", str(raised.exception))
+                  "worker/2 at h:2 (down)", str(error))
 
   def test_several_missing_peers_log_the_first_and_a_count(self):
-    now = [0.0]
-
-    def sleep(secs):
-      now[0] += secs
-
-    with self.assertLogs(level=logging.INFO) as logs:
-      with self.assertRaises(errors.PeersNotReadyError) as raised:
-        peer_wait.wait_for_peers(
-            {"ps/0": "h:1", "worker/2": "h:2"}, task_label="worker/0",
-            timeout_secs=5, clock=lambda: now[0], sleep=sleep,
-            check=lambda address: "down")
+    output, error = self._give_up({"ps/0": "h:1", "worker/2": "h:2"}, 5,
+                                  lambda address: "down")
     self.assertIn("waiting for 2 peer(s) for 0 s (of 5 s): ps/0 at h:1 "
-                  "(down) and 1 more", logs.output[0])
+                  "(down) and 1 more", output[0])
     self.assertIn("ps/0 at h:1 (down); worker/2 at h:2 (down)",
-                  str(raised.exception))  # The error names every one.
+                  str(error))  # The error names every one.
 
 
 @pytest.mark.slow
