@@ -32,7 +32,7 @@ import tempfile
 import threading
 import time
 
-from harness.cluster import ports
+from harness.launch import ports
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _START_SECS = 180

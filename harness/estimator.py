@@ -27,13 +27,14 @@ from harness import run_config as run_config_lib
 from harness import spec as spec_lib
 from harness import warm_start as warm_start_lib
 from harness._tf import tf
-from harness.cluster import tf_config as cluster_lib
+from harness.cluster import jobs
 from harness.core import evaluation
 from harness.core import input_pipeline
 from harness.core import prediction
 from harness.core import train_graph
 from harness.core import train_loop
 from harness.core import trainer
+from harness.distribute import graph_strategy
 from harness.distribute import remote
 from harness.distribute import roles
 from harness.distribute import strategies
@@ -41,7 +42,7 @@ from harness.export import writer
 from harness.state import checkpoints
 from harness.state import storage
 
-__all__ = ["Estimator", "check_supported_config"]
+__all__ = ["Estimator"]
 
 ModeKeys = spec_lib.ModeKeys
 
@@ -162,16 +163,16 @@ class Estimator:
     Returns:
       self, for chaining.
     """
-    if self._config.task_type in ("evaluator", "ps"):
+    if self._config.task_type in (jobs.EVALUATOR, jobs.PS):
       # As 2.15: such a task has no training loop (a ps only serves).
       raise errors.ConfigError(
           "Train has been called wrong configuration. Please use "
           "tf.estimator.train_and_evaluate which calls proper API according "
           "to given configuration. Current configuration: task "
-          f"{_task_label(self._config)}.\nFix: call train_and_evaluate in "
+          f"{self._config.task_label}.\nFix: call train_and_evaluate in "
           "every task (a ps serves the trainers' variables until they "
           "finish), or call train() only in chief/worker tasks.")
-    check_supported_config(self._config)
+    run_config_lib.check_supported_config(self._config)
     model = self._train_model()
     if self._config.remote_cluster is not None:
       # Standalone client: drive the remote cluster's servers from here.
@@ -192,10 +193,10 @@ class Estimator:
     context = train_loop.TrainContext(
         master=config.master, is_chief=config.is_chief,
         should_init=config.is_chief, session_config=self._session_config,
-        task_label=_task_label(config))
+        task_label=config.task_label)
     if strategy is not None:
       kind = config.strategy_kind  # Classified once, by RunConfig.
-      strategy = strategies.to_graph_strategy(strategy, kind=kind)
+      strategy = graph_strategy.to_graph_strategy(strategy, kind=kind)
       # E.g. device_count CPU=N for N CPU replicas of a MirroredStrategy.
       context = dataclasses.replace(
           context, session_config=strategies.configure_for_task(
@@ -250,7 +251,7 @@ class Estimator:
     if checkpoint_path:
       evaluation.write_checkpoint_path_to_summary(
           output_dir, checkpoint_path, step)
-    logging.info("eval | %s | step %d | %s", _task_label(self._config), step,
+    logging.info("eval | %s | step %d | %s", self._config.task_label, step,
                  " | ".join(f"{k}={_fmt(v)}" for k, v in sorted(
                      results.items()) if k != evaluation.GLOBAL_STEP_KEY))
     return results
@@ -359,14 +360,10 @@ def _deepcopyable(config):
   return config.train_distribute is None and config.eval_distribute is None
 
 
-# Re-exported: harness.estimator.check_supported_config was public.
-check_supported_config = run_config_lib.check_supported_config
-
-
 def _is_cluster_trainer(config):
   return (config.remote_cluster is None and
           bool(config.cluster_spec.as_dict()) and
-          config.task_type in ("chief", "worker", "master"))
+          config.task_type in jobs.TRAINER_JOBS)
 
 
 def _warm_starter(settings):
@@ -379,15 +376,6 @@ def _warm_starter(settings):
     warm_start_lib.warm_start(settings)
 
   return warm_start
-
-
-def _task_label(config):
-  if config.remote_cluster is not None:
-    return "client"  # Standalone client: evaluates and exports locally.
-  if config.task_type and (config.cluster_spec.as_dict() or
-                           config.task_type == "evaluator"):
-    return cluster_lib.task_label(config.task_type, config.task_id)
-  return cluster_lib.LOCAL_LABEL
 
 
 def _fmt(value):

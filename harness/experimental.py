@@ -40,7 +40,7 @@ _NOT_PORTED = frozenset([
 ])
 
 # The canned estimators' logit_fn helpers: outside __all__, as in 2.15, and
-# served by __getattr__ (which compat.py's aliases consult).
+# served by __getattr__ (which harness.compat's aliases consult).
 _LOGIT_FNS = frozenset([
     "call_logit_fn", "dnn_logit_fn_builder", "linear_logit_fn_builder",
 ])

@@ -5,7 +5,7 @@
 
 Under a cluster, each task runs the same command with its own TF_CONFIG
 (`python -m harness.launch --workers=2 -- python -m harness.main ...`).
-This module wires `harness.cli.flags.parse` -> `harness.cli.diagnose.preflight` ->
+This module wires `harness.cli.flags.parse` -> `harness.cli.preflight.preflight` ->
 `harness.cli.job.run_job`, and turns what goes wrong into one message and an
 exit status (`harness.cli.diagnose.explain` says what a failure means).
 Exit status: 0 done, 1 a problem the user can fix (one message on stderr,
@@ -36,6 +36,7 @@ from harness.cli import diagnose
 from harness.cli import flags
 from harness.cli import job
 from harness.cli import legacy_imports
+from harness.cli import preflight
 from harness.cluster import jobset_env
 from harness.cli import log_format
 
@@ -121,7 +122,7 @@ def main(argv, *, environ=None):
   debug = job_config.verbosity == "debug"
   _export_derived_tf_config(job_config.cluster_info, environ)
   try:
-    diagnose.preflight(job_config, job_config.cluster_info)
+    preflight.preflight(job_config, job_config.cluster_info)
     if not job_config.dry_run:
       legacy_imports.install()
     job.run_job(job_config, environ=environ)
@@ -138,7 +139,7 @@ def main(argv, *, environ=None):
         "again to resume from it.", _INTERRUPTED, debug, type(e).__name__)
   except Exception as e:  # pylint: disable=broad-except
     label, message = diagnose.explain(
-        e, diagnose.model_dir_of(job_config, job_config.cluster_info),
+        e, preflight.model_dir_of(job_config, job_config.cluster_info),
         params=job_config.params)
     if message is None:
       raise  # A harness bug: its traceback is what helps.

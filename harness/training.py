@@ -223,7 +223,7 @@ def _runners():
 def run_local(estimator, train_spec, eval_spec):
   """Trains here, evaluating (and exporting) after new checkpoints."""
   config = estimator.config
-  label = "client" if config.remote_cluster is not None else "local"
+  label = config.task_label  # "client" or "local": run_local has no cluster.
   every = (f"{config.save_checkpoints_steps} steps"
            if config.save_checkpoints_steps else
            f"{config.save_checkpoints_secs} s"

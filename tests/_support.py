@@ -10,7 +10,7 @@
 
 The child-process environment stays `tests.conftest.child_env` (with the
 shared paths; conftest is what pytest loads first). Free ports come from the
-product's own `harness.cluster.ports.pick_free_ports`. Importing this module
+product's own `harness.launch.ports.pick_free_ports`. Importing this module
 loads no TensorFlow (tests of TF-free modules such as harness.launch use
 it); the helpers that need TensorFlow import it when called.
 """
@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 
-from harness.cluster import ports
+from harness.launch import ports
 from tests import conftest
 
 # ------------------------------------------------------------------ waiting

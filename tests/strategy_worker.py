@@ -19,7 +19,10 @@ import time
 import traceback
 
 from harness._tf import tf
+from harness.distribute import graph_strategy
 from harness.distribute import strategies
+from harness.distribute import task_devices
+from harness.distribute import task_servers
 
 _RECOVERY_WAIT_SECS = 0.2
 
@@ -98,18 +101,18 @@ def train(spec):
                                  spec["task_id"])
   count = spec["num_devices"]
   user_strategy = _user_strategy(spec)
-  target = strategies.in_process_server_target(
+  target = task_servers.in_process_server_target(
       user_strategy, cluster=cluster, task_type=task_type, task_id=task_id,
       num_devices_per_worker=count)
-  strategy = strategies.to_graph_strategy(user_strategy)
+  strategy = graph_strategy.to_graph_strategy(user_strategy)
   session_config = strategies.configure_for_task(
       strategy, cluster=cluster, task_type=task_type, task_id=task_id,
       num_devices_per_worker=count)
   if target is None:
     server = tf.distribute.Server(
-        tf.train.ClusterSpec(strategies.training_cluster(cluster)),
+        tf.train.ClusterSpec(task_devices.training_cluster(cluster)),
         job_name=task_type, task_index=task_id, start=True,
-        config=strategies.server_config_for(
+        config=task_servers.server_config_for(
             session_config, cluster=cluster, task_type=task_type,
             num_devices_per_worker=count))
     target = server.target
@@ -148,9 +151,9 @@ def serve(spec):
   """Runs a parameter server until killed or `serve_secs` pass."""
   cluster = spec["cluster"]
   server = tf.distribute.Server(
-      tf.train.ClusterSpec(strategies.training_cluster(cluster)),
+      tf.train.ClusterSpec(task_devices.training_cluster(cluster)),
       job_name=spec["task_type"], task_index=spec["task_id"], start=True,
-      config=strategies.server_config_for(None, cluster=cluster,
+      config=task_servers.server_config_for(None, cluster=cluster,
                                           task_type=spec["task_type"]))
   print("SERVING", flush=True)
   time.sleep(spec.get("serve_secs", 120))

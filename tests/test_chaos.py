@@ -21,7 +21,7 @@ from absl.testing import parameterized
 import pytest
 
 from harness._tf import tf
-from harness.core import preemption
+from harness.cluster import env_knobs
 from harness.state import checkpoints
 from tests import conftest
 from tests.programs import launch_watch as watch
@@ -130,7 +130,7 @@ class ChaosTest(parameterized.TestCase):
         extra=[f"--strategy={strategy}", f"--max_steps={max_steps}",
                f"--ckpt_steps={_CKPT_STEPS}",
                f"--step_secs={_STEP_SECS[strategy]}"],
-        env={preemption.PEER_TIMEOUT_ENV: str(_PEER_TIMEOUT_SECS)},
+        env={env_knobs.PEER_TIMEOUT.env: str(_PEER_TIMEOUT_SECS)},
         timeout_secs=_RUN_TIMEOUT_SECS, chief=True, workers=2, ps=ps,
         evaluator=True, max_restarts=2 * _KILLS)
     chaos = _Chaos(model_dir, out, random.Random(seed), victims)

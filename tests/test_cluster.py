@@ -11,8 +11,8 @@ import sys
 from absl.testing import absltest
 from absl.testing import parameterized
 
+from harness import cluster
 from harness import errors
-from harness.cluster import tf_config as cluster
 from harness.cluster import tf_config_rules
 
 _FULL = {"chief": ["h0:2222"], "ps": ["h1:2222", "h2:2222"],

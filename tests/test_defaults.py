@@ -11,7 +11,7 @@ import re
 from absl.testing import absltest
 
 from harness.cli import flags
-from harness.cli import job as job_lib
+from harness.cli import job_config
 from harness.cluster import env_knobs
 import harness
 from tests import conftest
@@ -37,8 +37,8 @@ _NONE_MEANS = {
 
 def _run_values(job):
   """{flag name: value the run uses} from the objects harness.cli.job builds."""
-  config = harness.RunConfig(environ={}, **job_lib.run_config_kwargs(job))
-  train_kwargs, eval_kwargs = job_lib.spec_kwargs(job)
+  config = harness.RunConfig(environ={}, **job_config.run_config_kwargs(job))
+  train_kwargs, eval_kwargs = job_config.spec_kwargs(job)
   train_spec = harness.TrainSpec(lambda: None, **train_kwargs)
   eval_spec = harness.EvalSpec(lambda: None, **eval_kwargs)
   values = {
@@ -72,8 +72,8 @@ def _help_defaults():
 class DefaultsAgreeTest(absltest.TestCase):
 
   def test_flag_defaults_are_job_config_defaults(self):
-    defaults = job_lib.JobConfig()
-    for name in flags.FLAG_NAMES:
+    defaults = job_config.JobConfig()
+    for name in job_config.FLAG_NAMES:
       with self.subTest(flag=name):
         flag_default = flags._FLAGS[name].default  # pylint: disable=protected-access
         field = getattr(defaults, name)
@@ -83,8 +83,8 @@ class DefaultsAgreeTest(absltest.TestCase):
 
   def test_help_prints_each_default(self):
     shown = _help_defaults()
-    self.assertEqual(set(shown), set(flags.FLAG_NAMES))
-    for name in flags.FLAG_NAMES:
+    self.assertEqual(set(shown), set(job_config.FLAG_NAMES))
+    for name in job_config.FLAG_NAMES:
       with self.subTest(flag=name):
         flag = flags._FLAGS[name]  # pylint: disable=protected-access
         if flag.default is None:
@@ -97,7 +97,7 @@ class DefaultsAgreeTest(absltest.TestCase):
                        "--input_fn=constant"], environ={},
                       gpu_count=lambda: 0)
     used = _run_values(job)
-    for name in sorted(set(flags.FLAG_NAMES) - _NOT_IN_CONFIG):
+    for name in sorted(set(job_config.FLAG_NAMES) - _NOT_IN_CONFIG):
       with self.subTest(flag=name):
         flag_default = flags._FLAGS[name].default  # pylint: disable=protected-access
         expected = _NONE_MEANS[name] if flag_default is None else flag_default
@@ -114,7 +114,7 @@ class DefaultsAgreeTest(absltest.TestCase):
       self.assertIn(f"(default: ${knob.env}, else {knob.default:g})", text)
 
   def test_job_config_built_directly_runs_the_same_defaults(self):
-    direct = _run_values(job_lib.JobConfig())
+    direct = _run_values(job_config.JobConfig())
     parsed = _run_values(flags.parse(["harness.main"], environ={},
                                      gpu_count=lambda: 0))
     self.assertEqual(direct, parsed)

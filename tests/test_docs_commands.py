@@ -28,7 +28,7 @@ from absl.testing import absltest
 from absl.testing import parameterized
 import pytest
 
-from harness.cluster import ports
+from harness.launch import ports
 from tests import _support
 from tests import conftest
 

@@ -27,10 +27,10 @@ from absl.testing import parameterized
 import pytest
 
 from harness import errors
-from harness.cli import job as job_lib
+from harness.cli import job_config
 from harness.cluster import peer_wait
-from harness.cluster import ports
 from harness.core import stall
+from harness.launch import ports
 from tests import _support
 from tests import conftest
 
@@ -120,10 +120,10 @@ class ProgressWatchTest(absltest.TestCase):
     params = inspect.signature(run_config.RunConfig).parameters
     self.assertEqual(params["max_runs_without_progress"].default,
                      stall.DEFAULT_MAX_RUNS_WITHOUT_PROGRESS)
-    self.assertEqual(job_lib.JobConfig().max_runs_without_progress,
+    self.assertEqual(job_config.JobConfig().max_runs_without_progress,
                      stall.DEFAULT_MAX_RUNS_WITHOUT_PROGRESS)
     # JobConfig mirrors tf.estimator's RunConfig default (7200 s).
-    self.assertEqual(job_lib.JobConfig().session_creation_timeout_secs,
+    self.assertEqual(job_config.JobConfig().session_creation_timeout_secs,
                      params["session_creation_timeout_secs"].default)
 
 

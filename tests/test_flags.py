@@ -1,16 +1,21 @@
 """Tests of harness.cli.flags: parse, validators, spellings, params, to_argv."""
 
+import dataclasses
+import io
 import json
 import sys
 import textwrap
+from unittest import mock
 
 from absl import flags as absl_flags
 from absl.testing import absltest
 from absl.testing import parameterized
 
 from harness import errors
+from harness.cli import flag_parsers
 from harness.cli import flags
 from harness.cli import job as job_lib
+from harness.cli import job_config
 from harness.cluster import tf_config
 
 _BASE = ["harness.main", "--model_fn=linear", "--input_fn=constant"]
@@ -40,7 +45,7 @@ class ParseTest(parameterized.TestCase):
 
   def test_defaults_match_job_config(self):
     job = _parse()
-    expected = job_lib.JobConfig(model_fn="linear", input_fn="constant",
+    expected = job_config.JobConfig(model_fn="linear", input_fn="constant",
                                  batch_size=10)  # constant's default batch.
     self.assertEqual(job, expected)
 
@@ -103,13 +108,14 @@ class ParseTest(parameterized.TestCase):
     self.assertEqual(absl_flags.FLAGS["verbosity"].value, before)
 
   def test_flag_names_are_the_job_config_fields(self):
-    import dataclasses  # pylint: disable=g-import-not-at-top
-    # All but cluster_info: TF_CONFIG as parse read it, not a flag.
-    self.assertEqual(flags.FLAG_NAMES + ("cluster_info",),
+    # All but cluster_info (TF_CONFIG as parse read it) and whether parse
+    # checked the environment: not flags.
+    self.assertEqual(job_config.FLAG_NAMES + ("cluster_info",
+                                              "environment_checked"),
                      tuple(f.name for f in dataclasses.fields(
-                         job_lib.JobConfig)))
+                         job_config.JobConfig)))
     text = flags.help_text()
-    for name in flags.FLAG_NAMES:
+    for name in job_config.FLAG_NAMES:
       self.assertRegex(text, rf"--(\[no\])?{name}:")
 
 
@@ -130,7 +136,7 @@ class StrategyTest(parameterized.TestCase):
       ("OneDevice", "one_device"), ("none", "default"),
       ("DEFAULT", "default"))
   def test_spellings(self, spelling, kind):
-    self.assertEqual(flags.normalize_strategy(spelling), kind)
+    self.assertEqual(flag_parsers.normalize_strategy(spelling), kind)
 
   def test_typo_gets_a_suggestion(self):
     self.assertIn("Did you mean 'mirrored'", _problems("--strategy=mirorred"))
@@ -236,6 +242,18 @@ class EnvironmentTest(absltest.TestCase):
     job = _parse("--strategy=mirrored", "--num_gpus_per_worker=2", gpus=2)
     self.assertEqual((job.device_type, job.num_devices_per_worker), ("GPU", 2))
 
+  def test_run_job_checks_a_parsed_job_once_and_a_copy_again(self):
+    job = _parse("--max_steps=1", "--dry_run")
+    self.assertTrue(job.environment_checked)
+    copy = dataclasses.replace(job, max_steps=2)
+    self.assertFalse(copy.environment_checked)  # Its facts may differ.
+    with mock.patch.object(job_lib, "check_environment",
+                           wraps=job_lib.check_environment) as check:
+      job_lib.run_job(job, environ={}, out=io.StringIO())
+      check.assert_not_called()
+      job_lib.run_job(copy, environ={}, out=io.StringIO())
+      check.assert_called_once()
+
   def test_visible_gpu_count_honours_cuda_visible_devices(self):
     self.assertEqual(flags.visible_gpu_count({"CUDA_VISIBLE_DEVICES": ""}), 0)
     self.assertEqual(flags.visible_gpu_count({"CUDA_VISIBLE_DEVICES": "-1"}),
@@ -267,7 +285,7 @@ class EnvironmentTest(absltest.TestCase):
                   "evenly over 2 replicas", message)
     job = _parse("--strategy=collective", "--model_dir=/m", "--batch_size=8",
                  environ=environ)
-    self.assertEqual(job_lib.num_replicas(job, None), 1)
+    self.assertEqual(job_config.num_replicas(job, None), 1)
     self.assertIn("global 8, per replica 4", job_lib.describe(
         job, tf_config.from_environ(environ)))
 

@@ -1,9 +1,9 @@
 """Pins the import paths users, docs and tools rely on (issue 13, layout).
 
-The subpackages (cluster/, state/, core/, distribute/, cli/) moved modules
-out of the flat folder; what users write must not move with them:
+The subpackages (cluster/, state/, core/, distribute/, cli/, launch/) moved
+modules out of the flat folder; what users write must not move with them:
 `harness.X` names, the top-level API modules, `python -m harness.<binary>`,
-setup.py's console scripts and compat.py's `tensorflow_estimator.*` targets.
+setup.py's console scripts and compat/'s `tensorflow_estimator.*` targets.
 """
 
 import ast
@@ -31,21 +31,22 @@ TOP_LEVEL_MODULES = (
     "harness.launch", "harness.server", "harness.k8s", "harness.export",
     "harness.export.writer", "harness.canned", "harness.tpu",
 )
-# The subpackages of docs/ARCHITECTURE.md's tree; their modules are read
+# Every folder of harness/ with an __init__.py; their modules are read
 # from the folders (a module split off needs no edit here, only its line in
 # docs/ARCHITECTURE.md's module list, which the test below checks).
-SUBPACKAGES = ("cluster", "state", "core", "distribute", "cli")
+SUBPACKAGES = tuple(sorted(
+    p.parent.name for p in (ROOT / "harness").glob("*/__init__.py")))
 
 
 def _modules(package):
-  """Module names in harness/<package>/ (no __init__)."""
+  """Module names in harness/<package>/ (no __init__, no __main__)."""
   return sorted(p.stem for p in (ROOT / "harness" / package).glob("*.py")
-                if p.stem != "__init__")
+                if p.stem not in ("__init__", "__main__"))
 # Names the docs show by their module path.
 DOCUMENTED_NAMES = (
     "harness.cluster.tf_config.parse_tf_config",
     "harness.cli.flags.parse",
-    "harness.core.preemption.notify_preemption",
+    "harness.core.stop_signal.notify_preemption",
     "harness.state.checkpoints.latest_usable_checkpoint",
     "harness.launch.build_tf_configs",
 )
@@ -57,14 +58,20 @@ SPLIT_MODULE_NAMES = {
                          "TASK_TYPE_ENV", "TASK_INDEX_ENV", "JOB_INDEX_ENV",
                          "CONTAINER", "MODEL_MOUNT", "SCRATCH_MOUNT",
                          "ENTRYPOINT", "CONFIG_ERROR_EXIT_CODE"),
-                        "harness.cli.k8s_config"),
-        **dict.fromkeys(("render", "to_yaml"), "harness.cli.k8s_manifests"),
-        **dict.fromkeys(("tf_config_from_environ", "parse_args", "main")),
+                        "harness.k8s.config"),
+        **dict.fromkeys(("render", "to_yaml"), "harness.k8s.manifests"),
+        "tf_config_from_environ": "harness.k8s.entrypoint",
+        **dict.fromkeys(("parse_args", "main"), "harness.k8s.cli"),
     },
     "harness.launch": {
-        "TIMEOUT_EXIT_CODE": "harness.cli.task_supervisor",
+        "TIMEOUT_EXIT_CODE": "harness.launch.supervisor",
         **dict.fromkeys(("launch", "build_tf_configs", "task_names",
-                         "NETWORK_ISOLATIONS", "run")),
+                         "NETWORK_ISOLATIONS", "run"), "harness.launch.cli"),
+    },
+    # Issue 27: server.py became a package; its names stay at the door.
+    "harness.server": {
+        "start_server": "harness.server.serve",
+        "run": "harness.server.cli",
     },
     "harness.export.outputs": {
         **dict.fromkeys(("ExportOutput", "ClassificationOutput",
@@ -73,6 +80,19 @@ SPLIT_MODULE_NAMES = {
         **dict.fromkeys(("get_export_outputs", "export_outputs_for_mode",
                          "build_all_signature_defs", "DEFAULT_SERVING_KEY",
                          "SINGLE_RECEIVER_DEFAULT_NAME")),
+    },
+    # Issue 27: run_config.py became a package; its names stay at the door.
+    "harness.run_config": {
+        "RunConfig": "harness.run_config.config",
+        **dict.fromkeys(("DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS",
+                         "DEFAULT_REMOTE_CLAIM_TIMEOUT_SECS",
+                         "STEPS_PER_LOOP_AUTO"), "harness.run_config.checks"),
+        **dict.fromkeys(("DistributeConfig", "TaskType",
+                         "get_default_session_config",
+                         "check_supported_config", "INDEPENDENT_WORKER",
+                         "STANDALONE_CLIENT"),
+                        "harness.run_config.distribution"),
+        "resolve_model_dir": "harness.run_config.model_dir",
     },
     "harness.compat": dict.fromkeys((
         "install", "check_keras_2", "register_module",
@@ -100,9 +120,15 @@ class ImportPathsTest(parameterized.TestCase):
       for module in _modules(package):
         with self.subTest(module=f"{package}/{module}.py"):
           importlib.import_module(f"harness.{package}.{module}")
-          self.assertTrue(f"`{package}/{module}.py`" in architecture,
-                          "docs/ARCHITECTURE.md's module list has no line "
-                          f"for harness/{package}/{module}.py")
+
+  def test_architecture_has_one_line_per_module_and_no_other(self):
+    # docs/ARCHITECTURE.md's module list: "- `folder/module.py` — its job",
+    # for every file under harness/ (doors too), and for nothing else.
+    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
+    listed = re.findall(r"^- `([\w/]+\.py)` — \S", text, re.MULTILINE)
+    files = sorted(str(p.relative_to(ROOT / "harness"))
+                   for p in (ROOT / "harness").rglob("*.py"))
+    self.assertEqual(sorted(listed), files)
 
   def test_documented_names_resolve(self):
     for dotted in DOCUMENTED_NAMES:
@@ -129,10 +155,10 @@ class ImportPathsTest(parameterized.TestCase):
                                        function)), f"{module}:{function}")
 
   def test_compat_alias_targets_import(self):
-    # Every "harness.x.y" or "harness.x:name" string in compat.py and its
-    # alias table.
+    # Every "harness.x.y" or "harness.x:name" string in compat/'s installer
+    # and its alias table.
     targets = set()
-    for module in ("compat.py", "compat_aliases.py"):
+    for module in ("compat/installer.py", "compat/aliases.py"):
       tree = ast.parse((ROOT / "harness" / module).read_text())
       targets |= {
           node.value for node in ast.walk(tree)
@@ -163,6 +189,20 @@ class ImportPathsTest(parameterized.TestCase):
         capture_output=True, text=True, timeout=120,
         env=conftest.child_env(), cwd=ROOT, check=False)
     self.assertEqual(proc.returncode, 0, proc.stderr[-1500:])
+
+  @parameterized.parameters("", *(f".{m}" for m in _modules("launch")))
+  def test_launch_module_imports_first_without_tensorflow(self, module):
+    # `python -m harness.launch` forks its tasks before TensorFlow loads: its
+    # door and each of its modules, imported first, load no TensorFlow.
+    proc = subprocess.run(
+        [sys.executable, "-c",
+         f"import sys, harness.launch{module}; print(sorted(m for m in "
+         "sys.modules if m.split('.')[0] in ('tensorflow', 'keras', "
+         "'tf_keras')))"],
+        capture_output=True, text=True, timeout=120,
+        env=conftest.child_env(), cwd=ROOT, check=False)
+    self.assertEqual((proc.returncode, proc.stdout), (0, "[]\n"),
+                     proc.stderr[-1500:])
 
   @parameterized.parameters(*sorted(BINARIES.items()))
   def test_python_m_binary_help(self, binary, exit_code):

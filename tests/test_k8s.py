@@ -5,7 +5,7 @@ Kubernetes JSON schemas (kubernetes-validate), and for every pod (each role
 and index) the test builds the environment Kubernetes would give it, computes
 its TF_CONFIG the way its entrypoint does, and feeds that to harness.cluster.tf_config
 and the container's args to harness.cli.flags.parse. Renaming a flag or changing
-the TF_CONFIG layout without updating harness/k8s.py fails here.
+the TF_CONFIG layout without updating harness/k8s/ fails here.
 """
 
 import io
@@ -21,10 +21,10 @@ from absl.testing import parameterized
 import kubernetes_validate
 import yaml
 
+from harness import cluster
 from harness import errors
 from harness import k8s
 from harness.cli import flags
-from harness.cluster import tf_config as cluster
 from tests import _support
 
 _REPO = pathlib.Path(__file__).resolve().parent.parent
@@ -164,8 +164,8 @@ def _parse_server_flags(arg_lists):
   code = (
       "import json, sys\n"
       "from absl import flags\n"
-      "from harness import server\n"
-      "holders = server._define_flags()\n"
+      "from harness.server import cli\n"
+      "holders = cli._define_flags()\n"
       "out = []\n"
       "for args in json.loads(sys.argv[1]):\n"
       "  flags.FLAGS.unparse_flags()\n"

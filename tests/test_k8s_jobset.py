@@ -23,12 +23,12 @@ import jsonschema
 import kubernetes_validate
 import yaml
 
+from harness import cluster
 from harness import errors
 from harness import k8s
 from harness.cli import flags
-from harness.cli import k8s_config
 from harness.cluster import jobset_env
-from harness.cluster import tf_config as cluster
+from harness.k8s import config as config_lib
 from tests import conftest
 
 _REPO = pathlib.Path(__file__).resolve().parent.parent
@@ -383,9 +383,9 @@ class TfConfigFromPlaceTest(parameterized.TestCase):
     expected = _jobs_tf_configs(config)
     # The same task's address in either rendering: mnist-<i>.mnist:2222
     # (Indexed Job) -> mnist-<type>-0-<index>.mnist:2222 (JobSet).
-    jobs_cluster = k8s_config.cluster_addresses(dataclasses.replace(config,
+    jobs_cluster = config_lib.cluster_addresses(dataclasses.replace(config,
                                                              kind="jobs"))
-    renames = {address: k8s_config.cluster_addresses(config)[job][i]
+    renames = {address: config_lib.cluster_addresses(config)[job][i]
                for job, addresses in jobs_cluster.items()
                for i, address in enumerate(addresses)}
     self.assertLen(set(renames.values()), len(renames))

@@ -1,4 +1,4 @@
-"""Tests of harness.launch and harness.cluster.ports: real child processes, no TF."""
+"""Tests of harness.launch and harness.launch.ports: real child processes, no TF."""
 
 import io
 import json
@@ -15,10 +15,10 @@ from absl import flags
 from absl.testing import absltest
 from absl.testing import parameterized
 
+from harness import cluster
 from harness import errors
 from harness import launch
-from harness.cluster import ports
-from harness.cluster import tf_config as cluster
+from harness.launch import ports
 from tests import _support
 from tests import conftest
 

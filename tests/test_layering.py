@@ -55,26 +55,76 @@ RULES = {
             "tpu/ is an Estimator subclass on the public API"),
     "cli": (BINARIES, "cli/ holds the binaries' parts; the binaries import "
             "it, never the reverse"),
+    # The launcher is a binary: anything TensorFlow-free in harness (its
+    # whole import closure, test_launch_reaches_no_tensorflow), never a
+    # binary; nothing in harness imports it (BINARIES in every rule).
+    "launch": (TENSORFLOW + EXAMPLES + BINARIES,
+               "launch/ is the launcher binary: it forks its tasks before "
+               "TensorFlow loads, and nothing imports a binary"),
+    # The Kubernetes renderer is a binary too, TensorFlow-free likewise
+    # (test_k8s_reaches_no_tensorflow); only k8s/ imports it
+    # (BINARY_PACKAGES), so a piece cli/ or cluster/ needs lives there.
+    "k8s": (TENSORFLOW + EXAMPLES + BINARIES,
+            "k8s/ is the Kubernetes binary: cli/, cluster/ and errors, no "
+            "TensorFlow, and nothing imports a binary"),
+    # The standard-server binary: it wires cli/, cluster/ and distribute/
+    # (its config is distribute/task_servers') onto TensorFlow and runs no
+    # model code; only server/ imports it (BINARY_PACKAGES).
+    "server": (EXAMPLES + ("harness.core", "harness.canned", "harness.tpu",
+                           "harness.estimator", "harness.training")
+               + BINARIES,
+               "server/ is the standard-server binary: cli/, cluster/, "
+               "distribute/ and TensorFlow, no model code, and nothing "
+               "imports a binary"),
+    # The RunConfig package: an API module like the top-level ones (core/
+    # may import it).
+    "run_config": (EXAMPLES + ("harness.cli",) + BINARIES,
+                   "run_config/ is RunConfig, an API module: it never imports "
+                   "cli/ or the binaries"),
+    # TensorFlow's internals, one function each: TensorFlow and nothing
+    # else of harness (tests/test_tf_private_guard.py keeps them here).
+    "_tf_private": (EXAMPLES + tuple(
+        f"harness.{name}" for name in (
+            "cluster", "state", "core", "distribute", "cli", "export",
+            "canned", "tpu", "estimator", "training", "run_config", "spec",
+            "hooks", "early_stopping", "compat", "errors")) + BINARIES,
+                    "_tf_private/ wraps TensorFlow internals; it knows "
+                    "nothing of harness but `_tf`"),
+    # EstimatorSpec, ModeKeys, calling model_fn / input_fn: an API module
+    # like the top-level ones (core/ and export/ import it).
+    "spec": (EXAMPLES + ("harness.cli", "harness.core", "harness.distribute",
+                         "harness.estimator", "harness.training") + BINARIES,
+             "spec/ is what a model_fn returns and how it is called; the "
+             "Estimator and the loops call it, never the other way"),
+    # tf.estimator 2.15's early_stopping module: hooks on the public API.
+    "early_stopping": (EXAMPLES + ("harness.cli", "harness.distribute",
+                                   "harness.canned", "harness.tpu") + BINARIES,
+                       "early_stopping/ builds hooks on the Estimator's "
+                       "public API"),
+    # The legacy entry point: tf.estimator's module paths aliased to the
+    # library (it may import any of it; nothing but run and user code
+    # imports it).
+    "compat": (EXAMPLES + ("harness.cli",) + BINARIES,
+               "compat/ aliases tf.estimator to the library; it wires no "
+               "binary and no cli/ part"),
     # Top-level API modules: the library never imports its binaries or cli/.
     "top": (EXAMPLES + ("harness.cli",) + BINARIES,
             "the library API never imports cli/ or the binaries"),
 }
-# Modules outside cluster/ that import no TensorFlow either (launch and the
-# CLI's text paths start in milliseconds; `python -m harness.launch` forks
-# its tasks before TensorFlow loads).
-TF_FREE_MODULES = ("errors.py", "launch.py", "state/paths.py",
-                   "cli/bad_flags.py", "cli/k8s_policy.py",
-                   "k8s.py", "cli/k8s_config.py", "cli/k8s_manifests.py",
-                   "cli/k8s_pods.py", "cli/k8s_jobset.py",
-                   "cli/task_supervisor.py",
+# Modules outside cluster/, launch/ and k8s/ that import no TensorFlow
+# either (the CLI's text paths start in milliseconds).
+TF_FREE_MODULES = ("errors.py", "state/paths.py",
+                   "cli/bad_flags.py",
                    "cli/tensorboard_server.py", "cli/legacy_imports.py",
                    "core/stall.py", "core/auto_loop.py",
                    "core/live_metrics.py",
                    "cli/job_config.py", "cli/flag_parsers.py",
                    "cli/flag_definitions.py", "cli/preflight.py")
 # Top-level modules exempt from "top": the binaries and the legacy entry
-# points, which wire cli/ (run imports compat).
-TOP_EDGES = frozenset({"main", "launch", "server", "k8s", "run", "compat"})
+# point `run`, which wire cli/ (run imports compat).
+TOP_EDGES = frozenset({"main", "run"})
+# Binaries that are packages: no module outside the package imports them.
+BINARY_PACKAGES = ("k8s", "server")
 
 
 def imported_names(source):
@@ -89,7 +139,7 @@ def imported_names(source):
 
 
 def area(relative):
-  """The rule that governs a file under harness/ ("cluster/ports.py")."""
+  """The rule that governs a file under harness/ ("cluster/listen.py")."""
   parts = pathlib.PurePosixPath(relative).parts
   if len(parts) > 1:
     return parts[0]
@@ -110,6 +160,20 @@ def layering_violations(relative, source):
       if name == prefix or name.startswith(prefix + "."):
         found.append(f"{relative}:{line}: imports {name} ({why})")
         break
+  return found
+
+
+def binary_package_imports(relative, source):
+  """Imports of a binary's package (BINARY_PACKAGES) from outside it."""
+  found = []
+  for package in BINARY_PACKAGES:
+    if pathlib.PurePosixPath(relative).parts[0] == package:
+      continue
+    prefix = f"harness.{package}"
+    found += [f"{relative}:{line}: imports {name} (only harness/{package}/ "
+              "imports its own binary package)"
+              for line, name in imported_names(source)
+              if name == prefix or name.startswith(prefix + ".")]
   return found
 
 
@@ -215,6 +279,32 @@ def import_cycles(graph):
   return sorted(cycles)
 
 
+def tensorflow_reached(sources, package):
+  """Imports of TensorFlow, at import time, anywhere that importing
+  `package` (or one of its modules) loads; `sources` as `import_graph`'s."""
+  graph = import_graph(sources)
+  reached = {m for m in graph if m == package or m.startswith(package + ".")}
+  todo = list(reached)
+  while todo:
+    for nxt in graph[todo.pop()] - reached:
+      reached.add(nxt)
+      todo.append(nxt)
+  found = []
+  for relative, source in sorted(sources.items()):
+    if module_name(relative) not in reached:
+      continue
+    for node, in_function in _imports_by_place(ast.parse(source)):
+      if in_function:
+        continue
+      names = ([alias.name for alias in node.names]
+               if isinstance(node, ast.Import) else
+               [f"{node.module}.{alias.name}" for alias in node.names])
+      found += [f"{relative}:{node.lineno}: imports {name} (reached from "
+                f"{package} at import time)" for name in names
+                if name == "tensorflow" or name.startswith(TENSORFLOW)]
+  return found
+
+
 LAZY_MARK = re.compile(r"#\s*lazy:\s*\S")
 
 
@@ -276,6 +366,8 @@ def tree_violations():
   for path in sorted(HARNESS_DIR.rglob("*.py")):
     found += layering_violations(str(path.relative_to(HARNESS_DIR)),
                                  path.read_text())
+    found += binary_package_imports(str(path.relative_to(HARNESS_DIR)),
+                                    path.read_text())
   for relative in TF_FREE_MODULES:
     found += tensorflow_imports(relative,
                                 (HARNESS_DIR / relative).read_text())
@@ -285,14 +377,8 @@ def tree_violations():
   return found
 
 
-# Issue 13: no module over MAX_MODULE_LINES unless one cohesive class needs
-# it; each exception names the class (docs/ARCHITECTURE.md says why).
+# Issue 27: no module over MAX_MODULE_LINES, none excepted.
 MAX_MODULE_LINES = 400
-LONG_MODULES_ALLOWED = {
-    "run_config.py": "RunConfig: 2.15's constructor, properties and replace()",
-    "_tf_private.py": "every TensorFlow/tf_keras internal, one function each "
-                      "(tests/test_tf_private_guard.py keeps them here)",
-}
 
 
 def long_modules(sources):
@@ -300,8 +386,7 @@ def long_modules(sources):
   return [f"{relative}: {source.count(chr(10))} lines (cap "
           f"{MAX_MODULE_LINES}; split it by job, see docs/ARCHITECTURE.md)"
           for relative, source in sorted(sources.items())
-          if source.count("\n") > MAX_MODULE_LINES
-          and relative not in LONG_MODULES_ALLOWED]
+          if source.count("\n") > MAX_MODULE_LINES]
 
 
 class LayeringTest(absltest.TestCase):
@@ -325,6 +410,32 @@ class LayeringTest(absltest.TestCase):
   def test_core_importing_a_binary_fails(self):
     self.assertLen(layering_violations("core/x.py", "import harness.k8s\n"), 1)
 
+  def test_importing_a_binary_package_from_outside_fails(self):
+    source = "from harness.k8s import policy\n"
+    self.assertLen(binary_package_imports("main.py", source), 1)
+    self.assertLen(binary_package_imports("cli/job.py",
+                                          "from harness import k8s\n"), 1)
+    self.assertEqual(binary_package_imports("k8s/config.py", source), [])
+    self.assertLen(layering_violations("k8s/pods.py",
+                                       "from harness._tf import tf\n"), 1)
+
+  def test_server_package_rules(self):
+    # Nothing outside server/ imports it; distribute/ least of all (the
+    # server uses distribute/task_servers, never the reverse).
+    self.assertLen(binary_package_imports(
+        "distribute/task_servers.py", "from harness import server\n"), 1)
+    self.assertLen(layering_violations(
+        "distribute/task_servers.py", "import harness.server.serve\n"), 1)
+    self.assertEqual(binary_package_imports(
+        "server/cli.py", "from harness.server import serve\n"), [])
+    self.assertEqual(layering_violations(
+        "server/serve.py", "from harness._tf import tf\n"
+        "from harness.distribute import task_servers\n"
+        "from harness.cli import bad_flags\n"
+        "from harness.server import cli\n"), [])
+    self.assertLen(layering_violations(
+        "server/serve.py", "from harness.core import trainer\n"), 1)
+
   def test_core_importing_hooks_fails(self):
     # hooks.py builds on core/ (train_graph, evaluation): the reverse would
     # be the cycle core/train_loop <-> hooks had.
@@ -339,13 +450,13 @@ class LayeringTest(absltest.TestCase):
     for source in ("import tensorflow as tf\n",
                    "from harness._tf import tf\n",
                    "from harness.state import storage\n"):
-      self.assertLen(layering_violations("cluster/ports.py", source), 1,
+      self.assertLen(layering_violations("cluster/listen.py", source), 1,
                      source)
 
   def test_cluster_importing_itself_and_errors_passes(self):
     self.assertEqual(layering_violations(
         "cluster/listen.py",
-        "from harness import errors\nfrom harness.cluster import ports\n"),
+        "from harness import errors\nfrom harness.cluster import jobs\n"),
                      [])
 
   def test_library_importing_cli_fails(self):
@@ -356,8 +467,9 @@ class LayeringTest(absltest.TestCase):
 
   def test_tensorflow_in_a_listed_tf_free_module_fails(self):
     self.assertLen(tensorflow_imports(
-        "launch.py", "def f():\n  from harness._tf import tf\n"), 1)
-    self.assertEqual(tensorflow_imports("launch.py", "import json\n"), [])
+        "cli/bad_flags.py", "def f():\n  from harness._tf import tf\n"), 1)
+    self.assertEqual(tensorflow_imports("cli/bad_flags.py", "import json\n"),
+                     [])
 
   def test_reaching_into_another_modules_private_name_fails(self):
     source = ("from harness.distribute import roles\n"
@@ -381,7 +493,6 @@ class LayeringTest(absltest.TestCase):
   def test_a_module_over_the_line_cap_fails(self):
     long_source = "x = 1\n" * (MAX_MODULE_LINES + 1)
     self.assertEqual(long_modules({"core/big.py": long_source,
-                                   "run_config.py": long_source,
                                    "small.py": "x = 1\n"}),
                      ["core/big.py: 401 lines (cap 400; split it by job, "
                       "see docs/ARCHITECTURE.md)"])
@@ -433,6 +544,34 @@ class LayeringTest(absltest.TestCase):
     self.assertIn("x.py:3: import json", found[0])
     self.assertIn("x.py:7: from harness import spec", found[1])
     self.assertEqual(unmarked_lazy_imports("x.py", "import os\n"), [])
+
+  def test_launch_reaches_no_tensorflow(self):
+    self.assertEqual(tensorflow_reached(harness_sources(), "harness.launch"),
+                     [])
+
+  def test_k8s_reaches_no_tensorflow(self):
+    self.assertEqual(tensorflow_reached(harness_sources(), "harness.k8s"), [])
+
+  def test_launch_reaching_tensorflow_through_cli_fails(self):
+    sources = {
+        "launch/__init__.py": "from harness.launch import cli\n",
+        "launch/cli.py": "from harness.cli import job\n",
+        "cli/__init__.py": "",
+        "cli/job.py": ("def f():\n  import tensorflow\n"
+                       "from harness._tf import tf\n"),
+    }
+    self.assertEqual(tensorflow_reached(sources, "harness.launch"), [
+        "cli/job.py:3: imports harness._tf.tf (reached from harness.launch "
+        "at import time)"])
+
+  def test_launch_importing_tensorflow_or_being_imported_fails(self):
+    self.assertLen(layering_violations(
+        "launch/cli.py", "from harness._tf import tf\n"), 1)
+    self.assertEqual(layering_violations(
+        "launch/cli.py", "from harness.cli import bad_flags\n"
+        "from harness.launch import supervisor\n"), [])
+    self.assertLen(layering_violations(
+        "cli/job.py", "from harness.launch import ports\n"), 1)
 
   def test_binaries_may_wire_cli(self):
     self.assertEqual(layering_violations(

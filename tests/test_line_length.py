@@ -11,7 +11,7 @@ import sys
 from absl.testing import absltest
 import pytest
 
-from harness.cluster import ports
+from harness.launch import ports
 from tests import _support
 
 _MAIN = [sys.executable, "-m", "harness.main"]

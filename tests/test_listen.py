@@ -23,8 +23,8 @@ import pytest
 from harness import errors
 from harness import launch
 from harness.cluster import listen
-from harness.cluster import netns
-from harness.cluster import ports
+from harness.launch import netns
+from harness.launch import ports
 from tests import _support
 from tests import conftest
 

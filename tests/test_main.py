@@ -13,6 +13,7 @@ import pytest
 
 from harness.cli import flags
 from harness.cli import job as job_lib
+from harness.cli import results_text
 from harness.state import storage
 from tests import _support
 from tests import conftest
@@ -160,7 +161,7 @@ class RunJobTest(absltest.TestCase):
         os.path.join(result.export_paths[0], "saved_model.pb")))
 
   def test_metrics_table_is_aligned(self):
-    table = job_lib.format_metrics(
+    table = results_text.format_metrics(
         {"global_step": 5, "loss": 0.25, "accuracy_top_5": 1.0}, "chief/0")
     self.assertEqual(table.splitlines(), [
         "eval results | chief/0 | global_step 5",

@@ -18,8 +18,8 @@ from unittest import mock
 from absl.testing import absltest
 
 from harness import main as main_lib
-from harness.cluster import ports
 from harness.cluster import tf_config
+from harness.launch import ports
 from harness.state import paths
 from tests import _support
 from tests import conftest

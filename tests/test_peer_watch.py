@@ -8,9 +8,9 @@ from absl.testing import absltest
 
 from harness import errors
 from harness._tf import tf
-from harness.cluster import ports
 from harness.core import peer_watch
 from harness.core import preemption
+from harness.launch import ports
 from harness.state import run_state
 from tests import _support
 

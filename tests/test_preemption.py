@@ -9,17 +9,20 @@ import os
 import signal
 import threading
 import time
+from unittest import mock
 
 from absl import logging
 from absl.testing import absltest
 import pytest
 
 from harness import errors
+from harness import run_config as run_config_lib
 from harness._tf import tf
 from harness.cluster import env_knobs
-from harness.cluster import ports
 from harness.core import preemption
+from harness.core import stop_signal
 from harness.distribute import evaluator as evaluator_lib
+from harness.launch import ports
 from harness.state import run_state
 import harness
 from tests import _support
@@ -57,7 +60,7 @@ class LocalPreemptionTest(absltest.TestCase):
 
   def test_sigterm_saves_at_the_current_step_and_resume_continues(self):
     before = signal.getsignal(signal.SIGTERM)
-    with self.assertRaises(preemption.TrainingPreemptedError) as ctx:
+    with self.assertRaises(errors.TrainingPreemptedError) as ctx:
       self.est.train(_input_fn, max_steps=100,
                      hooks=[_AtStep(7, _sigterm_self)])
     self.assertIn("stopped at step 7", str(ctx.exception))
@@ -71,8 +74,8 @@ class LocalPreemptionTest(absltest.TestCase):
 
   def test_notify_preemption_from_another_thread(self):
     notifier = lambda: threading.Thread(
-        target=preemption.notify_preemption).start()
-    with self.assertRaises(preemption.TrainingPreemptedError):
+        target=stop_signal.notify_preemption).start()
+    with self.assertRaises(errors.TrainingPreemptedError):
       self.est.train(_input_fn, max_steps=100, hooks=[_AtStep(3, notifier)])
     self.assertBetween(_support.checkpoint_step(self.model_dir), 3, 5)
 
@@ -88,19 +91,23 @@ class LocalPreemptionTest(absltest.TestCase):
       signal.signal(signal.SIGTERM, previous)
 
 
+def _peer_timeout(environ):
+  """RunConfig's peer_timeout_secs under `environ` (read at construction)."""
+  with mock.patch.dict(os.environ, environ, clear=True):
+    return run_config_lib.RunConfig().peer_timeout_secs
+
+
 class KnobsTest(absltest.TestCase):
 
   def test_peer_timeout_default_and_env(self):
-    self.assertEqual(preemption.peer_timeout_secs({}),
-                     env_knobs.PEER_TIMEOUT.default)
-    self.assertEqual(preemption.peer_timeout_secs(
-        {preemption.PEER_TIMEOUT_ENV: "7.5"}), 7.5)
+    self.assertEqual(_peer_timeout({}), env_knobs.PEER_TIMEOUT.default)
+    self.assertEqual(_peer_timeout({env_knobs.PEER_TIMEOUT.env: "7.5"}), 7.5)
 
   def test_bad_peer_timeout_names_the_variable(self):
     for bad in ("0", "-3", "soon"):
       with self.assertRaisesRegex(errors.ConfigError,
                                   "HARNESS_PEER_TIMEOUT_SECS"):
-        preemption.peer_timeout_secs({preemption.PEER_TIMEOUT_ENV: bad})
+        _peer_timeout({env_knobs.PEER_TIMEOUT.env: bad})
 
   def test_fail_fast_rpcs_keeps_a_user_value(self):
     environ = {}
@@ -281,7 +288,7 @@ class ClusterPreemptionTest(absltest.TestCase):
     out = watch.Lines()
     thread, result = watch.launch_job(
         model_dir, out, extra=["--max_steps=500", "--input_steps=25"],
-        env={preemption.PEER_TIMEOUT_ENV: "10"}, workers=2, evaluator=True)
+        env={env_knobs.PEER_TIMEOUT.env: "10"}, workers=2, evaluator=True)
     thread.join(150)
     self.assertFalse(thread.is_alive(), out.text()[-4000:])
     self.assertEqual(result["code"], 0, out.text()[-4000:])

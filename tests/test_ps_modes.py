@@ -22,14 +22,14 @@ from absl.testing import absltest
 from absl.testing import parameterized
 import pytest
 
+from harness import cluster as cluster_lib
 from harness import errors
 from harness import estimator as estimator_lib
 from harness import run_config as run_config_lib
 from harness._tf import tf
 from harness.cli import flags
 from harness.cli import mode_runners
-from harness.cluster import ports
-from harness.cluster import tf_config as cluster_lib
+from harness.launch import ports
 from tests import conftest
 
 _MAX_STEPS = 30

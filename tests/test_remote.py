@@ -18,12 +18,11 @@ from absl.testing import absltest
 import pytest
 
 from harness import errors
-from harness import estimator as estimator_lib
 from harness import run_config as run_config_lib
 from harness._tf import tf
-from harness.cluster import ports
-from harness.distribute import remote
+from harness.distribute import remote_servers
 from harness.distribute import strategies
+from harness.launch import ports
 from tests import _support
 
 # absltest's create_tempdir reads --test_tmpdir; pytest does not parse flags.
@@ -53,14 +52,14 @@ class TasksTest(absltest.TestCase):
 
   def test_chief_first_then_workers(self):
     cluster = {"ps": ["h:3"], "worker": ["h:1", "h:2"], "chief": ["h:0"]}
-    self.assertEqual(remote.trainer_tasks(cluster),
+    self.assertEqual(remote_servers.trainer_tasks(cluster),
                      [("chief", 0), ("worker", 0), ("worker", 1)])
-    self.assertEqual(remote.chief_task(cluster), ("chief", 0))
-    self.assertEqual(remote.chief_task({"worker": ["h:1"]}), ("worker", 0))
+    self.assertEqual(remote_servers.chief_task(cluster), ("chief", 0))
+    self.assertEqual(remote_servers.chief_task({"worker": ["h:1"]}), ("worker", 0))
 
   def test_no_trainer_is_an_error(self):
     with self.assertRaisesRegex(errors.ClusterConfigError, "nothing would"):
-      remote.chief_task({"ps": ["h:3"]})
+      remote_servers.chief_task({"ps": ["h:3"]})
 
 
 class CheckServersTest(absltest.TestCase):
@@ -69,7 +68,7 @@ class CheckServersTest(absltest.TestCase):
     closed, listener = _closed_address(), _support.silent_listener(self)
     start = time.monotonic()
     with self.assertRaises(errors.RemoteClusterError) as caught:
-      remote.check_reachable({"worker": [listener, closed]},
+      remote_servers.check_reachable({"worker": [listener, closed]},
                              timeout_secs=1.0)
     self.assertLess(time.monotonic() - start, 5.0)
     message = str(caught.exception)
@@ -79,14 +78,14 @@ class CheckServersTest(absltest.TestCase):
 
   def test_listening_ports_pass(self):
     listener = _support.silent_listener(self)
-    remote.check_reachable({"worker": [listener]}, timeout_secs=1.0)
+    remote_servers.check_reachable({"worker": [listener]}, timeout_secs=1.0)
 
   def test_a_port_that_is_not_a_tensorflow_server(self):
     listener = _support.silent_listener(self)
     start = time.monotonic()
     with self.assertRaisesRegex(errors.RemoteClusterError,
                                 "not a working TensorFlow server"):
-      remote.check_servers({"worker": [listener]}, timeout_secs=1.0)
+      remote_servers.check_servers({"worker": [listener]}, timeout_secs=1.0)
     self.assertLess(time.monotonic() - start, 10.0)
 
   def test_server_with_too_few_devices_or_another_cluster(self):
@@ -97,11 +96,11 @@ class CheckServersTest(absltest.TestCase):
     self.assertTrue(server.target)
     with self.assertRaisesRegex(errors.ClusterConfigError,
                                 "--num_cpu_devices=2"):
-      remote.check_servers({"worker": [address]}, num_cpu_devices=2,
+      remote_servers.check_servers({"worker": [address]}, num_cpu_devices=2,
                            timeout_secs=5.0)
     with self.assertRaisesRegex(errors.ClusterConfigError,
                                 "does not know task worker/1"):
-      remote.check_servers({"worker": [address, other]},
+      remote_servers.check_servers({"worker": [address, other]},
                            timeout_secs=5.0)
 
 
@@ -125,7 +124,7 @@ class ConfigTest(absltest.TestCase):
             remote_cluster={"worker": ["127.0.0.1:2223"]}), environ={})
     with self.assertRaisesRegex(errors.NotSupportedError,
                                 "MultiWorkerMirroredStrategy"):
-      estimator_lib.check_supported_config(config)
+      run_config_lib.check_supported_config(config)
 
 
 @pytest.mark.slow

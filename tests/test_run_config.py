@@ -10,10 +10,12 @@ from unittest import mock
 from absl.testing import absltest
 from absl.testing import parameterized
 
+from harness import cluster
 from harness import errors
 from harness import run_config as rc
 from harness._tf import tf
-from harness.cluster import tf_config as cluster
+from harness.core import strategy_classifier
+from harness.run_config import config as rc_config
 from tests import _support
 
 _FULL = {"chief": ["h0:2222"], "ps": ["h1:2222", "h2:2222"],
@@ -45,7 +47,8 @@ class SignatureTest(absltest.TestCase):
         ("checkpoint_save_graph_def", True)]
     positional = [p for p in params.values()
                   if p.kind == p.POSITIONAL_OR_KEYWORD][1:]
-    got = [(p.name, "DEFAULT" if p.default is rc._USE_DEFAULT else p.default)
+    got = [(p.name,
+            "DEFAULT" if p.default is rc_config._USE_DEFAULT else p.default)
            for p in positional]
     self.assertEqual(got, expected)
     keyword_only = {p.name: p.default for p in params.values()
@@ -65,7 +68,7 @@ class SignatureTest(absltest.TestCase):
                                     "metrics_port": 0,
                                     "metrics_bind": "127.0.0.1",
                                     "environ": None,
-                                    "cluster_info": rc._FROM_ENVIRON})
+                                    "cluster_info": cluster.FROM_ENVIRON})
 
   def test_defaults(self):
     config = rc.RunConfig(environ={})
@@ -570,11 +573,11 @@ class StrategyKindTest(parameterized.TestCase):
       ("default", tf.distribute.get_strategy, "default"),
   )
   def test_kind(self, make, kind):
-    self.assertEqual(rc.strategy_kind(make()), kind)
+    self.assertEqual(strategy_classifier.strategy_kind(make()), kind)
 
   def test_not_a_strategy(self):
     with self.assertRaisesRegex(errors.ConfigError, "is not a tf.distribute"):
-      rc.strategy_kind(object())
+      strategy_classifier.strategy_kind(object())
 
 
 if __name__ == "__main__":

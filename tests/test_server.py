@@ -11,7 +11,8 @@ import pytest
 from harness import errors
 from harness import server
 from harness._tf import tf
-from harness.cluster import ports
+from harness.distribute import task_servers
+from harness.launch import ports
 from tests import _support
 from tests import conftest
 
@@ -24,11 +25,16 @@ _STOP_SECS = 10
 
 
 class ServerConfigTest(parameterized.TestCase):
+  """The standalone server's config: `task_servers.server_config_for` with
+  its independent CPU and GPU counts."""
+
+  def _config(self, cluster, job, **counts):
+    return task_servers.server_config_for(None, cluster=cluster,
+                                          task_type=job, **counts)
 
   def test_devices_and_collective_leader(self):
-    config = server.server_config(
-        {"worker": ["h:1", "h:2"], "ps": ["h:3"]}, "worker",
-        num_cpu_devices=3, num_gpus=0)
+    config = self._config({"worker": ["h:1", "h:2"], "ps": ["h:3"]},
+                          "worker", num_cpu_devices=3, num_gpus=0)
     self.assertEqual(config.device_count["CPU"], 3)
     self.assertEqual(config.device_count["GPU"], 0)
     self.assertEqual(config.experimental.collective_group_leader,
@@ -36,22 +42,26 @@ class ServerConfigTest(parameterized.TestCase):
 
   def test_chief_leads_and_ps_gets_no_gpu(self):
     the_cluster = {"chief": ["h:0"], "worker": ["h:1"], "ps": ["h:3"]}
-    ps_config = server.server_config(the_cluster, "ps", num_cpu_devices=1,
-                                     num_gpus=2)
-    self.assertEqual(ps_config.device_count["GPU"], 0)
+    ps_config = self._config(the_cluster, "ps", num_cpu_devices=2,
+                             num_gpus=2)
+    self.assertEqual(dict(ps_config.device_count), {"CPU": 2, "GPU": 0})
     self.assertEqual(ps_config.experimental.collective_group_leader,
                      "/job:chief/replica:0/task:0")
-    worker_config = server.server_config(the_cluster, "worker",
-                                         num_cpu_devices=1, num_gpus=2)
-    self.assertEqual(worker_config.device_count["GPU"], 2)
-    self.assertIsNone(server.collective_group_leader({"ps": ["h:3"]}))
+    worker_config = self._config(the_cluster, "worker", num_cpu_devices=1,
+                                 num_gpus=2)
+    self.assertEqual(dict(worker_config.device_count), {"CPU": 1, "GPU": 2})
+    self.assertEqual(self._config({"ps": ["h:3"]}, "ps", num_cpu_devices=1,
+                                  num_gpus=0)
+                     .experimental.collective_group_leader, "")
 
   @parameterized.named_parameters(
       ("no_cpu", dict(num_cpu_devices=0, num_gpus=0), "`num_cpu_devices`"),
       ("negative_gpus", dict(num_cpu_devices=1, num_gpus=-1), "`num_gpus`"))
   def test_bad_device_counts(self, kwargs, message):
     with self.assertRaisesRegex(errors.ConfigError, message):
-      server.server_config({"worker": ["h:1"]}, "worker", **kwargs)
+      self._config({"worker": ["h:1"]}, "worker", **kwargs)
+    with self.assertRaisesRegex(errors.ConfigError, message):
+      server.start_server({"worker": ["127.0.0.1:1"]}, "worker", 0, **kwargs)
 
   @parameterized.named_parameters(
       ("unknown_job", "ps", 0, r"Job 'ps' is not in the cluster"),

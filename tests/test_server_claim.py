@@ -18,8 +18,9 @@ import pytest
 
 from harness import errors
 from harness._tf import tf
-from harness.cluster import ports
+from harness.distribute import claim_graph
 from harness.distribute import server_claim
+from harness.launch import ports
 from harness.state import lease
 from tests import _support
 
@@ -88,7 +89,7 @@ class ClaimTest(absltest.TestCase):
   def setUp(self):
     super().setUp()
     # Each test starts from a server nobody holds (as after a restart).
-    ops = server_claim.ClaimOps(server_claim.server_device("worker", 0))
+    ops = claim_graph.ClaimOps(claim_graph.server_device("worker", 0))
     with tf.compat.v1.Session(self.server.target, graph=ops.graph) as sess:
       holder = sess.run(ops.watch)[0].decode()
       if holder:

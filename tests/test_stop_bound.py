@@ -7,10 +7,15 @@ tests run the real `python -m harness.main`.
 """
 
 import signal
+import threading
+import time
 
 from absl.testing import absltest
 import pytest
 
+from harness import estimator as estimator_lib
+from harness import spec as spec_lib
+from harness._tf import tf
 from harness.core import first_batch
 from tests import _support
 
@@ -44,6 +49,43 @@ class FirstBatchHookTest(absltest.TestCase):
     hook._thread.join(timeout=30)  # pylint: disable=protected-access
     self.assertEqual(lines, [])
     self.assertFalse(hook._thread.is_alive())  # pylint: disable=protected-access
+
+  def test_a_first_run_that_raises_ends_the_watch(self):
+    # The first batch fails: neither after_run nor end comes, so the loop
+    # itself must stop the watch (else "waiting for the first batch" lines
+    # went on after train() had raised).
+    def input_fn():
+      def fail(x):
+        return tf.numpy_function(_raise, [x], tf.float32)
+      features = tf.data.Dataset.from_tensors(1.0).map(fail).repeat()
+      return features.map(lambda x: ({"x": tf.reshape(x, [1, 1])},
+                                     tf.constant([[0.0]])))
+
+    estimator = estimator_lib.Estimator(
+        _linear_model_fn, model_dir=self.create_tempdir().full_path)
+    with self.assertRaises(tf.errors.InvalidArgumentError):
+      estimator.train(input_fn, max_steps=3)
+    deadline = time.monotonic() + 30
+    while _watchers() and time.monotonic() < deadline:
+      time.sleep(0.05)
+    self.assertEqual(_watchers(), [])
+
+
+def _raise(x):
+  raise ValueError(f"no batch from {x}")
+
+
+def _linear_model_fn(features, labels, mode):
+  logits = tf.compat.v1.layers.dense(features["x"], 1)
+  loss = tf.reduce_mean(tf.square(logits - labels))
+  train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
+      loss, global_step=tf.compat.v1.train.get_or_create_global_step())
+  return spec_lib.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def _watchers():
+  return [t for t in threading.enumerate()
+          if t.name == "harness-first-batch" and t.is_alive()]
 
 
 def _hung_trainer(test, *extra):

@@ -18,7 +18,11 @@ import pytest
 from harness import _tf_private
 from harness import errors
 from harness._tf import tf
+from harness.core import strategy_classifier
+from harness.distribute import graph_strategy as graph_strategy_lib
 from harness.distribute import strategies
+from harness.distribute import task_devices
+from harness.distribute import task_servers
 from tests import _support
 from tests import conftest
 
@@ -53,19 +57,19 @@ class StrategyKindTest(parameterized.TestCase):
       ("default", _V2.get_strategy),
   )
   def test_kind(self, kind, build):
-    self.assertEqual(strategies.strategy_kind(_in_graph(build)), kind)
+    self.assertEqual(strategy_classifier.strategy_kind(_in_graph(build)), kind)
 
   def test_none_and_non_strategy(self):
-    self.assertIsNone(strategies.strategy_kind(None))
+    self.assertIsNone(strategy_classifier.strategy_kind(None))
     with self.assertRaisesRegex(errors.ConfigError, "not a tf.distribute"):
-      strategies.strategy_kind("mirrored")
+      strategy_classifier.strategy_kind("mirrored")
 
 
 class ToGraphStrategyTest(parameterized.TestCase):
 
   def test_v1_passes_through(self):
     strategy = _in_graph(lambda: _V1.MirroredStrategy(["/cpu:0"]))
-    self.assertIs(strategies.to_graph_strategy(strategy), strategy)
+    self.assertIs(graph_strategy_lib.to_graph_strategy(strategy), strategy)
 
   @parameterized.parameters(
       (lambda: _V2.MirroredStrategy(["/cpu:0"]), _V1.MirroredStrategy),
@@ -75,7 +79,7 @@ class ToGraphStrategyTest(parameterized.TestCase):
   )
   def test_tf2_maps_to_v1_with_same_devices(self, build, v1_class):
     strategy = _in_graph(build)
-    graph_strategy = strategies.to_graph_strategy(strategy)
+    graph_strategy = graph_strategy_lib.to_graph_strategy(strategy)
     self.assertIsInstance(graph_strategy, v1_class)
     self.assertEqual(list(graph_strategy.extended.worker_devices),
                      list(strategy.extended.worker_devices))
@@ -86,7 +90,7 @@ class ToGraphStrategyTest(parameterized.TestCase):
         implementation=_V2.experimental.CommunicationImplementation.RING)
     strategy = _in_graph(lambda: _V2.MultiWorkerMirroredStrategy(
         communication_options=options))
-    graph_strategy = strategies.to_graph_strategy(strategy)
+    graph_strategy = graph_strategy_lib.to_graph_strategy(strategy)
     self.assertIsInstance(graph_strategy,
                           _V1.experimental.MultiWorkerMirroredStrategy)
     kept = _tf_private.collective_communication_options(graph_strategy)
@@ -95,8 +99,8 @@ class ToGraphStrategyTest(parameterized.TestCase):
                      _V2.experimental.CommunicationImplementation.RING)
 
   def test_none_and_default_mean_no_strategy(self):
-    self.assertIsNone(strategies.to_graph_strategy(None))
-    self.assertIsNone(strategies.to_graph_strategy(_V2.get_strategy()))
+    self.assertIsNone(graph_strategy_lib.to_graph_strategy(None))
+    self.assertIsNone(graph_strategy_lib.to_graph_strategy(_V2.get_strategy()))
 
   def test_tf2_parameter_server_is_rejected(self):
     # The real constructor connects to a running cluster; the check needs
@@ -105,7 +109,7 @@ class ToGraphStrategyTest(parameterized.TestCase):
     with self.assertRaisesRegex(
         errors.ConfigError, r"ParameterServerStrategyV2.*ClusterCoordinator"
         r".*tf\.compat\.v1\.distribute\.experimental\.ParameterServer"):
-      strategies.to_graph_strategy(cls.__new__(cls))
+      graph_strategy_lib.to_graph_strategy(cls.__new__(cls))
 
 
 class MakeStrategyTest(parameterized.TestCase):
@@ -120,7 +124,7 @@ class MakeStrategyTest(parameterized.TestCase):
   def test_kinds(self, kind, count, v1_class):
     strategy = strategies.make_strategy(kind, num_devices_per_worker=count)
     self.assertIsInstance(strategy, v1_class)
-    self.assertEqual(strategies.strategy_kind(strategy), kind)
+    self.assertEqual(strategy_classifier.strategy_kind(strategy), kind)
     self.assertEqual(strategy.num_replicas_in_sync, count)
 
   def test_default_is_none(self):
@@ -172,14 +176,14 @@ class ConfigureForTaskTest(parameterized.TestCase):
     config = strategies.configure_for_task(
         strategy, cluster=_CLUSTER, task_type="chief", task_id=0)
     self.assertEqual(strategy.num_replicas_in_sync, 6)
-    self.assertEqual(strategies.cpu_devices_per_worker(strategy), 2)
+    self.assertEqual(task_devices.cpu_devices_per_worker(strategy), 2)
     self.assertEqual(config.device_count["CPU"], 2)
 
   @parameterized.parameters(("mirrored", 2, 2), ("one_device", 1, 1),
                             ("parameter_server", 1, 1), ("default", 1, 1))
   def test_cpu_devices_per_worker(self, kind, count, expected):
     strategy = strategies.make_strategy(kind, num_devices_per_worker=count)
-    self.assertEqual(strategies.cpu_devices_per_worker(strategy), expected)
+    self.assertEqual(task_devices.cpu_devices_per_worker(strategy), expected)
 
   def test_collective_leader_is_worker_0_without_chief(self):
     strategy = strategies.make_strategy("collective")
@@ -228,20 +232,20 @@ class ConfigureForTaskTest(parameterized.TestCase):
     session_config = strategies.configure_for_task(
         strategy, cluster=_CLUSTER, task_type="chief", task_id=0,
         num_devices_per_worker=2)
-    config = strategies.server_config_for(
+    config = task_servers.server_config_for(
         session_config, cluster=_CLUSTER, task_type="chief",
         num_devices_per_worker=2)
     self.assertEqual(dict(config.device_count), {"CPU": 2, "GPU": 0})
     self.assertEqual(list(config.device_filters), ["/job:chief/task:0"])
     self.assertEqual(config.experimental.collective_group_leader,
                      "/job:chief/replica:0/task:0")
-    ps_config = strategies.server_config_for(
+    ps_config = task_servers.server_config_for(
         None, cluster=_PS_CLUSTER, task_type="ps", num_devices_per_worker=2)
     self.assertEqual(dict(ps_config.device_count), {"CPU": 1, "GPU": 0})
 
   def test_no_server_target_for_unstarted_strategy(self):
     strategy = strategies.make_strategy("collective")
-    self.assertIsNone(strategies.in_process_server_target(
+    self.assertIsNone(task_servers.in_process_server_target(
         strategy, cluster=_CLUSTER, task_type="chief", task_id=0))
 
 

@@ -48,12 +48,6 @@ class StrategyKindTest(absltest.TestCase):
     self.assertEqual(json.dumps(StrategyKind.ONE_DEVICE), '"one_device"')
     self.assertIn("collective", {StrategyKind.COLLECTIVE: 1})
 
-  def test_old_paths_are_the_one_classifier(self):
-    self.assertIs(run_config.strategy_kind, strategy_classifier.strategy_kind)
-    self.assertIs(strategies.strategy_kind, strategy_classifier.strategy_kind)
-    self.assertIs(strategy_classifier.strategy_kind(
-        tf.distribute.OneDeviceStrategy("/cpu:0")), StrategyKind.ONE_DEVICE)
-
   def test_run_config_property(self):
     self.assertIsNone(run_config.RunConfig().strategy_kind)
     config = run_config.RunConfig(

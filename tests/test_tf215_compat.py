@@ -14,13 +14,13 @@ import sys
 from absl.testing import absltest
 from absl.testing import parameterized
 
+from harness import cluster
 from harness import compat
-from harness import compat_aliases
 from harness import errors
 from harness import run_config as rc
 from harness._tf import tf
 from harness.cli import flags
-from harness.cluster import tf_config as cluster
+from harness.compat import aliases as compat_aliases
 import harness
 from tests import _support
 from tests import conftest

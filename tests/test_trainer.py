@@ -19,10 +19,10 @@ import harness
 from harness import errors
 from harness import run_config as run_config_lib
 from harness._tf import tf
-from harness.cluster import ports
 from harness.core import train_loop
 from harness.core import trainer
 from harness.distribute import strategies
+from harness.launch import ports
 from harness.state import run_state
 from tests import _support
 

@@ -21,11 +21,7 @@ import traceback as traceback_lib
 from harness import errors
 from harness.cli import preflight as preflight_lib
 
-__all__ = ["model_dir_of", "preflight", "explain"]
-
-# The checks before the job runs (harness.cli.preflight), part of this API.
-model_dir_of = preflight_lib.model_dir_of
-preflight = preflight_lib.preflight
+__all__ = ["explain"]
 
 
 # ------------------------------------------ errors that escape run_job
@@ -160,7 +156,7 @@ def _explain_op_error(error, model_dir, tf):
   if isinstance(inner, tf.errors.PermissionDeniedError) or (
       "Read-only file system" in inner.message):
     return name, _unwritable(_path_in(inner.message), text, model_dir)
-  from harness import spec_checks  # lazy: TF-free preflight  # pylint: disable=g-import-not-at-top
+  from harness.spec import checks as spec_checks  # lazy: TF-free preflight  # pylint: disable=g-import-not-at-top
   if spec_checks.LOSS_TO_SCALAR_OP in inner.message:  # Not the input's fault.
     return "ModelFnError", (
         f"the model_fn's loss is not a scalar: {text}. Fix: return one "

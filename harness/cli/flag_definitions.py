@@ -6,7 +6,7 @@
 
 The flags live in a private `absl.flags.FlagValues` (`FLAG_VALUES`), so
 they never clash with `absl.flags.FLAGS`; each default is `JobConfig`'s
-(`harness.cli.job_config`), and `FLAG_NAMES` are JobConfig's flag fields,
+(`harness.cli.job_config`), and `job_config.FLAG_NAMES` are its flag fields,
 one for one. Validators report in absl's `flag --x=y: why` form;
 `harness.cli.flags.parse` runs them and collects every problem. No
 TensorFlow.
@@ -19,15 +19,13 @@ from harness.cli import job_config
 from harness.cli import tensorboard_server
 from harness.cluster import env_knobs
 
-__all__ = ["FLAG_VALUES", "FLAG_NAMES", "BARE_VALUES", "TB_DEFAULT_PORT"]
+__all__ = ["FLAG_VALUES", "BARE_VALUES"]
 
 FLAG_VALUES = flags.FlagValues()
 _FLAGS = FLAG_VALUES  # The name every definition below passes.
-TB_DEFAULT_PORT = tensorboard_server.DEFAULT_PORT
-_TB_DEFAULT_PORT = TB_DEFAULT_PORT
+_D = job_config.DEFAULTS  # Each flag's default is JobConfig's.
 # Flags whose value may be left out: the value a bare --name stands for.
-BARE_VALUES = {"tensorboard": str(TB_DEFAULT_PORT)}
-_D = job_config.JobConfig()  # The defaults, shared by flags and JobConfig.
+BARE_VALUES = {"tensorboard": str(tensorboard_server.DEFAULT_PORT)}
 
 # ------------------------------------------------------------------ flags
 # Grouped as JobConfig's fields; each flag's default is JobConfig's.
@@ -209,8 +207,9 @@ _EXPORTERS = flags.DEFINE_list(
 _TENSORBOARD = flags.DEFINE_integer(
     "tensorboard", _D.tensorboard, "--tensorboard[=PORT]: serve model_dir "
     "with TensorBoard on 127.0.0.1:PORT while the job runs and print its URL"
-    f"; a bare --tensorboard is port {_TB_DEFAULT_PORT}, 0 picks a free port."
-    " Under a cluster, the chief starts it.", flag_values=_FLAGS)
+    f"; a bare --tensorboard is port {tensorboard_server.DEFAULT_PORT}, 0 "
+    "picks a free port. Under a cluster, the chief starts it.",
+    flag_values=_FLAGS)
 _TENSORBOARD_KEEP = flags.DEFINE_bool(
     "tensorboard_keep", _D.tensorboard_keep, "Leave --tensorboard's server "
     "running after the job ends (prints its pid).", flag_values=_FLAGS)
@@ -255,8 +254,8 @@ flags.register_validator(
         "machine) or 0.0.0.0 (every interface)."), flag_values=_FLAGS)
 
 
-FLAG_NAMES = job_config.FLAG_NAMES
-assert set(FLAG_NAMES) == set(_FLAGS), set(FLAG_NAMES) ^ set(_FLAGS)
+assert set(job_config.FLAG_NAMES) == set(_FLAGS), (
+    set(job_config.FLAG_NAMES) ^ set(_FLAGS))
 
 # -------------------------------------------------------------- validators
 
@@ -281,7 +280,8 @@ def _validate_exporters(names):
 def _validate_tensorboard_port(port):
   return port is None or _check(
       0 <= port <= 65535, "is not a TCP port (0..65535). Fix: --tensorboard "
-      f"for port {_TB_DEFAULT_PORT}, or --tensorboard=0 for a free one.")
+      f"for port {tensorboard_server.DEFAULT_PORT}, or --tensorboard=0 for a "
+      "free one.")
 
 
 @flags.multi_flags_validator(["tensorboard", "tensorboard_keep"],

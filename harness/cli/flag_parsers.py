@@ -14,9 +14,9 @@ import re
 
 from absl import flags
 
+from harness import cluster as cluster_lib
 from harness import errors
 from harness.cli import job_config
-from harness.cluster import tf_config as cluster_lib
 
 __all__ = ["normalize_strategy", "parse_params_text", "StrategyParser",
            "ParamsParser", "RemoteClusterParser", "StepsPerLoopParser"]
@@ -38,7 +38,7 @@ _STRATEGY_PREFIXES = ("tfcompatv1distributeexperimental",
 
 
 def normalize_strategy(text):
-  """Maps a strategy spelling people type to one of `job.STRATEGIES`.
+  """Maps a strategy spelling people type to one of `job_config.STRATEGIES`.
 
   Case, '-', '_', '.', a `tf.distribute.` prefix and a `Strategy` suffix do
   not matter: "MultiWorkerMirroredStrategy", "multi-worker-mirrored" and

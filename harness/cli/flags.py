@@ -33,24 +33,20 @@ import threading
 
 from absl import flags
 
+from harness import cluster as cluster_lib
 from harness import errors
 from harness.cli import bad_flags
 from harness.cli import flag_definitions
-from harness.cli import flag_parsers
 from harness.cli import job as job_lib
+from harness.cli import job_config
 from harness.cli import registry
-from harness.cluster import tf_config as cluster_lib
 from harness.state import paths
 
-__all__ = ["FLAG_NAMES", "parse", "to_argv", "help_text",
-           "normalize_strategy", "visible_gpu_count"]
+__all__ = ["parse", "to_argv", "help_text", "visible_gpu_count"]
 
 _FLAGS = flag_definitions.FLAG_VALUES
-FLAG_NAMES = flag_definitions.FLAG_NAMES
 _BARE_VALUES = flag_definitions.BARE_VALUES
 _LOCK = threading.Lock()
-_D = job_lib.JobConfig()  # The defaults, shared by flags and JobConfig.
-normalize_strategy = flag_parsers.normalize_strategy  # Part of this API.
 
 
 # ------------------------------------------------------------------ parsing
@@ -240,7 +236,7 @@ def parse(argv, *, environ=None, gpu_count=None):
   if argv and not argv[0].startswith("-"):
     argv = argv[1:]
   with _LOCK:
-    for name in FLAG_NAMES:  # Quietly back to the defaults (unlike
+    for name in job_config.FLAG_NAMES:  # Quietly back to the defaults (unlike
       _FLAGS[name].unparse()  # FlagValues.unparse_flags, which logs).
     problems, clean, positional = _scan(argv)
     try:
@@ -248,7 +244,7 @@ def parse(argv, *, environ=None, gpu_count=None):
     except flags.Error as e:
       problems.extend(str(e).split("\n"))
     _FLAGS.mark_as_parsed()
-    values = {name: _FLAGS[name].value for name in FLAG_NAMES}
+    values = {name: _FLAGS[name].value for name in job_config.FLAG_NAMES}
   if positional:
     problems.append(f"unexpected arguments {positional}: harness.main takes "
                     "flags only (--name=value).")
@@ -259,15 +255,15 @@ def parse(argv, *, environ=None, gpu_count=None):
   for name in ("max_steps", "eval_steps"):  # 0 means "until the input ends".
     if values[name] == 0:
       values[name] = None
-  bad = _flag_names_in(problems) & set(FLAG_NAMES)
+  bad = _flag_names_in(problems) & set(job_config.FLAG_NAMES)
   for name in bad:  # Checked further as if not given.
-    values[name] = getattr(_D, name)
+    values[name] = getattr(job_config.DEFAULTS, name)
   try:  # TF_CONFIG, parsed once per process: the job carries it down.
     info = cluster_lib.from_environ(environ)
   except errors.ClusterConfigError as e:
     problems.append(str(e))
     info = None
-  job = job_lib.JobConfig(**values, cluster_info=info)
+  job = job_config.JobConfig(**values, cluster_info=info)
   problems += job_lib.check_environment(job, info, gpu_count=gpu_count,
                                         skip=bad)
   if problems:
@@ -275,6 +271,7 @@ def parse(argv, *, environ=None, gpu_count=None):
         f"{len(problems)} problem(s) with the flags of harness.main:\n  "
         + "\n  ".join(p.replace("\n", "\n    ") for p in problems)
         + "\nRun `python -m harness.main --help` for every flag.")
+  object.__setattr__(job, "environment_checked", True)  # run_job skips it.
   return job
 
 
@@ -311,13 +308,13 @@ def to_argv(job):
     job: a `JobConfig`.
 
   Returns:
-    A list of "--name=value" strings (no program name), in `FLAG_NAMES`
+    A list of "--name=value" strings (no program name), in `job_config.FLAG_NAMES`
     order.
   """
   argv = []
-  for name in FLAG_NAMES:
+  for name in job_config.FLAG_NAMES:
     value = getattr(job, name)
-    default = getattr(_D, name)
+    default = getattr(job_config.DEFAULTS, name)
     if value is None and name in ("max_steps", "eval_steps"):
       value = 0
     if value == default or value is None:

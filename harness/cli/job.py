@@ -29,39 +29,17 @@ import sys
 
 from absl import logging
 
+from harness import cluster as cluster_lib
 from harness import errors
 from harness.cli import job_config
 from harness.cli import results_text
 from harness.cli import tensorboard_server
-from harness.cluster import tf_config as cluster_lib
 from harness.cluster import tf_config_rules
 from harness.state import paths
 
-__all__ = [
-    "MODES", "STRATEGIES", "VERBOSITIES", "EXPORTERS",
-    "FLAG_NAMES", "FROM_ENVIRON", "JobConfig", "JobResult", "run_job",
-    "cluster_info_of",
-    "check_environment", "num_replicas", "task_label",
-    "describe", "format_metrics", "merged_params", "serving_input_receiver_fn",
-    "run_config_kwargs", "spec_kwargs",
-]
+__all__ = ["run_job", "check_environment", "describe",
+           "serving_input_receiver_fn"]
 
-# JobConfig and the job's TF-free facts (harness.cli.job_config), part of
-# this module's API.
-MODES = job_config.MODES
-STRATEGIES = job_config.STRATEGIES
-VERBOSITIES = job_config.VERBOSITIES
-EXPORTERS = job_config.EXPORTERS
-FLAG_NAMES = job_config.FLAG_NAMES
-FROM_ENVIRON = job_config.FROM_ENVIRON
-JobConfig = job_config.JobConfig
-JobResult = job_config.JobResult
-cluster_info_of = job_config.cluster_info_of
-num_replicas = job_config.num_replicas
-task_label = job_config.task_label
-merged_params = job_config.merged_params
-run_config_kwargs = job_config.run_config_kwargs
-spec_kwargs = job_config.spec_kwargs
 
 
 # --------------------------------------------------------- facts, no TF
@@ -71,7 +49,7 @@ def check_environment(job, info, *, gpu_count, skip=()):
   """What stops `job` from running here, found before any server starts.
 
   Args:
-    job: a `JobConfig`; info: TF_CONFIG's `ClusterInfo`, or None.
+    job: a `job_config.JobConfig`; info: TF_CONFIG's `ClusterInfo`, or None.
     gpu_count: callable returning the GPUs this machine has.
     skip: fields already reported bad (their checks are skipped).
 
@@ -121,7 +99,7 @@ def check_environment(job, info, *, gpu_count, skip=()):
         f"flag --num_gpus_per_worker={gpus}: this machine has {gpu_count()} "
         f"visible GPU(s). Fix: pass --cpu_stand_in to run {gpus} CPU "
         "devices in their place, or lower --num_gpus_per_worker.")
-  replicas = num_replicas(job, info)
+  replicas = job_config.num_replicas(job, info)
   if job.batch_size is not None and job.batch_size % replicas and not (
       {"batch_size", "strategy", "num_gpus_per_worker"} & set(skip)):
     problems.append(
@@ -139,7 +117,7 @@ def _role_text(info, remote_cluster):
   if info is None or not info.has_cluster:
     return "local (no TF_CONFIG cluster)"
   jobs = ", ".join(f"{j}: {len(a)}" for j, a in info.cluster.items())
-  return f"{task_label(info)} of cluster {{{jobs}}} (TF_CONFIG)"
+  return f"{job_config.task_label(info)} of cluster {{{jobs}}} (TF_CONFIG)"
 
 
 def describe(job, info, *, model_dir=None, full=False):
@@ -156,7 +134,8 @@ def describe(job, info, *, model_dir=None, full=False):
       model_dir = job.model_dir  # check_environment reports the conflict.
   model_dir = model_dir or "(a new temporary directory)"
   params = json.dumps(job.params, sort_keys=True) if job.params else "defaults"
-  replicas, devices = num_replicas(job, info), job.num_devices_per_worker
+  replicas = job_config.num_replicas(job, info)
+  devices = job.num_devices_per_worker
   stand_in = " standing in for GPUs" if job.cpu_stand_in and (
       job.num_gpus_per_worker) else ""
   in_sync = "a worker, async" if job.strategy == "parameter_server" else (
@@ -164,7 +143,7 @@ def describe(job, info, *, model_dir=None, full=False):
   batch = "the input_fn's default" if job.batch_size is None else (
       f"global {job.batch_size}, per replica {job.batch_size // replicas}")
   role = _role_text(info, job.remote_cluster)
-  label = "client" if job.remote_cluster else task_label(info)
+  label = job_config.run_label(job, info)
   if info is not None and info.task_type == cluster_lib.PS and not full:
     # A ps serves the trainers' variables: no model, input or batch here.
     return "\n".join([f"harness.main | {label} | serves variables",
@@ -184,9 +163,9 @@ def describe(job, info, *, model_dir=None, full=False):
   lines += [f"  {key + ':':<11} {value}" for key, value in rows]
   if full:
     lines.append("  resolved configuration:")
-    width = max(len(name) for name in FLAG_NAMES)
+    width = max(len(name) for name in job_config.FLAG_NAMES)
     lines += [f"    {name:<{width}}  {_show(getattr(job, name))}"
-              for name in FLAG_NAMES]
+              for name in job_config.FLAG_NAMES]
   return "\n".join(lines)
 
 
@@ -201,7 +180,6 @@ def _show(value):
   return value
 
 
-format_metrics = results_text.format_metrics  # Part of this module's API.
 
 
 # ----------------------------------------------------------------- running
@@ -211,14 +189,15 @@ def run_job(job, *, environ=None, out=None):
   """Runs `job`: trains, evaluates, predicts or exports as `job.mode` says.
 
   Args:
-    job: a `JobConfig` (from `harness.cli.flags.parse`, or built directly).
+    job: a `job_config.JobConfig` (from `harness.cli.flags.parse`, or built
+      directly).
     environ: mapping read for TF_CONFIG unless `job.cluster_info` holds it
       already (`flags.parse` sets it), and for the variables of
       `harness.cluster.env_knobs` (default `os.environ`).
     out: text stream for the banner, results and summary (default stdout).
 
   Returns:
-    A `JobResult`.
+    A `job_config.JobResult`.
 
   Raises:
     HarnessError: a problem the user can fix (bad TF_CONFIG, GPUs that
@@ -226,10 +205,11 @@ def run_job(job, *, environ=None, out=None):
   """
   environ = os.environ if environ is None else environ
   out = sys.stdout if out is None else out
-  info = cluster_info_of(job, environ)
-  label = "client" if job.remote_cluster else task_label(info)
-  # GPUs are counted by TensorFlow itself below, when the job runs.
-  problems = check_environment(
+  info = job_config.cluster_info_of(job, environ)
+  label = job_config.run_label(job, info)
+  # flags.parse checked a job it made (with the GPUs counted); a job built
+  # in code is checked here, its GPUs counted by TensorFlow when it runs.
+  problems = [] if job.environment_checked else check_environment(
       job, info, gpu_count=lambda: job.num_gpus_per_worker)
   if problems:
     raise errors.ConfigError(
@@ -239,7 +219,7 @@ def run_job(job, *, environ=None, out=None):
     _emit(out, describe(job, info, full=True))
     _emit(out, f"dry run | {label} | TF_CONFIG role: "
           f"{_role_text(info, job.remote_cluster)}; nothing was run.")
-    return JobResult(mode=job.mode, task=label, dry_run=True)
+    return job_config.JobResult(mode=job.mode, task=label, dry_run=True)
   from harness.cli import mode_runners  # lazy: TF-free dry run
   from harness.state import storage  # lazy: TF-free dry run (it imports TF)
   estimator = mode_runners.build_estimator(job, environ, info)
@@ -257,7 +237,7 @@ def run_job(job, *, environ=None, out=None):
       storage.finish_temporary_model_dir(estimator.model_dir,
                                          succeeded=False, keep=None)
     raise
-  result = JobResult(
+  result = job_config.JobResult(
       mode=job.mode, task=label, model_dir=estimator.model_dir,
       metrics=dict(metrics) if metrics else None,
       latest_checkpoint=estimator.latest_checkpoint(),
@@ -285,7 +265,7 @@ def _tensorboard(job, info, model_dir, out):
       cluster_lib.is_chief(info, job.strategy != "default") and
       not job_config.is_task(info, cluster_lib.EVALUATOR)):
     logging.info("tensorboard | %s | not started here: the chief serves it",
-                 task_label(info))
+                 job_config.task_label(info))
     return contextlib.nullcontext()
   return tensorboard_server.serving(model_dir, port=job.tensorboard,
                                     keep=job.tensorboard_keep, out=out)

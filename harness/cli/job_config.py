@@ -16,30 +16,26 @@ import dataclasses
 import os
 from typing import Any, Mapping
 
+from harness import cluster as cluster_lib
 from harness import errors
 from harness.cli import registry
 from harness.cluster import env_knobs
-from harness.cluster import tf_config as cluster_lib
+from harness.cluster import strategy_kind
 from harness.core import live_metrics
 from harness.core import stall
 from harness.core import stop_signal
 
 __all__ = [
-    "MODES", "STRATEGIES", "VERBOSITIES", "EXPORTERS", "FROM_ENVIRON",
+    "MODES", "STRATEGIES", "VERBOSITIES", "EXPORTERS",
     "JobConfig", "FLAG_NAMES", "JobResult", "cluster_info_of", "task_label",
-    "is_task", "num_replicas", "run_config_kwargs", "spec_kwargs",
+    "run_label", "is_task", "DEFAULTS", "num_replicas", "run_config_kwargs", "spec_kwargs",
     "merged_params",
 ]
 
 MODES = ("train_and_evaluate", "train", "evaluate", "predict", "export")
-STRATEGIES = ("default", "mirrored", "collective", "parameter_server",
-              "central_storage", "one_device")
+STRATEGIES = tuple(kind.value for kind in strategy_kind.BUILDABLE_KINDS)
 VERBOSITIES = ("quiet", "info", "debug")
 EXPORTERS = ("latest", "best", "final")
-# JobConfig.cluster_info's default: `run_job` reads TF_CONFIG from its
-# `environ` (a JobConfig built in code); `harness.cli.flags.parse` sets the
-# `ClusterInfo` it read (None: no TF_CONFIG).
-FROM_ENVIRON = "read TF_CONFIG from run_job's environ"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -53,7 +49,8 @@ class JobConfig:
   `eval_steps` None evaluates the whole eval input; `model_dir` None means
   TF_CONFIG's model_dir, else a new temporary directory (logged).
   `cluster_info`, the one field that is not a flag, is TF_CONFIG parsed
-  once at the edge (see `FROM_ENVIRON`); it is left out of comparisons.
+  once at the edge; its default, `harness.cluster.FROM_ENVIRON`, makes
+  `run_job` read TF_CONFIG from its `environ`. It is left out of comparisons.
   """
   # What to train.
   model_fn: str = "mnist_cnn"
@@ -112,9 +109,15 @@ class JobConfig:
   verbosity: str = "info"
   dry_run: bool = False
   keep_model_dir: bool = False
-  # Not a flag: TF_CONFIG, parsed once (a ClusterInfo, None, FROM_ENVIRON).
-  cluster_info: cluster_lib.ClusterInfo | None | str = dataclasses.field(
-      default=FROM_ENVIRON, compare=False, repr=False)
+  # Not a flag: TF_CONFIG, parsed once (a ClusterInfo; None: no TF_CONFIG).
+  cluster_info: cluster_lib.ClusterInfo | None | cluster_lib.NotGiven = (
+      dataclasses.field(default=cluster_lib.FROM_ENVIRON, compare=False,
+                        repr=False))
+  # Not a flag, not given: True once `harness.cli.flags.parse` has run
+  # `job.check_environment` on this very object (a `dataclasses.replace`
+  # copy starts unchecked again), so `run_job` checks once per job.
+  environment_checked: bool = dataclasses.field(
+      default=False, init=False, compare=False, repr=False)
 
   def __post_init__(self):
     for name, values, valid in (("mode", [self.mode], MODES),
@@ -144,9 +147,12 @@ class JobConfig:
     return max(1, self.num_gpus_per_worker)
 
 
-# The fields that are flags (all but cluster_info), in declaration order.
+# Every field's default: the flags' defaults and `--help` read them here.
+DEFAULTS = JobConfig()
+
+# The fields that are flags (all but the two above), in declaration order.
 FLAG_NAMES = tuple(f.name for f in dataclasses.fields(JobConfig)
-                   if f.name != "cluster_info")
+                   if f.name not in ("cluster_info", "environment_checked"))
 
 
 def cluster_info_of(job, environ):
@@ -158,7 +164,7 @@ def cluster_info_of(job, environ):
   Raises:
     ClusterConfigError: TF_CONFIG (read here) is malformed.
   """
-  if isinstance(job.cluster_info, str) and job.cluster_info == FROM_ENVIRON:
+  if job.cluster_info is cluster_lib.FROM_ENVIRON:
     return cluster_lib.from_environ(os.environ if environ is None else environ)
   return job.cluster_info
 
@@ -187,6 +193,12 @@ class JobResult:
 def task_label(info):
   """"chief/0", "worker/1", ... from a `ClusterInfo`; "local" without one."""
   return cluster_lib.LOCAL_LABEL if info is None else info.task_label
+
+
+def run_label(job, info):
+  """This process in the banner: "client" driving `job.remote_cluster`, else
+  `task_label(info)`."""
+  return cluster_lib.CLIENT_LABEL if job.remote_cluster else task_label(info)
 
 
 def is_task(info, task_type):

@@ -25,6 +25,7 @@ import os
 
 from absl import logging
 
+from harness import cluster as cluster_lib
 from harness import errors
 from harness import estimator as estimator_lib
 from harness import export
@@ -35,7 +36,6 @@ from harness.cli import job_config
 from harness.cli import preflight
 from harness.cli import registry
 from harness.cluster import env_knobs
-from harness.cluster import tf_config as cluster_lib
 from harness.distribute import roles
 from harness.distribute import strategies
 from harness.export import exporter
@@ -115,12 +115,10 @@ def build_estimator(job, environ, info):
       job.strategy, num_devices_per_worker=job.num_devices_per_worker,
       device_type=job.device_type,
       cluster=job.remote_cluster or (info.cluster if info else None))
-  session_config = None
-  if local and strategy is not None:
-    session_config = strategies.configure_for_task(
-        strategy, cluster=None, task_type=cluster_lib.WORKER, task_id=0,
-        num_devices_per_worker=job.num_devices_per_worker,
-        device_type=job.device_type)
+  # A local strategy is configured for its task by the runner that trains
+  # with it (`Estimator.train`), once; a cluster task's by its role.
+  model_fn = registry.resolve_model_fn(job.model_fn)
+  params = job_config.merged_params(job)
   kwargs = job_config.run_config_kwargs(job)
   for knob in (env_knobs.PEER_TIMEOUT, env_knobs.RESTART_WAIT):
     # RunConfig reads no environ when given cluster_info: resolved here.
@@ -131,13 +129,11 @@ def build_estimator(job, environ, info):
         train_distribute=strategy, remote_cluster=dict(job.remote_cluster))
   else:
     kwargs["train_distribute"] = strategy
-  config = run_config_lib.RunConfig(
-      session_config=session_config, cluster_info=info, **kwargs)
+  config = run_config_lib.RunConfig(cluster_info=info, **kwargs)
   # --model_dir is the Estimator's model_dir: the Estimator decides it
   # (with RunConfig's and TF_CONFIG's, else a temporary folder), once.
-  return estimator_lib.Estimator(
-      registry.resolve_model_fn(job.model_fn), model_dir=job.model_dir,
-      config=config, params=job_config.merged_params(job))
+  return estimator_lib.Estimator(model_fn, model_dir=job.model_dir,
+                                 config=config, params=params)
 
 
 def check_gpus_visible(job):

@@ -15,8 +15,8 @@ messages: docs/ERRORS.md.
 import glob
 import os
 
+from harness import cluster as cluster_lib
 from harness import errors
-from harness.cluster import tf_config as cluster_lib
 from harness.state import paths
 
 __all__ = ["model_dir_of", "preflight", "existing_ancestor",

@@ -14,15 +14,34 @@ here. No TensorFlow here.
 """
 
 import dataclasses
+import enum
 import numbers
 
 from harness import errors
 
 __all__ = ["Knob", "PEER_TIMEOUT", "RESTART_WAIT", "EVAL_POLL_SECS",
-           "resolve_secs", "check_secs"]
+           "NotGiven", "FROM_ENVIRON", "resolve_secs", "check_secs"]
 
 # How often the evaluator task looks for a new checkpoint (seconds).
 EVAL_POLL_SECS = 1.0
+
+
+class NotGiven(enum.Enum):
+  """harness's "not given" defaults, in one place and one style: the members
+  of this enum (their `is` identity survives copy and pickle; a repr that
+  says what the default does)."""
+  # `RunConfig(cluster_info=)` and `JobConfig.cluster_info`.
+  FROM_ENVIRON = "TF_CONFIG read from the environment"
+  # `RunConfig(save_checkpoints_steps=, save_checkpoints_secs=)`.
+  CHECKPOINT_DEFAULT = "2.15's checkpoint cadence"
+  # `evaluator.run_continuous(idle_timeout_secs=)`.
+  FROM_RUN_CONFIG = "RunConfig's value"
+
+  def __repr__(self):
+    return f"<{self.value}>"
+
+
+FROM_ENVIRON = NotGiven.FROM_ENVIRON
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -4,7 +4,7 @@ No TensorFlow here (cluster/'s rule).
 """
 
 __all__ = ["CHIEF", "WORKER", "PS", "EVALUATOR", "MASTER", "TRAINER_JOBS",
-           "LOCAL_LABEL", "TASK_RESTARTS_ENV", "task_label",
+           "LOCAL_LABEL", "CLIENT_LABEL", "TASK_RESTARTS_ENV", "task_label",
            "split_task_label"]
 
 CHIEF, WORKER, PS, EVALUATOR, MASTER = (
@@ -14,6 +14,8 @@ TRAINER_JOBS = (CHIEF, MASTER, WORKER)
 
 # The label of a process outside any cluster.
 LOCAL_LABEL = "local"
+# The label of a standalone client driving a remote cluster.
+CLIENT_LABEL = "client"
 # How many times a supervisor (harness.launch) started this task before this
 # process; read by the live metrics endpoint (harness_restarts).
 TASK_RESTARTS_ENV = "HARNESS_TASK_RESTARTS"

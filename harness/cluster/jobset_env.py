@@ -27,7 +27,7 @@ __all__ = [
     "JOBSET_NAME_ENV", "REPLICATED_JOB_ENV", "JOB_INDEX_ENV", "POD_INDEX_ENV",
     "COMPLETION_INDEX_ENV", "TASKS_ENV", "PORT_ENV", "SUBDOMAIN_ENV",
     "JOBSET_NAME_LABEL", "REPLICATED_JOB_LABEL", "JOB_INDEX_LABEL",
-    "POD_INDEX_ANNOTATION", "SOURCE", "TRAINER_TYPES", "EVALUATOR",
+    "POD_INDEX_ANNOTATION", "SOURCE", "TRAINER_TYPES",
     "in_jobset_pod", "hostname", "tf_config_dict",
 ]
 
@@ -50,7 +50,6 @@ SUBDOMAIN_ENV = "HARNESS_JOBSET_SUBDOMAIN"  # Unset: the JobSet's name.
 
 SOURCE = f"the JobSet pod's environment ({JOBSET_NAME_ENV}, ...)"
 TRAINER_TYPES = (jobs.CHIEF, jobs.WORKER, jobs.PS)  # The cluster's order.
-EVALUATOR = jobs.EVALUATOR
 
 
 def _fail(rule, fix):
@@ -126,9 +125,9 @@ def tf_config_dict(environ):
   jobset = environ[JOBSET_NAME_ENV].strip()
   replicated_job = (environ.get(REPLICATED_JOB_ENV) or "").strip()
   tasks, port = _tasks(environ), _port(environ)
-  if replicated_job not in tuple(tasks) + (EVALUATOR,):
+  if replicated_job not in tuple(tasks) + (jobs.EVALUATOR,):
     _fail(f"{REPLICATED_JOB_ENV}={replicated_job!r} is none of the task "
-          f"types {list(tasks) + [EVALUATOR]}.",
+          f"types {list(tasks) + [jobs.EVALUATOR]}.",
           "name each replicatedJob after its TF_CONFIG task type.")
   job_index = _index(environ, JOB_INDEX_ENV)
   pod_index = _index(environ, POD_INDEX_ENV, COMPLETION_INDEX_ENV)

@@ -9,7 +9,8 @@ a strategy object (that needs TensorFlow, this module does not).
 
 import enum
 
-__all__ = ["StrategyKind", "MULTI_WORKER_KINDS"]
+__all__ = ["StrategyKind", "MULTI_WORKER_KINDS", "BUILDABLE_KINDS", "LOCAL_KINDS",
+           "IN_GRAPH_KINDS"]
 
 
 class StrategyKind(str, enum.Enum):
@@ -34,3 +35,12 @@ class StrategyKind(str, enum.Enum):
 
 # The kinds that train across machines (a TF_CONFIG or remote cluster).
 MULTI_WORKER_KINDS = (StrategyKind.COLLECTIVE, StrategyKind.PARAMETER_SERVER)
+# What `--strategy` and `strategies.make_strategy` build, in --help's order.
+BUILDABLE_KINDS = (StrategyKind.DEFAULT, StrategyKind.MIRRORED,
+                   StrategyKind.COLLECTIVE, StrategyKind.PARAMETER_SERVER,
+                   StrategyKind.CENTRAL_STORAGE, StrategyKind.ONE_DEVICE)
+# One machine's devices: a cluster with several trainers is wrong for them.
+LOCAL_KINDS = (StrategyKind.MIRRORED, StrategyKind.CENTRAL_STORAGE,
+               StrategyKind.ONE_DEVICE)
+# All replicas in one graph of one task: in a cluster, only the chief trains.
+IN_GRAPH_KINDS = (*LOCAL_KINDS, StrategyKind.DEFAULT)

@@ -33,48 +33,24 @@ from typing import Mapping
 
 from harness import errors
 from harness.cluster import jobset_env
-# The job names and task labels, the facts derived for a task and the rules
-# live in their own modules; re-exported here (the public path).
 from harness.cluster.jobs import CHIEF
 from harness.cluster.jobs import EVALUATOR
 from harness.cluster.jobs import LOCAL_LABEL
-from harness.cluster.jobs import MASTER
-from harness.cluster.jobs import PS
 from harness.cluster.jobs import TRAINER_JOBS
 from harness.cluster.jobs import WORKER
-from harness.cluster.jobs import split_task_label
 from harness.cluster.jobs import task_label
-from harness.cluster.task_facts import TaskFacts
-from harness.cluster.task_facts import derive
-from harness.cluster.task_facts import device_filters
-from harness.cluster.task_facts import evaluation_master
-from harness.cluster.task_facts import global_id_in_cluster
-from harness.cluster.task_facts import is_chief
-from harness.cluster.task_facts import master_address
-from harness.cluster.task_facts import num_ps_replicas
-from harness.cluster.task_facts import num_worker_replicas
 from harness.cluster.tf_config_checks import check_addresses
 from harness.cluster.tf_config_checks import check_job_counts
 from harness.cluster.tf_config_checks import check_job_names
 from harness.cluster.tf_config_checks import fail
 from harness.cluster.tf_config_checks import fail_215
 from harness.cluster.tf_config_checks import task_json
-from harness.cluster.tf_config_rules import check_servable
-from harness.cluster.tf_config_rules import validate
-from harness.cluster.tf_config_rules import validate_run_config
 
-__all__ = [
-    "TF_CONFIG_ENV", "CHIEF", "WORKER", "PS", "EVALUATOR", "MASTER",
-    "TRAINER_JOBS", "LOCAL_LABEL", "task_label", "split_task_label",
-    "ClusterInfo", "TaskFacts", "TFConfigJSONError",
-    "parse_tf_config", "from_environ", "parse_remote_cluster", "validate",
-    "validate_run_config", "check_servable",
-    "derive", "master_address", "evaluation_master", "is_chief",
-    "num_worker_replicas", "num_ps_replicas", "global_id_in_cluster",
-    "device_filters",
-]
+__all__ = ["TF_CONFIG_ENV", "ClusterInfo", "TFConfigJSONError",
+           "parse_tf_config", "from_environ", "parse_remote_cluster"]
 
 TF_CONFIG_ENV = "TF_CONFIG"
+
 _KNOWN_KEYS = ("cluster", "task", "rpc_layer", "environment", "model_dir",
                "service", "session_master", "eval_session_master")
 

@@ -1,7 +1,7 @@
 """TF_CONFIG rules: tf.estimator 2.15's, its distribute coordinator's, and
 harness's own, each applied where it matters.
 
-    from harness.cluster import tf_config as cluster
+    from harness import cluster
     info = cluster.parse_tf_config(text)                   # types only
     cluster.validate_run_config(info, has_strategy=False)  # RunConfig's
     cluster.validate(info, has_strategy=True, strategy_kind="collective")
@@ -60,24 +60,39 @@ def validate_run_config(info, *, has_strategy):
   """
   if info is None:
     return
-  source, cluster = info.source, info.cluster
-  task_type, task_id = info.task_type, info.task_id
   if not info.has_cluster:
-    if task_type not in (None, WORKER):
-      fail_215(source, 'If "cluster" is not set in TF_CONFIG, task type '
-                "must be WORKER.", f"it names task "
-                f'{task_json(task_type, task_id)} but no "cluster".',
-                'add the "cluster" (e.g. {"chief": ["h0:2222"], "worker": '
-                '["h1:2222"]}) or drop "task" for local training.')
-    if task_id != 0:
-      fail_215(source, 'If "cluster" is not set in TF_CONFIG, task index '
-                "must be 0.", f'it names task {task_json(task_type, task_id)}'
-                ' but no "cluster".', 'add the "cluster", or drop "task" for '
-                "local training.")
+    _check_task_without_cluster(info)
     return
-  if has_strategy and MASTER not in cluster:
+  if has_strategy and MASTER not in info.cluster:
     return  # 2.15 left these to its distribute coordinator: see `validate`.
-  chief_type = MASTER if MASTER in cluster else CHIEF
+  chief_type = MASTER if MASTER in info.cluster else CHIEF
+  _check_one_chief(info, chief_type)
+  _check_task_set(info)
+  if info.task_type == EVALUATOR:
+    _check_evaluator_without_master(info, chief_type)
+    return
+  _check_task_in_cluster(info)
+
+
+def _check_task_without_cluster(info):
+  """2.15's rules for a "task" given without a "cluster"."""
+  source, task_type, task_id = info.source, info.task_type, info.task_id
+  if task_type not in (None, WORKER):
+    fail_215(source, 'If "cluster" is not set in TF_CONFIG, task type '
+              "must be WORKER.", f"it names task "
+              f'{task_json(task_type, task_id)} but no "cluster".',
+              'add the "cluster" (e.g. {"chief": ["h0:2222"], "worker": '
+              '["h1:2222"]}) or drop "task" for local training.')
+  if task_id != 0:
+    fail_215(source, 'If "cluster" is not set in TF_CONFIG, task index '
+              "must be 0.", f'it names task {task_json(task_type, task_id)}'
+              ' but no "cluster".', 'add the "cluster", or drop "task" for '
+              "local training.")
+
+
+def _check_one_chief(info, chief_type):
+  """Exactly one `chief_type` node, and no "chief" beside a "master"."""
+  source, cluster = info.source, info.cluster
   if chief_type == MASTER and CHIEF in cluster:
     fail_215(source, "If `master` node exists in `cluster`, job `chief` is "
               "not supported.", "the cluster has both 'master' and 'chief' "
@@ -95,6 +110,12 @@ def validate_run_config(info, *, has_strategy):
               f'"{chief_type}" node.', f'cluster["{chief_type}"] lists '
               f"{len(cluster[chief_type])} addresses {cluster[chief_type]}.",
               f'keep one "{chief_type}" address (make the others workers).')
+
+
+def _check_task_set(info):
+  """With a cluster, the task has a type and a non-negative index."""
+  source, cluster = info.source, info.cluster
+  task_type, task_id = info.task_type, info.task_id
   if not task_type:
     fail_215(source, 'If "cluster" is set in TF_CONFIG, task type must be '
               "set.", 'it has a "cluster" but no task type.',
@@ -108,12 +129,20 @@ def validate_run_config(info, *, has_strategy):
     fail_215(source, "Task index must be non-negative number.",
               f"task {task_json(task_type, task_id)} has a negative index.",
               "count tasks of each job from 0.")
-  if task_type == EVALUATOR:
-    if chief_type == MASTER:
-      fail_215(source, "If `master` node exists in `cluster`, task_type "
-                "`evaluator` is not supported.", "it names an evaluator "
-                "task.", "rename the 'master' job to 'chief'.")
-    return
+
+
+def _check_evaluator_without_master(info, chief_type):
+  """2.15 refused an evaluator task beside a legacy "master" job."""
+  if chief_type == MASTER:
+    fail_215(info.source, "If `master` node exists in `cluster`, task_type "
+              "`evaluator` is not supported.", "it names an evaluator "
+              "task.", "rename the 'master' job to 'chief'.")
+
+
+def _check_task_in_cluster(info):
+  """The task's type is a job of the cluster and its index one of its tasks."""
+  source, cluster = info.source, info.cluster
+  task_type, task_id = info.task_type, info.task_id
   spec = _cluster_spec_text(cluster)
   if task_type not in cluster:
     fail_215(source, f"{task_type} is not a valid task_type in the "

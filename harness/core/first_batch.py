@@ -66,6 +66,11 @@ class FirstBatchHook(tf.compat.v1.train.SessionRunHook):
 
   def end(self, session):
     del session
+    self.stop()
+
+  def stop(self):
+    """Ends the watch: the loop ended, also when its first run raised (no
+    `after_run` or `end` comes then, and the wait lines would go on)."""
     self._done.set()
 
   def _watch(self, start):

@@ -12,9 +12,9 @@ MonitoredSession's in-place session re-creation::
 import re
 import socket
 
+from harness import cluster as cluster_lib
 from harness import errors
 from harness._tf import tf
-from harness.cluster import tf_config as cluster_lib
 
 __all__ = [
     "MAYBE_PEER_ERRORS", "PEER_ERRORS", "PEER_MESSAGE_RE",

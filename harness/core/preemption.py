@@ -29,74 +29,28 @@ import time
 
 from absl import logging
 
+from harness import cluster as cluster_lib
 from harness import errors
 from harness._tf import tf
 from harness.cluster import env_knobs
 from harness.cluster import peer_wait
-from harness.cluster import tf_config as cluster_lib
 from harness.cluster.strategy_kind import StrategyKind
 from harness.core import peer_watch
 from harness.core import peers
 from harness.core.guard_hook import GuardHook
 from harness.core.stop_signal import DEFAULT_STOP_TIMEOUT_SECS
 from harness.core.stop_signal import STOP_SIGNAL
-from harness.core.stop_signal import notify_preemption  # A public path.
 from harness.state import run_state
 
 __all__ = [
-    "PEER_TIMEOUT_ENV",
-    "RESTART_WAIT_ENV",
-    "TrainingPreemptedError",
     "TrainingGuard",
     "fail_fast_rpcs",
-    "notify_preemption",
-    "peer_timeout_secs",
-    "restart_wait_secs",
     "resumable_reason",
 ]
 
-PEER_TIMEOUT_ENV = env_knobs.PEER_TIMEOUT.env
-RESTART_WAIT_ENV = env_knobs.RESTART_WAIT.env
-DEFAULT_PEER_TIMEOUT_SECS = env_knobs.PEER_TIMEOUT.default
-DEFAULT_RESTART_WAIT_SECS = env_knobs.RESTART_WAIT.default
 PREEMPTED_REASON = "preempted"
 _RENDEZVOUS_POLL_SECS = 0.5
 
-TrainingPreemptedError = errors.TrainingPreemptedError  # Where users look.
-
-
-def peer_timeout_secs(environ=None):
-  """Seconds after which a silent peer counts as lost (HARNESS_PEER_TIMEOUT_SECS).
-
-  It bounds each training step of a multi-task job, so it must exceed the
-  slowest step. Default 60.
-
-  Args:
-    environ: mapping to read (default `os.environ`).
-
-  Raises:
-    ConfigError: the variable is set but not a number > 0.
-  """
-  environ = os.environ if environ is None else environ
-  return env_knobs.resolve_secs(None, env_knobs.PEER_TIMEOUT, environ)
-
-
-def restart_wait_secs(environ=None):
-  """How long the evaluator waits for a failed chief to come back (s).
-
-  HARNESS_RESTART_WAIT_SECS, default 600.
-
-  Raises:
-    ConfigError: the variable is set but not a number > 0.
-  """
-  environ = os.environ if environ is None else environ
-  return env_knobs.resolve_secs(None, env_knobs.RESTART_WAIT, environ)
-
-
-def _config_peer_timeout(config, environ):
-  """RunConfig's `peer_timeout_secs` (resolved there), else the variable."""
-  value = getattr(config, "peer_timeout_secs", None)
-  return value if value is not None else peer_timeout_secs(environ)
 
 
 def fail_fast_rpcs(environ=None):
@@ -134,7 +88,7 @@ class TrainingGuard:
   """
 
   def __init__(self, *, task_label, is_chief, model_dir=None, cluster=None,
-               collective=False, peer_timeout_secs=DEFAULT_PEER_TIMEOUT_SECS,
+               collective=False, peer_timeout_secs=env_knobs.PEER_TIMEOUT.default,
                handle_sigterm=True, clock=time.time, sleep=time.sleep,
                session_creation_timeout_secs=7200, probe_peer=None,
                stop_timeout_secs=DEFAULT_STOP_TIMEOUT_SECS):
@@ -192,7 +146,7 @@ class TrainingGuard:
     self.hook = GuardHook(self)
 
   @classmethod
-  def for_run(cls, config, context, model_dir, environ=None):
+  def for_run(cls, config, context, model_dir):
     """The guard for `train_loop.run` under `config` (a RunConfig)."""
     cluster = None
     collective = False
@@ -203,7 +157,7 @@ class TrainingGuard:
       collective = config.strategy_kind == StrategyKind.COLLECTIVE
     return cls(task_label=context.task_label, is_chief=context.is_chief,
                model_dir=model_dir, cluster=cluster, collective=collective,
-               peer_timeout_secs=_config_peer_timeout(config, environ),
+               peer_timeout_secs=config.peer_timeout_secs,
                handle_sigterm=config.remote_cluster is None,
                session_creation_timeout_secs=(
                    config.session_creation_timeout_secs),

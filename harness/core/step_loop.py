@@ -110,7 +110,6 @@ def build(step_fn, *, steps_per_loop, step_read, global_step,
   stop_at = tf.compat.v1.placeholder_with_default(
       tf.constant(_NO_BOUND, tf.int64), shape=[], name="steps_per_loop_stop")
   outer_summaries = list(graph.get_collection(_SUMMARIES))
-  built = {}
 
   # At most K steps a run; `steps_per_loop="auto"` feeds a smaller K.
   max_steps = tf.compat.v1.placeholder_with_default(
@@ -120,53 +119,89 @@ def build(step_fn, *, steps_per_loop, step_read, global_step,
     del loss, summary, examples
     return tf.logical_and(i < max_steps, step < stop_at)
 
-  def body(i, step, loss, summary, examples):
+  body = _LoopBody(step_fn, step_read=step_read, examples_fn=examples_fn,
+                   graph=graph, outer_summaries=outer_summaries)
+  start = _step_before_loop(step_read, global_step)
+  steps_done, final_step, loss, summary, examples = tf.while_loop(
+      cond, body,
+      [tf.constant(0), start, tf.constant(0.0), tf.constant(""),
+       tf.constant(0, tf.int64)],
+      parallel_iterations=1, name=_LOOP_NAME)
+  _replace_body_summaries(graph, outer_summaries,
+                          summary if body.summaries else None)
+  looped = loop_spec.outer_spec(body.spec, graph, loss=loss,
+                                train_op=loss.op)
+  return LoopedStep(spec=looped, stop_at=stop_at, final_step=final_step,
+                    steps_per_loop=steps_per_loop, max_steps=max_steps,
+                    steps_done=steps_done,
+                    examples_per_step=examples if body.has_examples
+                    else None, model_loss_name=body.loss_name,
+                    summary_names=tuple(x.op.name for x in body.summaries))
+
+
+class _LoopBody:
+  """The while loop's body: one step; keeps what model_fn built in it.
+
+  Attributes (set once the body is built):
+    spec: model_fn's EstimatorSpec, as built in the body.
+    loss_name: model_fn's name for its loss, without the loop's name scope.
+    has_examples: whether `examples_fn` gave the step's batch.
+    summaries: the summaries model_fn made in the body.
+  """
+
+  def __init__(self, step_fn, *, step_read, examples_fn, graph,
+               outer_summaries):
+    self._step_fn = step_fn
+    self._step_read = step_read
+    self._examples_fn = examples_fn
+    self._graph = graph
+    self._outer_summaries = outer_summaries
+    self.spec = None
+    self.loss_name = None
+    self.has_examples = False
+    self.summaries = []
+
+  def __call__(self, i, step, loss, summary, examples):
     del step, loss, summary
-    spec = step_fn()
-    built["spec"] = spec
+    spec = self._step_fn()
+    self.spec = spec
     # model_fn's name for its loss, without the loop's name scope.
-    built["loss_name"] = spec.loss.name.replace(f"{_LOOP_NAME}/", "", 1)
-    batch = examples_fn() if examples_fn is not None else None
-    built["has_examples"] = batch is not None
+    self.loss_name = spec.loss.name.replace(f"{_LOOP_NAME}/", "", 1)
+    batch = self._examples_fn() if self._examples_fn is not None else None
+    self.has_examples = batch is not None
     batch = examples if batch is None else tf.cast(batch, tf.int64)
-    built["summaries"] = [
-        s for s in graph.get_collection(_SUMMARIES)
-        if not any(s is o for o in outer_summaries)]
-    merged = (tf.compat.v1.summary.merge(built["summaries"])
-              if built["summaries"] else tf.constant(""))
+    self.summaries = [
+        s for s in self._graph.get_collection(_SUMMARIES)
+        if not any(s is o for o in self._outer_summaries)]
+    merged = (tf.compat.v1.summary.merge(self.summaries)
+              if self.summaries else tf.constant(""))
     with tf.control_dependencies([spec.train_op]):
-      return (i + 1, tf.cast(step_read(), tf.int64),
+      return (i + 1, tf.cast(self._step_read(), tf.int64),
               tf.identity(tf.cast(spec.loss, tf.float32)),
               tf.identity(merged), tf.identity(batch))
 
+
+def _step_before_loop(step_read, global_step):
+  """The global step the loop starts from, read after the hooks' reads."""
   # The hooks' global step reads (fetched in the same run) are taken before
   # the loop starts, so what they see is the step before the run.
   read_before = list(
       tf.compat.v1.get_collection(_tf_private.GLOBAL_STEP_READ_KEY))
   read_before.append(_tf_private.variable_fetch_tensor(global_step))
   with tf.control_dependencies(read_before):
-    start = tf.cast(step_read(), tf.int64)
-  steps_done, final_step, loss, summary, examples = tf.while_loop(
-      cond, body,
-      [tf.constant(0), start, tf.constant(0.0), tf.constant(""),
-       tf.constant(0, tf.int64)],
-      parallel_iterations=1, name=_LOOP_NAME)
+    return tf.cast(step_read(), tf.int64)
+
+
+def _replace_body_summaries(graph, outer_summaries, merged):
+  """Puts `merged` (None: nothing) in SUMMARIES in place of the body's."""
   # Summary tensors made inside the loop body cannot be run from outside:
   # replace them by the loop's output, the merged summaries of its last
   # step, so that merge_all (the SummarySaverHook's op) still has them.
   graph.clear_collection(_SUMMARIES)
   for s in outer_summaries:
     graph.add_to_collection(_SUMMARIES, s)
-  if built["summaries"]:
-    graph.add_to_collection(_SUMMARIES, summary)
-  looped = loop_spec.outer_spec(built["spec"], graph, loss=loss,
-                                train_op=loss.op)
-  return LoopedStep(spec=looped, stop_at=stop_at, final_step=final_step,
-                    steps_per_loop=steps_per_loop, max_steps=max_steps,
-                    steps_done=steps_done,
-                    examples_per_step=examples if built["has_examples"]
-                    else None, model_loss_name=built["loss_name"],
-                    summary_names=tuple(x.op.name for x in built["summaries"]))
+  if merged is not None:
+    graph.add_to_collection(_SUMMARIES, merged)
 
 
 def set_steps_per_run(hooks, steps_per_run):

@@ -23,30 +23,14 @@ from harness.core import preemption
 from harness.core import progress
 from harness.core import step_loop
 from harness.core import step_rate
-from harness.core import train_graph
 from harness.core import watchdog
 from harness.state import checkpoints
 from harness.state import lease as lease_lib
 from harness.state import retention
 
-__all__ = [
-    "TrainContext",
-    "TrainGraph",
-    "StopAtStepHook",
-    "create_global_step",
-    "build_local",
-    "build_distributed",
-    "run",
-]
+__all__ = ["TrainContext", "StopAtStepHook", "run"]
 
 ModeKeys = spec_lib.ModeKeys
-
-# Re-exported: these lived here before core/train_graph.py.
-TrainGraph = train_graph.TrainGraph
-set_graph_seed = train_graph.set_graph_seed
-create_global_step = train_graph.create_global_step
-build_local = train_graph.build_local
-build_distributed = train_graph.build_distributed
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -191,10 +175,23 @@ def _auto_chooser(train_graph, context):
 def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
         max_steps=None, examples_per_step=None):
   """Runs the training loop until a hook stops it; returns the last loss."""
-  spec = train_graph.spec
-  input_hooks = train_graph.input_hooks
-  global_step_tensor = train_graph.global_step
   hooks = spec_lib.check_hooks(hooks, "hooks")
+  saving_listeners = _check_saving_listeners(saving_listeners)
+  saving_listeners = _serve_live_metrics(config, context, saving_listeners)
+  _add_loss_summary(train_graph)
+  worker_hooks, creator, guard = _assemble_hooks(
+      train_graph, hooks, model_dir=model_dir, config=config,
+      context=context, saving_listeners=saving_listeners,
+      max_steps=max_steps, examples_per_step=examples_per_step)
+  loss, steps_done = _run_session(
+      train_graph, creator, worker_hooks, model_dir=model_dir, config=config,
+      context=context)
+  _check_run_end(worker_hooks, guard, steps_done, context.task_label)
+  return loss
+
+
+def _check_saving_listeners(saving_listeners):
+  """A list of `saving_listeners`, each a CheckpointSaverListener."""
   saving_listeners = list(saving_listeners or [])
   for listener in saving_listeners:
     if not isinstance(listener, tf.compat.v1.train.CheckpointSaverListener):
@@ -202,7 +199,12 @@ def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
           "saving_listeners must be a list of CheckpointSaverListener, "
           f"given: {listener}\nFix: pass tf.compat.v1.train."
           "CheckpointSaverListener objects (subclass it for your own).")
-  saving_listeners = _serve_live_metrics(config, context, saving_listeners)
+  return saving_listeners
+
+
+def _add_loss_summary(train_graph):
+  """Adds the "loss" summary (unless model_fn made one) and LOSSES entry."""
+  spec = train_graph.spec
   # tf.estimator's rule: a "loss" summary unless model_fn made one (in the
   # loop body too, whose summaries the loop's merged output replaced).
   summary_names = {s.op.name for s in tf.compat.v1.get_collection(
@@ -213,7 +215,57 @@ def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
     tf.compat.v1.summary.scalar("loss", spec.loss)
   tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.LOSSES, spec.loss)
 
-  worker_hooks = list(input_hooks) + hooks
+
+def _assemble_hooks(train_graph, hooks, *, model_dir, config, context,
+                    saving_listeners, max_steps, examples_per_step):
+  """Every hook of the run, in order (it matters), and the session creator.
+
+  Returns:
+    (worker hooks, session creator, preemption.TrainingGuard).
+  """
+  spec = train_graph.spec
+  scaffold = spec.scaffold
+  worker_hooks = _common_hooks(
+      train_graph, hooks, config=config, context=context,
+      max_steps=max_steps, examples_per_step=examples_per_step)
+  restore_from = None
+  if context.should_init:
+    restore_from = checkpoints.latest_usable_checkpoint(model_dir)
+    checkpoints.check_fits(restore_from, scaffold)  # Before harness's Saver.
+  _ensure_saver(scaffold, config)
+  chief_hooks = _checkpoint_saver_hooks(
+      worker_hooks + list(spec.training_chief_hooks), model_dir=model_dir,
+      config=config, scaffold=scaffold, saving_listeners=saving_listeners)
+  if context.is_chief:
+    # Before the first save: a killed run's temporary files go, and the
+    # Saver counts the checkpoints earlier runs left (keep_checkpoint_max).
+    retention.remove_leftovers(model_dir, started_at=time.time())
+    worker_hooks.append(retention.RecoverCheckpointsHook(
+        model_dir, scaffold, keep_checkpoint_max=config.keep_checkpoint_max,
+        restore_from=restore_from))
+    worker_hooks.extend(_chief_summary_hooks(
+        model_dir, config, scaffold, train_graph.examples_per_step))
+    worker_hooks.extend(chief_hooks + list(spec.training_chief_hooks))
+  creator = _session_creator(scaffold, config, context, restore_from)
+  _add_loop_hooks(worker_hooks, train_graph, config, context)
+  # Last hook: SIGTERM -> stop (agreed across collective workers), raised
+  # as TrainingPreemptedError after the chief's final save; lost peers ->
+  # PeerLostError instead of an in-place session re-creation.
+  guard = preemption.TrainingGuard.for_run(config, context, model_dir)
+  creator = guard.wrap_creator(creator)
+  if not guard.multi_task:  # A hung input_fn: progress lines, a bound.
+    worker_hooks.append(first_batch.FirstBatchHook(
+        task_label=context.task_label,
+        timeout_secs=config.input_timeout_secs))
+  worker_hooks.append(guard.hook)
+  return worker_hooks, creator, guard
+
+
+def _common_hooks(train_graph, hooks, *, config, context, max_steps,
+                  examples_per_step):
+  """Every task's first hooks: input, caller's, watchdogs, progress, model's."""
+  spec = train_graph.spec
+  worker_hooks = list(train_graph.input_hooks) + hooks
   # NaN loss and a global step that never moves stop the loop, each with an
   # error that says why (harness.core.watchdog).
   worker_hooks.append(watchdog.NanLossHook(
@@ -225,19 +277,21 @@ def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
       task_label=context.task_label))
   if config.log_step_count_steps is not None:
     worker_hooks.append(progress.ProgressLoggerHook(
-        loss_tensor=spec.loss, global_step_tensor=global_step_tensor,
-        every_n_steps=config.log_step_count_steps, task_label=context.task_label,
-        max_steps=max_steps, examples_per_step=examples_per_step))
+        loss_tensor=spec.loss, global_step_tensor=train_graph.global_step,
+        every_n_steps=config.log_step_count_steps,
+        task_label=context.task_label, max_steps=max_steps,
+        examples_per_step=examples_per_step))
   worker_hooks.extend(spec.training_hooks)
+  return worker_hooks
 
-  scaffold = spec.scaffold
-  restore_from = None
-  if context.should_init:
-    restore_from = checkpoints.latest_usable_checkpoint(model_dir)
-    checkpoints.check_fits(restore_from, scaffold)  # Before harness's Saver.
-  _ensure_saver(scaffold, config)
+
+def _checkpoint_saver_hooks(all_hooks, *, model_dir, config, scaffold,
+                            saving_listeners):
+  """The chief's CheckpointSaverHook, unless `all_hooks` has one.
+
+  `saving_listeners` go to the new hook, or are added to the given one.
+  """
   chief_hooks = []
-  all_hooks = worker_hooks + list(spec.training_chief_hooks)
   if config.save_checkpoints_secs or config.save_checkpoints_steps:
     if not any(isinstance(h, tf.compat.v1.train.CheckpointSaverHook)
                for h in all_hooks):
@@ -255,45 +309,37 @@ def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
         "There should be a CheckpointSaverHook to use saving_listeners. "
         "Please set one of the RunConfig.save_checkpoints_steps or "
         "RunConfig.save_checkpoints_secs.")
+  return chief_hooks
 
-  if context.is_chief:
-    # Before the first save: a killed run's temporary files go, and the
-    # Saver counts the checkpoints earlier runs left (keep_checkpoint_max).
-    retention.remove_leftovers(model_dir, started_at=time.time())
-    worker_hooks.append(retention.RecoverCheckpointsHook(
-        model_dir, scaffold, keep_checkpoint_max=config.keep_checkpoint_max,
-        restore_from=restore_from))
-    worker_hooks.extend(_chief_summary_hooks(
-        model_dir, config, scaffold, train_graph.examples_per_step))
-    worker_hooks.extend(chief_hooks + list(spec.training_chief_hooks))
+
+def _session_creator(scaffold, config, context, restore_from):
+  """Initialises (or restores) on `should_init` tasks; else waits for it."""
   if context.should_init:
-    creator = tf.compat.v1.train.ChiefSessionCreator(
+    return tf.compat.v1.train.ChiefSessionCreator(
         scaffold=scaffold, master=context.master,
         config=context.session_config,
         checkpoint_filename_with_path=restore_from)
-  else:
-    creator = _WaitForChiefSessionCreator(
-        scaffold, context.master, context.session_config,
-        config.session_creation_timeout_secs, context.recovery_wait_secs)
-  steps_per_loop = train_graph.steps_per_loop
+  return _WaitForChiefSessionCreator(
+      scaffold, context.master, context.session_config,
+      config.session_creation_timeout_secs, context.recovery_wait_secs)
+
+
+def _add_loop_hooks(worker_hooks, train_graph, config, context):
+  """Tells the hooks K (steps a run) and, under a loop, adds its bound."""
   chooser = _auto_chooser(train_graph, context)
-  step_loop.set_steps_per_run(worker_hooks, steps_per_loop)
+  step_loop.set_steps_per_run(worker_hooks, train_graph.steps_per_loop)
   if train_graph.loop is not None:
     worker_hooks.append(step_loop.LoopBoundHook(
         train_graph.loop,
         [h for h in worker_hooks if isinstance(h, StopAtStepHook)],
         config.save_checkpoints_steps, chooser=chooser,
         step_hooks=list(worker_hooks)))
-  # Last hook: SIGTERM -> stop (agreed across collective workers), raised
-  # as TrainingPreemptedError after the chief's final save; lost peers ->
-  # PeerLostError instead of an in-place session re-creation.
-  guard = preemption.TrainingGuard.for_run(config, context, model_dir)
-  creator = guard.wrap_creator(creator)
-  if not guard.multi_task:  # A hung input_fn: progress lines, a bound.
-    worker_hooks.append(first_batch.FirstBatchHook(
-        task_label=context.task_label,
-        timeout_secs=config.input_timeout_secs))
-  worker_hooks.append(guard.hook)
+
+
+def _run_session(train_graph, creator, worker_hooks, *, model_dir, config,
+                 context):
+  """Runs train_op until a hook stops; returns (last loss, runs made)."""
+  spec = train_graph.spec
   loss = None
   steps_done = 0
   # One writer per model_dir: the chief (or local trainer) holds a lease.
@@ -311,14 +357,22 @@ def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
         _, loss = session.run(fetches)
         steps_done += 1
   except (ValueError, TypeError, KeyError) as e:
-    step_loop.raise_if_fetched_in_loop(e, steps_per_loop)
+    step_loop.raise_if_fetched_in_loop(e, train_graph.steps_per_loop)
   except tf.errors.ResourceExhaustedError as e:
     if context.is_chief and "No space left on device" in e.message:
       retention.remove_failed_saves(model_dir)  # Its partial _temp folder.
     raise
   finally:
+    for hook in worker_hooks:  # A first run that raised: stop its watch.
+      if isinstance(hook, first_batch.FirstBatchHook):
+        hook.stop()
     if held is not None:
       held.release()
+  return loss, steps_done
+
+
+def _check_run_end(worker_hooks, guard, steps_done, task_label):
+  """Raises a failed event write; warns when training made no steps."""
   for hook in worker_hooks:  # An event write failed: the loop stopped early.
     if isinstance(hook, step_loop.SummarySaverHook) and hook.write_error:
       raise hook.write_error
@@ -328,5 +382,4 @@ def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
   if not steps_done and not made:
     logging.warning(
         "train | %s | training made no steps: the input is empty or the "
-        "model is already at max_steps.", context.task_label)
-  return loss
+        "model is already at max_steps.", task_label)

@@ -13,13 +13,13 @@
 """
 
 import os
-import re
 import time
 
 from absl import logging
 
 from harness import errors
 from harness._tf import tf
+from harness.cluster import env_knobs
 from harness.cluster import jobs
 from harness.core import evaluation
 from harness.core import live_metrics
@@ -163,13 +163,9 @@ class NewCheckpointListener(tf.compat.v1.train.CheckpointSaverListener):
       self._evaluate(global_step_value)
 
 
-_FROM_CONFIG = object()
-_STEP_RE = re.compile(r"-(\d+)$")
-
-
-def _step_of(checkpoint_path):
-  match = _STEP_RE.search(os.fsdecode(checkpoint_path or ""))
-  return int(match.group(1)) if match else None
+_FROM_CONFIG = env_knobs.NotGiven.FROM_RUN_CONFIG
+# What `_ContinuousLoop.look` tells the loop to do next.
+_DONE, _LOOK_AGAIN, _SLEEP = "done", "look again", "sleep"
 
 
 def run_continuous(estimator, train_spec, eval_spec, *,
@@ -203,8 +199,8 @@ def run_continuous(estimator, train_spec, eval_spec, *,
                                                 jobs.EVALUATOR,
                                                 config.task_id or 0))
   if idle_timeout_secs is _FROM_CONFIG:
-    idle_timeout_secs = getattr(config, "eval_idle_timeout_secs", None)
-  poll_secs = poll_secs or getattr(config, "eval_poll_secs", None) or 1.0
+    idle_timeout_secs = config.eval_idle_timeout_secs
+  poll_secs = poll_secs or config.eval_poll_secs
   model_dir, max_steps = estimator.model_dir, train_spec.max_steps
   evaluator = CheckpointEvaluator(estimator, eval_spec, max_steps)
   evaluator.check_writable()  # Before waiting for the first checkpoint.
@@ -212,73 +208,135 @@ def run_continuous(estimator, train_spec, eval_spec, *,
     logging.info("eval | waiting %s s before the first evaluation",
                  eval_spec.start_delay_secs)
     sleep(eval_spec.start_delay_secs)
-  last_exports = []
-  waiting_since = next_report = clock()  # For "no checkpoint yet" lines.
-  last_progress = clock()
-  last_eval_started = None
-  seen, said = None, None
+  loop = _ContinuousLoop(
+      evaluator, config=config, model_dir=model_dir, max_steps=max_steps,
+      throttle_secs=eval_spec.throttle_secs, poll_secs=poll_secs,
+      idle_timeout_secs=idle_timeout_secs, clock=clock)
   while True:
-    # The marker first: training writes its last checkpoint before it.
-    stopped = run_state.read_training_stopped(model_dir)
-    if stopped is not None and preemption.resumable_reason(
-        stopped.get("reason")):
-      _check_resumed(model_dir, stopped, _restart_wait_secs(config))
-      stopped = None  # Preempted or failed: a restarted chief resumes.
-    latest = checkpoints.latest_usable_checkpoint(model_dir)
-    if latest != seen:  # Something new: not idle.
-      seen, last_progress = latest, clock()
-    is_new = latest is not None and latest != evaluator.previous_checkpoint
-    step = _step_of(latest)
-    final = stopped is not None or bool(
-        max_steps and step is not None and step >= max_steps)
-    wait = 0.0 if last_eval_started is None else (
-        eval_spec.throttle_secs - (clock() - last_eval_started))
+    move = loop.look()
+    if move == _DONE:
+      return evaluator.last_metrics, loop.last_exports
+    if move == _SLEEP:
+      sleep(poll_secs)
+
+
+class _ContinuousLoop:
+  """The state of `run_continuous`'s loop; `look` is one pass of it."""
+
+  def __init__(self, evaluator, *, config, model_dir, max_steps,
+               throttle_secs, poll_secs, idle_timeout_secs, clock):
+    # What to evaluate, and when to stop.
+    self._evaluator = evaluator
+    self._config = config
+    self._model_dir = model_dir
+    self._max_steps = max_steps
+    # Timing.
+    self._throttle_secs = throttle_secs
+    self._poll_secs = poll_secs
+    self._idle_timeout_secs = idle_timeout_secs
+    self._clock = clock
+    # Loop state.
+    self.last_exports = []
+    self._waiting_since = self._next_report = clock()  # "No checkpoint yet".
+    self._last_progress = clock()
+    self._last_eval_started = None
+    self._seen, self._said = None, None
+
+  def look(self):
+    """One look at model_dir: evaluates, exports, reports or gives up.
+
+    Returns:
+      _DONE (the loop ends), _LOOK_AGAIN (at once) or _SLEEP (poll_secs).
+
+    Raises:
+      PeerLostError: see `run_continuous`.
+    """
+    stopped = self._training_stopped()
+    latest = checkpoints.latest_usable_checkpoint(self._model_dir)
+    if latest != self._seen:  # Something new: not idle.
+      self._seen, self._last_progress = latest, self._clock()
+    is_new = (latest is not None and
+              latest != self._evaluator.previous_checkpoint)
+    final = stopped is not None or self._at_max_steps(checkpoints.step_in_name(latest))
+    wait = 0.0 if self._last_eval_started is None else (
+        self._throttle_secs - (self._clock() - self._last_eval_started))
     if is_new and (final or wait <= 0):
-      last_eval_started = clock()
-      metrics, exports = evaluator.evaluate_and_export()
-      if metrics is not None:
-        last_exports = exports
-        last_progress = clock()
-        done = evaluator.last_evaluated_step
-        if max_steps and done is not None and done >= max_steps:
-          logging.info("eval | done: evaluated global_step %d >= max_steps "
-                       "%d", done, max_steps)
-          break
-        continue  # Look again at once: training may have ended meanwhile.
+      move = self._evaluate()
+      if move is not None:
+        return move
     elif stopped is not None and not is_new:
       # Training ended and no checkpoint is newer than the last evaluated.
-      if not evaluator.final_export_done and evaluator.last_metrics:
-        last_exports = evaluator.export(
-            evaluator.last_metrics, evaluator.previous_checkpoint, True)
-      logging.info("eval | done: training ended (%s) at step %s",
-                   stopped.get("reason"), stopped.get("global_step"))
-      break
+      self._finish(stopped)
+      return _DONE
     elif latest is None:
-      if clock() >= next_report:  # Every NO_CHECKPOINT_REPORT_SECS.
-        next_report = clock() + NO_CHECKPOINT_REPORT_SECS
-        logging.info("eval | no checkpoint yet in %s (waited %.0f s); "
-                     "looking every %g s", model_dir, clock() - waiting_since,
-                     poll_secs)
-    elif said != (latest, is_new):
-      said = (latest, is_new)
+      self._report_no_checkpoint()
+    elif self._said != (latest, is_new):
+      self._said = (latest, is_new)
       if is_new:
         logging.info("eval | new checkpoint %s; evaluating in %.0f s "
                      "(throttle_secs=%s) unless training ends first", latest,
-                     wait, eval_spec.throttle_secs)
-    if idle_timeout_secs is not None and (
-        clock() - last_progress >= idle_timeout_secs):
+                     wait, self._throttle_secs)
+    self._check_idle()
+    return _SLEEP
+
+  def _training_stopped(self):
+    """Training's end marker; None while a restarted chief may resume."""
+    # The marker first: training writes its last checkpoint before it.
+    stopped = run_state.read_training_stopped(self._model_dir)
+    if stopped is not None and preemption.resumable_reason(
+        stopped.get("reason")):
+      _check_resumed(self._model_dir, stopped,
+                     self._config.restart_wait_secs)
+      stopped = None  # Preempted or failed: a restarted chief resumes.
+    return stopped
+
+  def _at_max_steps(self, step):
+    return bool(self._max_steps and step is not None and
+                step >= self._max_steps)
+
+  def _evaluate(self):
+    """Evaluates and exports; None when no checkpoint was evaluated."""
+    self._last_eval_started = self._clock()
+    metrics, exports = self._evaluator.evaluate_and_export()
+    if metrics is None:
+      return None
+    self.last_exports = exports
+    self._last_progress = self._clock()
+    done = self._evaluator.last_evaluated_step
+    if self._at_max_steps(done):
+      logging.info("eval | done: evaluated global_step %d >= max_steps "
+                   "%d", done, self._max_steps)
+      return _DONE
+    # Look again at once: training may have ended meanwhile.
+    return _LOOK_AGAIN
+
+  def _finish(self, stopped):
+    """The final export (if not made yet) once training has ended."""
+    evaluator = self._evaluator
+    if not evaluator.final_export_done and evaluator.last_metrics:
+      self.last_exports = evaluator.export(
+          evaluator.last_metrics, evaluator.previous_checkpoint, True)
+    logging.info("eval | done: training ended (%s) at step %s",
+                 stopped.get("reason"), stopped.get("global_step"))
+
+  def _report_no_checkpoint(self):
+    """Logs every NO_CHECKPOINT_REPORT_SECS while no checkpoint exists."""
+    if self._clock() >= self._next_report:
+      self._next_report = self._clock() + NO_CHECKPOINT_REPORT_SECS
+      logging.info("eval | no checkpoint yet in %s (waited %.0f s); "
+                   "looking every %g s", self._model_dir,
+                   self._clock() - self._waiting_since, self._poll_secs)
+
+  def _check_idle(self):
+    """Raises PeerLostError after idle_timeout_secs without progress."""
+    if self._idle_timeout_secs is not None and (
+        self._clock() - self._last_progress >= self._idle_timeout_secs):
       raise errors.PeerLostError(
-          f"eval | no new checkpoint in {model_dir} for "
-          f"{idle_timeout_secs:g} s and training has not marked itself done;"
-          " the chief is probably gone. Fix: restart the chief, or raise "
-          "--eval_idle_timeout_secs (RunConfig(eval_idle_timeout_secs=)).")
-    sleep(poll_secs)
-  return evaluator.last_metrics, last_exports
-
-
-def _restart_wait_secs(config):
-  value = getattr(config, "restart_wait_secs", None)
-  return value if value is not None else preemption.restart_wait_secs()
+          f"eval | no new checkpoint in {self._model_dir} for "
+          f"{self._idle_timeout_secs:g} s and training has not marked "
+          "itself done; the chief is probably gone. Fix: restart the chief, "
+          "or raise --eval_idle_timeout_secs "
+          "(RunConfig(eval_idle_timeout_secs=)).")
 
 
 def _check_resumed(model_dir, stopped, limit, wall_clock=time.time):
@@ -290,5 +348,5 @@ def _check_resumed(model_dir, stopped, limit, wall_clock=time.time):
         f"{stopped.get('global_step')} {waited:.0f} s ago and has not "
         f"resumed in {model_dir}; the evaluator waited {limit:g} s "
         f"(--restart_wait_secs, RunConfig(restart_wait_secs=), else "
-        f"{preemption.RESTART_WAIT_ENV}). Fix: restart the training tasks, "
+        f"{env_knobs.RESTART_WAIT.env}). Fix: restart the training tasks, "
         "or raise that limit.")

@@ -99,7 +99,7 @@ def to_graph_strategy(strategy, *, kind=None):
   if is_v1(strategy):
     return strategy
   name = type(strategy).__name__
-  if kind == "parameter_server":
+  if kind == StrategyKind.PARAMETER_SERVER:
     raise errors.ConfigError(
         f"train_distribute is a TF2 {name} (tf.distribute.experimental."
         "ParameterServerStrategy), which runs "

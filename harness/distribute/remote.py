@@ -58,20 +58,16 @@ from harness._tf import tf
 from harness.cluster.strategy_kind import StrategyKind
 from harness.core import train_loop
 from harness.core import trainer
-from harness.distribute import remote_servers
+from harness.distribute import graph_strategy as graph_strategy_lib
 from harness.distribute import server_claim
 from harness.distribute import strategies
-# The start-up checks of the servers; re-exported here (the public path).
-from harness.distribute.remote_servers import DEFAULT_CONNECT_TIMEOUT_SECS
-from harness.distribute.remote_servers import check_reachable
+from harness.distribute import task_devices
 from harness.distribute.remote_servers import check_servers
 from harness.distribute.remote_servers import chief_task
 from harness.distribute.remote_servers import trainer_tasks
 from harness.state import checkpoints
 
-# remote_servers' names are re-exported: harness.distribute.remote.X keeps
-# working for each.
-__all__ = [*remote_servers.__all__, "interrupted_error", "train_remote"]
+__all__ = ["interrupted_error", "train_remote"]
 
 _STOP_SECS = 30.0  # How long stopping the other tasks after an error takes.
 _INTERRUPT_SECS = 5.0  # The same after Ctrl-C.
@@ -143,7 +139,7 @@ def _task_strategy(graph_strategy, kind, cluster, job, index, session_config,
 def _num_cpu_devices(graph_strategy, kind):
   if kind != StrategyKind.COLLECTIVE:
     return 1
-  return strategies.cpu_devices_per_worker(graph_strategy, kind=kind)
+  return task_devices.cpu_devices_per_worker(graph_strategy, kind=kind)
 
 
 def train_remote(model, input_fn, *, hooks=None, steps=None,
@@ -176,7 +172,7 @@ def train_remote(model, input_fn, *, hooks=None, steps=None,
   """
   config = model.config
   cluster = dict(config.remote_cluster)
-  graph_strategy = strategies.to_graph_strategy(config.train_distribute,
+  graph_strategy = graph_strategy_lib.to_graph_strategy(config.train_distribute,
                                                 kind=config.strategy_kind)
   chief = chief_task(cluster)
   logging.info("remote | client | checking the servers of %s", cluster)

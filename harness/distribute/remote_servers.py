@@ -11,10 +11,10 @@ import socket
 import threading
 import time
 
+from harness import cluster as cluster_lib
 from harness import errors
 from harness import run_config as run_config_lib
 from harness._tf import tf
-from harness.cluster import tf_config as cluster_lib
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT_SECS",

@@ -18,24 +18,26 @@ import time
 
 from absl import logging
 
+from harness import cluster as cluster_lib
 from harness import errors
 from harness._tf import tf
 from harness.cluster import listen
-from harness.cluster import tf_config as cluster_lib
+from harness.cluster.strategy_kind import IN_GRAPH_KINDS
 from harness.cluster.strategy_kind import StrategyKind
 from harness.core import preemption
 from harness.core import train_loop
 from harness.core import trainer
 from harness.distribute import evaluator as evaluator_lib
+from harness.distribute import graph_strategy as graph_strategy_lib
 from harness.distribute import strategies
+from harness.distribute import task_devices
+from harness.distribute import task_servers
 from harness.state import checkpoints
 from harness.state import run_state
 
 __all__ = ["run_chief", "run_master", "run_worker", "run_ps", "serving",
            "train_in_cluster"]
 
-_IN_GRAPH_KINDS = (StrategyKind.MIRRORED, StrategyKind.CENTRAL_STORAGE,
-                   StrategyKind.ONE_DEVICE, StrategyKind.DEFAULT)
 _PS_POLL_SECS = 1.0
 _PS_EXIT_GRACE_SECS = 60.0
 _SERVERS = []  # This process's servers (kept alive), or the strategy's target.
@@ -50,13 +52,9 @@ def serving():
   return bool(_SERVERS)
 
 
-def _label(config):
-  return cluster_lib.task_label(config.task_type, config.task_id)
-
-
 def _start_delay(config, kind):
   """Seconds a non-chief waits before starting (ps setups only)."""
-  if config.is_chief or kind == "collective":
+  if config.is_chief or kind == StrategyKind.COLLECTIVE:
     return 0
   max_delay = config.experimental_max_worker_delay_secs
   if not max_delay:
@@ -71,14 +69,14 @@ def _prepare_task(config, strategy):
     (session target, session_config, graph strategy)
   """
   preemption.fail_fast_rpcs()  # Before the first RPC: no hang on dead peers.
-  cluster = strategies.training_cluster(config.cluster_spec)
+  cluster = task_devices.training_cluster(config.cluster_spec)
   # A collective strategy built eagerly under TF_CONFIG already serves this
   # task's port: use that server instead of failing to start a second.
-  target = strategies.in_process_server_target(
+  target = task_servers.in_process_server_target(
       strategy, cluster=cluster, task_type=config.task_type,
       task_id=config.task_id)
   kind = config.strategy_kind
-  graph_strategy = strategies.to_graph_strategy(strategy, kind=kind)
+  graph_strategy = graph_strategy_lib.to_graph_strategy(strategy, kind=kind)
   if config.task_type == cluster_lib.PS:
     session_config = None
   else:
@@ -91,14 +89,14 @@ def _prepare_task(config, strategy):
         cluster[config.task_type][config.task_id], environ=os.environ,
         bind_address=config.bind_address)
     logging.info("server | %s | using the strategy's server %s, listening "
-                 "on %s", _label(config), target, line)
+                 "on %s", config.task_label, target, line)
     if warning:
-      logging.warning("server | %s | %s", _label(config), warning)
+      logging.warning("server | %s | %s", config.task_label, warning)
     _SERVERS.append(target)
     return target, session_config, graph_strategy
-  server_config = strategies.server_config_for(
+  server_config = task_servers.server_config_for(
       session_config, cluster=cluster, task_type=config.task_type,
-      num_devices_per_worker=strategies.cpu_devices_per_worker(
+      num_devices_per_worker=task_devices.cpu_devices_per_worker(
           graph_strategy, kind=kind))
   address = cluster[config.task_type][config.task_id]
   try:
@@ -108,15 +106,15 @@ def _prepare_task(config, strategy):
         config=server_config, start=True)
   except (tf.errors.OpError, ValueError) as e:
     raise errors.ClusterConfigError(
-        f"Cannot start the server of {_label(config)} on {address!r}: {e}. "
+        f"Cannot start the server of {config.task_label} on {address!r}: {e}. "
         "Fix: free the port, or give this task another address in "
         "TF_CONFIG.") from e
   _SERVERS.append(server)  # Keep it alive for the life of the process.
   line, warning = listen.describe(address, environ=os.environ,
                                   bind_address=config.bind_address)
-  logging.info("server | %s | listening on %s", _label(config), line)
+  logging.info("server | %s | listening on %s", config.task_label, line)
   if warning:
-    logging.warning("server | %s | %s", _label(config), warning)
+    logging.warning("server | %s | %s", config.task_label, warning)
   return server.target, session_config, graph_strategy
 
 
@@ -135,23 +133,23 @@ def train_in_cluster(model, input_fn, *, hooks=None, steps=None,
   config = model.config
   strategy = config.train_distribute
   kind = config.strategy_kind
-  if kind in _IN_GRAPH_KINDS and not config.is_chief:
+  if kind in IN_GRAPH_KINDS and not config.is_chief:
     raise errors.ClusterConfigError(
         f"{type(strategy).__name__} is an in-graph, single-process strategy, "
-        f"but this task is {_label(config)} of a multi-worker TF_CONFIG "
+        f"but this task is {config.task_label} of a multi-worker TF_CONFIG "
         "cluster. Fix: use tf.compat.v1.distribute.experimental."
         "MultiWorkerMirroredStrategy (collective) or ParameterServerStrategy "
         "for several workers, or run only the chief.")
   delay = _start_delay(config, kind)
   if delay:
-    logging.info("train | %s | waiting %d s before starting", _label(config),
+    logging.info("train | %s | waiting %d s before starting", config.task_label,
                  delay)
     time.sleep(delay)
   target, session_config, strategy = _prepare_task(config, strategy)
   context = train_loop.TrainContext(
       master=target, is_chief=config.is_chief,
-      should_init=config.is_chief or kind == "collective",
-      session_config=session_config, task_label=_label(config))
+      should_init=config.is_chief or kind == StrategyKind.COLLECTIVE,
+      session_config=session_config, task_label=config.task_label)
   if config.is_chief:
     run_state.clear_training_stopped(model.model_dir)
   reason = "failed"
@@ -165,19 +163,19 @@ def train_in_cluster(model, input_fn, *, hooks=None, steps=None,
   except KeyboardInterrupt:
     reason = "interrupted"
     raise
-  except preemption.TrainingPreemptedError:
+  except errors.TrainingPreemptedError:
     reason = preemption.PREEMPTED_REASON  # The evaluator waits for a resume.
     raise
   except BaseException as e:
     reason = f"failed: {type(e).__name__}: {e}"[:500]
     raise
   finally:
-    run_state.write_task_done(model.model_dir, _label(config))
+    run_state.write_task_done(model.model_dir, config.task_label)
     if config.is_chief:
       step = checkpoints.global_step_of(
           checkpoints.latest_usable_checkpoint(model.model_dir))
       run_state.write_training_stopped(model.model_dir, reason, step)
-      logging.info("train | %s | training %s at step %s", _label(config),
+      logging.info("train | %s | training %s at step %s", config.task_label,
                    reason.split(":")[0], step)
 
 
@@ -221,19 +219,19 @@ def run_ps(estimator, train_spec, eval_spec, *, poll_secs=_PS_POLL_SECS,
   config = estimator.config
   started = clock()
   _prepare_task(config, None)  # Serves from its own threads from now on.
-  cluster = strategies.training_cluster(config.cluster_spec)
+  cluster = task_devices.training_cluster(config.cluster_spec)
   trainers = [cluster_lib.task_label(job, i)
               for job in cluster_lib.TRAINER_JOBS
               for i in range(len(cluster.get(job, ())))]
   logging.info("ps | %s | serving until %s finish (model_dir %s)",
-               _label(config), ", ".join(trainers), estimator.model_dir)
+               config.task_label, ", ".join(trainers), estimator.model_dir)
   marked_at = None
   while True:
     marker = run_state.training_stopped_since(estimator.model_dir, started)
     if marker is not None and preemption.resumable_reason(
         marker.get("reason")) and (
             clock() - marker.get("written_at", 0) < (
-                _restart_wait_secs(config))):
+                config.restart_wait_secs)):
       # Preempted or failed: keep the variables served; the restarted chief
       # restores its checkpoint into them.
       marker = None
@@ -244,20 +242,14 @@ def run_ps(estimator, train_spec, eval_spec, *, poll_secs=_PS_POLL_SECS,
       if done == set(trainers) or clock() - marked_at > grace_secs:
         missing = sorted(set(trainers) - done)
         logging.info("ps | %s | training ended (%s)%s; exiting",
-                     _label(config), marker.get("reason"),
+                     config.task_label, marker.get("reason"),
                      f"; no word from {missing}" if missing else "")
         if marker.get("reason") != "finished":
           # Exit non-zero so that a supervisor (harness.launch, a k8s Job)
           # brings the ps back for the chief's next attempt.
           raise errors.PeerLostError(
-              f"ps | {_label(config)} | the chief ended training without "
+              f"ps | {config.task_label} | the chief ended training without "
               f"finishing ({marker.get('reason')}); this ps exits so that "
               "it is restarted with the job.")
         return None, []
     sleep(poll_secs)
-
-
-def _restart_wait_secs(config):
-  """RunConfig's `restart_wait_secs` (resolved there), else the variable."""
-  value = getattr(config, "restart_wait_secs", None)
-  return value if value is not None else preemption.restart_wait_secs()

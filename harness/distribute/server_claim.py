@@ -35,107 +35,20 @@ import uuid
 from absl import logging
 
 from harness import errors
+from harness.distribute.claim_graph import RESTART
+from harness.distribute.claim_graph import ClaimOps
+from harness.distribute.claim_graph import server_device
+from harness.distribute.claim_graph import server_task
+from harness.distribute.claim_graph import tf_module as _tf
 from harness.state import lease
 
-__all__ = ["CONTAINER", "Claims", "claim_all", "Watchdog", "ClaimOps"]
+__all__ = ["Claims", "claim_all", "Watchdog"]
 
-CONTAINER = "harness_claim"
-# The holder while a server waits for its watchdog to restart it: nobody
-# can claim it until then.
-RESTART = "!restart"
 _RPC_TIMEOUT_MS = 10000
 # A claim's life once sessions close: a close waits for tf.data's autotuning
 # thread, which wakes only at the end of its period (up to 60 s, TF 2.21),
 # and the server runs nothing else meanwhile, renewals included.
 CLOSE_TIMEOUT_SECS = 90.0
-
-
-def _tf():
-  from harness._tf import tf  # lazy: TF-free harness.server --help and flag errors; pylint: disable=g-import-not-at-top
-  return tf
-
-
-def server_task(job, index):
-  return f"/job:{job}/replica:0/task:{index}"
-
-
-def server_device(job, index):
-  return f"{server_task(job, index)}/device:CPU:0"
-
-
-class ClaimOps:
-  """The claim graph of one server (built in its own tf.Graph)."""
-
-  def __init__(self, device):
-    tf = _tf()
-    self.graph = tf.Graph()
-    with self.graph.as_default(), tf.device(device):
-      holder = tf.raw_ops.VarHandleOp(
-          dtype=tf.string, shape=[], container=CONTAINER,
-          shared_name="holder")
-      deadline = tf.raw_ops.VarHandleOp(
-          dtype=tf.float64, shape=[], container=CONTAINER,
-          shared_name="deadline")
-      # Set by the server's Watchdog: an expired claim then waits for the
-      # restart instead of being taken over with what its client left.
-      watched = tf.raw_ops.VarHandleOp(
-          dtype=tf.bool, shape=[], container=CONTAINER, shared_name="watched")
-      self.set_watched = tf.raw_ops.AssignVariableOp(
-          resource=watched, value=tf.constant(True))
-      self.token = tf.compat.v1.placeholder(tf.string, [])
-      self.timeout = tf.compat.v1.placeholder(tf.float64, [])
-      # "claim" (take or refresh), "clean" (clear), "expire" (restart now);
-      # "clean" and "expire" act only if `token` holds the claim.
-      self.action = tf.compat.v1.placeholder(tf.string, [])
-
-      def current():
-        ready = tf.raw_ops.VarIsInitializedOp(resource=holder)
-        old_holder = tf.cond(
-            ready, lambda: tf.raw_ops.ReadVariableOp(
-                resource=holder, dtype=tf.string), lambda: tf.constant(""))
-        old_deadline = tf.cond(
-            ready, lambda: tf.raw_ops.ReadVariableOp(
-                resource=deadline, dtype=tf.float64),
-            lambda: tf.constant(0.0, tf.float64))
-        return old_holder, old_deadline
-
-      def change():
-        now = tf.timestamp()
-        old_holder, old_deadline = current()
-        mine = tf.equal(old_holder, self.token)
-        live = tf.logical_and(tf.not_equal(old_holder, ""),
-                              now < old_deadline)
-        is_watched = tf.cond(
-            tf.raw_ops.VarIsInitializedOp(resource=watched),
-            lambda: tf.raw_ops.ReadVariableOp(resource=watched,
-                                              dtype=tf.bool),
-            lambda: tf.constant(False))
-        free = tf.logical_or(
-            tf.equal(old_holder, ""),
-            tf.logical_and(tf.logical_not(live), tf.logical_not(is_watched)))
-        granted = tf.logical_and(tf.logical_or(mine, free),
-                                 tf.not_equal(old_holder, RESTART))
-        claim = tf.equal(self.action, "claim")
-        clean = tf.equal(self.action, "clean")
-        expire = tf.equal(self.action, "expire")
-        new_holder = tf.where(
-            tf.logical_and(claim, granted), self.token,
-            tf.where(tf.logical_and(clean, mine), tf.constant(""),
-                     tf.where(tf.logical_and(expire, mine),
-                              tf.constant(RESTART), old_holder)))
-        new_deadline = tf.where(
-            tf.logical_and(claim, granted), now + self.timeout,
-            tf.where(mine, tf.constant(0.0, tf.float64), old_deadline))
-        with tf.control_dependencies([
-            tf.raw_ops.AssignVariableOp(resource=holder, value=new_holder),
-            tf.raw_ops.AssignVariableOp(resource=deadline,
-                                        value=new_deadline)]):
-          return (tf.identity(granted), tf.identity(old_holder),
-                  tf.identity(old_deadline - now))
-
-      section = tf.CriticalSection(shared_name="harness_claim_lock")
-      self.change = section.execute(change)
-      self.watch = (*current(), tf.timestamp())
 
 
 class _Server:

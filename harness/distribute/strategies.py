@@ -4,18 +4,18 @@ What each training process of a cluster does with the user's strategy,
 without TensorFlow's private distribute coordinator::
 
     user_strategy = run_config.train_distribute
-    target = strategies.in_process_server_target(   # before mapping!
+    target = task_servers.in_process_server_target(   # before mapping!
         user_strategy, cluster=cluster, task_type="worker", task_id=1,
         num_devices_per_worker=2)
-    strategy = strategies.to_graph_strategy(user_strategy)   # a v1 class
+    strategy = graph_strategy.to_graph_strategy(user_strategy)   # v1 class
     session_config = strategies.configure_for_task(
         strategy, cluster=cluster, task_type="worker", task_id=1,
         session_config=run_config.session_config, num_devices_per_worker=2)
     if target is None:
       server = tf.distribute.Server(
-          tf.train.ClusterSpec(strategies.training_cluster(cluster)),
+          tf.train.ClusterSpec(task_devices.training_cluster(cluster)),
           job_name="worker", task_index=1, start=True,
-          config=strategies.server_config_for(
+          config=task_servers.server_config_for(
               session_config, cluster=cluster, task_type="worker",
               num_devices_per_worker=2))
       target = server.target
@@ -35,41 +35,23 @@ import copy
 from absl import logging
 
 from harness import _tf_private
+from harness import cluster as cluster_lib
 from harness import errors
 from harness import run_config
 from harness._tf import tf
-from harness.cluster import tf_config as cluster_lib
 from harness.cluster import tf_config_rules
-# Re-exported: `strategies.strategy_kind` is the one classifier
-# (`harness.core.strategy_classifier`), called here on strategy objects that
-# no RunConfig holds (the user's, or to_graph_strategy's).
+from harness.cluster.strategy_kind import BUILDABLE_KINDS
+from harness.cluster.strategy_kind import LOCAL_KINDS
+from harness.cluster.strategy_kind import StrategyKind
 from harness.core.strategy_classifier import strategy_kind
-# Moved out by job; re-exported here (the public path).
 from harness.distribute.graph_strategy import is_v1
 from harness.distribute.graph_strategy import local_resolver
-from harness.distribute.graph_strategy import to_graph_strategy
 from harness.distribute.task_devices import check_devices
 from harness.distribute.task_devices import cpu_devices_per_worker
 from harness.distribute.task_devices import training_cluster
-from harness.distribute.task_servers import in_process_server_target
-from harness.distribute.task_servers import server_config_for
 
-__all__ = [
-    "KINDS",
-    "strategy_kind",
-    "to_graph_strategy",
-    "make_strategy",
-    "training_cluster",
-    "configure_for_task",
-    "server_config_for",
-    "cpu_devices_per_worker",
-    "in_process_server_target",
-    "install_evaluator_guard",
-]
+__all__ = ["make_strategy", "configure_for_task", "install_evaluator_guard"]
 
-KINDS = ("mirrored", "collective", "parameter_server", "central_storage",
-         "one_device", "default")
-_LOCAL_KINDS = ("mirrored", "central_storage", "one_device")
 _PS_CPU_DEVICES = (
     "num_devices_per_worker={count} CPU devices with parameter servers: the "
     "v1 ParameterServerStrategy replicates over GPUs only. Fix: use 1 CPU "
@@ -86,7 +68,7 @@ def _check_cluster_fits(kind, jobs):
     return
   tf_config_rules.check_strategy_jobs(kind, jobs,
                                       source="The strategy's")
-  if kind in _LOCAL_KINDS and _num_trainers(jobs) > 1:
+  if kind in LOCAL_KINDS and _num_trainers(jobs) > 1:
     raise errors.NotSupportedError(
         f"The strategy is {kind}, a single-machine strategy, but the cluster "
         f"has {_num_trainers(jobs)} training tasks ({sorted(jobs)}); harness "
@@ -109,7 +91,7 @@ def make_strategy(kind, *, num_devices_per_worker=1, device_type="CPU",
   runtime is initialised).
 
   Args:
-    kind: one of `KINDS`.
+    kind: one of `strategy_kind.BUILDABLE_KINDS`.
     num_devices_per_worker: replicas on each machine, >= 1.
     device_type: "CPU" (N logical CPU devices stand in for GPUs) or "GPU".
     cluster: optional {job: [address, ...]} the strategy will train on; if
@@ -123,33 +105,34 @@ def make_strategy(kind, *, num_devices_per_worker=1, device_type="CPU",
       not fit the kind.
     NotSupportedError: a single-machine kind for a multi-machine cluster.
   """
-  if kind not in KINDS:
+  if kind not in BUILDABLE_KINDS:
     raise errors.ConfigError(
-        f"Unknown strategy kind {kind!r}: valid kinds are {list(KINDS)}.")
+        f"Unknown strategy kind {kind!r}: valid kinds are "
+        f"{', '.join(BUILDABLE_KINDS)}.")
   check_devices(num_devices_per_worker, device_type, allow_none=False)
   _check_cluster_fits(kind, training_cluster(cluster))
   count = num_devices_per_worker
   devices = [f"/device:{device_type}:{i}" for i in range(count)]
   num_gpus = count if device_type == "GPU" else 0
-  if kind == "default":
+  if kind == StrategyKind.DEFAULT:
     return None
-  if kind == "one_device" and count != 1:
+  if kind == StrategyKind.ONE_DEVICE and count != 1:
     raise errors.ConfigError(
         f"The one_device strategy uses one device, but "
         f"num_devices_per_worker is {count}. Fix: use mirrored for {count} "
         "devices, or num_devices_per_worker=1.")
-  if kind == "parameter_server" and device_type == "CPU" and count > 1:
+  if kind == StrategyKind.PARAMETER_SERVER and device_type == "CPU" and count > 1:
     raise errors.NotSupportedError(_PS_CPU_DEVICES.format(count=count))
   v1 = tf.compat.v1.distribute
   with tf.Graph().as_default():
-    if kind == "mirrored":
+    if kind == StrategyKind.MIRRORED:
       return v1.MirroredStrategy(devices=devices)
-    if kind == "one_device":
+    if kind == StrategyKind.ONE_DEVICE:
       return v1.OneDeviceStrategy(devices[0])
-    if kind == "central_storage":
+    if kind == StrategyKind.CENTRAL_STORAGE:
       return v1.experimental.CentralStorageStrategy(
           compute_devices=devices, parameter_device="/device:CPU:0")
-    if kind == "parameter_server":
+    if kind == StrategyKind.PARAMETER_SERVER:
       return v1.experimental.ParameterServerStrategy(
           cluster_resolver=local_resolver(num_gpus))
     strategy = v1.experimental.MultiWorkerMirroredStrategy(
@@ -234,13 +217,13 @@ def configure_for_task(strategy, *, cluster, task_type, task_id,
   count = num_devices_per_worker
   if jobs:
     _check_task(jobs, task_type, task_id)
-  if kind == "collective":
+  if kind == StrategyKind.COLLECTIVE:
     if count is None:  # Keep the strategy's own devices (make_strategy's).
       count, device_type = _tf_private.collective_num_devices_per_worker(
           strategy)
     _configure_collective(strategy, config, jobs, task_type, task_id, count,
                           device_type)
-  elif kind == "parameter_server" and jobs:
+  elif kind == StrategyKind.PARAMETER_SERVER and jobs:
     if count is not None and device_type == "CPU" and count > 1:
       raise errors.NotSupportedError(_PS_CPU_DEVICES.format(count=count))
     if count is not None and device_type == "GPU":

@@ -5,9 +5,9 @@
 strategy's CPU replicas (the CPU stand-in for GPUs).
 """
 
+from harness import cluster as cluster_lib
 from harness import errors
 from harness._tf import tf
-from harness.cluster import tf_config as cluster_lib
 from harness.core.strategy_classifier import strategy_kind
 
 __all__ = ["DEVICE_TYPES", "training_cluster", "check_devices",

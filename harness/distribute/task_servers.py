@@ -1,5 +1,6 @@
-"""The in-process server of a training task: its config, or the one the
-user's strategy already started.
+"""A task's server: its config (for a training task's in-process server and
+for `python -m harness.server`), or the one the user's strategy already
+started.
 """
 
 import copy
@@ -7,9 +8,9 @@ import copy
 from absl import logging
 
 from harness import _tf_private
+from harness import cluster as cluster_lib
 from harness import errors
 from harness._tf import tf
-from harness.cluster import tf_config as cluster_lib
 from harness.distribute.task_devices import check_devices
 from harness.distribute.task_devices import training_cluster
 
@@ -17,22 +18,33 @@ __all__ = ["server_config_for", "in_process_server_target"]
 
 
 def server_config_for(session_config, *, cluster, task_type,
-                      num_devices_per_worker=1, device_type="CPU"):
-  """The `ConfigProto` for this task's in-process `tf.distribute.Server`.
+                      num_devices_per_worker=1, device_type="CPU",
+                      num_cpu_devices=None, num_gpus=None):
+  """The `ConfigProto` for a task's `tf.distribute.Server`.
 
   The strategy-updated `session_config` (device filters, rewrite options,
   group leader, ...) with the task's device counts, and the collective group
-  leader set if missing, as `harness.server.server_config` does for a
-  standalone server. The device count is what makes N CPU devices exist:
-  `tf.distribute.Server` ignores logical devices.
+  leader (chief 0, else worker 0) set if missing, so that collective-strategy
+  clients do not hang in their variable initialisers. The device count is
+  what makes N CPU devices exist: `tf.distribute.Server` ignores logical
+  devices. A training task's in-process server gives `num_devices_per_worker`
+  and `device_type`; a standalone server (`python -m harness.server`) gives
+  its independent `--num_cpu_devices` and GPU counts as `num_cpu_devices`
+  and `num_gpus`.
 
   Args:
     session_config: what `configure_for_task` returned, or None (e.g. for a
-      ps task).
-    cluster: {job: [address, ...]}; an evaluator job is left out.
-    task_type: this task's job; "ps" tasks get one CPU device and no GPU.
+      ps task or a standalone server).
+    cluster: {job: [address, ...]} (or a ClusterInfo / tf.train.ClusterSpec);
+      an evaluator job is left out.
+    task_type: this task's job; "ps" tasks get no GPU, and one CPU device
+      unless `num_cpu_devices` says otherwise.
     num_devices_per_worker: replicas per task, >= 1.
     device_type: "CPU" or "GPU".
+    num_cpu_devices: CPU devices the task offers, >= 1, whatever its job;
+      None: `num_devices_per_worker` for "CPU" (1 for "GPU" and for ps).
+    num_gpus: GPUs the task may use, >= 0 (0: none is visible; ps tasks get
+      none); None: `num_devices_per_worker` for "GPU", else 0.
 
   Returns:
     A new `tf.compat.v1.ConfigProto`.
@@ -41,23 +53,34 @@ def server_config_for(session_config, *, cluster, task_type,
     ConfigError: bad device numbers.
   """
   check_devices(num_devices_per_worker, device_type, allow_none=False)
+  _check_count("num_cpu_devices", num_cpu_devices, minimum=1)
+  _check_count("num_gpus", num_gpus, minimum=0)
   count = num_devices_per_worker
   is_ps = task_type == cluster_lib.PS
+  if num_cpu_devices is None:
+    num_cpu_devices = count if device_type == "CPU" and not is_ps else 1
+  if num_gpus is None:
+    num_gpus = count if device_type == "GPU" else 0
   config = copy.deepcopy(session_config or tf.compat.v1.ConfigProto())
   config.device_count.clear()
-  config.device_count["CPU"] = (
-      count if device_type == "CPU" and not is_ps else 1)
-  config.device_count["GPU"] = (
-      count if device_type == "GPU" and not is_ps else 0)
+  config.device_count["CPU"] = num_cpu_devices
+  config.device_count["GPU"] = 0 if is_ps else num_gpus
   jobs = training_cluster(cluster)
   if not config.experimental.collective_group_leader:
-    # What harness.server (an edge module, not imported here) also sets.
     for job in (cluster_lib.CHIEF, cluster_lib.WORKER):
       if jobs.get(job):
         config.experimental.collective_group_leader = (
             f"/job:{job}/replica:0/task:0")
         break
   return config
+
+
+def _check_count(name, value, *, minimum):
+  """Raises ConfigError unless `value` is None or an integer >= `minimum`."""
+  if value is not None and (isinstance(value, bool) or not isinstance(
+      value, int) or value < minimum):
+    raise errors.ConfigError(
+        f"`{name}` must be an integer >= {minimum}, got {value!r}.")
 
 
 def _num_local_cpus(task_type, task_id):

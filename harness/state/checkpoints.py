@@ -42,6 +42,7 @@ __all__ = [
     "latest_usable_checkpoint",
     "open_reader",
     "global_step_of",
+    "step_in_name",
 ]
 
 # Above this much data a checkpoint is checked for structure and size only:
@@ -179,9 +180,17 @@ def _first_line(error):
   return text.strip().splitlines()[0] if text.strip() else type(error).__name__
 
 
+def step_in_name(prefix):
+  """The step in a checkpoint's name ("model.ckpt-500" -> 500); None when
+  its name has none."""
+  match = _STEP_RE.search(os.fsdecode(prefix or ""))
+  return int(match.group(1)) if match else None
+
+
 def _step_of(prefix):
-  match = _STEP_RE.search(prefix)
-  return int(match.group(1)) if match else -1
+  """`step_in_name`, -1 for none (a sort key)."""
+  step = step_in_name(prefix)
+  return -1 if step is None else step
 
 
 def _repair(path):

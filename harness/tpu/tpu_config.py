@@ -21,9 +21,9 @@ import re
 
 from absl import logging
 
+from harness import cluster as cluster_lib
 from harness import errors
 from harness import run_config as run_config_lib
-from harness.cluster import tf_config as cluster_lib
 
 __all__ = ["InputPipelineConfig", "TPUConfig", "RunConfig",
            "parse_iterations_per_loop", "IterationsPerLoop",

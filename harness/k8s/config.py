@@ -1,12 +1,12 @@
 """What `python -m harness.k8s` renders: `K8sConfig`, its checks, the tasks.
 
-    config = k8s_config.K8sConfig(name="mnist", workers=2, image="...",
+    config = config_lib.K8sConfig(name="mnist", workers=2, image="...",
                                   model_dir="gs://b/m")
-    k8s_config.training_tasks(config)  # [("worker", 0), ("worker", 1)]
+    config_lib.training_tasks(config)  # [("worker", 0), ("worker", 1)]
 
 One field per flag of the binary (its `metadata["help"]` is the flag's
 help); a bad value raises `FlagError` naming the flag, the rule and the fix.
-The constants are the contract between the manifests (`cli/k8s_manifests.py`)
+The constants are the contract between the manifests (`k8s/manifests.py`)
 and the pod's entrypoint (`python -m harness.k8s tf-config`): the variables
 that carry the cluster and the task, the mounts, the exit status of a bad
 flag. Re-exported by `harness.k8s`.
@@ -18,8 +18,8 @@ import dataclasses
 import re
 
 from harness import errors
-from harness.cli import k8s_policy
 from harness.cluster import jobset_env
+from harness.k8s import policy
 
 __all__ = [
     "K8sConfig", "KINDS", "training_tasks", "cluster_addresses",
@@ -34,7 +34,7 @@ TASK_INDEX_ENV = "HARNESS_K8S_TASK_INDEX"
 JOB_INDEX_ENV = "JOB_COMPLETION_INDEX"  # Set by Kubernetes in Indexed Jobs.
 CONTAINER = "harness"
 MODEL_MOUNT = "/mnt/harness"
-SCRATCH_MOUNT = k8s_policy.SCRATCH_MOUNT
+SCRATCH_MOUNT = policy.SCRATCH_MOUNT
 CONFIG_ERROR_EXIT_CODE = 2  # harness binaries' "bad flag / TF_CONFIG" status.
 # The container's command: TF_CONFIG from this pod's index, then exec args.
 ENTRYPOINT = (
@@ -135,7 +135,7 @@ class K8sConfig:
       _flag_error("metrics_port", self.metrics_port, "is the TF port "
                   f"(--port={self.port}); both cannot listen on it.",
                   "pick another port, e.g. --metrics_port=9090.")
-    k8s_policy.check_cidrs(self.allow_cidr)
+    policy.check_cidrs(self.allow_cidr)
     if not self.chief and self.workers == 0:
       _flag_error("workers", 0, "a cluster needs a chief or a worker.",
                   "use --workers=1 or more, or --chief.")

@@ -12,14 +12,15 @@ process of this one) can reach their ports::
     space.close()
 
 The namespace is held by a small process, `unshare --net [--user
---map-root-user] python -m harness.cluster.netns`, which brings `lo` up, prints
-"ready" and waits for its stdin to close (the launcher closing it, or the
-launcher dying). Tasks join it with `nsenter`, which execs the task's
-program in place (the task's pid is the program's pid). As root only a
-network namespace is created; otherwise a user namespace too (Linux user
-namespaces must be enabled). Files keep their owners; processes and the
-filesystem are shared with the host: only the network is private, so tasks
-cannot reach anything off this machine (no gs:// model_dir, no downloads).
+--map-root-user] python -c "from harness.launch import netns; netns.hold()"`
+(not `-m`: the package door has loaded this module already), which brings `lo`
+up, prints "ready" and waits for its stdin to close (the launcher closing it,
+or the launcher dying). Tasks join it with `nsenter`, which execs the task's
+program in place (the task's pid is the program's pid). As root only a network
+namespace is created; otherwise a user namespace too (Linux user namespaces
+must be enabled). Files keep their owners; processes and the filesystem are
+shared with the host: only the network is private, so tasks cannot reach
+anything off this machine (no gs:// model_dir, no downloads).
 
 This module imports nothing from TensorFlow.
 """
@@ -36,12 +37,13 @@ import sys
 from harness import errors
 
 __all__ = ["NetnsUnavailable", "PrivateNetwork", "start", "unavailable_reason",
-           "isolate_for_launch", "MODES"]
+           "isolate_for_launch", "hold", "MODES"]
 
 MODES = ("auto", "netns", "none")  # harness.launch --network_isolation.
 _LOOPBACK_HOSTS = ("localhost", "::1", "[::1]")
 
 _READY = "ready"
+_HOLDER = "from harness.launch import netns; netns.hold()"
 _START_SECS = 30.0
 _STOP_SECS = 5.0
 _SIOCGIFFLAGS = 0x8913
@@ -108,7 +110,7 @@ def start(timeout_secs=_START_SECS):
   command = ["unshare", "--net"]
   if user_namespace:
     command += ["--user", "--map-root-user"]
-  command += ["--", sys.executable, "-m", "harness.cluster.netns"]
+  command += ["--", sys.executable, "-c", _HOLDER]
   env = dict(os.environ)
   here = os.path.dirname(os.path.dirname(os.path.dirname(
       os.path.abspath(__file__))))  # local-fs: the folder holding `harness`
@@ -191,14 +193,10 @@ def _bring_loopback_up():
                                                  flags | _IFF_UP))
 
 
-def _hold():
-  """The holder: lo up, "ready", then wait for stdin to close."""
+def hold():
+  """The holder process of `start`: lo up, "ready", then wait for EOF."""
   _bring_loopback_up()
   sys.stdout.write(_READY + "\n")
   sys.stdout.flush()
   while sys.stdin.buffer.read(4096):
     pass
-
-
-if __name__ == "__main__":
-  _hold()

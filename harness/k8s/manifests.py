@@ -1,16 +1,16 @@
 """The Kubernetes objects of a harness training cluster, from a `K8sConfig`.
 
-    objects = k8s_manifests.render(config)   # a list of dicts
-    text = k8s_manifests.to_yaml(objects)    # multi-document YAML
+    objects = manifests.render(config)   # a list of dicts
+    text = manifests.to_yaml(objects)    # multi-document YAML
 
 `--kind=jobset` (the default) and `--kind=trainjob` are rendered by
-`cli/k8s_jobset.py`. `--kind=jobs`: a headless Service, one Indexed Job
+`k8s/jobset.py`. `--kind=jobs`: a headless Service, one Indexed Job
 (batch/v1) for the training cluster (index i runs task i of chief, workers,
 ps), an Indexed Job for the evaluator, a NetworkPolicy. Any kind may add
 TensorBoard; `--standalone` renders a StatefulSet of standard servers per
 role, `--tfjob` a Kubeflow TFJob. The pods' parts come from
-`cli/k8s_pods.py`, their security and the NetworkPolicy from
-`cli/k8s_policy.py`.
+`k8s/pods.py`, their security and the NetworkPolicy from
+`k8s/policy.py`.
 Re-exported by `harness.k8s` (`render`, `to_yaml`).
 
 This module imports nothing from TensorFlow.
@@ -19,15 +19,15 @@ This module imports nothing from TensorFlow.
 import json
 import shlex
 
-from harness.cli import k8s_config
-from harness.cli import k8s_jobset
-from harness.cli import k8s_pods
-from harness.cli import k8s_policy
 from harness.cluster import jobset_env
+from harness.k8s import config as config_lib
+from harness.k8s import jobset
+from harness.k8s import pods
+from harness.k8s import policy
 
 __all__ = ["render", "to_yaml", "layout_comment"]
 
-_MAIN = k8s_pods.MAIN
+_MAIN = pods.MAIN
 _SERVER = ("python", "-m", "harness.server")
 _TENSORBOARD_PORT = 6006
 _POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
@@ -35,8 +35,8 @@ _HEADER_WIDTH = 100  # The command in the manifests' header, wrapped.
 
 
 def _cluster_env(config):
-  return [{"name": k8s_config.CLUSTER_ENV,
-           "value": json.dumps(k8s_config.cluster_addresses(config))}]
+  return [{"name": config_lib.CLUSTER_ENV,
+           "value": json.dumps(config_lib.cluster_addresses(config))}]
 
 
 def _indexed_job(config, name, component, count, container, *,
@@ -48,12 +48,12 @@ def _indexed_job(config, name, component, count, container, *,
       "backoffLimitPerIndex": config.restarts_per_task,
       "maxFailedIndexes": 0,
       "podReplacementPolicy": "Failed",
-      "podFailurePolicy": k8s_pods.pod_failure_policy(),
-      "template": {"metadata": {"labels": k8s_pods.labels(config,
-                                                          component)},
-                   "spec": k8s_pods.pod_spec(config, container,
-                                             subdomain=subdomain,
-                                             restart_policy="Never")},
+      "podFailurePolicy": pods.pod_failure_policy(),
+      "template": {"metadata": {"labels": pods.labels(config,
+                                                      component)},
+                   "spec": pods.pod_spec(config, container,
+                                         subdomain=subdomain,
+                                         restart_policy="Never")},
   }
   if trainer_count is not None and trainer_count < count:
     # ps never exit: the Job succeeds once chief and workers have, and
@@ -62,14 +62,14 @@ def _indexed_job(config, name, component, count, container, *,
     spec["successPolicy"] = {"rules": [{"succeededIndexes": (
         "0" if last == 0 else f"0-{last}")}]}
   return {"apiVersion": "batch/v1", "kind": "Job",
-          "metadata": k8s_pods.meta(config, name, component), "spec": spec}
+          "metadata": pods.meta(config, name, component), "spec": spec}
 
 
 def _headless_service(config, component):
   return {"apiVersion": "v1", "kind": "Service",
-          "metadata": k8s_pods.meta(config, config.service, component),
+          "metadata": pods.meta(config, config.service, component),
           "spec": {"clusterIP": "None", "publishNotReadyAddresses": True,
-                   "selector": k8s_pods.labels(config, component),
+                   "selector": pods.labels(config, component),
                    "ports": [{"name": "tf", "port": config.port,
                               "targetPort": config.port,
                               "protocol": "TCP"}]}}
@@ -77,8 +77,8 @@ def _headless_service(config, component):
 
 def _network_policy(config, component):
   """Only the job's own pods (and `allow_cidr`) reach the TF port."""
-  labels = k8s_pods.labels(config, component)
-  return k8s_policy.network_policy(
+  labels = pods.labels(config, component)
+  return policy.network_policy(
       name=f"{config.name}-tf", namespace=config.namespace, labels=labels,
       instance_labels={k: labels[k] for k in (
           "app.kubernetes.io/name", "app.kubernetes.io/instance")},
@@ -87,19 +87,19 @@ def _network_policy(config, component):
 
 
 def _evaluator_job(config):
-  env = _cluster_env(config) + [{"name": k8s_config.TASK_TYPE_ENV,
+  env = _cluster_env(config) + [{"name": config_lib.TASK_TYPE_ENV,
                                  "value": "evaluator"}]
-  container = k8s_pods.container(
-      config, args=_MAIN + tuple(k8s_pods.main_args(config)), env=env,
+  container = pods.container(
+      config, args=_MAIN + tuple(pods.main_args(config)), env=env,
       gpus=config.num_gpus_per_worker, ports=False)
   return _indexed_job(config, f"{config.name}-evaluator", "evaluator", 1,
                       container, subdomain=False)
 
 
 def _training(config):
-  tasks = k8s_config.training_tasks(config)
-  container = k8s_pods.container(
-      config, args=_MAIN + tuple(k8s_pods.main_args(config)),
+  tasks = config_lib.training_tasks(config)
+  container = pods.container(
+      config, args=_MAIN + tuple(pods.main_args(config)),
       env=_cluster_env(config), gpus=config.num_gpus_per_worker)
   trainers = sum(1 for task_type, _ in tasks if task_type != "ps")
   return [_headless_service(config, "trainer"),
@@ -111,29 +111,29 @@ def _training(config):
 def _standalone(config):
   objects = [_headless_service(config, "server")]
   for task_type in ("chief", "worker", "ps"):
-    count = len(k8s_config.cluster_addresses(config).get(task_type, ()))
+    count = len(config_lib.cluster_addresses(config).get(task_type, ()))
     if not count:
       continue
     gpus = 0 if task_type == "ps" else config.num_gpus_per_worker
     env = _cluster_env(config) + [
-        {"name": k8s_config.TASK_TYPE_ENV, "value": task_type},
-        {"name": k8s_config.TASK_INDEX_ENV, "valueFrom": {"fieldRef": {
+        {"name": config_lib.TASK_TYPE_ENV, "value": task_type},
+        {"name": config_lib.TASK_INDEX_ENV, "valueFrom": {"fieldRef": {
             "fieldPath": f"metadata.labels['{_POD_INDEX_LABEL}']"}}}]
     args = _SERVER + (f"--num_cpu_devices={config.num_cpu_devices}",
                       f"--num_gpus_per_worker={gpus}")
-    container = k8s_pods.container(config, args=args, env=env, gpus=gpus,
-                                   runs_main=False)
-    labels = dict(k8s_pods.labels(config, "server"), **{
+    container = pods.container(config, args=args, env=env, gpus=gpus,
+                               runs_main=False)
+    labels = dict(pods.labels(config, "server"), **{
         "harness.k8s/task-type": task_type})
     objects.append({
         "apiVersion": "apps/v1", "kind": "StatefulSet",
-        "metadata": k8s_pods.meta(config, f"{config.name}-{task_type}",
-                                  "server"),
+        "metadata": pods.meta(config, f"{config.name}-{task_type}",
+                              "server"),
         "spec": {"serviceName": config.service, "replicas": count,
                  "podManagementPolicy": "Parallel",
                  "selector": {"matchLabels": labels},
                  "template": {"metadata": {"labels": labels},
-                              "spec": k8s_pods.pod_spec(
+                              "spec": pods.pod_spec(
                                   config, container,
                                   restart_policy="Always")}}})
   return objects + [_network_policy(config, "server")]
@@ -143,22 +143,22 @@ def _tfjob(config):
   replicas = {}
   for task_type, replica_type in (("chief", "Chief"), ("worker", "Worker"),
                                   ("ps", "PS")):
-    count = len(k8s_config.cluster_addresses(config).get(task_type, ()))
+    count = len(config_lib.cluster_addresses(config).get(task_type, ()))
     if count:
       # ps too: harness.main checks that every task sees the GPUs.
-      container = k8s_pods.container(
+      container = pods.container(
           config, name="tensorflow", command=_MAIN,
-          args=k8s_pods.main_args(config), env=[],
+          args=pods.main_args(config), env=[],
           gpus=config.num_gpus_per_worker)
       replicas[replica_type] = {
           "replicas": count, "restartPolicy": "OnFailure",
-          "template": {"metadata": {"labels": k8s_pods.labels(config,
-                                                              "trainer")},
-                       "spec": k8s_pods.pod_spec(config, container,
-                                                 restart_policy="OnFailure",
-                                                 subdomain=False)}}
+          "template": {"metadata": {"labels": pods.labels(config,
+                                                          "trainer")},
+                       "spec": pods.pod_spec(config, container,
+                                             restart_policy="OnFailure",
+                                             subdomain=False)}}
   return [{"apiVersion": "kubeflow.org/v1", "kind": "TFJob",
-           "metadata": k8s_pods.meta(config, config.name, "trainer"),
+           "metadata": pods.meta(config, config.name, "trainer"),
            "spec": {"runPolicy": {"cleanPodPolicy": "Running",
                                   "backoffLimit": config.restarts_per_task},
                     "tfReplicaSpecs": replicas}},
@@ -167,7 +167,7 @@ def _tfjob(config):
 
 def _tensorboard(config):
   name = f"{config.name}-tensorboard"
-  container = k8s_pods.container(
+  container = pods.container(
       config, name="tensorboard", command=None, env=[], gpus=0, ports=False,
       runs_main=False,
       args=("tensorboard", f"--logdir={config.model_dir_path}", "--bind_all",
@@ -175,16 +175,16 @@ def _tensorboard(config):
   container["ports"] = [{"name": "http", "containerPort": _TENSORBOARD_PORT}]
   container["resources"] = {"requests": {"cpu": "250m", "memory": "1Gi"},
                             "limits": {"memory": "2Gi"}}
-  selector = k8s_pods.labels(config, "tensorboard")
+  selector = pods.labels(config, "tensorboard")
   return [{"apiVersion": "apps/v1", "kind": "Deployment",
-           "metadata": k8s_pods.meta(config, name, "tensorboard"),
+           "metadata": pods.meta(config, name, "tensorboard"),
            "spec": {"replicas": 1, "selector": {"matchLabels": selector},
-                    "template": {"metadata": {"labels": k8s_pods.labels(
-                        config, "tensorboard")}, "spec": k8s_pods.pod_spec(
+                    "template": {"metadata": {"labels": pods.labels(
+                        config, "tensorboard")}, "spec": pods.pod_spec(
                             config, container, restart_policy="Always",
                             subdomain=False)}}},
           {"apiVersion": "v1", "kind": "Service",
-           "metadata": k8s_pods.meta(config, name, "tensorboard"),
+           "metadata": pods.meta(config, name, "tensorboard"),
            "spec": {"selector": selector, "ports": [
                {"name": "http", "port": _TENSORBOARD_PORT,
                 "targetPort": _TENSORBOARD_PORT, "protocol": "TCP"}]}}]
@@ -202,8 +202,8 @@ def render(config):
   if config.standalone:
     return _standalone(config)
   if config.uses_jobset:  # The evaluator is one of its replicatedJobs.
-    objects = (k8s_jobset.render_trainjob(config) if config.kind == "trainjob"
-               else k8s_jobset.render_jobset(config))
+    objects = (jobset.render_trainjob(config) if config.kind == "trainjob"
+               else jobset.render_jobset(config))
   else:
     objects = _tfjob(config) if config.tfjob else _training(config)
     if config.evaluator:
@@ -244,7 +244,7 @@ def layout_comment(config, argv):
   lines = _command_lines(["python", "-m", "harness.k8s", *argv]) + [""]
   if config.standalone or config.tfjob:
     return "\n".join(lines)
-  tasks = k8s_config.training_tasks(config)
+  tasks = config_lib.training_tasks(config)
   if not config.uses_jobset:
     lines.append(f"Pods of Job {config.name} (hostname -> task):")
     lines += [f"  {config.name}-{i} -> {task_type}/{index}"

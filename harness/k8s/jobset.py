@@ -1,7 +1,7 @@
 """A harness training cluster as a JobSet, or as a Kubeflow Trainer v2 job.
 
-    objects = k8s_jobset.render_jobset(config)     # --kind=jobset
-    objects = k8s_jobset.render_trainjob(config)   # --kind=trainjob
+    objects = jobset.render_jobset(config)     # --kind=jobset
+    objects = jobset.render_trainjob(config)   # --kind=trainjob
 
 One JobSet (jobset.x-k8s.io/v1alpha2) per training job, a replicatedJob
 per TF_CONFIG task type (chief, worker, ps, evaluator), each ONE Indexed
@@ -22,7 +22,7 @@ index; downward API) and the task counts as variables, from which
   ClusterTrainingRuntime (`trainer.kubeflow.org/framework: tensorflow`)
   and a TrainJob referring to it (trainer.kubeflow.org/v1alpha1).
 
-Pods keep harness's hardening (`cli/k8s_policy.py`); the NetworkPolicy
+Pods keep harness's hardening (`k8s/policy.py`); the NetworkPolicy
 selects them by the JobSet's own `jobset-name` label.
 
 This module imports nothing from TensorFlow.
@@ -30,10 +30,11 @@ This module imports nothing from TensorFlow.
 
 import json
 
-from harness.cli import k8s_config
-from harness.cli import k8s_pods
-from harness.cli import k8s_policy
+from harness.cluster import jobs
 from harness.cluster import jobset_env
+from harness.k8s import config as config_lib
+from harness.k8s import pods
+from harness.k8s import policy
 
 __all__ = ["render_jobset", "render_trainjob", "jobset_spec",
            "runtime_name", "JOBSET_API", "TRAINER_API"]
@@ -53,7 +54,7 @@ def _field_env(name, path):
 def _place_env(config):
   """The variables `jobset_env` reads: the pod's place and the cluster."""
   tasks = {}
-  for task_type, _ in k8s_config.training_tasks(config):
+  for task_type, _ in config_lib.training_tasks(config):
     tasks[task_type] = tasks.get(task_type, 0) + 1
   return [
       _field_env(jobset_env.JOBSET_NAME_ENV,
@@ -71,15 +72,15 @@ def _place_env(config):
 
 def _replicated_job(config, task_type, count):
   """One Indexed Job of `count` pods, the tasks of `task_type`."""
-  evaluator = task_type == jobset_env.EVALUATOR
+  evaluator = task_type == jobs.EVALUATOR
   # Every task, ps too, gets the GPUs: harness.main checks that each task
   # sees --num_gpus_per_worker devices.
-  container = k8s_pods.container(
-      config, args=k8s_pods.MAIN + tuple(k8s_pods.main_args(config)),
+  container = pods.container(
+      config, args=pods.MAIN + tuple(pods.main_args(config)),
       env=_place_env(config), gpus=config.num_gpus_per_worker,
       ports=not evaluator)
   component = "evaluator" if evaluator else "trainer"
-  labels = dict(k8s_pods.labels(config, component),
+  labels = dict(pods.labels(config, component),
                 **{"harness.k8s/task-type": task_type})
   job_spec = {
       "completionMode": "Indexed", "completions": count,
@@ -88,11 +89,11 @@ def _replicated_job(config, task_type, count):
       # the group. The evaluator retries its pod within its own Job.
       "backoffLimit": config.restarts_per_task if evaluator else 0,
       "podReplacementPolicy": "Failed",
-      "podFailurePolicy": k8s_pods.pod_failure_policy(),
+      "podFailurePolicy": pods.pod_failure_policy(),
       "template": {"metadata": {"labels": labels},
-                   "spec": k8s_pods.pod_spec(config, container,
-                                             restart_policy="Never",
-                                             subdomain=False)},
+                   "spec": pods.pod_spec(config, container,
+                                         restart_policy="Never",
+                                         subdomain=False)},
   }
   return {"name": task_type, "replicas": 1,
           "template": {"metadata": {"labels": dict(labels)},
@@ -104,7 +105,7 @@ def _failure_policy(config, trainer_types):
             "onJobFailureReasons": [_POD_FAILURE_POLICY_REASON]}]
   if config.evaluator:
     rules.append({"name": "evaluatorRestartsAlone", "action": "RestartJob",
-                  "targetReplicatedJobs": [jobset_env.EVALUATOR]})
+                  "targetReplicatedJobs": [jobs.EVALUATOR]})
   rules.append({"name": "trainerRestartsTheGroup", "action": "RestartJobSet",
                 "targetReplicatedJobs": list(trainer_types)})
   return {"maxRestarts": config.restarts_per_task, "rules": rules}
@@ -113,19 +114,19 @@ def _failure_policy(config, trainer_types):
 def jobset_spec(config):
   """The JobSet spec of `config` (also a ClusterTrainingRuntime's)."""
   counts = {}
-  for task_type, _ in k8s_config.training_tasks(config):
+  for task_type, _ in config_lib.training_tasks(config):
     counts[task_type] = counts.get(task_type, 0) + 1
   if config.evaluator:
-    counts[jobset_env.EVALUATOR] = 1
+    counts[jobs.EVALUATOR] = 1
   finishers = ["chief" if config.chief else "worker"]
   if config.evaluator:  # Its last evaluation and export follow the chief's.
-    finishers.append(jobset_env.EVALUATOR)
+    finishers.append(jobs.EVALUATOR)
   return {
       "network": {"enableDNSHostnames": True,
                   "publishNotReadyAddresses": True},
       "successPolicy": {"operator": "All", "targetReplicatedJobs": finishers},
       "failurePolicy": _failure_policy(
-          config, [t for t in counts if t != jobset_env.EVALUATOR]),
+          config, [t for t in counts if t != jobs.EVALUATOR]),
       "replicatedJobs": [_replicated_job(config, task_type, count)
                          for task_type, count in counts.items()],
   }
@@ -134,17 +135,17 @@ def jobset_spec(config):
 def _network_policy(config):
   """Only pods of this JobSet (and `allow_cidr`) reach the TF port."""
   by_jobset = {jobset_env.JOBSET_NAME_LABEL: config.name}
-  return k8s_policy.network_policy(
+  return policy.network_policy(
       name=f"{config.name}-tf", namespace=config.namespace,
       labels=by_jobset, instance_labels=by_jobset, port=config.port,
       allow_cidr=config.allow_cidr, metrics_port=config.metrics_port,
-      metadata_labels=k8s_pods.labels(config, "trainer"))
+      metadata_labels=pods.labels(config, "trainer"))
 
 
 def render_jobset(config):
   """[JobSet, NetworkPolicy] of `config` (`--kind=jobset`)."""
   return [{"apiVersion": JOBSET_API, "kind": "JobSet",
-           "metadata": k8s_pods.meta(config, config.name, "trainer"),
+           "metadata": pods.meta(config, config.name, "trainer"),
            "spec": jobset_spec(config)},
           _network_policy(config)]
 
@@ -162,15 +163,15 @@ def render_trainjob(config):
   Job per task type. Trainer names the JobSet after the TrainJob, so the
   pods' DNS names and TF_CONFIG are those of `--kind=jobset`.
   """
-  runtime_labels = dict(k8s_pods.labels(config, "trainer"),
+  runtime_labels = dict(pods.labels(config, "trainer"),
                         **{_FRAMEWORK_LABEL: "tensorflow"})
   runtime = {"apiVersion": TRAINER_API, "kind": "ClusterTrainingRuntime",
              "metadata": {"name": runtime_name(config),
                           "labels": runtime_labels},
-             "spec": {"template": {"metadata": {"labels": k8s_pods.labels(
+             "spec": {"template": {"metadata": {"labels": pods.labels(
                  config, "trainer")}, "spec": jobset_spec(config)}}}
   trainjob = {"apiVersion": TRAINER_API, "kind": "TrainJob",
-              "metadata": k8s_pods.meta(config, config.name, "trainer"),
+              "metadata": pods.meta(config, config.name, "trainer"),
               "spec": {"runtimeRef": {"apiGroup": _TRAINER_GROUP,
                                       "kind": "ClusterTrainingRuntime",
                                       "name": runtime_name(config)}}}

@@ -1,6 +1,6 @@
 """The session hooks that carry an early stop to every worker.
 
-`early_stopping.make_early_stopping_hook` picks one per task:
+`harness.early_stopping.make_early_stopping_hook` picks one per task:
 `StopOnPredicateHook` on the chief (evaluates the predicate; with workers
 to tell, sets `signal_early_stopping/STOP`), `CheckForStoppingHook` on the
 other workers (stop once that variable is set), or, under a collective

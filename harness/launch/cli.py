@@ -1,4 +1,4 @@
-"""Runs a whole training cluster on this machine, one subprocess a task.
+"""`python -m harness.launch`: a whole training cluster on this machine.
 
     python -m harness.launch --workers=2 --ps=1 --evaluator -- \\
         python -m harness.main --model_dir=/tmp/m ...
@@ -11,7 +11,7 @@ the leader of its own process group. Output lines are prefixed by the task,
 
 Network: TensorFlow servers listen on every interface (`harness.cluster.listen`), so
 by default (`--network_isolation=auto`) the tasks run inside one private
-network namespace (`harness.cluster.netns`: Linux, root or user namespaces) where
+network namespace (`launch/netns.py`: Linux, root or user namespaces) where
 only they can reach their ports; the launcher logs `launch | network | ...`
 saying which. Where that is impossible (or with `--network_isolation=none`,
 needed by jobs that use the network, e.g. a gs:// model_dir) it prints one
@@ -24,11 +24,12 @@ are used up; with 124 after `--timeout_secs`; with 128+N on signal N. In each
 case every task still running gets SIGTERM, then SIGKILL after
 `--grace_secs`. The same from Python::
 
-    code = launch.launch(["python", "train.py"], workers=2, ps=1)
+    code = harness.launch.launch(["python", "train.py"], workers=2, ps=1)
 
 The task supervisor (process groups, restarts, stopping) is
-`cli/task_supervisor.py`; this module builds the cluster and is the binary.
-It imports nothing from TensorFlow, so that it starts fast.
+`launch/supervisor.py`; this module builds the cluster and is the binary
+(`launch/__main__.py` runs `run`). It imports nothing from TensorFlow, so
+that it starts fast.
 """
 
 import contextlib
@@ -45,20 +46,20 @@ import types
 from absl import app
 from absl import flags
 
+from harness import cluster as cluster_lib
 from harness import errors
 from harness.cli import bad_flags as cli
-from harness.cli import task_supervisor
 from harness.cli import tensorboard_server
 from harness.cluster import listen
-from harness.cluster import netns
-from harness.cluster import ports
-from harness.cluster import tf_config as cluster_lib
+from harness.launch import netns
+from harness.launch import ports
+from harness.launch import supervisor
 
 __all__ = ["launch", "build_tf_configs", "task_names", "TIMEOUT_EXIT_CODE",
            "NETWORK_ISOLATIONS"]
 
 NETWORK_ISOLATIONS = netns.MODES
-TIMEOUT_EXIT_CODE = task_supervisor.TIMEOUT_EXIT_CODE
+TIMEOUT_EXIT_CODE = supervisor.TIMEOUT_EXIT_CODE
 
 
 def _check_count(name, value, minimum=0):
@@ -234,22 +235,22 @@ def launch(command, *, workers, chief=False, ps=0, evaluator=False,
         config, source=f"the TF_CONFIG launch made for {name}"))
   base_env = dict(os.environ if env is None else env)
   _check_program(command, base_env, next(iter(configs)))
-  out = task_supervisor.Output(sys.stdout if output is None else output)
+  out = supervisor.Output(sys.stdout if output is None else output)
   space = netns.isolate_for_launch(
       network_isolation, host=host, open_ports=_open_ports(configs),
       log=out.line)
   run_command = space.wrap(command) if space else command
   tasks = [
-      task_supervisor.Task(
+      supervisor.Task(
           name, run_command,
           _task_env(base_env, name, config, isolated=bool(space)), out)
       for name, config in configs.items()]
   try:
-    return task_supervisor.supervise(
+    return supervisor.supervise(
         tasks, out, max_restarts=max_restarts, timeout_secs=timeout_secs,
         stop_event=stop_event, grace_secs=grace_secs)
   finally:  # Also on KeyboardInterrupt or any error of the launcher itself.
-    task_supervisor.stop_all(tasks, grace_secs)
+    supervisor.stop_all(tasks, grace_secs)
     if space:
       space.close()
 
@@ -384,6 +385,3 @@ def run():
           flags_parser=lambda argv: parse(
               tensorboard_server.expand_bare_flag(argv)))
 
-
-if __name__ == "__main__":
-  run()

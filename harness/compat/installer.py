@@ -1,35 +1,7 @@
-"""Makes legacy `tf.estimator` code run on harness, unchanged.
-
-    import harness.compat  # pylint: disable=unused-import
-    import tensorflow as tf
-
-    est = tf.estimator.Estimator(model_fn)            # a harness.Estimator
-    from tensorflow_estimator.python.estimator import run_config  # harness's
-
-Importing this module (or running a script under `python -m harness.run`)
-puts three kinds of aliases in place, and nothing else:
-
-* `tf.estimator`, `tf.compat.v1.estimator` and `tf.compat.v2.estimator` on
-  every TensorFlow API module object (the v1 and v2 namespaces are distinct
-  objects in TensorFlow, and so are ours);
-* `sys.modules` entries for the module paths of tensorflow_estimator 2.15
-  that legacy code and libraries import (`tensorflow_estimator.python.
-  estimator.estimator`, `.run_config`, `.export.export_lib`, ...), mirrored
-  under `tensorflow.python.estimator`;
-* a finder that answers any other `tensorflow_estimator.*` module with
-  `NotSupportedError` (also a `ModuleNotFoundError`) naming it.
-
-Every alias module forwards each attribute access to harness's current
-object, so nothing is copied and nothing goes stale. A public name that
-harness lacks raises `harness.errors.NotSupportedError` naming it. Importing
-twice, or calling `install()` again, changes nothing.
+"""Installs the aliases of `harness.compat` (its door runs `install()`).
 
 The table of module paths and names, and the alias module type, are
-`harness/compat_aliases.py`; this module installs them.
-
-Importing harness sets `TF_USE_LEGACY_KERAS=1` before TensorFlow loads; if
-Keras 3 was already loaded, the import raises `harness.errors.
-LegacyKerasError` unchanged.
+`harness/compat/aliases.py`; this module puts them in place.
 """
 
 import importlib.abc
@@ -37,10 +9,10 @@ import re
 import sys
 
 from harness import _tf_private
-from harness import compat_aliases
 from harness import errors
 # Loads TensorFlow with TF_USE_LEGACY_KERAS=1, or raises LegacyKerasError.
 from harness._tf import tf
+from harness.compat import aliases as compat_aliases
 
 __all__ = ["install", "check_keras_2", "register_module",
            "ModuleNotProvidedError", "V1_NAMESPACE", "V2_NAMESPACE"]
@@ -271,6 +243,3 @@ def install():
   if not any(getattr(f, compat_aliases.MARKER, False) for f in sys.meta_path):
     sys.meta_path.append(_NotProvidedFinder())
   return dict(registry)
-
-
-install()

@@ -1,19 +1,19 @@
 """The building blocks of the pods `harness.k8s` renders, for every kind.
 
-    container = k8s_pods.container(config, args=..., env=..., gpus=1)
-    spec = k8s_pods.pod_spec(config, container, restart_policy="Never")
+    container = pods.container(config, args=..., env=..., gpus=1)
+    spec = pods.pod_spec(config, container, restart_policy="Never")
 
 Labels and metadata, the harness container (entrypoint, environment,
 resources, security, mounts, ports: `tf` and, with `--metrics_port`,
 `metrics`), the pod spec around it, and harness.main's arguments. Used by
-`cli/k8s_manifests.py` (Jobs, StatefulSets, TFJob, TensorBoard) and
-`cli/k8s_jobset.py` (JobSet, Kubeflow Trainer runtime).
+`k8s/manifests.py` (Jobs, StatefulSets, TFJob, TensorBoard) and
+`k8s/jobset.py` (JobSet, Kubeflow Trainer runtime).
 
 This module imports nothing from TensorFlow.
 """
 
-from harness.cli import k8s_config
-from harness.cli import k8s_policy
+from harness.k8s import config as config_lib
+from harness.k8s import policy
 
 __all__ = ["MAIN", "labels", "meta", "main_args", "container", "pod_spec",
            "pod_failure_policy"]
@@ -56,7 +56,7 @@ def main_args(config):
 
 
 def container(config, *, args, env, gpus, ports=True, runs_main=True,
-              name=k8s_config.CONTAINER, command=k8s_config.ENTRYPOINT):
+              name=config_lib.CONTAINER, command=config_lib.ENTRYPOINT):
   """The harness container.
 
   `ports`: it listens on the TF port; `runs_main`: it runs harness.main
@@ -69,14 +69,14 @@ def container(config, *, args, env, gpus, ports=True, runs_main=True,
   result.update({
       "args": list(args),
       "env": ([{"name": "PYTHONUNBUFFERED", "value": "1"}]
-              + k8s_policy.scratch_env() + env),
+              + policy.scratch_env() + env),
       "resources": _resources(config, gpus),
-      "securityContext": k8s_policy.container_security(),
-      "volumeMounts": [k8s_policy.scratch_mount()],
+      "securityContext": policy.container_security(),
+      "volumeMounts": [policy.scratch_mount()],
   })
   container_ports = []
   if ports:
-    port_name = "tf" if name == k8s_config.CONTAINER else "tfjob-port"
+    port_name = "tf" if name == config_lib.CONTAINER else "tfjob-port"
     container_ports.append({"name": port_name, "containerPort": config.port,
                             "protocol": "TCP"})
   if config.metrics_port and runs_main:
@@ -87,7 +87,7 @@ def container(config, *, args, env, gpus, ports=True, runs_main=True,
     result["ports"] = container_ports
   if config.pvc:
     result["volumeMounts"].append({"name": "model",
-                                   "mountPath": k8s_config.MODEL_MOUNT})
+                                   "mountPath": config_lib.MODEL_MOUNT})
   return result
 
 
@@ -102,7 +102,7 @@ def pod_spec(config, pod_container, *, restart_policy, subdomain=True):
   if config.pvc:
     spec["volumes"] = [{"name": "model", "persistentVolumeClaim": {
         "claimName": config.pvc}}]
-  return k8s_policy.pod_security(spec)
+  return policy.pod_security(spec)
 
 
 def pod_failure_policy():
@@ -111,7 +111,7 @@ def pod_failure_policy():
   preempted) is not counted against its retries."""
   return {"rules": [
       {"action": "FailJob", "onExitCodes": {
-          "containerName": k8s_config.CONTAINER, "operator": "In",
-          "values": [k8s_config.CONFIG_ERROR_EXIT_CODE]}},
+          "containerName": config_lib.CONTAINER, "operator": "In",
+          "values": [config_lib.CONFIG_ERROR_EXIT_CODE]}},
       {"action": "Ignore", "onPodConditions": [
           {"type": "DisruptionTarget", "status": "True"}]}]}

@@ -1,13 +1,13 @@
 """The task supervisor of `harness.launch`: one process group per task.
 
-    out = task_supervisor.Output(sys.stdout)
-    tasks = [task_supervisor.Task("worker/0", command, env, out)]
+    out = supervisor.Output(sys.stdout)
+    tasks = [supervisor.Task("worker/0", command, env, out)]
     try:
-      status = task_supervisor.supervise(tasks, out, max_restarts=1,
-                                         timeout_secs=0, stop_event=None,
-                                         grace_secs=10)
+      status = supervisor.supervise(tasks, out, max_restarts=1,
+                                    timeout_secs=0, stop_event=None,
+                                    grace_secs=10)
     finally:
-      task_supervisor.stop_all(tasks, grace_secs=10)
+      supervisor.stop_all(tasks, grace_secs=10)
 
 Each task's process leads its own process group; its output lines are
 prefixed `[job/index] `, the supervisor's own lines start with `launch | `.

@@ -1,13 +1,7 @@
 """ModeKeys, EstimatorSpec, and how `model_fn` / `input_fn` are called.
 
-The rules here are tf.estimator 2.15's, so that a `model_fn` that worked there
-works here, and one that was rejected there is rejected here with a message
-that says what to change::
-
-    def model_fn(features, labels, mode, params):
-      logits = tf.compat.v1.layers.dense(features["x"], 10)
-      ...
-      return harness.EstimatorSpec(mode, loss=loss, train_op=train_op)
+tf.estimator 2.15's rules (its `model_fn` module); the field checks are in
+`harness.spec.checks`. Imported through the door, `harness.spec`.
 """
 
 import collections
@@ -16,9 +10,9 @@ import functools
 import inspect
 
 from harness import errors
-from harness import spec_checks
 from harness._tf import tf
 from harness.export import outputs as export_outputs_lib
+from harness.spec import checks as spec_checks
 
 __all__ = [
     "ModeKeys",

@@ -19,7 +19,7 @@ __all__ = [
     "keras_metric_class", "LOSS_TO_SCALAR_OP",
 ]
 
-# The ModeKeys values (harness.spec.ModeKeys, which imports this module).
+# The ModeKeys values (harness.spec.ModeKeys; its module imports this one).
 TRAIN, EVAL, PREDICT = "train", "eval", "infer"
 
 

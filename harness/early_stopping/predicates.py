@@ -1,20 +1,8 @@
-"""Early stopping: hooks that end training when an eval metric stops improving.
+"""The early-stopping functions: a metric predicate -> the hook for a task.
 
-As tf.estimator.experimental's early-stopping functions (2.15)::
-
-    hook = early_stopping.stop_if_no_decrease_hook(
-        estimator, "loss", max_steps_without_decrease=1000,
-        run_every_secs=None, run_every_steps=100)
-    train_spec = harness.TrainSpec(train_input_fn, hooks=[hook])
-
-The chief evaluates the predicate (which reads the eval event files). When
-several worker processes train, it tells the others through a variable
-(`signal_early_stopping/STOP`); a collective multi-worker strategy sums that
-variable across workers instead. An in-process MirroredStrategy needs no
-signalling (2.15 wrongly took the multi-worker path for any strategy).
-When the chief stops early it also writes `<model_dir>/training_stopped`
-(`write_training_stopped_marker`), which an evaluator process polls
-(`read_training_stopped_marker`) to know that no more checkpoints will come.
+`make_early_stopping_hook` and the `stop_if_*` helpers of 2.15; the hooks
+themselves are `harness.early_stopping.stop_hooks`. Imported through the
+door, `harness.early_stopping`.
 """
 
 import collections
@@ -25,9 +13,9 @@ from absl import logging
 
 from harness import errors
 from harness import estimator as estimator_lib
-from harness import early_stopping_hooks
 from harness._tf import tf
 from harness.cluster.strategy_kind import StrategyKind
+from harness.early_stopping import stop_hooks as early_stopping_hooks
 from harness.state import run_state
 
 __all__ = [
@@ -46,9 +34,6 @@ TRAINING_STOPPED_MARKER = run_state.MARKER_NAME
 _EVENT_FILE_GLOB_PATTERN = "events.out.tfevents.*"
 
 
-# tf.estimator 2.15's private names, which legacy code calls.
-_StopOnPredicateHook = early_stopping_hooks.StopOnPredicateHook
-_CheckForStoppingHook = early_stopping_hooks.CheckForStoppingHook
 
 
 def _check_estimator(estimator):

@@ -1,0 +1,131 @@
+"""TensorFlow internals of the training loop: hooks, savers, variables.
+
+Part of `harness._tf_private` (see its door for the rule).
+"""
+
+from harness._tf import tf
+
+__all__ = [
+    "GLOBAL_STEP_READ_KEY",
+    "SUMMARY_WRITER_INIT_KEY",
+    "set_hook_steps_per_run",
+    "variable_fetch_tensor",
+    "RetentionSaver",
+    "rebuild_saver",
+    "initializer_ops",
+    "add_saving_listeners",
+]
+
+# tensorflow.python.training.training_util.GLOBAL_STEP_READ_KEY: the graph
+# collection caching the global step read that TF's hooks fetch. Why
+# private: no public name; harness registers its own read there (a plain
+# read under strategies, ordered before a steps_per_loop loop).
+GLOBAL_STEP_READ_KEY = "global_step_read_op_cache"
+
+
+# tensorflow.python.ops.summary_ops_v2._SUMMARY_WRITER_INIT_COLLECTION_NAME:
+# the graph collection of v2 summary writers' initialisers (what
+# `summary_writer_initializer_op()` returns). Why private: no public name;
+# a TPUEstimatorSpec host_call's writer must be initialised by its hook,
+# as tf.estimator 2.15's did.
+SUMMARY_WRITER_INIT_KEY = "_SUMMARY_WRITER_V2"
+
+
+def set_hook_steps_per_run(hook, steps_per_run):
+  """Tells a CheckpointSaverHook / StepCounterHook the steps one run makes.
+
+  Why private: `_set_steps_per_run` is how TF's own multi-step loops
+  (TPUEstimator, Keras v1) told these hooks; no public setter exists. Left
+  unset, CheckpointSaverHook assumes 1,000,000 and re-reads the global step
+  in an extra `session.run` after every step.
+  """
+  hook._set_steps_per_run(steps_per_run)  # pylint: disable=protected-access
+
+
+def variable_fetch_tensor(variable):
+  """The tensor a `session.run(variable)` fetch evaluates.
+
+  Why private: `_as_graph_element` is the protocol Session uses to turn a
+  fetched variable into a tensor; the training loop orders that read before
+  its first step.
+  """
+  element = getattr(variable, "_as_graph_element", None)
+  return element() if callable(element) else tf.convert_to_tensor(variable)
+
+
+class RetentionSaver(tf.compat.v1.train.Saver):
+  """A Saver that deletes the checkpoint over `max_to_keep` before, not
+  after, it rewrites the `checkpoint` state file.
+
+  A process killed between TensorFlow's unlisting and its deletion leaves
+  an unlisted checkpoint that looks like one `keep_checkpoint_every_n_hours`
+  preserved, so restarts cannot count it (tests/test_retention.py's kill -9
+  test caught it in 2 of 6 full runs).
+  Deleting first leaves a listed, deleted one instead, which readers skip.
+  Why private: `save()`'s only step between the two is its private
+  `_RecordLastCheckpoint` (TF 2.21.0); preservation decisions are TF's own.
+  """
+
+  _meta_graph_suffix = "meta"
+
+  def save(self, *args, **kwargs):
+    # save(sess, save_path, global_step, latest_filename, meta_graph_suffix)
+    self._meta_graph_suffix = (args[4] if len(args) > 4 else
+                               kwargs.get("meta_graph_suffix", "meta"))
+    return super().save(*args, **kwargs)
+
+  def _RecordLastCheckpoint(self, latest_save_path):  # pylint: disable=invalid-name
+    # pylint: disable=protected-access
+    super()._RecordLastCheckpoint(latest_save_path)
+    self._MaybeDeleteOldCheckpoints(meta_graph_suffix=self._meta_graph_suffix)
+
+
+def rebuild_saver(saver):
+  """A Saver like `saver`, built in the current default graph.
+
+  Why private: a Saver keeps its constructor arguments only in private
+  attributes. Used for a Saver that model_fn built inside the
+  steps_per_loop loop body, whose save/restore ops cannot run from outside
+  the loop: the copy saves the same variables with the same options.
+  """
+  # pylint: disable=protected-access
+  saver_class = (RetentionSaver if isinstance(saver, RetentionSaver)
+                 else tf.compat.v1.train.Saver)
+  return saver_class(
+      var_list=saver._var_list, reshape=saver._reshape,
+      sharded=saver._sharded, max_to_keep=saver._max_to_keep,
+      keep_checkpoint_every_n_hours=saver._keep_checkpoint_every_n_hours,
+      name=saver._name, restore_sequentially=saver._restore_sequentially,
+      allow_empty=saver._allow_empty, write_version=saver._write_version,
+      pad_step_number=saver._pad_step_number,
+      save_relative_paths=saver._save_relative_paths,
+      filename=saver._filename)
+
+
+  # pylint: enable=protected-access
+
+
+def initializer_ops(variable):
+  """The initialiser ops a variable holds now, building none.
+
+  A distributed variable's public `initializer` groups its components'
+  initialisers in a new op wherever it is read; `init_from_checkpoint`
+  sets its private `_initializer_op` instead. Why private: the public
+  property builds ops. Returns the distributed variable's own op (if set)
+  and each component's `initializer`, or `[variable.initializer]`.
+  """
+  if isinstance(variable, tf.distribute.DistributedValues):
+    own = getattr(variable, "_initializer_op", None)
+    return ([own] if own is not None else []) + [
+        v.initializer for v in variable.values]
+  return [variable.initializer]
+
+
+def add_saving_listeners(saver_hook, listeners):
+  """Adds `CheckpointSaverListener`s to an existing `CheckpointSaverHook`.
+
+  Why private: the hook takes listeners only in its constructor; a
+  model_fn's own saver hook gets train(saving_listeners=...) through
+  `_listeners`, as tf.estimator 2.15 did.
+  """
+  saver_hook._listeners.extend(listeners)  # pylint: disable=protected-access

@@ -1,0 +1,68 @@
+"""Kubernetes manifests for a harness training cluster, rendered from flags.
+
+    python -m harness.k8s --kind=jobset --name=mnist --workers=4 --evaluator \\
+        --image=registry.example.com/harness:0.1 --pvc=harness-model -- \\
+        --model_fn=mnist_mlp --input_fn=mnist --max_steps=10000 \\
+      | kubectl apply -f -
+
+or, from Python::
+
+    import harness.k8s
+    text = harness.k8s.to_yaml(harness.k8s.render(harness.k8s.K8sConfig(
+        name="mnist", workers=2, image="...", model_dir="gs://b/m")))
+
+prints multi-document YAML: by default (`--kind=jobset`) one JobSet with a
+replicatedJob per task type (chief, worker, ps, evaluator) and a
+NetworkPolicy; each pod's TF_CONFIG is built from its place in the JobSet
+(`harness.cluster.jobset_env`). `--kind=trainjob` renders the same JobSet
+as a Kubeflow Trainer v2 ClusterTrainingRuntime plus a TrainJob;
+`--kind=jobs` a headless Service, one Indexed Job (batch/v1) for the
+training cluster (index i runs task i of chief, workers, ps; the cluster
+as JSON in `HARNESS_K8S_CLUSTER`) and one for the evaluator. The flags
+after `--` reach `python -m harness.main` unchanged; each container's
+entrypoint runs `python -m harness.k8s tf-config`, which works out the
+pod's TF_CONFIG and checks it. `--standalone` renders standard servers (a
+StatefulSet per role), `--tfjob` a Kubeflow TFJob; k8s/README.md explains
+the choices.
+
+The package: `config` (`K8sConfig`, the tasks, the pods' variables),
+`manifests` (the objects and their YAML; JobSet and Trainer in `jobset`,
+the pods' parts in `pods`, their security settings in `policy`),
+`entrypoint` (`tf-config`), `cli` (the binary's flags and `main`, run by
+`__main__`). This door re-exports their public names; nothing else in
+harness imports this package.
+
+This package imports nothing from TensorFlow.
+"""
+
+# The config and the contract with the pods.
+from harness.k8s.config import CLUSTER_ENV
+from harness.k8s.config import CONFIG_ERROR_EXIT_CODE
+from harness.k8s.config import CONTAINER
+from harness.k8s.config import ENTRYPOINT
+from harness.k8s.config import JOB_INDEX_ENV
+from harness.k8s.config import K8sConfig
+from harness.k8s.config import MODEL_MOUNT
+from harness.k8s.config import SCRATCH_MOUNT
+from harness.k8s.config import TASK_INDEX_ENV
+from harness.k8s.config import TASK_TYPE_ENV
+from harness.k8s.config import training_tasks
+# Rendering.
+from harness.k8s.manifests import render
+from harness.k8s.manifests import to_yaml
+# The pod's entrypoint and the binary.
+from harness.k8s.entrypoint import tf_config_from_environ
+from harness.k8s.cli import main
+from harness.k8s.cli import parse_args
+
+__all__ = [
+    # The config and the contract with the pods.
+    "K8sConfig", "training_tasks",
+    "CLUSTER_ENV", "TASK_TYPE_ENV", "TASK_INDEX_ENV", "JOB_INDEX_ENV",
+    "CONTAINER", "MODEL_MOUNT", "SCRATCH_MOUNT", "ENTRYPOINT",
+    "CONFIG_ERROR_EXIT_CODE",
+    # Rendering.
+    "render", "to_yaml",
+    # The pod's entrypoint and the binary.
+    "tf_config_from_environ", "parse_args", "main",
+]

@@ -1,0 +1,383 @@
+"""RunConfig, as tf.estimator 2.15 had it.
+
+Usage::
+
+    config = harness.RunConfig(model_dir="/tmp/m", save_checkpoints_steps=500,
+                               train_distribute=strategy, steps_per_loop=10)
+    config.is_chief, config.num_worker_replicas, config.cluster_spec
+    config = config.replace(keep_checkpoint_max=10)
+
+`RunConfig` keeps 2.15's constructor (plus keyword-only `steps_per_loop`,
+`remote_connect_timeout_secs`, the evaluator's `eval_poll_secs` and
+`eval_idle_timeout_secs`, `peer_timeout_secs`, `restart_wait_secs`,
+`force_takeover`, `bind_address`, `remote_claim_timeout_secs`,
+`max_runs_without_progress`, `stop_timeout_secs`, `input_timeout_secs`,
+`metrics_port`, `metrics_bind` and
+`environ`), properties, `replace()`
+allow-list and messages. It is a thin shell over data: the user's values
+(checked by `harness.run_config.checks`), the `ClusterInfo` read once from
+TF_CONFIG (`harness.cluster.tf_config`), and facts derived from both
+(`harness.run_config.distribution`). Unlike 2.15:
+
+* a bad TF_CONFIG raises `ClusterConfigError` (also the exception type 2.15
+  raised: ValueError, TypeError or JSONDecodeError) with 2.15's sentence
+  first; RunConfig refuses only what 2.15's did, the rest is checked before
+  training (`check_supported_config`);
+* with a `train_distribute` strategy and a cluster, the task properties
+  (`is_chief`, `master`, `task_type`, ...) are the values 2.15's distribute
+  coordinator set inside each worker, i.e. what `model_fn` saw, right away;
+* `replace()` re-derives whatever depends on the replaced values (2.15 only
+  set the attribute), and shares strategy objects instead of deep-copying
+  them (a running collective strategy cannot be deep-copied).
+"""
+
+import copy
+import os
+
+from absl import logging
+
+from harness import cluster
+from harness import errors
+from harness.cluster import env_knobs
+from harness.cluster import jobs
+from harness.core import live_metrics
+from harness.core import stall
+from harness.core import stop_signal
+from harness.run_config import checks
+from harness.run_config import distribution
+from harness.run_config.checks import DEFAULT_REMOTE_CLAIM_TIMEOUT_SECS
+from harness.run_config.checks import DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS
+from harness.state import paths
+
+__all__ = ["RunConfig"]
+
+_USE_DEFAULT = env_knobs.NotGiven.CHECKPOINT_DEFAULT
+_CONSTRUCTOR_ARGS = (
+    "model_dir", "tf_random_seed", "save_summary_steps",
+    "save_checkpoints_steps", "save_checkpoints_secs", "session_config",
+    "keep_checkpoint_max", "keep_checkpoint_every_n_hours",
+    "log_step_count_steps", "train_distribute", "device_fn", "protocol",
+    "eval_distribute", "experimental_distribute",
+    "experimental_max_worker_delay_secs", "session_creation_timeout_secs",
+    "checkpoint_save_graph_def")
+# 2.15's list (everything the constructor takes) plus harness's own fields.
+_HARNESS_FIELDS = ("steps_per_loop", "remote_connect_timeout_secs",
+                   "eval_poll_secs", "eval_idle_timeout_secs",
+                   "peer_timeout_secs", "restart_wait_secs",
+                   "force_takeover", "bind_address",
+                   "remote_claim_timeout_secs",
+                   "max_runs_without_progress", "stop_timeout_secs",
+                   "input_timeout_secs", "metrics_port", "metrics_bind")
+_DEFAULT_REPLACEABLE_LIST = list(_CONSTRUCTOR_ARGS) + list(_HARNESS_FIELDS)
+def _read_cluster_info(environ, cluster_info):
+  """The ClusterInfo of this run: `cluster_info`, or TF_CONFIG of `environ`
+  read now (None: no TF_CONFIG); logged in one short line."""
+  if cluster_info not in (None, cluster.FROM_ENVIRON) and not isinstance(
+      cluster_info, cluster.ClusterInfo):
+    checks.fail(
+        "cluster_info must be a harness.cluster.tf_config.ClusterInfo or "
+        "None.", "pass harness.cluster.tf_config.from_environ(...)'s result.",
+        cluster_info)
+  info = cluster_info
+  if cluster_info is cluster.FROM_ENVIRON:
+    info = cluster.from_environ(environ)
+  if info is not None:
+    logging.info("TF_CONFIG environment variable: %s",
+                 checks.tf_config_summary(info))
+    logging.debug("TF_CONFIG environment variable (full): %s",
+                  info.to_json())
+  return info
+
+
+def _value(name):
+  """A read-only RunConfig property: the user's value `name`."""
+  return property(lambda self: self._values[name])
+
+
+def _derived(name):
+  """A read-only RunConfig property: field `name` of `distribution.Derived`."""
+  return property(lambda self: getattr(self._derived, name))
+
+
+def _fact(name):
+  """A read-only RunConfig property: this task's `name` from TF_CONFIG (a
+  field of `harness.cluster.derive`'s facts)."""
+  return property(lambda self: getattr(self._derived.facts, name))
+
+
+class RunConfig:
+  """Configuration of an `Estimator` run (tf.estimator 2.15's RunConfig).
+
+  Distributed properties come from TF_CONFIG (read from `environ`, default
+  `os.environ`, once, at construction); see `harness.cluster.tf_config`.
+
+  Harness addition: `strategy_kind`, the read-only `StrategyKind` of
+  `train_distribute` (None without one; a str enum, so it equals
+  "collective", "mirrored", ...), classified once at construction (and
+  again by `replace()`); code holding a RunConfig reads it instead of
+  classifying the strategy again.
+  """
+
+  def __init__(self,
+               model_dir=None,
+               tf_random_seed=None,
+               save_summary_steps=100,
+               save_checkpoints_steps=_USE_DEFAULT,
+               save_checkpoints_secs=_USE_DEFAULT,
+               session_config=None,
+               keep_checkpoint_max=5,
+               keep_checkpoint_every_n_hours=10000,
+               log_step_count_steps=100,
+               train_distribute=None,
+               device_fn=None,
+               protocol=None,
+               eval_distribute=None,
+               experimental_distribute=None,
+               experimental_max_worker_delay_secs=None,
+               session_creation_timeout_secs=7200,
+               checkpoint_save_graph_def=True,
+               *,
+               steps_per_loop=1,
+               remote_connect_timeout_secs=DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS,
+               eval_poll_secs=env_knobs.EVAL_POLL_SECS,
+               eval_idle_timeout_secs=None,
+               peer_timeout_secs=None,
+               restart_wait_secs=None,
+               force_takeover=False,
+               bind_address=None,
+               remote_claim_timeout_secs=DEFAULT_REMOTE_CLAIM_TIMEOUT_SECS,
+               max_runs_without_progress=(
+                   stall.DEFAULT_MAX_RUNS_WITHOUT_PROGRESS),
+               stop_timeout_secs=stop_signal.DEFAULT_STOP_TIMEOUT_SECS,
+               input_timeout_secs=None,
+               metrics_port=live_metrics.DEFAULT_METRICS_PORT,
+               metrics_bind=live_metrics.DEFAULT_METRICS_BIND,
+               environ=None,
+               cluster_info=cluster.FROM_ENVIRON):
+    """Constructs a RunConfig; arguments as tf.estimator 2.15's, plus:
+
+    Args (harness additions, keyword-only):
+      steps_per_loop: training steps run inside one `session.run` (>= 1),
+        or "auto": K from the measured time of the first steps, bounded by
+        the summary, logging and checkpoint cadence (harness.core.auto_loop).
+        Default 1: one step per run, tf.estimator's exact semantics.
+      remote_connect_timeout_secs: with `remote_cluster`, how long each
+        server may take to accept a connection and answer (seconds, > 0).
+      eval_poll_secs: how often the evaluator task looks for a new
+        checkpoint (seconds, > 0); `EvalSpec.throttle_secs` only spaces
+        evaluations.
+      eval_idle_timeout_secs: the evaluator task gives up after this many
+        seconds without a new checkpoint (None: waits while training may
+        resume).
+      peer_timeout_secs: a step of a multi-task job fails after this many
+        seconds without its peers (None: $HARNESS_PEER_TIMEOUT_SECS, else
+        60).
+      restart_wait_secs: how long the evaluator and ps tasks wait for a
+        preempted or failed chief (None: $HARNESS_RESTART_WAIT_SECS, else
+        600).
+      force_takeover: a trainer takes over model_dir's lease even while
+        another live trainer holds it (see `harness.state.lease`).
+      bind_address: where this task's in-process TF server listens: None
+        (the host of its cluster address; TensorFlow 2.21 listens on every
+        interface instead, and a warning says so) or "*" (all interfaces,
+        acknowledged). One host raises NotSupportedError (`harness.cluster.listen`).
+      remote_claim_timeout_secs: with `remote_cluster`, the client's claim
+        of the servers expires this long after its last renewal (renewed
+        every quarter of it); the servers then restart in place, releasing
+        what a killed client left (`harness.distribute.server_claim`), seconds > 0.
+      max_runs_without_progress: training stops with `TrainingStalledError`
+        after this many `session.run` calls leave the global step where it
+        was (a train_op that never advances it); None never stops.
+      stop_timeout_secs: after a first SIGTERM/SIGINT, a training process
+        whose step does not end within this many seconds (a hung input,
+        a blocked session.run) logs the stage it is blocked in and exits,
+        without the final checkpoint (seconds > 0).
+      input_timeout_secs: a local training run whose first batch has not
+        arrived (its first session.run has not returned) after this many
+        seconds fails (None: it waits, logging every 10 s).
+      metrics_port: each training (and evaluator) task serves live
+        Prometheus metrics on this port (`harness.core.live_metrics`); 0
+        (default): no endpoint.
+      metrics_bind: the address that endpoint listens on; default
+        127.0.0.1 (this machine only), "0.0.0.0" for a remote scraper.
+      environ: mapping read for TF_CONFIG (and the two variables above)
+        instead of `os.environ`, once, here.
+      cluster_info: TF_CONFIG already parsed by the caller (a
+        `harness.cluster.tf_config.ClusterInfo`, or None for "no
+        TF_CONFIG"): TF_CONFIG is then not read again (`harness.main`
+        parses it once, at its edge). The two variables above are still
+        read from `os.environ`. Not together with `environ`.
+
+    Raises:
+      ConfigError: a value breaks 2.15's rules (both save_checkpoints_steps
+        and save_checkpoints_secs set, negative counts, ...).
+      ClusterConfigError: TF_CONFIG is malformed or inconsistent.
+    """
+    if cluster_info is not cluster.FROM_ENVIRON and environ is not None:
+      checks.fail("RunConfig takes TF_CONFIG from `environ` or, already "
+                  "parsed, from `cluster_info`, not both.", "pass one of "
+                  "them (the variables of `environ` other than TF_CONFIG are "
+                  "read from os.environ with `cluster_info`).")
+    save_checkpoints_steps, save_checkpoints_secs = checks.checkpoint_cadence(
+        save_checkpoints_steps, save_checkpoints_secs, unset=_USE_DEFAULT)
+    environ = os.environ if environ is None else environ
+    info = _read_cluster_info(environ, cluster_info)
+    arguments = locals()  # Every constructor argument, defaults resolved.
+    self._cluster_info = info
+    self._values = {k: arguments[k]
+                    for k in _CONSTRUCTOR_ARGS + _HARNESS_FIELDS}
+    # The one model_dir rule (harness.state.paths), RunConfig's half.
+    self._values["model_dir"], _ = paths.merge_model_dirs(
+        run_config=model_dir, tf_config=info.model_dir if info else None)
+    # The fallback variables, read once here (the edge).
+    self._env_knobs = {knob.name: environ.get(knob.env, "")
+                       for knob in checks.ENV_KNOBS}
+    checks.validate_properties(self._values)
+    for knob in checks.ENV_KNOBS:  # A bad variable fails now, not mid-training.
+      self._knob_secs(knob)
+    self._derive()
+
+  def _derive(self):
+    """Computes strategies, cluster facts and session_config from values
+    (`distribution.derive`); the TPU RunConfig extends it."""
+    derived = distribution.derive(self._values, self._cluster_info,
+                                  previous=getattr(self, "_derived", None))
+    self._derived = derived
+    # Attributes of their own: the TPU RunConfig sets them from its
+    # cluster resolver.
+    self._cluster_spec = derived.cluster_spec
+    self._session_config = derived.session_config
+
+
+  def replace(self, **kwargs):
+    """Returns a new RunConfig with the given properties replaced.
+
+    Allowed: the constructor's arguments (2.15's list) and harness's
+    keyword-only fields (`steps_per_loop`, `remote_connect_timeout_secs`,
+    `eval_poll_secs`, `eval_idle_timeout_secs`, `peer_timeout_secs`,
+    `restart_wait_secs`, `force_takeover`, `bind_address`,
+    `remote_claim_timeout_secs`, `max_runs_without_progress`,
+    `stop_timeout_secs`, `input_timeout_secs`, `metrics_port`,
+    `metrics_bind`).
+    Setting one of `save_checkpoints_steps` / `save_checkpoints_secs` to a
+    value clears the other. TF_CONFIG is not read again.
+
+    Raises:
+      ConfigError: a key is not allowed, or a value breaks a rule.
+    """
+    for key in kwargs:
+      if key not in _DEFAULT_REPLACEABLE_LIST:
+        raise errors.ConfigError(
+            f"Replacing {key} is not supported. Allowed properties are "
+            f"{_DEFAULT_REPLACEABLE_LIST}. Fix: replace only those; the "
+            "task properties (task_type, is_chief, ...) come from TF_CONFIG, "
+            "so set it before building the RunConfig.")
+    values = checks.replaced_checkpoint_cadence(self._values, kwargs)
+    if isinstance(values.get("model_dir"), os.PathLike):
+      values["model_dir"] = os.fspath(values["model_dir"])
+    checks.validate_properties(values)
+    new = copy.copy(self)
+    new._values = values  # pylint: disable=protected-access
+    new._derive()  # pylint: disable=protected-access
+    return new
+
+  def __deepcopy__(self, memo):
+    # Strategies hold threads and devices: share them, copy plain data.
+    new = copy.copy(self)
+    shared = ("train_distribute", "eval_distribute", "experimental_distribute",
+              "device_fn")
+    new._values = {k: v if k in shared else copy.deepcopy(v, memo)  # pylint: disable=protected-access
+                   for k, v in self._values.items()}
+    new._derive()  # pylint: disable=protected-access
+    return new
+
+  def _knob_secs(self, knob):
+    """The field's value, else its variable (read at construction), else
+    its default."""
+    return env_knobs.resolve_secs(self._values[knob.name], knob,
+                                  {knob.env: self._env_knobs[knob.name]})
+
+  # The user's values.
+  model_dir = _value("model_dir")
+  tf_random_seed = _value("tf_random_seed")
+  save_summary_steps = _value("save_summary_steps")
+  save_checkpoints_steps = _value("save_checkpoints_steps")
+  save_checkpoints_secs = _value("save_checkpoints_secs")
+  keep_checkpoint_max = _value("keep_checkpoint_max")
+  keep_checkpoint_every_n_hours = _value("keep_checkpoint_every_n_hours")
+  log_step_count_steps = _value("log_step_count_steps")
+  device_fn = _value("device_fn")
+  protocol = _value("protocol")
+  experimental_distribute = _value("experimental_distribute")
+  experimental_max_worker_delay_secs = _value(
+      "experimental_max_worker_delay_secs")
+  session_creation_timeout_secs = _value("session_creation_timeout_secs")
+  checkpoint_save_graph_def = _value("checkpoint_save_graph_def")
+  steps_per_loop = _value("steps_per_loop")
+  remote_connect_timeout_secs = _value("remote_connect_timeout_secs")
+  eval_poll_secs = _value("eval_poll_secs")
+  eval_idle_timeout_secs = _value("eval_idle_timeout_secs")
+  peer_timeout_secs = property(
+      lambda self: self._knob_secs(env_knobs.PEER_TIMEOUT))
+  restart_wait_secs = property(
+      lambda self: self._knob_secs(env_knobs.RESTART_WAIT))
+  force_takeover = _value("force_takeover")
+  bind_address = _value("bind_address")
+  remote_claim_timeout_secs = _value("remote_claim_timeout_secs")
+  max_runs_without_progress = _value("max_runs_without_progress")
+  stop_timeout_secs = _value("stop_timeout_secs")
+  input_timeout_secs = _value("input_timeout_secs")
+  metrics_port = _value("metrics_port")
+  metrics_bind = _value("metrics_bind")
+
+  # Derived from the values and TF_CONFIG (`distribution.derive`).
+  train_distribute = _derived("train_distribute")
+  strategy_kind = _derived("strategy_kind")
+  eval_distribute = _derived("eval_distribute")
+  session_config = property(lambda self: self._session_config)
+  cluster_spec = property(lambda self: self._cluster_spec)
+  task_type = _fact("task_type")
+  task_id = _fact("task_id")
+  master = _fact("master")
+  evaluation_master = _fact("evaluation_master")
+  is_chief = _fact("is_chief")
+  num_ps_replicas = _fact("num_ps_replicas")
+  num_worker_replicas = _fact("num_worker_replicas")
+  global_id_in_cluster = _fact("global_id_in_cluster")
+
+  @property
+  def service(self):
+    """The platform-defined TF_CONFIG "service" dict, or None."""
+    info = self._cluster_info
+    return None if info is None or self.remote_cluster else info.service
+
+  @property
+  def cluster_info(self):
+    """The `harness.cluster.tf_config.ClusterInfo` read from TF_CONFIG, or None."""
+    return self._cluster_info
+
+  @property
+  def task_label(self):
+    """This process in logs and markers (harness addition): "worker/1";
+    "client" driving a remote cluster; "local" outside any cluster."""
+    if self.remote_cluster is not None:
+      return jobs.CLIENT_LABEL
+    if self.task_type and (self.cluster_spec.as_dict() or
+                           self.task_type == jobs.EVALUATOR):
+      return jobs.task_label(self.task_type, self.task_id)
+    return jobs.LOCAL_LABEL
+
+  @property
+  def remote_cluster(self):
+    """{job: [addresses]} of a standalone-client run, or None."""
+    return self._derived.remote_cluster
+
+  @property
+  def coordinator_mode(self):
+    """"independent_worker", "standalone_client", or None (as 2.15's)."""
+    return self._derived.coordinator_mode
+
+  def __repr__(self):
+    shown = {k: v for k, v in self._values.items() if k != "session_config"}
+    return (f"RunConfig({shown}, task={self.task_type}/{self.task_id}, "
+            f"is_chief={self.is_chief}, cluster={self._derived.facts.cluster})")

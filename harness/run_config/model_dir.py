@@ -1,0 +1,60 @@
+"""The Estimator's model_dir and RunConfig: 2.15's merge, decided once.
+
+    model_dir, config = model_dir.resolve_model_dir(model_dir, config)
+
+`Estimator.__init__` (and `keras_lib.model_to_estimator`) hand their
+`model_dir` argument and `config` here: the result names one model_dir,
+which the RunConfig carries from then on (`harness.state.storage` applies
+the rule and logs where it came from).
+"""
+
+from absl import logging
+
+from harness.run_config import checks
+from harness.run_config.config import RunConfig
+from harness.run_config.distribution import get_default_session_config
+from harness.state import paths
+from harness.state import storage
+
+__all__ = ["resolve_model_dir"]
+
+
+def resolve_model_dir(constructor_model_dir, config):
+  """The Estimator's model_dir and config: 2.15's merge, decided once.
+
+  Args:
+    constructor_model_dir: the Estimator's `model_dir` (str, PathLike,
+      None); `harness.main` passes `--model_dir` here.
+    config: a `RunConfig` or None (a default one is made).
+
+  Returns:
+    (model_dir, config): model_dir from `harness.state.storage.
+    resolve_model_dir` (the constructor's, else the RunConfig's, else
+    TF_CONFIG's, else a new temporary folder; one log line says which);
+    config has that model_dir and, if it had none, the default
+    session_config.
+
+  Raises:
+    ConfigError: config is not a RunConfig, or the model_dirs differ.
+  """
+  if config is None:
+    config = RunConfig()
+    logging.info("Using default config.")
+  if not isinstance(config, RunConfig):
+    checks.fail(
+        f"config must be an instance of `RunConfig`, but provided {config}.",
+        "pass tf.estimator.RunConfig(...) (harness.RunConfig).")
+  if config.session_config is None:
+    config = config.replace(session_config=get_default_session_config())
+  info = None if config.remote_cluster else config.cluster_info
+  in_tf_config = info.model_dir if info is not None else None
+  configured = config.model_dir
+  if paths.normalize_model_dir(configured) == paths.normalize_model_dir(
+      in_tf_config):
+    configured = None  # TF_CONFIG's, merged in by RunConfig: say so.
+  model_dir = storage.resolve_model_dir(
+      argument=constructor_model_dir, run_config=configured,
+      tf_config=in_tf_config)
+  if config.model_dir != model_dir:
+    config = config.replace(model_dir=model_dir)
+  return model_dir, config
