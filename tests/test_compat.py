@@ -12,6 +12,7 @@ import io
 import json
 import os
 import pathlib
+import re
 import runpy
 import sys
 
@@ -482,6 +483,26 @@ class ModelToEstimatorTest(absltest.TestCase):
         ValueError, "^Object-based checkpoints are currently not supported "
         "with subclassed models."):
       lib.model_to_estimator(keras_model=subclassed)
+
+
+class ReadmeListsExampleTest(absltest.TestCase):
+
+  def test_readme_python_lists_example_runs(self):
+    readme = (conftest.REPO_ROOT / "README.md").read_text()
+    section = readme.split("Inputs are taken as 2.15 took them", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    self.assertIn('return {"age": [17, 25, 33, 41]}, [1.7, 2.5, 3.3, 4.1]',
+                  code)
+    model_dir = self.create_tempdir().full_path
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+      # pylint: disable-next=exec-used
+      exec(code.replace('"/tmp/lists"', repr(model_dir)), {})
+    printed = out.getvalue()
+    self.assertRegex(printed, r"'global_step': (np\.int64\()?200\b")
+    loss = float(re.search(r"'loss': (?:np\.float32\()?([0-9.e-]+)",
+                           printed).group(1))
+    self.assertLess(loss, 1.0)  # Trained: the labels' variance is 0.8.
 
 
 if __name__ == "__main__":
