@@ -21,7 +21,6 @@ from harness._tf import tf
 from harness.core import strategy_classifier
 from harness.distribute import graph_strategy as graph_strategy_lib
 from harness.distribute import strategies
-from harness.distribute import task_devices
 from harness.distribute import task_servers
 from tests import _support
 from tests import conftest
@@ -176,14 +175,14 @@ class ConfigureForTaskTest(parameterized.TestCase):
     config = strategies.configure_for_task(
         strategy, cluster=_CLUSTER, task_type="chief", task_id=0)
     self.assertEqual(strategy.num_replicas_in_sync, 6)
-    self.assertEqual(task_devices.cpu_devices_per_worker(strategy), 2)
+    self.assertEqual(strategies.cpu_devices_per_worker(strategy), 2)
     self.assertEqual(config.device_count["CPU"], 2)
 
   @parameterized.parameters(("mirrored", 2, 2), ("one_device", 1, 1),
                             ("parameter_server", 1, 1), ("default", 1, 1))
   def test_cpu_devices_per_worker(self, kind, count, expected):
     strategy = strategies.make_strategy(kind, num_devices_per_worker=count)
-    self.assertEqual(task_devices.cpu_devices_per_worker(strategy), expected)
+    self.assertEqual(strategies.cpu_devices_per_worker(strategy), expected)
 
   def test_collective_leader_is_worker_0_without_chief(self):
     strategy = strategies.make_strategy("collective")

@@ -22,7 +22,6 @@ import pytest
 from harness import errors
 from harness.cli import flags
 from harness.cli import job as job_lib
-from harness.cli import job_config
 from harness.cli import tensorboard_server
 from tests import _support
 from tests import conftest
@@ -211,7 +210,7 @@ class EventFilesTest(absltest.TestCase):
     from harness import estimator as estimator_lib
     from harness.cli import registry
     # pylint: enable=g-import-not-at-top
-    params = job_config.merged_params(job)
+    params = registry.merged_params(job)
     estimator = estimator_lib.Estimator(
         registry.resolve_model_fn("linear"), model_dir=model_dir,
         params=params)

@@ -32,6 +32,7 @@ from absl import logging
 from harness import cluster as cluster_lib
 from harness import errors
 from harness.cli import job_config
+from harness.cli import preflight
 from harness.cli import results_text
 from harness.cli import tensorboard_server
 from harness.cluster import tf_config_rules
@@ -126,13 +127,8 @@ def describe(job, info, *, model_dir=None, full=False):
   `info` is TF_CONFIG's `ClusterInfo` or None; `model_dir` the resolved one
   (None: job.model_dir, else TF_CONFIG's, else "a new temporary directory").
   """
-  if not model_dir:
-    try:
-      model_dir, _ = paths.merge_model_dirs(
-          argument=job.model_dir, tf_config=info.model_dir if info else None)
-    except errors.ConfigError:
-      model_dir = job.model_dir  # check_environment reports the conflict.
-  model_dir = model_dir or "(a new temporary directory)"
+  model_dir = (model_dir or preflight.model_dir_of(job, info)
+               or "(a new temporary directory)")
   params = json.dumps(job.params, sort_keys=True) if job.params else "defaults"
   replicas = job_config.num_replicas(job, info)
   devices = job.num_devices_per_worker

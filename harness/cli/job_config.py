@@ -18,7 +18,6 @@ from typing import Any, Mapping
 
 from harness import cluster as cluster_lib
 from harness import errors
-from harness.cli import registry
 from harness.cluster import env_knobs
 from harness.cluster import strategy_kind
 from harness.core import live_metrics
@@ -28,8 +27,8 @@ from harness.core import stop_signal
 __all__ = [
     "MODES", "STRATEGIES", "VERBOSITIES", "EXPORTERS",
     "JobConfig", "FLAG_NAMES", "JobResult", "cluster_info_of", "task_label",
-    "run_label", "is_task", "DEFAULTS", "num_replicas", "run_config_kwargs", "spec_kwargs",
-    "merged_params",
+    "run_label", "is_task", "DEFAULTS", "num_replicas", "run_config_kwargs",
+    "spec_kwargs",
 ]
 
 MODES = ("train_and_evaluate", "train", "evaluate", "predict", "export")
@@ -268,11 +267,3 @@ def spec_kwargs(job):
   return (dict(max_steps=job.max_steps),
           dict(steps=job.eval_steps, start_delay_secs=job.start_delay_secs,
                throttle_secs=job.throttle_secs))
-
-
-def merged_params(job):
-  """The model's and the input's DEFAULT_PARAMS, then the job's overrides."""
-  params = registry.input_default_params(job.input_fn)
-  params.update(registry.model_default_params(job.model_fn))
-  params.update(job.params)
-  return params

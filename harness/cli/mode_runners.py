@@ -118,7 +118,7 @@ def build_estimator(job, environ, info):
   # A local strategy is configured for its task by the runner that trains
   # with it (`Estimator.train`), once; a cluster task's by its role.
   model_fn = registry.resolve_model_fn(job.model_fn)
-  params = job_config.merged_params(job)
+  params = registry.merged_params(job)
   kwargs = job_config.run_config_kwargs(job)
   for knob in (env_knobs.PEER_TIMEOUT, env_knobs.RESTART_WAIT):
     # RunConfig reads no environ when given cluster_info: resolved here.

@@ -36,6 +36,7 @@ __all__ = [
     "resolve_input_fn",
     "model_default_params",
     "input_default_params",
+    "merged_params",
     "register_model_fn",
     "register_input_fn",
     "list_model_fns",
@@ -230,3 +231,11 @@ def _default_params(kind, name):
   module = sys.modules.get(getattr(fn, "__module__", None) or "")
   defaults = getattr(module, "DEFAULT_PARAMS", None) or {}
   return dict(defaults)
+
+
+def merged_params(job):
+  """The model's and the input's DEFAULT_PARAMS, then the job's overrides."""
+  params = input_default_params(job.input_fn)
+  params.update(model_default_params(job.model_fn))
+  params.update(job.params)
+  return params

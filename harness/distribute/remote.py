@@ -61,7 +61,6 @@ from harness.core import trainer
 from harness.distribute import graph_strategy as graph_strategy_lib
 from harness.distribute import server_claim
 from harness.distribute import strategies
-from harness.distribute import task_devices
 from harness.distribute.remote_servers import check_servers
 from harness.distribute.remote_servers import chief_task
 from harness.distribute.remote_servers import trainer_tasks
@@ -139,7 +138,7 @@ def _task_strategy(graph_strategy, kind, cluster, job, index, session_config,
 def _num_cpu_devices(graph_strategy, kind):
   if kind != StrategyKind.COLLECTIVE:
     return 1
-  return task_devices.cpu_devices_per_worker(graph_strategy, kind=kind)
+  return strategies.cpu_devices_per_worker(graph_strategy, kind=kind)
 
 
 def train_remote(model, input_fn, *, hooks=None, steps=None,

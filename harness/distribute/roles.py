@@ -30,7 +30,6 @@ from harness.core import trainer
 from harness.distribute import evaluator as evaluator_lib
 from harness.distribute import graph_strategy as graph_strategy_lib
 from harness.distribute import strategies
-from harness.distribute import task_devices
 from harness.distribute import task_servers
 from harness.state import checkpoints
 from harness.state import run_state
@@ -69,7 +68,7 @@ def _prepare_task(config, strategy):
     (session target, session_config, graph strategy)
   """
   preemption.fail_fast_rpcs()  # Before the first RPC: no hang on dead peers.
-  cluster = task_devices.training_cluster(config.cluster_spec)
+  cluster = strategies.training_cluster(config.cluster_spec)
   # A collective strategy built eagerly under TF_CONFIG already serves this
   # task's port: use that server instead of failing to start a second.
   target = task_servers.in_process_server_target(
@@ -96,7 +95,7 @@ def _prepare_task(config, strategy):
     return target, session_config, graph_strategy
   server_config = task_servers.server_config_for(
       session_config, cluster=cluster, task_type=config.task_type,
-      num_devices_per_worker=task_devices.cpu_devices_per_worker(
+      num_devices_per_worker=strategies.cpu_devices_per_worker(
           graph_strategy, kind=kind))
   address = cluster[config.task_type][config.task_id]
   try:
@@ -219,7 +218,7 @@ def run_ps(estimator, train_spec, eval_spec, *, poll_secs=_PS_POLL_SECS,
   config = estimator.config
   started = clock()
   _prepare_task(config, None)  # Serves from its own threads from now on.
-  cluster = task_devices.training_cluster(config.cluster_spec)
+  cluster = strategies.training_cluster(config.cluster_spec)
   trainers = [cluster_lib.task_label(job, i)
               for job in cluster_lib.TRAINER_JOBS
               for i in range(len(cluster.get(job, ())))]

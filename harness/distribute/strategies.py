@@ -13,7 +13,7 @@ without TensorFlow's private distribute coordinator::
         session_config=run_config.session_config, num_devices_per_worker=2)
     if target is None:
       server = tf.distribute.Server(
-          tf.train.ClusterSpec(task_devices.training_cluster(cluster)),
+          tf.train.ClusterSpec(strategies.training_cluster(cluster)),
           job_name="worker", task_index=1, start=True,
           config=task_servers.server_config_for(
               session_config, cluster=cluster, task_type="worker",
@@ -46,11 +46,10 @@ from harness.cluster.strategy_kind import StrategyKind
 from harness.core.strategy_classifier import strategy_kind
 from harness.distribute.graph_strategy import is_v1
 from harness.distribute.graph_strategy import local_resolver
-from harness.distribute.task_devices import check_devices
-from harness.distribute.task_devices import cpu_devices_per_worker
-from harness.distribute.task_devices import training_cluster
 
-__all__ = ["make_strategy", "configure_for_task", "install_evaluator_guard"]
+__all__ = ["make_strategy", "configure_for_task", "install_evaluator_guard",
+           "DEVICE_TYPES", "training_cluster", "check_devices",
+           "cpu_devices_per_worker"]
 
 _PS_CPU_DEVICES = (
     "num_devices_per_worker={count} CPU devices with parameter servers: the "
@@ -295,3 +294,67 @@ def install_evaluator_guard(environ, *, cluster_info=None):
   _tf_private.localize_tf_config_resolver({cluster_lib.EVALUATOR})
   logging.info("strategy | evaluator | strategies built here train locally")
   return True
+
+
+# ------------------------------------------------ a task's devices and jobs
+
+DEVICE_TYPES = ("CPU", "GPU")
+
+
+def training_cluster(cluster):
+  """The jobs of `cluster` that take part in training (no evaluator).
+
+  Args:
+    cluster: {job: [address, ...]}, a `ClusterInfo`, a ClusterSpec, or None.
+
+  Returns:
+    {job: [address, ...]}, {} for None.
+  """
+  if not cluster:
+    return {}
+  if hasattr(cluster, "as_dict"):
+    cluster = cluster.as_dict()
+  elif isinstance(cluster, cluster_lib.ClusterInfo):
+    cluster = cluster.cluster
+  return {str(job): list(addresses) for job, addresses in cluster.items()
+          if job != cluster_lib.EVALUATOR and addresses}
+
+
+def check_devices(num_devices_per_worker, device_type, allow_none):
+  """Raises ConfigError unless `device_type` is "CPU" or "GPU" and the count
+  is an integer >= 1 (or None where `allow_none`)."""
+  if device_type not in DEVICE_TYPES:
+    raise errors.ConfigError(
+        f"`device_type` must be one of {DEVICE_TYPES}, got "
+        f"{device_type!r}.")
+  if num_devices_per_worker is None and allow_none:
+    return
+  if isinstance(num_devices_per_worker, bool) or not isinstance(
+      num_devices_per_worker, int) or num_devices_per_worker < 1:
+    raise errors.ConfigError(
+        "`num_devices_per_worker` must be an integer >= 1, got "
+        f"{num_devices_per_worker!r}.")
+
+
+def cpu_devices_per_worker(strategy, *, kind=None):
+  """How many CPU devices each task needs for `strategy` (at least 1).
+
+  Use it for the server's and session's `device_count` when the strategy
+  replicates over several CPU devices (the CPU stand-in for GPUs).
+
+  Args:
+    strategy: a v1 strategy (configured or not), or None.
+    kind: `strategy`'s `StrategyKind` when the caller has it (a RunConfig's
+      `strategy_kind`); None classifies `strategy` here. Ignored when
+      `strategy` is None.
+
+  Returns:
+    The number of CPU replicas on one worker, or 1.
+  """
+  kind = None if strategy is None else kind or strategy_kind(strategy)
+  if kind in (None, "default"):
+    return 1
+  devices = strategy.extended.worker_devices
+  num_cpus = sum(1 for device in devices
+                 if tf.DeviceSpec.from_string(device).device_type == "CPU")
+  return max(1, num_cpus)

@@ -11,8 +11,8 @@ from harness import _tf_private
 from harness import cluster as cluster_lib
 from harness import errors
 from harness._tf import tf
-from harness.distribute.task_devices import check_devices
-from harness.distribute.task_devices import training_cluster
+from harness.distribute.strategies import check_devices
+from harness.distribute.strategies import training_cluster
 
 __all__ = ["server_config_for", "in_process_server_target"]
 
