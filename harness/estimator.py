@@ -331,11 +331,9 @@ class Estimator:
     if not checkpoint_path:
       checkpoint_path = self.latest_checkpoint()
     if not checkpoint_path and self._warm_start_settings is not None:
-      checkpoint_path = self._warm_start_settings.ckpt_to_initialize_from
-      # A prefix first: ram:// calls any prefix of a file name a directory.
-      if not tf.io.gfile.exists(checkpoint_path + ".index") and (
-          tf.io.gfile.isdir(checkpoint_path)):
-        checkpoint_path = tf.train.latest_checkpoint(checkpoint_path)
+      given = self._warm_start_settings.ckpt_to_initialize_from
+      prefix, is_directory = checkpoints.resolve_prefix(given)
+      checkpoint_path = prefix if prefix or is_directory else given
     if not checkpoint_path:
       raise errors.CheckpointError(
           f"Couldn't find trained model at {self._model_dir}. Fix: train "

@@ -22,6 +22,7 @@ from absl import logging
 
 from harness import errors
 from harness._tf import tf
+from harness.state import checkpoints
 
 __all__ = [
     "VocabInfo",
@@ -104,21 +105,19 @@ def get_default_warm_start_settings(warm_start_from):
 def _resolve_checkpoint(ckpt_to_initialize_from):
   """Returns the checkpoint prefix `ckpt_to_initialize_from` names."""
   path = os.fsdecode(ckpt_to_initialize_from)
-  if tf.io.gfile.isdir(path):
-    latest = tf.train.latest_checkpoint(path)
-    if latest is None:
-      raise errors.CheckpointError(
+  prefix, is_directory = checkpoints.resolve_prefix(path)
+  if prefix is None and is_directory:
+    raise errors.CheckpointError(
           f"Cannot warm-start from {path}: the directory holds no "
           "checkpoint (no `checkpoint` file naming one). Fix: point "
           "warm_start_from at a model_dir that was trained, a checkpoint "
           "prefix such as model.ckpt-1000, or a SavedModel directory.")
-    return latest
-  if not tf.io.gfile.exists(path + ".index") and not tf.io.gfile.exists(path):
+  if prefix is None:
     raise errors.CheckpointError(
         f"Cannot warm-start from {path}: no such checkpoint ({path}.index "
         "does not exist) and no such directory. Fix: pass an existing "
         "checkpoint prefix (without .index) or model directory.")
-  return path
+  return prefix
 
 
 def warm_start(settings):

@@ -6,12 +6,14 @@ truncated or garbled index, a missing shard, an unreadable state file.
 """
 
 import os
+import uuid
 
 from absl import logging
 from absl.testing import absltest
 from absl.testing import parameterized
 
 from harness import errors
+from harness import warm_start as warm_start_lib
 from harness._tf import tf
 from harness.distribute import evaluator as evaluator_lib
 from harness.state import checkpoints
@@ -68,6 +70,41 @@ def _corrupt(prefix, how):
 
 _HOWS = ("truncated_data", "flipped_data", "truncated_index", "missing_data",
          "missing_index")
+
+
+class ResolvePrefixTest(parameterized.TestCase):
+  """The one "checkpoint path or directory -> prefix" rule (warm start,
+  export, Estimator's export from a warm start share it)."""
+
+  @parameterized.parameters("local", "ram")
+  def test_prefix_directory_and_nothing(self, filesystem):
+    if filesystem == "ram":
+      model_dir = f"ram://resolve-{uuid.uuid4().hex[:8]}/m"
+    else:
+      model_dir = self.create_tempdir().full_path
+    prefixes = _write_checkpoints(model_dir, [3, 7], size=2)
+    # ram:// calls a prefix a directory too: the prefix still wins.
+    self.assertEqual(checkpoints.resolve_prefix(prefixes[0]),
+                     (prefixes[0], False))
+    self.assertEqual(checkpoints.resolve_prefix(model_dir),
+                     (prefixes[1], True))
+    self.assertEqual(checkpoints.resolve_prefix(model_dir + "/nothing-9"),
+                     (None, False))
+
+  def test_directory_without_checkpoint(self):
+    empty = self.create_tempdir().full_path
+    self.assertEqual(checkpoints.resolve_prefix(empty), (None, True))
+
+  def test_warm_start_and_export_name_what_is_missing(self):
+    empty = self.create_tempdir().full_path
+    with self.assertRaisesRegex(errors.CheckpointError,
+                                "the directory holds no checkpoint"):
+      warm_start_lib.warm_start(
+          harness.WarmStartSettings(ckpt_to_initialize_from=empty))
+    with self.assertRaisesRegex(errors.CheckpointError,
+                                "no such checkpoint"):
+      warm_start_lib.warm_start(harness.WarmStartSettings(
+          ckpt_to_initialize_from=os.path.join(empty, "model.ckpt-1")))
 
 
 class LatestUsableCheckpointTest(parameterized.TestCase):

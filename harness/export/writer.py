@@ -123,22 +123,17 @@ def _resolve_checkpoint(checkpoint_path):
         f"checkpoint_path must name a checkpoint, given: {checkpoint_path!r}."
         " Fix: pass a path like <model_dir>/model.ckpt-1000, or train first.")
   path = _as_str(checkpoint_path)
-  # A prefix first: ram:// calls any prefix of a file name a directory.
-  if tf.io.gfile.exists(path + ".index"):
-    return path
-  if tf.io.gfile.isdir(path):
-    latest = tf.train.latest_checkpoint(path)
-    if latest is None:
-      raise errors.CheckpointError(
-          f"Couldn't find trained model at {path}: the directory holds no "
-          "checkpoint. Fix: train first, or pass a checkpoint prefix.")
-    return latest
-  if not (tf.io.gfile.exists(path + ".index") or tf.io.gfile.exists(path)):
+  prefix, is_directory = checkpoints.resolve_prefix(path)
+  if prefix is None and is_directory:
+    raise errors.CheckpointError(
+        f"Couldn't find trained model at {path}: the directory holds no "
+        "checkpoint. Fix: train first, or pass a checkpoint prefix.")
+  if prefix is None:
     raise errors.CheckpointError(
         f"Checkpoint {path} does not exist (no {path}.index). Fix: pass an "
         "existing checkpoint prefix, e.g. tf.train.latest_checkpoint("
         "model_dir), without the .index/.data suffix.")
-  return path
+  return prefix
 
 
 def _restore(session, saver, checkpoint_path, mode):

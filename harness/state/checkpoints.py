@@ -31,18 +31,10 @@ from harness import errors
 from harness._tf import tf
 
 __all__ = [
-    "FULL_CHECK_MAX_BYTES",
-    "check_checkpoint",
-    "candidate_checkpoints",
-    "check_fits",
-    "checkpoints_on_disk",
-    "checkpoints_to_recover",
-    "is_part_without_index",
-    "read_state",
-    "latest_usable_checkpoint",
-    "open_reader",
-    "global_step_of",
-    "step_in_name",
+    "FULL_CHECK_MAX_BYTES", "check_checkpoint", "candidate_checkpoints",
+    "check_fits", "checkpoints_on_disk", "checkpoints_to_recover",
+    "is_part_without_index", "read_state", "latest_usable_checkpoint",
+    "open_reader", "global_step_of", "step_in_name", "resolve_prefix",
 ]
 
 # Above this much data a checkpoint is checked for structure and size only:
@@ -180,17 +172,28 @@ def _first_line(error):
   return text.strip().splitlines()[0] if text.strip() else type(error).__name__
 
 
+def resolve_prefix(path):
+  """The checkpoint `path` names: (prefix, is_directory). `<path>.index`
+  exists: `path` (tested first: ram:// calls any prefix of a file name a
+  directory); a directory: its latest checkpoint (None: it holds none);
+  else `path` when something is there, else None."""
+  path = os.fsdecode(path)
+  if tf.io.gfile.exists(path + ".index"):
+    return path, False
+  if tf.io.gfile.isdir(path):
+    return tf.train.latest_checkpoint(path), True
+  return (path if tf.io.gfile.exists(path) else None), False
+
+
 def step_in_name(prefix):
-  """The step in a checkpoint's name ("model.ckpt-500" -> 500); None when
-  its name has none."""
+  """The step in a checkpoint's name ("model.ckpt-500": 500), or None."""
   match = _STEP_RE.search(os.fsdecode(prefix or ""))
   return int(match.group(1)) if match else None
 
 
 def _step_of(prefix):
   """`step_in_name`, -1 for none (a sort key)."""
-  step = step_in_name(prefix)
-  return -1 if step is None else step
+  return -1 if step_in_name(prefix) is None else step_in_name(prefix)
 
 
 def _repair(path):
