@@ -354,7 +354,8 @@ class Estimator:
 
 def _deepcopyable(config):
   # A collective strategy's health-check thread holds locks that cannot be
-  # deep-copied (FACTS.md item 3); hand out the object itself then.
+  # deep-copied (TF 2.21: copy.deepcopy raises on its lock); hand out the
+  # object itself then.
   return config.train_distribute is None and config.eval_distribute is None
 
 

@@ -40,6 +40,29 @@ HARNESS_OBJECTS = {
     ("main.py", "os._exit"): "the standard library",
 }
 
+# TensorFlow's own state that a harness subclass of a TensorFlow class reads
+# through `self` (file, "Class._name"): why; checked on TF 2.16 and 2.21.
+TF_SUBCLASS_STATE = {
+    ("core/step_rate.py", "StepRateHook._last_global_step"):
+        "StepCounterHook's step at its last summary, kept in step",
+    ("core/step_rate.py", "StepRateHook._timer"):
+        "StepCounterHook's SecondOrStepTimer, shared so the cadence holds",
+    ("core/step_rate.py", "StepRateHook._summary_writer"):
+        "StepCounterHook's writer for model_dir, reused (one per dir)",
+    ("core/step_rate.py", "StepRateHook._steps_per_run"):
+        "StepCounterHook's K, set by the steps_per_loop loop",
+    ("core/step_rate.py", "StepRateHook._global_step_tensor"):
+        "StepCounterHook's global step, fetched with each run",
+    ("core/step_rate.py", "StepRateHook._summary_tag"):
+        "StepCounterHook's summary tag (global_step/sec)",
+    ("core/train_loop.py", "StopAtStepHook._last_step"):
+        "StopAtStepHook's stop step, computed from num_steps at begin",
+    ("core/train_loop.py", "StopAtStepHook._global_step_tensor"):
+        "StopAtStepHook's global step, read at session creation",
+    ("core/step_loop.py", "SummarySaverHook._next_step"):
+        "SummarySaverHook's next summary step, moved to K's cadence",
+}
+
 
 def _root_name(node):
   while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
@@ -62,6 +85,36 @@ def _harness_names(tree):
       names.update((a.asname or a.name).split(".")[0] for a in node.names
                    if a.name.startswith("harness"))
   return names - TF_ROOTS
+
+
+def _tf_bases(node):
+  """The TensorFlow classes among a ClassDef's bases ("tf.x.Hook")."""
+  return [ast.unparse(b) for b in node.bases if _root_name(b) in TF_ROOTS]
+
+
+def inherited_tf_state(source, filename="<snippet>"):
+  """`self._x` in a subclass of a TensorFlow class, where harness's class
+  neither defines `_x` nor sets it in its `__init__`: TensorFlow's private
+  state read or written through `self` (["file:line: Class._x"], less
+  TF_SUBCLASS_STATE)."""
+  found = []
+  for cls in ast.walk(ast.parse(textwrap.dedent(source))):
+    if not isinstance(cls, ast.ClassDef) or not _tf_bases(cls):
+      continue
+    own = {n.name for n in cls.body if isinstance(
+        n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    for init in (n for n in cls.body
+                 if isinstance(n, ast.FunctionDef) and n.name == "__init__"):
+      for node in ast.walk(init):  # What harness's constructor sets.
+        if (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+            and ast.unparse(node.value) == "self"):
+          own.add(node.attr)
+    for node in ast.walk(cls):
+      if (isinstance(node, ast.Attribute) and _private(node.attr)
+          and ast.unparse(node.value) == "self" and node.attr not in own
+          and (filename, f"{cls.name}.{node.attr}") not in TF_SUBCLASS_STATE):
+        found.append(f"{filename}:{node.lineno}: {cls.name}.{node.attr}")
+  return sorted(set(found))
 
 
 def private_tf_access(source, filename="<snippet>"):
@@ -104,6 +157,7 @@ def tree_offenders():
     filename = str(path.relative_to(HARNESS_DIR))
     if path.parent.name != PRIVATE_PACKAGE:
       found += private_tf_access(path.read_text(), filename)
+      found += inherited_tf_state(path.read_text(), filename)
   return found
 
 
@@ -128,6 +182,55 @@ class TfPrivateGuardTest(absltest.TestCase):
           hook._listeners.extend(listeners)
         """, "core/x.py")
     self.assertEqual(found, ["core/x.py:4: hook._listeners"])
+
+  def test_fails_on_tf_state_read_through_self(self):
+    source = """
+        from harness._tf import tf
+        class Hook(tf.compat.v1.train.StepCounterHook):
+          def __init__(self):
+            self._mine = 1
+          def _helper(self):
+            return self._mine
+          def after_run(self, context, values):
+            return self._timer, self._helper(), self._mine
+        """
+    self.assertEqual(inherited_tf_state(source, "core/x.py"),
+                     ["core/x.py:9: Hook._timer"])
+    self.assertEqual(inherited_tf_state(source, "core/step_rate.py").count(
+        "core/step_rate.py:9: Hook._timer"), 1)
+
+  def test_listed_tf_state_still_exists_in_tensorflow(self):
+    # Each listed attribute is one TensorFlow's class really has: a
+    # TensorFlow upgrade that renames it fails here, not in a training run.
+    from harness._tf import tf  # pylint: disable=g-import-not-at-top
+    train = tf.compat.v1.train
+    with tf.Graph().as_default():
+      train.create_global_step()
+      made = {
+          "StepRateHook": train.StepCounterHook(every_n_steps=1,
+                                                output_dir=None),
+          "StopAtStepHook": train.StopAtStepHook(num_steps=1),
+          "SummarySaverHook": train.SummarySaverHook(
+              save_steps=1, output_dir="/tmp", summary_op=tf.constant("")),
+      }
+      for hook in made.values():
+        hook.begin()
+    for (_, name), _ in TF_SUBCLASS_STATE.items():
+      cls, attr = name.split(".")
+      self.assertTrue(hasattr(made[cls], attr), name)
+
+  def test_tf_state_table_has_no_stale_rows(self):
+    listed = dict(TF_SUBCLASS_STATE)
+    TF_SUBCLASS_STATE.clear()
+    try:
+      read = set()
+      for path in sorted(HARNESS_DIR.rglob("*.py")):
+        filename = str(path.relative_to(HARNESS_DIR))
+        for line in inherited_tf_state(path.read_text(), filename):
+          read.add((filename, line.rsplit(": ", 1)[1]))
+    finally:
+      TF_SUBCLASS_STATE.update(listed)
+    self.assertEqual(sorted(set(listed) - read), [])
 
   def test_fails_on_private_attribute_under_tf(self):
     found = private_tf_access("""

@@ -173,7 +173,7 @@ def _auto_chooser(train_graph, context):
 
 
 def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
-        max_steps=None, examples_per_step=None):
+        max_steps=None):
   """Runs the training loop until a hook stops it; returns the last loss."""
   hooks = spec_lib.check_hooks(hooks, "hooks")
   saving_listeners = _check_saving_listeners(saving_listeners)
@@ -182,7 +182,7 @@ def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
   worker_hooks, creator, guard = _assemble_hooks(
       train_graph, hooks, model_dir=model_dir, config=config,
       context=context, saving_listeners=saving_listeners,
-      max_steps=max_steps, examples_per_step=examples_per_step)
+      max_steps=max_steps)
   loss, steps_done = _run_session(
       train_graph, creator, worker_hooks, model_dir=model_dir, config=config,
       context=context)
@@ -217,7 +217,7 @@ def _add_loss_summary(train_graph):
 
 
 def _assemble_hooks(train_graph, hooks, *, model_dir, config, context,
-                    saving_listeners, max_steps, examples_per_step):
+                    saving_listeners, max_steps):
   """Every hook of the run, in order (it matters), and the session creator.
 
   Returns:
@@ -227,7 +227,7 @@ def _assemble_hooks(train_graph, hooks, *, model_dir, config, context,
   scaffold = spec.scaffold
   worker_hooks = _common_hooks(
       train_graph, hooks, config=config, context=context,
-      max_steps=max_steps, examples_per_step=examples_per_step)
+      max_steps=max_steps)
   restore_from = None
   if context.should_init:
     restore_from = checkpoints.latest_usable_checkpoint(model_dir)
@@ -261,8 +261,7 @@ def _assemble_hooks(train_graph, hooks, *, model_dir, config, context,
   return worker_hooks, creator, guard
 
 
-def _common_hooks(train_graph, hooks, *, config, context, max_steps,
-                  examples_per_step):
+def _common_hooks(train_graph, hooks, *, config, context, max_steps):
   """Every task's first hooks: input, caller's, watchdogs, progress, model's."""
   spec = train_graph.spec
   worker_hooks = list(train_graph.input_hooks) + hooks
@@ -279,8 +278,7 @@ def _common_hooks(train_graph, hooks, *, config, context, max_steps,
     worker_hooks.append(progress.ProgressLoggerHook(
         loss_tensor=spec.loss, global_step_tensor=train_graph.global_step,
         every_n_steps=config.log_step_count_steps,
-        task_label=context.task_label, max_steps=max_steps,
-        examples_per_step=examples_per_step))
+        task_label=context.task_label, max_steps=max_steps))
   worker_hooks.extend(spec.training_hooks)
   return worker_hooks
 
