@@ -211,7 +211,8 @@ class TfPrivateGuardTest(absltest.TestCase):
                                                 output_dir=None),
           "StopAtStepHook": train.StopAtStepHook(num_steps=1),
           "SummarySaverHook": train.SummarySaverHook(
-              save_steps=1, output_dir="/tmp", summary_op=tf.constant("")),
+              save_steps=1, output_dir=self.create_tempdir().full_path,
+              summary_op=tf.constant("")),
       }
       for hook in made.values():
         hook.begin()
