@@ -2,7 +2,7 @@
 
 Fast tests build strategies inside graphs (so the test process's eager
 context is left alone) and train on one machine; the slow ones start real
-worker / ps processes (tests/strategy_worker.py) on 127.0.0.1.
+worker / ps processes (tests/programs/strategy_worker.py) on 127.0.0.1.
 """
 
 import json
@@ -359,7 +359,7 @@ def _run_cluster(test, cluster, *, kind, num_devices=1, steps=10,
                     kind=kind, num_devices=num_devices, steps=steps,
                     user_strategy=user_strategy,
                     serve_secs=_PROCESS_TIMEOUT_SECS)
-        command = [sys.executable, "-m", "tests.strategy_worker",
+        command = [sys.executable, "-m", "tests.programs.strategy_worker",
                    json.dumps(spec)]
         procs.append((task_type, task_id, command, subprocess.Popen(
             command, cwd=_REPO_ROOT, env=conftest.child_env(),

@@ -1,6 +1,6 @@
 """One task of a multi-process strategy test (run by tests/test_strategies.py).
 
-    python -m tests.strategy_worker '<json spec>'
+    python -m tests.programs.strategy_worker '<json spec>'
 
 The spec: {"cluster": {...}, "task_type": ..., "task_id": ..., "kind": ...,
 "num_devices": N, "steps": N, "user_strategy": "none" | "v1_eager" |
