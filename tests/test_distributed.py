@@ -11,7 +11,6 @@ import json
 import os
 import sys
 
-from absl import flags
 from absl.testing import absltest
 import pytest
 
@@ -19,10 +18,6 @@ from harness import launch
 from harness._tf import tf
 from tests import _support
 from tests import conftest
-
-# absltest's create_tempdir reads --test_tmpdir; pytest does not parse flags.
-if not flags.FLAGS.is_parsed():
-  flags.FLAGS.mark_as_parsed()
 
 _TIMEOUT_SECS = 80
 _MAX_STEPS = 60

@@ -11,7 +11,6 @@ import textwrap
 import threading
 import time
 
-from absl import flags
 from absl.testing import absltest
 from absl.testing import parameterized
 
@@ -21,10 +20,6 @@ from harness import launch
 from harness.launch import ports
 from tests import _support
 from tests import conftest
-
-# absltest's create_tempdir reads --test_tmpdir; pytest does not parse flags.
-if not flags.FLAGS.is_parsed():
-  flags.FLAGS.mark_as_parsed()
 
 # Every launch here ends in well under this; a hang fails the test instead.
 _RUN_BOUND_SECS = 30
@@ -344,7 +339,6 @@ class LaunchCliTest(parameterized.TestCase):
     pids = [int(p) for p in os.listdir(pid_dir)]
     _support.wait_for(lambda: all(map(_gone, pids)), 5,
                       f"every task ({pids}) to be gone")
-
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ import re
 import signal
 import time
 
-from absl import flags
 from absl.testing import absltest
 import pytest
 
@@ -24,10 +23,6 @@ from harness.distribute import remote_servers
 from harness.distribute import strategies
 from harness.launch import ports
 from tests import _support
-
-# absltest's create_tempdir reads --test_tmpdir; pytest does not parse flags.
-if not flags.FLAGS.is_parsed():
-  flags.FLAGS.mark_as_parsed()
 
 _CLIENT_SECS = 150
 _LOG_EVERY = 10

@@ -3,7 +3,6 @@
 import signal
 import sys
 
-from absl import flags
 from absl.testing import absltest
 from absl.testing import parameterized
 import pytest
@@ -15,10 +14,6 @@ from harness.distribute import task_servers
 from harness.launch import ports
 from tests import _support
 from tests import conftest
-
-# absltest's create_tempdir reads --test_tmpdir; pytest does not parse flags.
-if not flags.FLAGS.is_parsed():
-  flags.FLAGS.mark_as_parsed()
 
 _START_SECS = 90  # TensorFlow's import is slow on a busy 2-core machine.
 _STOP_SECS = 10

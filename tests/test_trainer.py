@@ -12,7 +12,6 @@ import os
 import pathlib
 from unittest import mock
 
-from absl import flags
 from absl.testing import absltest
 
 import harness
@@ -25,10 +24,6 @@ from harness.distribute import strategies
 from harness.launch import ports
 from harness.state import run_state
 from tests import _support
-
-# absltest's create_tempdir reads --test_tmpdir; pytest does not parse flags.
-if not flags.FLAGS.is_parsed():
-  flags.FLAGS.mark_as_parsed()
 
 
 def _model_fn(features, labels, mode, params):
