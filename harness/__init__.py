@@ -25,111 +25,42 @@ from harness import canned as _canned  # Names only: loads no TensorFlow.
 from harness import errors as _errors  # No TensorFlow either.
 # pylint: enable=g-import-not-at-top,wrong-import-position
 
-# Public name -> module that defines it (loaded on first access).
-_EXPORTS = {
-    "Estimator": "harness.estimator",
-    "DistributeConfig": "harness.run_config",
-    "RunConfig": "harness.run_config",
-    "EstimatorSpec": "harness.spec",
-    "ModeKeys": "harness.spec",
-    "EvalSpec": "harness.training",
-    "TrainSpec": "harness.training",
-    "train_and_evaluate": "harness.training",
-    "BestExporter": "harness.export.exporter",
-    "Exporter": "harness.export.exporter",
-    "FinalExporter": "harness.export.exporter",
-    "LatestExporter": "harness.export.exporter",
-    "add_metrics": "harness.extension",
-    "classifier_parse_example_spec": "harness.parsing",
-    "regressor_parse_example_spec": "harness.parsing",
-    "VocabInfo": "harness.warm_start",
-    "WarmStartSettings": "harness.warm_start",
-    "CheckpointSaverHook": "harness.hooks",
-    "CheckpointSaverListener": "harness.hooks",
-    "FeedFnHook": "harness.hooks",
-    "FinalOpsHook": "harness.hooks",
-    "GlobalStepWaiterHook": "harness.hooks",
-    "LoggingTensorHook": "harness.hooks",
-    "NanLossDuringTrainingError": "harness.hooks",
-    "NanTensorHook": "harness.hooks",
-    "ProfilerHook": "harness.hooks",
-    "SecondOrStepTimer": "harness.hooks",
-    "SessionRunArgs": "harness.hooks",
-    "SessionRunContext": "harness.hooks",
-    "SessionRunHook": "harness.hooks",
-    "SessionRunValues": "harness.hooks",
-    "StepCounterHook": "harness.hooks",
-    "StopAtStepHook": "harness.hooks",
-    "SummarySaverHook": "harness.hooks",
-    "make_early_stopping_hook": "harness.early_stopping",
-    "read_eval_metrics": "harness.early_stopping",
-    "stop_if_higher_hook": "harness.early_stopping",
-    "stop_if_lower_hook": "harness.early_stopping",
-    "stop_if_no_decrease_hook": "harness.early_stopping",
-    "stop_if_no_increase_hook": "harness.early_stopping",
-    # Canned estimators and heads (tf.estimator 2.15's v2 classes).
-    **{name: "harness.canned" for name in _canned.__all__},
+# The public names, each under the module that defines it (loaded on first
+# access); `__all__` lists them in this order after the namespaces.
+_BY_MODULE = {
+    "harness.estimator": ("Estimator",),
+    "harness.spec": ("EstimatorSpec", "ModeKeys"),
+    "harness.run_config": ("RunConfig", "DistributeConfig"),
+    "harness.training": ("TrainSpec", "EvalSpec", "train_and_evaluate"),
+    "harness.export.exporter": ("Exporter", "LatestExporter", "BestExporter",
+                                "FinalExporter"),
+    "harness.warm_start": ("WarmStartSettings", "VocabInfo"),
+    "harness.extension": ("add_metrics",),
+    "harness.parsing": ("classifier_parse_example_spec",
+                        "regressor_parse_example_spec"),
+    "harness.hooks": (
+        "SessionRunHook", "SessionRunArgs", "SessionRunContext",
+        "SessionRunValues", "CheckpointSaverHook", "CheckpointSaverListener",
+        "StepCounterHook", "LoggingTensorHook", "StopAtStepHook",
+        "NanTensorHook", "NanLossDuringTrainingError", "SummarySaverHook",
+        "GlobalStepWaiterHook", "FinalOpsHook", "FeedFnHook", "ProfilerHook",
+        "SecondOrStepTimer"),
+    "harness.early_stopping": (
+        "make_early_stopping_hook", "stop_if_higher_hook", "stop_if_lower_hook",
+        "stop_if_no_increase_hook", "stop_if_no_decrease_hook",
+        "read_eval_metrics"),
+    # Canned estimators, then heads (tf.estimator 2.15's v2 classes).
+    "harness.canned": tuple(_canned.__all__),
 }
-_SUBMODULES = frozenset([
-    "canned", "errors", "export", "experimental", "inputs", "tpu"])
+_EXPORTS = {name: module for module, names in _BY_MODULE.items()
+            for name in names}
+# Namespaces (`canned` is one too, its names being listed themselves).
+_NAMESPACES = ("errors", "export", "experimental", "inputs", "tpu")
+_SUBMODULES = frozenset(_NAMESPACES + ("canned",))
 
 __version__ = "0.1.0"
 
-__all__ = [
-    # Namespaces.
-    "errors",
-    "export",
-    "experimental",
-    "inputs",
-    "tpu",
-    # Core.
-    "Estimator",
-    "EstimatorSpec",
-    "ModeKeys",
-    "RunConfig",
-    "DistributeConfig",
-    "TrainSpec",
-    "EvalSpec",
-    "train_and_evaluate",
-    # Exporters.
-    "Exporter",
-    "LatestExporter",
-    "BestExporter",
-    "FinalExporter",
-    # Warm start, metrics, parsing.
-    "WarmStartSettings",
-    "VocabInfo",
-    "add_metrics",
-    "classifier_parse_example_spec",
-    "regressor_parse_example_spec",
-    # Hooks.
-    "SessionRunHook",
-    "SessionRunArgs",
-    "SessionRunContext",
-    "SessionRunValues",
-    "CheckpointSaverHook",
-    "CheckpointSaverListener",
-    "StepCounterHook",
-    "LoggingTensorHook",
-    "StopAtStepHook",
-    "NanTensorHook",
-    "NanLossDuringTrainingError",
-    "SummarySaverHook",
-    "GlobalStepWaiterHook",
-    "FinalOpsHook",
-    "FeedFnHook",
-    "ProfilerHook",
-    "SecondOrStepTimer",
-    # Early stopping.
-    "make_early_stopping_hook",
-    "stop_if_higher_hook",
-    "stop_if_lower_hook",
-    "stop_if_no_increase_hook",
-    "stop_if_no_decrease_hook",
-    "read_eval_metrics",
-    # Canned estimators, then heads.
-    *_canned.__all__,
-]
+__all__ = [*_NAMESPACES, *_EXPORTS]
 
 # Canned estimators of tf.estimator 2.15 that harness does not provide,
 # with the alternative to name.
