@@ -71,14 +71,14 @@ class TrainGraph:
     examples_per_step: the global batch of a step, for `examples/sec`: a
       scalar Tensor, an int (static batch under a loop), or None (unknown).
   """
-  spec: object
-  input_hooks: list
-  global_step: object
+  spec: spec_lib.EstimatorSpec
+  input_hooks: list[tf.compat.v1.train.SessionRunHook]
+  global_step: tf.Variable
   steps_per_loop: int = 1
-  loop: object = None
-  auto_bound: tuple = None
+  loop: step_loop.LoopedStep | None = None
+  auto_bound: tuple[int, str] | None = None
   same_k_everywhere: bool = False
-  examples_per_step: object = None
+  examples_per_step: tf.Tensor | int | None = None
 
 
 def _loop_size(config, is_dataset):

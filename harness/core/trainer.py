@@ -18,6 +18,7 @@ from typing import Any, Callable, Optional
 from absl import logging
 
 from harness import errors
+from harness import run_config as run_config_lib
 from harness import spec as spec_lib
 from harness._tf import tf
 from harness.core import loop_spec
@@ -43,10 +44,10 @@ class TrainModel:
     warm_start: `fn()` that warm-starts the variables of the default graph
       (called after the graph is built, before the session), or None.
   """
-  call_model_fn: Callable[..., Any]
+  call_model_fn: Callable[..., spec_lib.EstimatorSpec]
   params: dict
   model_dir: str
-  config: Any
+  config: run_config_lib.RunConfig
   device_fn: Optional[Callable[..., Any]] = None
   warm_start: Optional[Callable[[], None]] = None
 
