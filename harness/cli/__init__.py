@@ -1,14 +1,13 @@
 """The binaries' parts: flags -> `JobConfig` -> `run_job`, and what they print.
 
-`flags` (every flag, validated), `job` (`run_job`: wiring a run),
-`diagnose` (pre-run checks, one-line failure explanations), `registry`
-(names -> model_fns/ input_fns/), `results_text`, `legacy_imports`,
-`tensorboard_server`, `bad_flags` (shared bad-flag and --help handling).
-The binaries themselves stay at the top (`harness/main.py`; the launcher,
-the standard server and the Kubernetes renderer are their own packages,
-`harness/launch/`, `harness/server/` and `harness/k8s/`) so `python -m
-harness.main` and the console scripts keep their names.
+    from harness.cli import flags, job
 
-Import rule: cli/ may import everything in harness; only the binaries,
-`compat`/`run` and cli/ itself import cli/.
+    result = job.run_job(flags.parse(
+        ["--model_fn=linear", "--input_fn=constant", "--max_steps=10"]))
+    result.metrics, result.model_dir
+
+`python -m harness.main` is that, plus exit statuses and one-line failure
+messages (`diagnose`). cli/ may import everything in harness but a binary;
+only the binaries, `run` and cli/ import it. docs/ARCHITECTURE.md has a
+line per module.
 """

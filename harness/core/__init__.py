@@ -1,13 +1,13 @@
-"""Graph building and the session loop: input_fn -> graph -> MonitoredSession.
+"""One process's graph and session: input_fn -> graph -> MonitoredSession.
 
-`trainer` (the one training entry), `input_pipeline`, `train_graph` (the
-TRAIN graph), `train_loop` (its session loop), `progress` (the progress
-line), `step_loop`, `loop_spec`,
-`auto_loop` (`steps_per_loop`), `evaluation` (one pass), `prediction`
-(predict's session loop), `preemption`, `peers`, `watchdog`, `stall`,
-`step_rate`.
+    from harness.core import trainer
 
-Import rule: never imports cli/, distribute/, `hooks`, the binaries (`main`,
-`launch`, `server`, `k8s`), `compat`/`run`, `model_fns/` or `input_fns/`
-(tests/test_layering.py).
+    trainer.train(model, input_fn, hooks=[], steps=None, max_steps=1000,
+                  saving_listeners=[], context=context)  # a TrainModel
+
+`Estimator.train`, `distribute.roles` and `distribute.remote` train through
+that one entry (`train_graph` builds, `train_loop` runs); `evaluation` and
+`prediction` hold the other two modes' session loops. core/ never imports
+distribute/, cli/, `estimator`, `training`, `hooks` or a binary
+(tests/test_layering.py); docs/ARCHITECTURE.md has a line per module.
 """

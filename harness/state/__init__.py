@@ -1,10 +1,11 @@
 """What lives in a model_dir, and the one way to touch it.
 
-`storage` (file access through `tf.io.gfile`), `paths` (model_dir's normal
-form), `run_state` (marker files), `lease` (one writer per model_dir),
-`checkpoints` (the usable checkpoint, shape checks), `retention`
-(checkpoint retention, interrupted saves' leftovers).
+    from harness.state import checkpoints, storage
 
-Import rule: `harness.errors`, `harness._tf`, `harness.cluster` and this
-folder only; never core/, distribute/, cli/ or the top-level API modules.
+    storage.write_text_atomic(path, text)   # through tf.io.gfile
+    prefix = checkpoints.latest_usable_checkpoint(model_dir)  # or None
+
+Every model_dir file operation of harness goes through this folder (on any
+filesystem tf.io.gfile knows). state/ imports `errors`, `_tf` and cluster/
+only; docs/ARCHITECTURE.md has a line per module.
 """
