@@ -185,15 +185,15 @@ def resolve_prefix(path):
   return (path if tf.io.gfile.exists(path) else None), False
 
 
-def step_in_name(prefix):
-  """The step in a checkpoint's name ("model.ckpt-500": 500), or None."""
+def step_in_name(prefix, default=None):
+  """The step in a checkpoint's name ("model.ckpt-500": 500), else `default`."""
   match = _STEP_RE.search(os.fsdecode(prefix or ""))
-  return int(match.group(1)) if match else None
+  return int(match.group(1)) if match else default
 
 
 def _step_of(prefix):
   """`step_in_name`, -1 for none (a sort key)."""
-  return -1 if step_in_name(prefix) is None else step_in_name(prefix)
+  return step_in_name(prefix, default=-1)
 
 
 def _repair(path):
