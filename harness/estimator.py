@@ -278,7 +278,8 @@ class Estimator:
       train_graph.create_global_step(tf.compat.v1.get_default_graph())
       result = spec_lib.call_input_fn(input_fn, ModeKeys.PREDICT,
                                       self._params, self._config)
-      features, _, input_hooks = input_pipeline.parse_input_fn_result(result)
+      features, _, input_hooks = input_pipeline.parse_input_fn_result(
+          result, self._config.input_pipeline, ModeKeys.PREDICT)
       spec = self._call_model_fn(features, None, ModeKeys.PREDICT,
                                  self._config)
       warm_start_lib.unless_restoring(self._warm_start_settings, checkpoint_path)

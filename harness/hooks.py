@@ -192,6 +192,8 @@ class InMemoryEvaluatorHook(SessionRunHook):
       self._scaffold = tf.compat.v1.train.Scaffold(
           init_op=init_op, local_init_op=local_init_op,
           copy_from_scaffold=spec.scaffold)
+      for hook in input_hooks:  # Their ops, before the graph is finalized.
+        hook.begin()
       self._scaffold.finalize()
       self._all_hooks = (input_hooks + list(self._hooks) +
                          list(spec.evaluation_hooks))

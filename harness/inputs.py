@@ -21,10 +21,12 @@ driving remote servers).
 """
 
 import collections
+import functools
 
 import numpy as np
 
 from harness import errors
+from harness import spec as spec_lib
 from harness._tf import tf
 
 __all__ = ["numpy_input_fn", "pandas_input_fn"]
@@ -134,17 +136,17 @@ def numpy_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None,
         f"Shapes in y: {y_shapes}\n")
   data, target_keys = _pack(features, targets)
 
-  def input_fn():
-    """Numpy input function: (features, labels) Tensors of one batch."""
-    batch = _next_batch(data, batch_size, num_epochs, shuffle,
-                        queue_capacity, num_threads)
+  def outputs(batch):
     if isinstance(x, np.ndarray):
       features_out = batch["f0"]
     else:
       features_out = {name: batch[key] for key, name in zip(data, features)}
     return _with_targets(features_out, batch, target_keys)
 
-  return input_fn
+  return _input_fn(functools.partial(
+      _batches, data, batch_size, num_epochs, shuffle, queue_capacity,
+      num_threads, outputs), "Numpy input function: (features, labels) "
+                     "Tensors of one batch.")
 
 
 def pandas_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None,
@@ -211,14 +213,14 @@ def pandas_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None,
     queue_capacity = 4 * len(x) if shuffle else len(x)
   data, target_keys = _pack(features, targets)
 
-  def input_fn():
-    """Pandas input function: (features dict, labels) Tensors of one batch."""
-    batch = _next_batch(data, batch_size, num_epochs, shuffle,
-                        queue_capacity, num_threads)
+  def outputs(batch):
     feature_dict = {name: batch[key] for key, name in zip(data, x.columns)}
     return _with_targets(feature_dict, batch, target_keys)
 
-  return input_fn
+  return _input_fn(functools.partial(
+      _batches, data, batch_size, num_epochs, shuffle, queue_capacity,
+      num_threads, outputs), "Pandas input function: (features dict, "
+                     "labels) Tensors of one batch.")
 
 
 def _with_targets(features, batch, target_keys):
@@ -245,9 +247,24 @@ def _pack(features, targets):
   return data, "t"
 
 
-def _next_batch(data, batch_size, num_epochs, shuffle, queue_capacity,
-                num_threads):
-  """Returns {key: Tensor} of the next batch of rows of `data`'s arrays."""
+def _input_fn(batches, doc):
+  """The input_fn: the next batch of `batches()` as Tensors, as 2.15's
+  returned. It carries `batches` as `spec.DATASET_FN_ATTR`: harness itself
+  trains from the Dataset (so steps_per_loop > 1, input_pipeline and
+  distribution strategies apply), with the same batches in the same order.
+  """
+
+  def input_fn():
+    return tf.compat.v1.data.make_one_shot_iterator(batches()).get_next()
+
+  input_fn.__doc__ = doc
+  setattr(input_fn, spec_lib.DATASET_FN_ATTR, batches)
+  return input_fn
+
+
+def _batches(data, batch_size, num_epochs, shuffle, queue_capacity,
+             num_threads, outputs):
+  """A Dataset of `outputs({key: rows})` batches of `data`'s arrays."""
   num_rows = len(next(iter(data.values())))
   dataset = tf.data.Dataset.range(num_rows)
   if shuffle:
@@ -256,9 +273,10 @@ def _next_batch(data, batch_size, num_epochs, shuffle, queue_capacity,
     dataset = dataset.shuffle(buffer_size, reshuffle_each_iteration=True)
   dataset = dataset.repeat(num_epochs)
   dataset = dataset.batch(batch_size, drop_remainder=num_epochs is None)
-  dataset = dataset.map(_gather_fn(data), num_parallel_calls=num_threads)
-  dataset = dataset.prefetch(1)
-  return tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
+  gather = _gather_fn(data)
+  dataset = dataset.map(lambda indices: outputs(gather(indices)),
+                        num_parallel_calls=num_threads)
+  return dataset.prefetch(1)
 
 
 def _tf_dtype(array):

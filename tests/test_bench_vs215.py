@@ -32,6 +32,21 @@ class QuietRoundsTest(absltest.TestCase):
     self.assertIn("| mlp b32 | harness K=1 >= 1.0x tf.estimator 2.15 | "
                   "1.30x", text)
 
+  def test_programs_cases_and_runners(self):
+    names = [c.flag_name for c in vs215.CASES]
+    self.assertIn("census_csv_b256", names)
+    program = next(c for c in vs215.CASES if c.is_program)
+    network = next(c for c in vs215.CASES if c.model == "cnn")
+    runners = {r.label: r for r in vs215.RUNNERS}
+    self.assertFalse(runners["tf 2.15 bare loop"].applies_to(program))
+    self.assertTrue(runners["harness K=1 as_written"].applies_to(program))
+    self.assertTrue(runners["harness K=auto xla"].applies_to(network))
+    self.assertFalse(runners["harness K=auto xla"].applies_to(program))
+    text = self._render([_round(False, 12.0)])
+    self.assertIn("| census_csv b256 | n/a |", text)
+    self.assertIn("| census_csv b256 | harness K=auto >= 1.5x "
+                  "tf.estimator 2.15 |", text)
+
   def test_no_quiet_round_reports_no_figures(self):
     text = self._render([_round(True, 12.0)])
     self.assertIn("No round started quiet", text)

@@ -234,9 +234,10 @@ class DiskAndPermissionTest(_BinaryTestCase):
     if not _privileged_mount_works():
       self.skipTest(_MOUNT_SKIP)
     mount = self.create_tempdir().full_path
-    # 600 KiB holds the step-0 checkpoint of 200 KB, not the next one.
+    # 700 KiB holds graph.pbtxt (~165 KB), the events file (~180 KB) and
+    # the step-0 checkpoint (~260 KB), not the next checkpoint.
     script = (
-        f'mount -t tmpfs -o size=600k tmpfs {mount} && "$1" -m harness.main '
+        f'mount -t tmpfs -o size=700k tmpfs {mount} && "$1" -m harness.main '
         f"--model_fn={_FAILING}:wide_linear "
         f"--input_fn={_FAILING}:make_wide_input_fn --params=width=50000 "
         "--mode=train --max_steps=20 --save_checkpoints_steps=2 "

@@ -56,17 +56,18 @@ SPLIT_MODULE_NAMES = {
     "harness.k8s": {
         **dict.fromkeys(("K8sConfig", "training_tasks", "CLUSTER_ENV",
                          "TASK_TYPE_ENV", "TASK_INDEX_ENV", "JOB_INDEX_ENV",
-                         "CONTAINER", "MODEL_MOUNT", "SCRATCH_MOUNT",
+                         "CONTAINER", "MODEL_MOUNT",
                          "ENTRYPOINT", "CONFIG_ERROR_EXIT_CODE"),
                         "harness.k8s.config"),
+        "SCRATCH_MOUNT": "harness.k8s.policy",
         **dict.fromkeys(("render", "to_yaml"), "harness.k8s.manifests"),
         "tf_config_from_environ": "harness.k8s.entrypoint",
         **dict.fromkeys(("parse_args", "main"), "harness.k8s.cli"),
     },
     "harness.launch": {
         "TIMEOUT_EXIT_CODE": "harness.launch.supervisor",
-        **dict.fromkeys(("launch", "build_tf_configs", "task_names",
-                         "NETWORK_ISOLATIONS", "run"), "harness.launch.cli"),
+        **dict.fromkeys(("launch", "build_tf_configs", "task_names", "run"),
+                        "harness.launch.cli"),
     },
     # Issue 27: server.py became a package; its names stay at the door.
     "harness.server": {

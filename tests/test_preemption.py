@@ -90,6 +90,29 @@ class LocalPreemptionTest(absltest.TestCase):
     finally:
       signal.signal(signal.SIGTERM, previous)
 
+  def test_hook_raising_at_session_creation_restores_the_handler(self):
+    """A hook that raises in after_create_session (MonitoredSession then has
+    no session to close) must not leave harness's SIGTERM handler behind."""
+
+    class Raises(tf.compat.v1.train.SessionRunHook):
+
+      def after_create_session(self, session, coord):
+        raise RuntimeError("hook failed at session creation")
+
+    calls = []
+    previous = signal.signal(signal.SIGTERM,
+                             lambda signum, frame: calls.append(signum))
+    try:
+      with self.assertRaisesRegex(RuntimeError, "at session creation"):
+        self.est.train(_input_fn, max_steps=3, hooks=[Raises()])
+      _sigterm_self()
+      self.assertEqual(calls, [signal.SIGTERM])
+      self.est.train(_input_fn, max_steps=3)  # Not "preempted".
+      self.assertEqual(self.est.get_variable_value("global_step"), 3)
+    finally:
+      signal.signal(signal.SIGTERM, previous)
+
+
 
 def _peer_timeout(environ):
   """RunConfig's peer_timeout_secs under `environ` (read at construction)."""

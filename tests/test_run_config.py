@@ -67,6 +67,8 @@ class SignatureTest(absltest.TestCase):
                                     "input_timeout_secs": None,
                                     "metrics_port": 0,
                                     "metrics_bind": "127.0.0.1",
+                                    "input_pipeline": "tuned",
+                                    "xla": False,
                                     "environ": None,
                                     "cluster_info": cluster.FROM_ENVIRON})
 
@@ -428,7 +430,8 @@ class ReplaceTest(parameterized.TestCase):
         "'eval_idle_timeout_secs', 'peer_timeout_secs', 'restart_wait_secs', "
         "'force_takeover', 'bind_address', 'remote_claim_timeout_secs', "
         "'max_runs_without_progress', 'stop_timeout_secs', "
-        "'input_timeout_secs', 'metrics_port', 'metrics_bind']."
+        "'input_timeout_secs', 'metrics_port', 'metrics_bind', "
+        "'input_pipeline', 'xla']."
         " Fix: ")
 
   @parameterized.named_parameters(

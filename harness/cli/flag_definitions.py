@@ -18,6 +18,7 @@ from harness.cli import flag_parsers
 from harness.cli import job_config
 from harness.cli import tensorboard_server
 from harness.cluster import env_knobs
+from harness.core import input_modes
 
 __all__ = ["FLAG_VALUES", "BARE_VALUES"]
 
@@ -236,6 +237,17 @@ _STEPS_PER_LOOP = flags.DEFINE(
     "Training steps inside one session.run: an integer >= 1, or auto (K "
     "from the measured time of the first steps, bounded by the summary, "
     "logging and checkpoint cadence; 1 where a hook needs every step).",
+    flag_values=_FLAGS)
+
+# Speed: the input pipeline and XLA (RunConfig's fields of the same names).
+_INPUT_PIPELINE = flags.DEFINE_enum(
+    "input_pipeline", _D.input_pipeline, input_modes.INPUT_PIPELINES,
+    "tuned: the input_fn's dataset gets a final prefetch(AUTOTUNE) and "
+    "order-keeping tf.data options (same elements, same order); "
+    "as_written: used as returned, as tf.estimator did.", flag_values=_FLAGS)
+_XLA = flags.DEFINE_bool(
+    "xla", _D.xla, "Compile the graph with XLA auto-clustering "
+    "(global_jit_level ON_1; on CPU also --tf_xla_cpu_global_jit).",
     flag_values=_FLAGS)
 
 # Live Prometheus metrics (harness.core.live_metrics).

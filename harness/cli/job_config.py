@@ -20,6 +20,7 @@ from harness import cluster as cluster_lib
 from harness import errors
 from harness.cluster import env_knobs
 from harness.cluster import strategy_kind
+from harness.core import input_modes
 from harness.core import live_metrics
 from harness.core import stall
 from harness.core import stop_signal
@@ -100,6 +101,9 @@ class JobConfig:
   # TensorBoard (port None: not started; 0: a free port).
   tensorboard: int | None = None
   tensorboard_keep: bool = False
+  # Speed (RunConfig's input_pipeline and xla).
+  input_pipeline: str = input_modes.DEFAULT
+  xla: bool = False
   # Live Prometheus metrics (harness.core.live_metrics; port 0: off).
   metrics_port: int = live_metrics.DEFAULT_METRICS_PORT
   metrics_bind: str = live_metrics.DEFAULT_METRICS_BIND
@@ -253,6 +257,8 @@ def run_config_kwargs(job):
                           else float(job.input_timeout_secs)),
       metrics_port=job.metrics_port,
       metrics_bind=job.metrics_bind,
+      input_pipeline=job.input_pipeline,
+      xla=job.xla,
       session_creation_timeout_secs=job.session_creation_timeout_secs)
   if job.save_checkpoints_steps is not None:
     kwargs["save_checkpoints_steps"] = job.save_checkpoints_steps

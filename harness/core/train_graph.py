@@ -109,13 +109,14 @@ def build_local(call_model_fn, input_fn, params, config):
       config, isinstance(result, tf.data.Dataset))
   if steps_per_loop == 1:
     features, labels, input_hooks = input_pipeline.parse_input_fn_result(
-        result)
+        result, config.input_pipeline, ModeKeys.TRAIN)
     with tf.control_dependencies([_ordered_global_step_read(global_step)]):
       spec = call_model_fn(features, labels, ModeKeys.TRAIN, config)
     return TrainGraph(spec=spec, input_hooks=input_hooks,
                       global_step=global_step,
                       examples_per_step=step_rate.examples_in(features, labels))
-  iterator = tf.compat.v1.data.make_initializable_iterator(result)
+  iterator, input_hook = input_pipeline.initializable_iterator(
+      result, config.input_pipeline, ModeKeys.TRAIN)
   _register_global_step_read(global_step.read_value)
   examples = []  # The body's batch, carried out of the loop.
 
@@ -130,8 +131,7 @@ def build_local(call_model_fn, input_fn, params, config):
       global_step=global_step, examples_fn=lambda: examples[-1])
   return TrainGraph(
       spec=looped.spec, global_step=global_step, steps_per_loop=steps_per_loop,
-      input_hooks=[input_pipeline.DatasetInitializerHook(iterator)],
-      loop=looped, auto_bound=auto_bound,
+      input_hooks=[input_hook], loop=looped, auto_bound=auto_bound,
       examples_per_step=looped.examples_per_step)
 
 

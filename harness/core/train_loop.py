@@ -183,9 +183,14 @@ def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
       train_graph, hooks, model_dir=model_dir, config=config,
       context=context, saving_listeners=saving_listeners,
       max_steps=max_steps)
-  loss, steps_done = _run_session(
-      train_graph, creator, worker_hooks, model_dir=model_dir, config=config,
-      context=context)
+  try:
+    loss, steps_done = _run_session(
+        train_graph, creator, worker_hooks, model_dir=model_dir,
+        config=config, context=context)
+  finally:
+    # A hook that raised in after_create_session leaves MonitoredSession
+    # without a session to close: release the SIGTERM handlers here.
+    guard.closed()
   _check_run_end(worker_hooks, guard, steps_done, context.task_label)
   return loss
 

@@ -17,17 +17,16 @@ from harness import run_config as run_config_lib
 from harness._tf import tf
 
 __all__ = [
-    "DEFAULT_CONNECT_TIMEOUT_SECS",
     "trainer_tasks",
     "chief_task",
     "check_reachable",
     "check_servers",
 ]
 
-# How long the start-up checks wait for the servers by default (seconds);
-# train_remote uses the config's `remote_connect_timeout_secs`.
-DEFAULT_CONNECT_TIMEOUT_SECS = (
-    run_config_lib.DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS)
+# The start-up checks wait for the servers RunConfig's default
+# `remote_connect_timeout_secs` unless told (train_remote passes the
+# config's).
+_DEFAULT_WAIT_SECS = run_config_lib.DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS
 _RETRY_SECS = 0.5
 
 
@@ -67,7 +66,7 @@ def _connect_error(address, timeout_secs):
     time.sleep(_RETRY_SECS)
 
 
-def check_reachable(cluster, *, timeout_secs=DEFAULT_CONNECT_TIMEOUT_SECS):
+def check_reachable(cluster, *, timeout_secs=_DEFAULT_WAIT_SECS):
   """Raises unless every address of `cluster` accepts TCP connections.
 
   All addresses are tried at once, each retried until `timeout_secs` (a
@@ -124,7 +123,7 @@ def _server_devices(address, timeout_secs):
 
 
 def check_servers(cluster, *, num_cpu_devices=1,
-                  timeout_secs=DEFAULT_CONNECT_TIMEOUT_SECS):
+                  timeout_secs=_DEFAULT_WAIT_SECS):
   """Checks that the cluster's servers answer and fit the training.
 
   Every address must accept TCP connections (`check_reachable`); then each

@@ -18,7 +18,6 @@ When the chief stops early it also writes `<model_dir>/training_stopped`
 """
 
 # pylint: disable=unused-import
-from harness.early_stopping.predicates import TRAINING_STOPPED_MARKER
 from harness.early_stopping.predicates import make_early_stopping_hook
 from harness.early_stopping.predicates import read_eval_metrics
 from harness.early_stopping.predicates import read_training_stopped_marker
@@ -29,6 +28,7 @@ from harness.early_stopping.predicates import stop_if_no_increase_hook
 from harness.early_stopping.predicates import write_training_stopped_marker
 from harness.early_stopping.stop_hooks import CheckForStoppingHook
 from harness.early_stopping.stop_hooks import StopOnPredicateHook
+from harness.state.run_state import MARKER_NAME as TRAINING_STOPPED_MARKER
 
 # tf.estimator 2.15's private names, which legacy code calls.
 _CheckForStoppingHook = CheckForStoppingHook

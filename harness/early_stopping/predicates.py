@@ -27,10 +27,8 @@ __all__ = [
     "read_eval_metrics",
     "write_training_stopped_marker",
     "read_training_stopped_marker",
-    "TRAINING_STOPPED_MARKER",
 ]
 
-TRAINING_STOPPED_MARKER = run_state.MARKER_NAME
 _EVENT_FILE_GLOB_PATTERN = "events.out.tfevents.*"
 
 
@@ -285,7 +283,7 @@ def write_training_stopped_marker(model_dir, reason, global_step):
     The marker's path.
   """
   run_state.write_training_stopped(model_dir, reason, global_step)
-  return os.path.join(model_dir, TRAINING_STOPPED_MARKER)
+  return os.path.join(model_dir, run_state.MARKER_NAME)
 
 
 def read_training_stopped_marker(model_dir):

@@ -43,10 +43,10 @@ from harness.k8s.config import ENTRYPOINT
 from harness.k8s.config import JOB_INDEX_ENV
 from harness.k8s.config import K8sConfig
 from harness.k8s.config import MODEL_MOUNT
-from harness.k8s.config import SCRATCH_MOUNT
 from harness.k8s.config import TASK_INDEX_ENV
 from harness.k8s.config import TASK_TYPE_ENV
 from harness.k8s.config import training_tasks
+from harness.k8s.policy import SCRATCH_MOUNT
 # Rendering.
 from harness.k8s.manifests import render
 from harness.k8s.manifests import to_yaml

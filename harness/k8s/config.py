@@ -24,7 +24,7 @@ from harness.k8s import policy
 __all__ = [
     "K8sConfig", "KINDS", "training_tasks", "cluster_addresses",
     "CLUSTER_ENV", "TASK_TYPE_ENV", "TASK_INDEX_ENV", "JOB_INDEX_ENV",
-    "CONTAINER", "MODEL_MOUNT", "SCRATCH_MOUNT", "ENTRYPOINT",
+    "CONTAINER", "MODEL_MOUNT", "ENTRYPOINT",
     "CONFIG_ERROR_EXIT_CODE",
 ]
 
@@ -34,7 +34,6 @@ TASK_INDEX_ENV = "HARNESS_K8S_TASK_INDEX"
 JOB_INDEX_ENV = "JOB_COMPLETION_INDEX"  # Set by Kubernetes in Indexed Jobs.
 CONTAINER = "harness"
 MODEL_MOUNT = "/mnt/harness"
-SCRATCH_MOUNT = policy.SCRATCH_MOUNT
 CONFIG_ERROR_EXIT_CODE = 2  # harness binaries' "bad flag / TF_CONFIG" status.
 # The container's command: TF_CONFIG from this pod's index, then exec args.
 ENTRYPOINT = (

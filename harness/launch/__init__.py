@@ -20,11 +20,11 @@ else in harness imports this package.
 """
 
 # pylint: disable=unused-import
-from harness.launch.cli import NETWORK_ISOLATIONS
 from harness.launch.cli import build_tf_configs
 from harness.launch.cli import launch
 from harness.launch.cli import run
 from harness.launch.cli import task_names
+from harness.launch.netns import MODES as NETWORK_ISOLATIONS
 from harness.launch.supervisor import TIMEOUT_EXIT_CODE
 
 __all__ = [

@@ -55,11 +55,8 @@ from harness.launch import netns
 from harness.launch import ports
 from harness.launch import supervisor
 
-__all__ = ["launch", "build_tf_configs", "task_names", "TIMEOUT_EXIT_CODE",
-           "NETWORK_ISOLATIONS"]
+__all__ = ["launch", "build_tf_configs", "task_names"]
 
-NETWORK_ISOLATIONS = netns.MODES
-TIMEOUT_EXIT_CODE = supervisor.TIMEOUT_EXIT_CODE
 
 
 def _check_count(name, value, minimum=0):
@@ -224,9 +221,9 @@ def launch(command, *, workers, chief=False, ps=0, evaluator=False,
         value < 0):
       raise errors.ConfigError(
           f"`{name}` must be a number of seconds >= 0, got {value!r}.")
-  if network_isolation not in NETWORK_ISOLATIONS:
+  if network_isolation not in netns.MODES:
     raise errors.ConfigError(
-        f"`network_isolation` must be one of {NETWORK_ISOLATIONS}, got "
+        f"`network_isolation` must be one of {netns.MODES}, got "
         f"{network_isolation!r}.")
   configs = build_tf_configs(workers=workers, chief=chief, ps=ps,
                              evaluator=evaluator, host=host)
@@ -285,7 +282,7 @@ def _define_flags():
           "grace_secs", 10, "Seconds between SIGTERM and SIGKILL when "
           "stopping tasks.", lower_bound=0),
       network_isolation=flags.DEFINE_enum(
-          "network_isolation", "auto", NETWORK_ISOLATIONS, "auto: run the "
+          "network_isolation", "auto", netns.MODES, "auto: run the "
           "tasks in a private network namespace when the platform allows "
           "(TensorFlow servers listen on every interface), else warn; netns: "
           "require it; none: share this machine's network (needed for "

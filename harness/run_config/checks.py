@@ -22,6 +22,7 @@ from harness import errors
 from harness._tf import tf
 from harness.cluster import env_knobs
 from harness.cluster import listen
+from harness.core import input_modes
 from harness.core import live_metrics
 from harness.core import stall
 from harness.core import stop_signal
@@ -239,6 +240,24 @@ def _check_metrics_endpoint(values):
   live_metrics.check_metrics_bind(values["metrics_bind"])
 
 
+def _check_input_pipeline(values):
+  """`input_pipeline`: one of `input_modes.INPUT_PIPELINES`."""
+  if values["input_pipeline"] not in input_modes.INPUT_PIPELINES:
+    fail("input_pipeline must be one of "
+         f"{', '.join(input_modes.INPUT_PIPELINES)}.", "use "
+         f"{input_modes.TUNED!r} (prefetch and order-keeping tf.data "
+         f"options) or {input_modes.AS_WRITTEN!r} (the input_fn's "
+         "dataset as returned).", values["input_pipeline"])
+
+
+def _check_xla(values):
+  """`xla`: a bool."""
+  if not isinstance(values["xla"], bool):
+    fail("xla must be True or False (XLA auto-clustering of the graph).",
+         "use False unless bench figures show XLA helps your model.",
+         values["xla"])
+
+
 # validate_properties' order: 2.15's fields, then harness's in the order
 # they were added. The first broken rule is the one reported: keep it.
 _CHECKS = (
@@ -251,6 +270,8 @@ _CHECKS = (
     _check_remote_claim_timeout,
     _check_stop_bounds,
     _check_metrics_endpoint,
+    _check_input_pipeline,
+    _check_xla,
 )
 
 

@@ -12,7 +12,7 @@ Usage::
 `eval_idle_timeout_secs`, `peer_timeout_secs`, `restart_wait_secs`,
 `force_takeover`, `bind_address`, `remote_claim_timeout_secs`,
 `max_runs_without_progress`, `stop_timeout_secs`, `input_timeout_secs`,
-`metrics_port`, `metrics_bind` and
+`metrics_port`, `metrics_bind`, `input_pipeline`, `xla` and
 `environ`), properties, `replace()`
 allow-list and messages. It is a thin shell over data: the user's values
 (checked by `harness.run_config.checks`), the `ClusterInfo` read once from
@@ -40,6 +40,7 @@ from harness import cluster
 from harness import errors
 from harness.cluster import env_knobs
 from harness.cluster import jobs
+from harness.core import input_modes
 from harness.core import live_metrics
 from harness.core import stall
 from harness.core import stop_signal
@@ -67,7 +68,8 @@ _HARNESS_FIELDS = ("steps_per_loop", "remote_connect_timeout_secs",
                    "force_takeover", "bind_address",
                    "remote_claim_timeout_secs",
                    "max_runs_without_progress", "stop_timeout_secs",
-                   "input_timeout_secs", "metrics_port", "metrics_bind")
+                   "input_timeout_secs", "metrics_port", "metrics_bind",
+                   "input_pipeline", "xla")
 _DEFAULT_REPLACEABLE_LIST = list(_CONSTRUCTOR_ARGS) + list(_HARNESS_FIELDS)
 def _read_cluster_info(environ, cluster_info):
   """The ClusterInfo of this run: `cluster_info`, or TF_CONFIG of `environ`
@@ -152,6 +154,8 @@ class RunConfig:
                input_timeout_secs=None,
                metrics_port=live_metrics.DEFAULT_METRICS_PORT,
                metrics_bind=live_metrics.DEFAULT_METRICS_BIND,
+               input_pipeline=input_modes.DEFAULT,
+               xla=False,
                environ=None,
                cluster_info=cluster.FROM_ENVIRON):
     """Constructs a RunConfig; arguments as tf.estimator 2.15's, plus:
@@ -200,6 +204,15 @@ class RunConfig:
         (default): no endpoint.
       metrics_bind: the address that endpoint listens on; default
         127.0.0.1 (this machine only), "0.0.0.0" for a remote scraper.
+      input_pipeline: "tuned" (default): the dataset an input_fn returns
+        for a local graph gets a final `prefetch(AUTOTUNE)` and
+        order-keeping tf.data options (`harness.core.input_pipeline`);
+        its elements and their order are unchanged. "as_written": used as
+        returned, as tf.estimator 2.15 did.
+      xla: compile the graph with XLA auto-clustering
+        (`OptimizerOptions.global_jit_level` ON_1 in session_config; on
+        CPU also `--tf_xla_cpu_global_jit` in TF_XLA_FLAGS, which takes
+        effect only before the process's first session). Default False.
       environ: mapping read for TF_CONFIG (and the two variables above)
         instead of `os.environ`, once, here.
       cluster_info: TF_CONFIG already parsed by the caller (a
@@ -258,7 +271,7 @@ class RunConfig:
     `restart_wait_secs`, `force_takeover`, `bind_address`,
     `remote_claim_timeout_secs`, `max_runs_without_progress`,
     `stop_timeout_secs`, `input_timeout_secs`, `metrics_port`,
-    `metrics_bind`).
+    `metrics_bind`, `input_pipeline`, `xla`).
     Setting one of `save_checkpoints_steps` / `save_checkpoints_secs` to a
     value clears the other. TF_CONFIG is not read again.
 
@@ -329,6 +342,8 @@ class RunConfig:
   input_timeout_secs = _value("input_timeout_secs")
   metrics_port = _value("metrics_port")
   metrics_bind = _value("metrics_bind")
+  input_pipeline = _value("input_pipeline")
+  xla = _value("xla")
 
   # Derived from the values and TF_CONFIG (`distribution.derive`).
   train_distribute = _derived("train_distribute")

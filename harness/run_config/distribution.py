@@ -15,6 +15,10 @@ cannot train with. Also here: 2.15's `DistributeConfig`, `TaskType` and
 """
 
 import collections
+import copy
+import os
+
+from absl import logging
 
 from harness import cluster
 from harness import errors
@@ -71,6 +75,30 @@ def get_default_session_config():
       allow_soft_placement=True, graph_options=graph_options)
 
 
+_XLA_CPU_FLAG = "--tf_xla_cpu_global_jit"
+
+
+def with_xla(session_config):
+  """A copy of `session_config` (None: the default) with XLA
+  auto-clustering on (`global_jit_level` ON_1).
+
+  On CPU, TensorFlow clusters only with `--tf_xla_cpu_global_jit` in
+  TF_XLA_FLAGS, read once, at the process's first session: it is added
+  here (and logged), so `RunConfig(xla=True)` built before any session
+  compiles on CPU too.
+  """
+  config = copy.deepcopy(session_config or get_default_session_config())
+  config.graph_options.optimizer_options.global_jit_level = (
+      tf.compat.v1.OptimizerOptions.ON_1)
+  flags = os.environ.get("TF_XLA_FLAGS", "")
+  if _XLA_CPU_FLAG not in flags.split():
+    os.environ["TF_XLA_FLAGS"] = f"{flags} {_XLA_CPU_FLAG}".strip()
+    logging.info("config | xla=True: global_jit_level ON_1; TF_XLA_FLAGS=%s "
+                 "(CPU clustering; read at the process's first session).",
+                 os.environ["TF_XLA_FLAGS"])
+  return config
+
+
 def _distributed_session_config(filters):
   config = get_default_session_config()
   config.device_filters.extend(filters)
@@ -121,6 +149,8 @@ def derive(values, info, previous=None):
   if (session_config is None and mode is None and facts.cluster and
       facts.device_filters):
     session_config = _distributed_session_config(facts.device_filters)
+  if values["xla"]:
+    session_config = with_xla(session_config)
   return Derived(train, evaluate, kind, remote_cluster, mode, spec, facts,
                  session_config)
 

@@ -11,6 +11,7 @@ that says what to change::
 """
 
 # pylint: disable=unused-import
+from harness.spec.estimator_spec import DATASET_FN_ATTR
 from harness.spec.estimator_spec import EstimatorSpec
 from harness.spec.estimator_spec import HOOKS_SENTENCE_SPECS
 from harness.spec.estimator_spec import ModeKeys

@@ -21,6 +21,7 @@ __all__ = [
     "verify_model_fn_args",
     "call_model_fn",
     "call_input_fn",
+    "DATASET_FN_ATTR",
     "check_hooks",
     "VALID_MODEL_FN_ARGS",
 ]
@@ -221,13 +222,25 @@ def call_model_fn(model_fn, features, labels, mode, params, config):
   return result
 
 
+# An input_fn of harness's own (`harness.inputs.numpy_input_fn`, ...) that
+# returns Tensors, as 2.15's did, carries under this name a function of no
+# arguments returning the same batches as a `tf.data.Dataset`;
+# `call_input_fn` returns that Dataset instead.
+DATASET_FN_ATTR = "harness_dataset_fn"
+
+
 def call_input_fn(input_fn, mode, params, config, input_context=None):
   """Calls `input_fn` with the arguments it declares, on the CPU.
 
   Returns:
     Whatever input_fn returns: a `tf.data.Dataset`, a `(features, labels)`
-    tuple, or features alone.
+    tuple, or features alone; for an input_fn with `DATASET_FN_ATTR`, the
+    Dataset of the batches it would return.
   """
+  dataset_fn = getattr(input_fn, DATASET_FN_ATTR, None)
+  if dataset_fn is not None:
+    with tf.compat.v1.device("/cpu:0"):
+      return dataset_fn()
   if not callable(input_fn):
     raise errors.InputFnError(
         f"input_fn must be callable, given: {input_fn!r}. Fix: pass the "
