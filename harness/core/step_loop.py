@@ -239,13 +239,15 @@ class SummarySaverHook(tf.compat.v1.train.SummarySaverHook):
     extra = self.steps_per_run - 1
     results = dict(run_values.results)
     results["global_step"] = results["global_step"] + extra
-    before = self._next_step
+    # TF's hook fetched "summary" only for a run whose summary it writes;
+    # flushing after every run instead cost ~0.25 ms a step (bench.vs215).
+    wrote = "summary" in results
     super().after_run(run_context, tf.compat.v1.train.SessionRunValues(
         results=results, options=run_values.options,
         run_metadata=run_values.run_metadata))
     if self._next_step is not None:
       self._next_step += extra
-    if self._next_step != before and self._events_dir and (
+    if wrote and self._events_dir and (
         self.write_error is None):  # It wrote: see that it landed.
       try:
         storage.flush_events(self._events_dir)
