@@ -6,6 +6,7 @@ from unittest import mock
 from absl.testing import absltest
 
 from bench import vs215
+from bench import vs215_table
 
 _K1, _EST = "harness K=1", "tf.estimator 2.15"
 
@@ -18,14 +19,15 @@ def _round(loud, k1_rate):
 class QuietRoundsTest(absltest.TestCase):
 
   def _render(self, runs):
-    return vs215.render(runs, rounds=len(runs), elapsed_secs=60,
-                        loads=["x"] * len(runs), command="c", profiles=[],
-                        max_load=1.5)
+    return vs215_table.render(runs, cases=vs215.CASES, runners=vs215.RUNNERS,
+                              targets=vs215._TARGETS, rounds=len(runs),
+                              elapsed_secs=60, loads=["x"] * len(runs),
+                              command="c", profiles=[], max_load=1.5)
 
   def test_loud_round_is_left_out_of_ratios_and_named(self):
     runs = [_round(False, 12.0), _round(True, 3.0), _round(False, 14.0)]
-    self.assertEqual(vs215._paired(runs, "mlp b32", _K1, _EST), [1.2, 1.4])
-    self.assertEqual(vs215._fmt_ratios([1.2, 1.4]),
+    self.assertEqual(vs215_table._paired(runs, "mlp b32", _K1, _EST), [1.2, 1.4])
+    self.assertEqual(vs215_table._fmt_ratios([1.2, 1.4]),
                      "1.30x (1.20-1.40; 1.20, 1.40)")
     text = self._render(runs)
     self.assertIn("**Rounds 2 started louder", text)
