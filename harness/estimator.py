@@ -280,6 +280,7 @@ class Estimator:
                                       self._params, self._config)
       features, _, input_hooks = input_pipeline.parse_input_fn_result(
           result, self._config.input_pipeline, ModeKeys.PREDICT)
+      prediction.warn_if_endless(result, features)
       spec = self._call_model_fn(features, None, ModeKeys.PREDICT,
                                  self._config)
       warm_start_lib.unless_restoring(self._warm_start_settings, checkpoint_path)

@@ -111,15 +111,16 @@ def _validate_exporters(exporters):
     exporters = list(exporters)
   except TypeError:
     exporters = [exporters]
-  names = set()
-  for exporter in exporters:
+  for exporter in exporters:  # Every type first: names are read below.
     if not isinstance(exporter, exporter_lib.Exporter):
       raise errors.ConfigTypeError(
           "`exporters` must be an Exporter, an iterable of Exporter, or "
           f"`None`, found {exporters}.\n{exporter!r} is not a harness "
           "Exporter. Fix: pass LatestExporter, BestExporter, FinalExporter "
           "or an Exporter subclass.")
-    all_names = [e.name for e in exporters]
+  all_names = [e.name for e in exporters]
+  names = set()
+  for exporter in exporters:
     if not exporter.name:
       raise errors.ConfigError(
           "An Exporter cannot have a name that is `None` or empty. All "
@@ -171,19 +172,27 @@ def task_to_run(estimator):
     task type: "chief", "master", "worker", "ps" or "evaluator".
 
   Raises:
-    ClusterConfigError: the task cannot run (2.15's checks and sentences).
+    ClusterConfigError: the task cannot run (2.15's checks and sentences,
+      then harness's rules of `check_supported_config`).
   """
   config = estimator.config
+  task_type = _task_type_to_run(config)
   run_config_lib.check_supported_config(config)
-  task_type = config.task_type
   if config.remote_cluster is not None:
     logging.info("train_and_evaluate | client | training on the remote "
                  "cluster %s, evaluating in this process",
                  config.remote_cluster)
-    return "local"
-  if not config.cluster_spec.as_dict() and task_type != "evaluator":
+  elif task_type == "local":
     logging.info("train_and_evaluate | local | training and evaluating in "
                  "this process (no TF_CONFIG cluster)")
+  return task_type
+
+
+def _task_type_to_run(config):
+  """`task_to_run`'s choice under 2.15's checks, in 2.15's order."""
+  task_type = config.task_type
+  if config.remote_cluster is not None or (
+      not config.cluster_spec.as_dict() and task_type != "evaluator"):
     return "local"
   if task_type == "evaluator" and config.task_id > 0:
     raise errors.ClusterConfigError(
@@ -202,10 +211,11 @@ def task_to_run(estimator):
         "`Estimator` locally (non-distributed).\nFix: drop them for local "
         "training, or name a job of the cluster.")
   if task_type not in _runners():
-    raise errors.ClusterConfigError(
+    raise errors.ClusterConfigError(  # 2.15's sentence, on one line.
         f"Task type {task_type} is not supported. Supported task types are "
-        f"{sorted(_runners())}\nFix: use one of those; leave `cluster` and "
-        "`task` out of TF_CONFIG to train locally.")
+        f"{sorted(set(_runners()) - {'local'})}. Fix: use one of those; "
+        "without `cluster` and `task` in TF_CONFIG, it trains in this "
+        "process.")
   return task_type
 
 
@@ -324,8 +334,8 @@ class _TrainingExecutor:
     hooks = spec_lib.check_hooks(train_hooks, "train_hooks",
                                  sentence=spec_lib.HOOKS_SENTENCE_SPECS)
     self._estimator = estimator
-    self._train_spec = train_spec._replace(
-        hooks=tuple(train_spec.hooks) + tuple(hooks))
+    self._train_spec = train_spec
+    self._train_hooks = tuple(hooks)
     self._eval_spec = eval_spec
     self._continuous_eval_listener = listener
 
@@ -338,7 +348,11 @@ class _TrainingExecutor:
     return getattr(self, f"run_{task_to_run(self._estimator)}")()
 
   def _run(self, runner):
-    return runner(self._estimator, self._train_spec, self._eval_spec)
+    train_spec = self._train_spec
+    if self._train_hooks:  # Read only by the roles that train, as in 2.15.
+      train_spec = train_spec._replace(
+          hooks=tuple(train_spec.hooks) + self._train_hooks)
+    return runner(self._estimator, train_spec, self._eval_spec)
 
   def run_chief(self):
     return self._run(roles.run_chief)
@@ -346,7 +360,15 @@ class _TrainingExecutor:
   def run_worker(self):
     return self._run(roles.run_worker)
 
+  def _require_eval_spec(self):
+    if not isinstance(self._eval_spec, EvalSpec):
+      raise errors.ConfigTypeError(
+          "`eval_spec` must have type `tf.estimator.EvalSpec`. Got: "
+          f"{type(self._eval_spec)}\nThis role evaluates after its "
+          "checkpoints. Fix: pass harness.EvalSpec(eval_input_fn, ...).")
+
   def run_master(self):
+    self._require_eval_spec()
     return self._run(roles.run_master)
 
   def run_ps(self):
@@ -356,6 +378,7 @@ class _TrainingExecutor:
     return self._run(run_evaluator)
 
   def run_local(self):
+    self._require_eval_spec()
     return self._run(run_local)
 
 

@@ -300,5 +300,68 @@ class HooksAndConfigErrorsTest(absltest.TestCase):
             {"r": [1.]}, {"in": tf.compat.v1.placeholder(tf.string)})
 
 
+class EvalSummaryProtoTest(absltest.TestCase):
+  """An eval metric holding a serialized Summary (an image summary)."""
+
+  def test_each_value_is_written_as_key_slash_index(self):
+
+    def model_fn(features, labels, mode):
+      del features, labels
+      images = tf.compat.v1.summary.image(
+          "image", tf.zeros([5, 3, 3, 1]), max_outputs=3)
+      return spec.EstimatorSpec(
+          mode, loss=tf.constant(1.),
+          train_op=tf.compat.v1.assign_add(
+              tf.compat.v1.train.get_global_step(), 1),
+          eval_metric_ops={"foo": (images, tf.no_op())})
+
+    est = harness.Estimator(model_fn, model_dir=tempfile.mkdtemp())
+    est.train(lambda: ({"x": [[1.]]}, [[1.]]), steps=1)
+    est.evaluate(lambda: ({"x": [[1.]]}, [[1.]]), steps=1)
+    tags = set()
+    for path in tf.io.gfile.glob(est.eval_dir() + "/events.*"):
+      for event in tf.compat.v1.train.summary_iterator(path):
+        tags.update(value.tag for value in event.summary.value)
+    self.assertLessEqual({"foo/0", "foo/1", "foo/2"}, tags)
+    self.assertNotIn("foo", tags)
+
+
+class TaskChecksOrderTest(absltest.TestCase):
+  """2.15's task checks come before harness's address rules."""
+
+  def _run(self, task):
+    tf_config = {"cluster": {"chief": ["host0:0"], "ps": ["host1:1"],
+                             "local": ["host2:2"], "alloc": ["host3:3"]},
+                 "task": task}
+    import json  # pylint: disable=g-import-not-at-top
+    config = harness.RunConfig(
+        environ={"TF_CONFIG": json.dumps(tf_config)})
+    est = harness.Estimator(_sum_model_fn, model_dir=tempfile.mkdtemp(),
+                            config=config)
+    harness.train_and_evaluate(
+        est, harness.TrainSpec(lambda: ({"x": [[1.]]}, [1.])),
+        harness.EvalSpec(lambda: ({"x": [[1.]]}, [1.])))
+
+  def test_second_evaluator_before_port_zero(self):
+    with self.assertRaisesRegex(ValueError,
+                                "there can only be one `evaluator` task"):
+      self._run({"type": "evaluator", "index": 1})
+
+  def test_local_task_type_before_port_zero(self):
+    with self.assertRaisesRegex(ValueError, "cannot be `local`"):
+      self._run({"type": "local", "index": 0})
+
+  def test_unsupported_task_type_as_2_15_said_it(self):
+    # 2.15's tests match the whole rest of the message: no "local" in it.
+    with self.assertRaisesRegex(
+        ValueError, "Task type .* is not supported. Supported task types "
+        "are ((?!local).)*$"):
+      self._run({"type": "alloc", "index": 0})
+
+  def test_port_zero_still_refused_for_a_real_task(self):
+    with self.assertRaisesRegex(ValueError, "port in 1..65535"):
+      self._run({"type": "chief", "index": 0})
+
+
 if __name__ == "__main__":
   absltest.main()

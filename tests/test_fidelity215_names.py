@@ -11,6 +11,7 @@ spec names and `build_supervised_input_receiver_fn_from_input_fn`.
 import importlib
 import os
 import time
+from unittest import mock
 
 from absl.testing import absltest
 
@@ -67,6 +68,38 @@ class TrainingExecutorTest(absltest.TestCase):
     Executor(self._estimator(), *self._specs(max_steps=2),
              train_hooks=[Counting()]).run()
     self.assertEqual(["run_local", "step", "step"], calls)
+
+  def test_non_exporter_after_an_exporter_is_a_type_error(self):
+    exporter = exporter_lib.LatestExporter(
+        "a", lambda: None)  # Never called here.
+    with self.assertRaisesRegex(TypeError, "must be an Exporter"):
+      harness.EvalSpec(_input_fn, exporters=[exporter, object()])
+
+  def test_local_and_master_need_an_eval_spec(self):
+    training = _module("training")
+    executor = training._TrainingExecutor(
+        self._estimator(), self._specs()[0], None)
+    for run in (executor.run_local, executor.run_master):
+      with self.assertRaisesRegex(
+          TypeError, "`eval_spec` must have type `tf.estimator.EvalSpec`"):
+        run()
+
+  def test_train_spec_hooks_are_read_only_by_training_roles(self):
+    # 2.15 merged train_hooks into the spec's hooks when a role trained, so
+    # building an executor for the evaluator never read them.
+    training = _module("training")
+    train_spec = mock.Mock(spec=harness.TrainSpec)
+    training._TrainingExecutor(self._estimator(), train_spec,
+                               self._specs()[1])
+
+  def test_roles_call_train_with_2_15_keywords(self):
+    training = _module("training")
+    est = mock.Mock(spec=harness.Estimator)
+    est.config = harness.RunConfig()
+    train_spec = harness.TrainSpec(_input_fn, max_steps=2)
+    training._TrainingExecutor(est, train_spec, None).run_chief()
+    est.train.assert_called_once_with(
+        input_fn=_input_fn, max_steps=2, hooks=[], saving_listeners=[])
 
   def test_custom_listener_is_refused(self):
     training = _module("training")

@@ -19,6 +19,7 @@ import pytest
 from harness import errors
 from harness._tf import tf
 from harness.state import lease
+from harness.state import processes
 from tests import _support
 from tests import conftest
 
@@ -165,7 +166,7 @@ class LeaseTest(absltest.TestCase):
     self.addCleanup(second.release)
     self.assertIn("not refreshed for", "\n".join(logs.output))
     self.assertEqual(lease.read(self.model_dir).pid_ns,
-                     lease.process_space()[0])
+                     processes.process_space()[0])
 
   def test_failed_write_leaves_no_temp_file(self):
     held = _acquire(self.model_dir, self.clock, pid=111)
@@ -303,7 +304,7 @@ class TwoTrainersTest(absltest.TestCase):
     self.assertNotIn("taking over", out, detail)
     self.assertIsNone(first.poll(), "the first trainer stopped")
     self.assertEqual(lease.read(model_dir).token, holder.token)
-    self.assertNotEqual(holder.pid_ns, lease.process_space()[0])
+    self.assertNotEqual(holder.pid_ns, processes.process_space()[0])
 
 
 def _unshared(command):

@@ -21,7 +21,7 @@ from harness._tf import tf
 from harness.distribute import claim_graph
 from harness.distribute import server_claim
 from harness.launch import ports
-from harness.state import lease
+from harness.state import processes
 from tests import _support
 
 _CLIENT_SECS = 240
@@ -39,7 +39,7 @@ class DeadHolderTest(absltest.TestCase):
   """A holder's pid is evidence only in our PID namespace and boot."""
 
   def _holder(self, **changes):
-    pid_ns, boot_id = lease.process_space()
+    pid_ns, boot_id = processes.process_space()
     who = {"host": socket.gethostname(), "pid": 2 ** 22 + 7,  # No such pid.
            "pid_ns": pid_ns, "boot_id": boot_id}
     who.update(changes)

@@ -75,16 +75,16 @@ def dnn_logits(features, mode, *, units, hidden_units, feature_columns,
     mode: a `ModeKeys` value (dropout and batch-norm training behaviour).
     units: logits dimension.
     hidden_units: units of each hidden layer.
-    feature_columns: dense feature columns (v2: `DenseFeatures`, which
-      also takes shared embeddings; v1: `input_layer`).
+    feature_columns: dense feature columns (v2: `DenseFeatures`; v1:
+      `input_layer`).
     activation_fn: hidden-layer activation.
     dropout: drop probability, or None.
     batch_norm: batch normalisation after each hidden layer.
     v1: build as 2.15's v1 classes did (v1 layers and input layer).
     partitioner: v1 only: partitioner of the `dnn` variable scope.
     input_layer_partitioner: v1 only: partitioner of the input layer.
-    scope: the scope to open, or None to build in the caller's scope (the
-      v1 `dnn_logit_fn_builder`, whose caller opened it).
+    scope: the scope to open, or None for the caller's (v1
+      `dnn_logit_fn_builder`).
 
   Returns:
     (logits, trainable variables, update ops).
@@ -94,9 +94,10 @@ def dnn_logits(features, mode, *, units, hidden_units, feature_columns,
   training = mode == ModeKeys.TRAIN
   activation_fn = activation_fn or tf.nn.relu
   init = tf.compat.v1.glorot_uniform_initializer()
-  layers = []
-  update_ops = []
+  layers, update_ops = [], []
   with _dnn_scope(v1, features, partitioner, scope) as scope_name:
+    # 2.15's tags: "dnn/dnn/hiddenlayer_0/..." (v1), "dnn/hiddenlayer_0/...".
+    tag_scope = f"{scope_name}/" if v1 and scope_name else ""
     if v1:
       with tf.compat.v1.variable_scope("input_from_feature_columns",
                                        partitioner=input_layer_partitioner):
@@ -117,20 +118,25 @@ def dnn_logits(features, mode, *, units, hidden_units, feature_columns,
         layers.append(norm)
         net = norm(net, training=training)
         update_ops.extend(norm.updates)
-      layer_summary(net, f"{scope_name}/{name}")
+      layer_summary(net, f"{tag_scope}{name}")
     logits_layer = _dense(units, None, init, "logits", v1)
     layers.append(logits_layer)
     logits = logits_layer(net)
-    layer_summary(logits, f"{scope_name}/logits")
+    layer_summary(logits, f"{tag_scope}logits")
+  return logits, _trainable_variables(layers, v1, scope_name), update_ops
+
+
+def _trainable_variables(layers, v1, scope_name):
+  """The tower's variables: its layers' (v2), or its scope's (v1)."""
+  if v1:
+    return tf.compat.v1.get_collection(
+        tf.compat.v1.GraphKeys.TRAINABLE_VARIABLES,
+        scope=(scope_name + "/") if scope_name else None)
   variables = []
   for layer in layers:
     variables.extend(v for v in layer.trainable_variables
                      if all(v is not seen for seen in variables))
-  if v1:
-    variables = tf.compat.v1.get_collection(
-        tf.compat.v1.GraphKeys.TRAINABLE_VARIABLES,
-        scope=(scope_name + "/") if scope_name else None)
-  return logits, variables, update_ops
+  return variables
 
 
 @contextlib.contextmanager

@@ -29,6 +29,7 @@ __all__ = [
     "DNNLinearCombinedClassifier", "DNNLinearCombinedRegressor",
     "DNNLinearCombinedEstimator", "DNNLinearCombinedClassifierV1",
     "DNNLinearCombinedRegressorV1", "DNNLinearCombinedEstimatorV1",
+    "dnn_linear_combined_model_fn_v2",
 ]
 
 # 2.15's historical default learning rates.
@@ -100,6 +101,30 @@ def combined_model_fn(features, labels, mode, head, *, linear_feature_columns,
   return head.create_estimator_spec(
       features=features, mode=mode, labels=labels, logits=logits,
       train_op_fn=train_op_fn)
+
+
+def dnn_linear_combined_model_fn_v2(
+    features, labels, mode, head, linear_feature_columns=None,
+    linear_optimizer="Ftrl", dnn_feature_columns=None,
+    dnn_optimizer="Adagrad", dnn_hidden_units=None,
+    dnn_activation_fn=tf.nn.relu, dnn_dropout=None, config=None,
+    batch_norm=False, linear_sparse_combiner="sum",
+    loss_reduction=_SUM_OVER_BATCH):
+  """The v2 wide & deep model_fn with 2.15's arguments and defaults.
+
+  tf.estimator 2.15's `dnn_linear_combined._dnn_linear_combined_model_fn_v2`,
+  for a model_fn of your own around any head: the classes above call the
+  same code.
+  """
+  return combined_model_fn(
+      features, labels, mode, head,
+      linear_feature_columns=tuple(linear_feature_columns or ()),
+      linear_optimizer=linear_optimizer,
+      dnn_feature_columns=tuple(dnn_feature_columns or ()),
+      dnn_optimizer=dnn_optimizer, dnn_hidden_units=dnn_hidden_units,
+      dnn_activation_fn=dnn_activation_fn, dnn_dropout=dnn_dropout,
+      batch_norm=batch_norm, linear_sparse_combiner=linear_sparse_combiner,
+      loss_reduction=loss_reduction, config=config)
 
 
 def _v2_train_op_fn(parts, loss_reduction):

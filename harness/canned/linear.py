@@ -26,7 +26,7 @@ from harness.spec import ModeKeys
 __all__ = [
     "LinearClassifier", "LinearRegressor", "LinearEstimator",
     "LinearClassifierV1", "LinearRegressorV1", "LinearEstimatorV1",
-    "linear_logits", "linear_model_fn_v2",
+    "fraction_of_zero", "linear_logits", "linear_model_fn_v2",
 ]
 
 # 2.15's learning rate for a string optimizer of the linear classes.
@@ -78,10 +78,40 @@ def _summaries(variables, units):
     else:
       tf.compat.v1.summary.scalar("bias", bias[0][0])
   if weights:
-    zeros = tf.math.add_n([tf.math.zero_fraction(w) * tf.cast(
-        tf.size(w), tf.float32) for w in weights])
-    total = tf.cast(tf.math.add_n([tf.size(w) for w in weights]), tf.float32)
-    tf.compat.v1.summary.scalar("fraction_of_zero_weights", zeros / total)
+    tf.compat.v1.summary.scalar("fraction_of_zero_weights",
+                                fraction_of_zero(weights))
+
+
+def fraction_of_zero(variables):
+  """The fraction of zero entries over all `variables` (the model's sparsity).
+
+  tf.estimator 2.15's `linear._compute_fraction_of_zero`. Entries are counted
+  in int64, so a variable of over 2**31 entries counts right; an empty
+  variable adds nothing, and only empty ones give NaN.
+
+  Args:
+    variables: a list (or a list of lists) of variables or Tensors, of any
+      numeric dtypes.
+
+  Returns:
+    A float32 scalar Tensor.
+
+  Raises:
+    ValueError: `variables` is empty.
+  """
+  variables = tf.nest.flatten(variables)
+  if not variables:
+    raise ValueError(
+        "Empty list of variables: there is no sparsity to compute. Fix: pass "
+        "the model's weight variables.")
+  sizes = [tf.size(v, out_type=tf.int64) for v in variables]
+  zeros = tf.math.add_n([
+      size - tf.math.count_nonzero(v, dtype=tf.int64)
+      for size, v in zip(sizes, variables)])
+  total = tf.math.add_n(sizes)
+  fraction = tf.math.divide(tf.cast(zeros, tf.float64),
+                            tf.cast(total, tf.float64))
+  return tf.cast(fraction, tf.float32)
 
 
 def linear_model_fn_v2(features, labels, mode, head, feature_columns,

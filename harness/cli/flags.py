@@ -211,6 +211,27 @@ def visible_gpu_count(environ):
   return count
 
 
+def _flag_values(argv):
+  """Reads `argv` into {flag name: value}; returns it and the problems."""
+  argv = list(argv)
+  if argv and not argv[0].startswith("-"):
+    argv = argv[1:]
+  with _LOCK:
+    for name in job_config.FLAG_NAMES:  # Quietly back to the defaults (unlike
+      _FLAGS[name].unparse()  # FlagValues.unparse_flags, which logs).
+    problems, clean, positional = _scan(argv)
+    try:
+      _FLAGS(["harness.main"] + clean)
+    except flags.Error as e:
+      problems.extend(str(e).split("\n"))
+    _FLAGS.mark_as_parsed()
+    values = {name: _FLAGS[name].value for name in job_config.FLAG_NAMES}
+  if positional:
+    problems.append(f"unexpected arguments {positional}: harness.main takes "
+                    "flags only (--name=value).")
+  return values, problems
+
+
 def parse(argv, *, environ=None, gpu_count=None):
   """Parses and checks a harness.main command line into a `JobConfig`.
 
@@ -232,22 +253,7 @@ def parse(argv, *, environ=None, gpu_count=None):
   environ = os.environ if environ is None else environ
   if gpu_count is None:
     gpu_count = lambda: visible_gpu_count(environ)
-  argv = list(argv)
-  if argv and not argv[0].startswith("-"):
-    argv = argv[1:]
-  with _LOCK:
-    for name in job_config.FLAG_NAMES:  # Quietly back to the defaults (unlike
-      _FLAGS[name].unparse()  # FlagValues.unparse_flags, which logs).
-    problems, clean, positional = _scan(argv)
-    try:
-      _FLAGS(["harness.main"] + clean)
-    except flags.Error as e:
-      problems.extend(str(e).split("\n"))
-    _FLAGS.mark_as_parsed()
-    values = {name: _FLAGS[name].value for name in job_config.FLAG_NAMES}
-  if positional:
-    problems.append(f"unexpected arguments {positional}: harness.main takes "
-                    "flags only (--name=value).")
+  values, problems = _flag_values(argv)
   _resolve_names(values, problems, _flag_names_in(problems))
   values["exporters"] = tuple(values["exporters"])
   # The binary's edge: --model_dir normalised once (~, relative -> absolute).

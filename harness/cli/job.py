@@ -57,6 +57,12 @@ def check_environment(job, info, *, gpu_count, skip=()):
   Returns:
     Problems as `flag --name=value: why. Fix: ...` strings ([]: it fits).
   """
+  return (_cluster_problems(job, info, skip) +
+          _device_problems(job, info, gpu_count, skip))
+
+
+def _cluster_problems(job, info, skip):
+  """TF_CONFIG against the flags: strategy, model_dir, remote cluster."""
   problems = []
   if info is not None and "strategy" not in skip:
     has_strategy = job.strategy != "default"
@@ -93,6 +99,12 @@ def check_environment(job, info, *, gpu_count, skip=()):
           job.strategy, {}, source=f"flag --strategy={job.strategy}:")
     except errors.ClusterConfigError as e:
       problems.append(str(e))
+  return problems
+
+
+def _device_problems(job, info, gpu_count, skip):
+  """The GPUs the flags ask for, and the batch over the replicas."""
+  problems = []
   gpus = job.num_gpus_per_worker
   if job.device_type == "GPU" and "num_gpus_per_worker" not in skip and (
       gpu_count() < gpus):
@@ -203,14 +215,7 @@ def run_job(job, *, environ=None, out=None):
   out = sys.stdout if out is None else out
   info = job_config.cluster_info_of(job, environ)
   label = job_config.run_label(job, info)
-  # flags.parse checked a job it made (with the GPUs counted); a job built
-  # in code is checked here, its GPUs counted by TensorFlow when it runs.
-  problems = [] if job.environment_checked else check_environment(
-      job, info, gpu_count=lambda: job.num_gpus_per_worker)
-  if problems:
-    raise errors.ConfigError(
-        "The job does not fit this machine or cluster:\n  " +
-        "\n  ".join(problems))
+  _check_unless_parsed(job, info)
   if job.dry_run:
     _emit(out, describe(job, info, full=True))
     _emit(out, f"dry run | {label} | TF_CONFIG role: "
@@ -241,13 +246,29 @@ def run_job(job, *, environ=None, out=None):
   if temporary:  # Predictions are what the run made: they stay.
     keep = ("--keep_model_dir" if job.keep_model_dir else
             "it holds the predictions" if predictions_path else None)
-    result = dataclasses.replace(
-        result, model_dir_removed=storage.finish_temporary_model_dir(
-            estimator.model_dir, succeeded=True, keep=keep))
+    result = dataclasses.replace(result, model_dir_removed=(
+        storage.finish_temporary_model_dir(estimator.model_dir,
+                                           succeeded=True, keep=keep)))
   if result.metrics:
     _emit(out, results_text.format_metrics(result.metrics, label))
   _emit(out, results_text.summary(result, job))
   return result
+
+
+def _check_unless_parsed(job, info):
+  """Raises ConfigError for a job built in code that does not fit here.
+
+  `flags.parse` checked the jobs it made (with the GPUs counted); a job
+  built in code is checked here, its GPUs counted by TensorFlow as it runs.
+  """
+  if job.environment_checked:
+    return
+  problems = check_environment(
+      job, info, gpu_count=lambda: job.num_gpus_per_worker)
+  if problems:
+    raise errors.ConfigError(
+        "The job does not fit this machine or cluster:\n  " +
+        "\n  ".join(problems))
 
 
 def _tensorboard(job, info, model_dir, out):

@@ -172,6 +172,9 @@ LAYOUT = {
                  "verify_model_fn_args"),
         "LOSS_METRIC_KEY": "harness.core.evaluation:LOSS_METRIC_KEY",
         "call_logit_fn": "harness.canned.logit_fns:call_logit_fn",
+        # 2.15's heads built this TPU-shaped spec, then `as_estimator_spec()`;
+        # custom heads (tensorflow_privacy's DP heads) still do.
+        "_TPUEstimatorSpec": "harness.tpu.tpu_spec:TPUEstimatorSpec",
     }, ("harness.spec",)),
     "mode_keys": (_names("harness.spec", "ModeKeys"), ()),
     "training": (_names("harness.training", "_TrainingExecutor",
@@ -223,13 +226,19 @@ LAYOUT = {
     # Canned estimators: `X` is the v1 class there, `XV2` the v2 one.
     "canned.dnn": (_canned_names("dnn", "DNNClassifier", "DNNRegressor",
                                  "DNNEstimator"), ("harness.canned.dnn",)),
-    "canned.linear": (_canned_names(
-        "linear", "LinearClassifier", "LinearRegressor", "LinearEstimator"),
-                      ("harness.canned.linear",)),
-    "canned.dnn_linear_combined": (_canned_names(
-        "dnn_linear_combined", "DNNLinearCombinedClassifier",
-        "DNNLinearCombinedRegressor", "DNNLinearCombinedEstimator"),
-                                   ("harness.canned.dnn_linear_combined",)),
+    "canned.linear": ({
+        **_canned_names("linear", "LinearClassifier", "LinearRegressor",
+                        "LinearEstimator"),
+        "_compute_fraction_of_zero": "harness.canned.linear:fraction_of_zero",
+    }, ("harness.canned.linear",)),
+    "canned.dnn_linear_combined": ({
+        **_canned_names("dnn_linear_combined", "DNNLinearCombinedClassifier",
+                        "DNNLinearCombinedRegressor",
+                        "DNNLinearCombinedEstimator"),
+        "_dnn_linear_combined_model_fn_v2": (
+            "harness.canned.dnn_linear_combined:"
+            "dnn_linear_combined_model_fn_v2"),
+    }, ("harness.canned.dnn_linear_combined",)),
     "canned.baseline": (_canned_names(
         "baseline", "BaselineClassifier", "BaselineRegressor",
         "BaselineEstimator"), ("harness.canned.baseline",)),

@@ -143,30 +143,32 @@ def evaluate_once(*, checkpoint_path, master, scaffold, eval_op, final_ops,
   return final_hook.final_ops_values
 
 
-def _summary_value(tag, value):
-  """A Summary.Value for `value`, or None when it has no scalar meaning."""
+def _summary_values(tag, value):
+  """The Summary.Values of one result; [] when it has no summary meaning.
+
+  A serialized `Summary` (an image summary's value, say) gives each of its
+  values, tagged `<tag>/<i>` as 2.15 tagged them.
+  """
   if isinstance(value, (bool, np.bool_)):
     value = float(value)
   if isinstance(value, (int, float, np.integer, np.floating)):
-    return tf.compat.v1.Summary.Value(tag=tag, simple_value=float(value))
+    return [tf.compat.v1.Summary.Value(tag=tag, simple_value=float(value))]
   if isinstance(value, np.ndarray) and value.size == 1:
-    return tf.compat.v1.Summary.Value(
-        tag=tag, simple_value=float(value.reshape(())))
+    return [tf.compat.v1.Summary.Value(
+        tag=tag, simple_value=float(value.reshape(())))]
   if isinstance(value, bytes):
     summary = tf.compat.v1.Summary()
     try:
       summary.ParseFromString(value)
     except Exception:  # pylint: disable=broad-except
-      return None
-    if summary.value:
-      item = summary.value[0]
-      item.tag = tag
-      return item
-    return None
+      return []
+    for i, item in enumerate(summary.value):
+      item.tag = f"{tag}/{i}"
+    return list(summary.value)
   if isinstance(value, np.ndarray):
-    return tf.compat.v1.Summary.Value(
-        tag=tag, tensor=tf.compat.v1.make_tensor_proto(value))
-  return None
+    return [tf.compat.v1.Summary.Value(
+        tag=tag, tensor=tf.compat.v1.make_tensor_proto(value))]
+  return []
 
 
 def write_dict_to_summary(output_dir, dictionary, current_global_step):
@@ -175,13 +177,13 @@ def write_dict_to_summary(output_dir, dictionary, current_global_step):
   for key, value in sorted(dictionary.items()):
     if key == GLOBAL_STEP_KEY:
       continue
-    item = _summary_value(key, value)
-    if item is None:
+    items = _summary_values(key, value)
+    if not items:
       logging.warning(
           "eval | skipping summary for %s: %s values cannot be written as a "
           "scalar, image or tensor summary", key, type(value).__name__)
       continue
-    summary.value.add().CopyFrom(item)
+    summary.value.extend(items)
   _write_summary(output_dir, summary, current_global_step)
   # Every evaluation's results pass here: the live endpoint shows the last.
   live_metrics.record_eval(dictionary, current_global_step)

@@ -136,7 +136,9 @@ def _check_values(value, what):
   there (`convert_to_tensor`). harness does the same; it only checks, in a
   scratch graph, that each such leaf converts, so that an unusable value is
   named here rather than deep inside model_fn. Dicts are checked per key; a
-  list or tuple that holds Tensors is left to model_fn.
+  list or tuple that holds Tensors is left to model_fn, and one that does
+  not convert as a whole (arrays of several shapes or dtypes: a Keras
+  model's list of inputs) is checked item by item.
   """
   if value is None or _is_graph_value(value):
     return
@@ -150,6 +152,10 @@ def _check_values(value, what):
     with tf.Graph().as_default():
       tf.convert_to_tensor(value)
   except (TypeError, ValueError) as e:
+    if isinstance(value, (list, tuple)) and value:
+      for item in value:
+        _check_values(item, what)
+      return
     raise errors.InputFnError(
         f"input_fn returned {what} containing {value!r:.120} "
         f"({type(value).__name__}), which tf.convert_to_tensor refuses "

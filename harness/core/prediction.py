@@ -11,7 +11,35 @@ import numpy as np
 from harness import errors
 from harness._tf import tf
 
-__all__ = ["select_keys", "batch_length", "yield_predictions"]
+__all__ = ["select_keys", "batch_length", "yield_predictions",
+           "warn_if_endless"]
+
+
+def warn_if_endless(result, features):
+  """Warns, as 2.15 did, when nothing will ever end the predict loop.
+
+  Predictions stop when the input ends: a `tf.data.Dataset` (or an
+  iterator's `get_next`) or a QueueRunner. Plain tensors never end, so
+  `predict` would yield forever. The warning goes through `tf.logging`,
+  where 2.15 wrote it (and where code watching for it looks).
+
+  Args:
+    result: what input_fn returned.
+    features: the features parsed from it.
+  """
+  if isinstance(result, tf.data.Dataset):
+    return
+  if any(isinstance(t, tf.Tensor) and t.op.type == "IteratorGetNext"
+         for t in tf.nest.flatten(features)):
+    return
+  if tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS):
+    return
+  tf.compat.v1.logging.warning(
+      "Input graph does not use tf.data.Dataset or contain a QueueRunner. "
+      "That means predict yields forever. This is probably a mistake. Fix: "
+      "return a tf.data.Dataset (e.g. tf.data.Dataset.from_tensor_slices("
+      "features).batch(n)) from the predict input_fn, or stop iterating "
+      "yourself.")
 
 
 def yield_predictions(session_creator, hooks, predictions,

@@ -181,9 +181,10 @@ def train_in_cluster(model, input_fn, *, hooks=None, steps=None,
 def run_chief(estimator, train_spec, eval_spec):
   """The chief: trains, saves checkpoints, marks the end of training."""
   del eval_spec  # The evaluator task evaluates.
-  estimator.train(train_spec.input_fn, hooks=train_spec.hooks,
+  estimator.train(input_fn=train_spec.input_fn,
                   max_steps=train_spec.max_steps,
-                  saving_listeners=train_spec.saving_listeners)
+                  hooks=list(train_spec.hooks),
+                  saving_listeners=list(train_spec.saving_listeners))
   return None, []
 
 
@@ -197,8 +198,8 @@ def run_master(estimator, train_spec, eval_spec):
   listener = evaluator_lib.NewCheckpointListener(
       evaluator, eval_spec.throttle_secs)
   estimator.train(
-      train_spec.input_fn, hooks=train_spec.hooks,
-      max_steps=train_spec.max_steps,
+      input_fn=train_spec.input_fn, max_steps=train_spec.max_steps,
+      hooks=list(train_spec.hooks),
       saving_listeners=list(train_spec.saving_listeners) + [listener])
   return listener.eval_result, listener.export_results
 

@@ -40,7 +40,7 @@ from harness.distribute.claim_graph import ClaimOps
 from harness.distribute.claim_graph import server_device
 from harness.distribute.claim_graph import server_task
 from harness.distribute.claim_graph import tf_module as _tf
-from harness.state import lease
+from harness.state import processes
 
 __all__ = ["Claims", "claim_all", "Watchdog"]
 
@@ -118,20 +118,11 @@ def _dead_on_this_host(text):
   client) is left to expire.
   """
   who = _holder(text)
-  pid_ns, boot_id = lease.process_space()
-  if who.get("host") != socket.gethostname() or not isinstance(
-      who.get("pid"), int) or who["pid"] == os.getpid():
+  if not isinstance(who.get("pid"), int) or who["pid"] == os.getpid():
     return False
-  if not who.get("pid_ns") or (who.get("pid_ns"), who.get("boot_id")) != (
-      pid_ns, boot_id):
-    return False
-  try:
-    os.kill(who["pid"], 0)
-  except ProcessLookupError:
-    return True
-  except PermissionError:
-    return False
-  return False
+  return processes.same_space(
+      who.get("host"), who.get("pid_ns"), who.get("boot_id")) and (
+          not processes.pid_alive(who["pid"]))
 
 
 class Claims:
@@ -213,6 +204,29 @@ def _busy_error(server, holder, left, timeout_secs):
       f"{timeout_secs:g} s after its last renewal), or use other servers.")
 
 
+def _client_token():
+  """This client's claim: who it is, where, since when (JSON text)."""
+  pid_ns, boot_id = processes.process_space()
+  return json.dumps({"host": socket.gethostname(), "pid": os.getpid(),
+                     "pid_ns": pid_ns, "boot_id": boot_id,
+                     "started": time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                              time.gmtime()),
+                     "id": uuid.uuid4().hex[:8]}, sort_keys=True)
+
+
+def _expire_dead_holder(server, holder, left, claims, timeout_secs):
+  """Expires the claim of a dead client of this host; else raises busy."""
+  if not _dead_on_this_host(holder):
+    claims.release(clean=True)
+    raise _busy_error(server, holder, left, timeout_secs)
+  logging.warning(
+      "remote | client | %s: its claim holder (pid %s) is no longer "
+      "running on this host: expiring it; the server restarts",
+      server.label, _holder(holder).get("pid"))
+  logging.debug("remote | client | the expired claim: %s", holder)
+  server.run("expire", holder, timeout_secs)
+
+
 def claim_all(cluster, *, timeout_secs, wait_secs):
   """Claims every server of `cluster` for this client; starts heartbeats.
 
@@ -235,12 +249,7 @@ def claim_all(cluster, *, timeout_secs, wait_secs):
     RemoteClusterError: a restarting server is not back within `wait_secs`.
   """
   tf = _tf()
-  pid_ns, boot_id = lease.process_space()
-  token = json.dumps({"host": socket.gethostname(), "pid": os.getpid(),
-                      "pid_ns": pid_ns, "boot_id": boot_id,
-                      "started": time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                               time.gmtime()),
-                      "id": uuid.uuid4().hex[:8]}, sort_keys=True)
+  token = _client_token()
   servers = [_Server(job, index, address)
              for job, addresses in cluster.items()
              for index, address in enumerate(addresses)]
@@ -265,15 +274,7 @@ def claim_all(cluster, *, timeout_secs, wait_secs):
       pending.pop(0)
       continue
     if holder != RESTART and left > 0:
-      if not _dead_on_this_host(holder):
-        claims.release(clean=True)
-        raise _busy_error(server, holder, left, timeout_secs)
-      logging.warning(
-          "remote | client | %s: its claim holder (pid %s) is no longer "
-          "running on this host: expiring it; the server restarts",
-          server.label, _holder(holder).get("pid"))
-      logging.debug("remote | client | the expired claim: %s", holder)
-      server.run("expire", holder, timeout_secs)
+      _expire_dead_holder(server, holder, left, claims, timeout_secs)
     elif time.monotonic() > deadline:
       claims.release(clean=True)
       raise errors.RemoteClusterError(

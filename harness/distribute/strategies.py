@@ -112,7 +112,6 @@ def make_strategy(kind, *, num_devices_per_worker=1, device_type="CPU",
   _check_cluster_fits(kind, training_cluster(cluster))
   count = num_devices_per_worker
   devices = [f"/device:{device_type}:{i}" for i in range(count)]
-  num_gpus = count if device_type == "GPU" else 0
   if kind == StrategyKind.DEFAULT:
     return None
   if kind == StrategyKind.ONE_DEVICE and count != 1:
@@ -122,24 +121,30 @@ def make_strategy(kind, *, num_devices_per_worker=1, device_type="CPU",
         "devices, or num_devices_per_worker=1.")
   if kind == StrategyKind.PARAMETER_SERVER and device_type == "CPU" and count > 1:
     raise errors.NotSupportedError(_PS_CPU_DEVICES.format(count=count))
-  v1 = tf.compat.v1.distribute
   with tf.Graph().as_default():
-    if kind == StrategyKind.MIRRORED:
-      return v1.MirroredStrategy(devices=devices)
-    if kind == StrategyKind.ONE_DEVICE:
-      return v1.OneDeviceStrategy(devices[0])
-    if kind == StrategyKind.CENTRAL_STORAGE:
-      return v1.experimental.CentralStorageStrategy(
-          compute_devices=devices, parameter_device="/device:CPU:0")
-    if kind == StrategyKind.PARAMETER_SERVER:
-      return v1.experimental.ParameterServerStrategy(
-          cluster_resolver=local_resolver(num_gpus))
-    strategy = v1.experimental.MultiWorkerMirroredStrategy(
+    return _build(kind, devices, device_type)
+
+
+def _build(kind, devices, device_type):
+  """A strategy of `kind` on `devices` (checked by `make_strategy`)."""
+  v1 = tf.compat.v1.distribute
+  num_gpus = len(devices) if device_type == "GPU" else 0
+  if kind == StrategyKind.MIRRORED:
+    return v1.MirroredStrategy(devices=devices)
+  if kind == StrategyKind.ONE_DEVICE:
+    return v1.OneDeviceStrategy(devices[0])
+  if kind == StrategyKind.CENTRAL_STORAGE:
+    return v1.experimental.CentralStorageStrategy(
+        compute_devices=devices, parameter_device="/device:CPU:0")
+  if kind == StrategyKind.PARAMETER_SERVER:
+    return v1.experimental.ParameterServerStrategy(
         cluster_resolver=local_resolver(num_gpus))
-    if (count, device_type) != _tf_private.collective_num_devices_per_worker(
-        strategy):
-      _tf_private.reinitialize_collective_local(strategy, devices)
-    return strategy
+  strategy = v1.experimental.MultiWorkerMirroredStrategy(
+      cluster_resolver=local_resolver(num_gpus))
+  if (len(devices), device_type) != (
+      _tf_private.collective_num_devices_per_worker(strategy)):
+    _tf_private.reinitialize_collective_local(strategy, devices)
+  return strategy
 
 
 def _check_task(jobs, task_type, task_id):
@@ -164,16 +169,12 @@ def configure_for_task(strategy, *, cluster, task_type, task_id,
   """Configures `strategy` for one training task; returns its session config.
 
   A collective or parameter-server strategy becomes a multi-worker one for
-  `task_type`/`task_id` of `cluster` (through v1 `configure()`, run inside a
-  throwaway graph so that no server or health-check thread starts). The
-  returned config has what the strategy needs: for collective, the group
-  leader (chief 0, else worker 0) and a device filter to this task; for
-  parameter servers, filters to this task and "/job:ps". Use it for BOTH the
-  session and (through `server_config_for`) the in-process server.
-
-  Single-machine kinds (mirrored, central storage, one device, none) with a
-  one-trainer cluster or no cluster are left as they are: train them with a
-  local session (target ""), which needs no server.
+  `task_type`/`task_id` of `cluster` (v1 `configure()` in a throwaway graph:
+  no server or health-check thread starts). The config holds what it needs
+  (collective: the group leader and a device filter to this task; ps:
+  filters to this task and "/job:ps"); use it for the session AND the
+  in-process server (`server_config_for`). Single-machine kinds are left as
+  they are: train them with a local session (target "").
 
   Args:
     strategy: a tf.compat.v1 strategy (see `to_graph_strategy`) or None.
@@ -183,15 +184,12 @@ def configure_for_task(strategy, *, cluster, task_type, task_id,
     task_id: this task's index in its job.
     session_config: the user's `ConfigProto` (not modified), or None for
       `run_config.get_default_session_config()`.
-    num_devices_per_worker: replicas per task; None keeps what the strategy
-      was built with (e.g. by `make_strategy`; a collective strategy built
-      by the user has all visible GPUs, else one CPU). With N > 1 and
-      device_type "CPU", N CPU devices stand in for N GPUs.
-    device_type: "CPU" or "GPU" (ignored when num_devices_per_worker is
-      None).
-    kind: `strategy`'s `StrategyKind` when the caller has it (a RunConfig's
-      `strategy_kind`); None classifies `strategy` here. Ignored when
-      `strategy` is None.
+    num_devices_per_worker: replicas per task; None keeps the strategy's
+      own (a user's collective strategy: all visible GPUs, else one CPU).
+      N > 1 "CPU" devices stand in for N GPUs.
+    device_type: "CPU" or "GPU" (with num_devices_per_worker).
+    kind: `strategy`'s `StrategyKind` if known (RunConfig.strategy_kind);
+      None classifies `strategy` here.
 
   Returns:
     A new `tf.compat.v1.ConfigProto` (with `device_count` CPU=N for N > 1
@@ -213,9 +211,27 @@ def configure_for_task(strategy, *, cluster, task_type, task_id,
   _check_cluster_fits(kind, jobs)
   config = copy.deepcopy(session_config or
                          run_config.get_default_session_config())
-  count = num_devices_per_worker
   if jobs:
     _check_task(jobs, task_type, task_id)
+  count, device_type = _configure_kind(
+      strategy, kind, config, jobs, task_type, task_id,
+      num_devices_per_worker, device_type)
+  num_cpus = cpu_devices_per_worker(strategy, kind=kind)
+  if device_type == "CPU" and count is not None:
+    num_cpus = max(num_cpus, count)
+  if num_cpus > 1:
+    config.device_count["CPU"] = num_cpus
+  return config
+
+
+def _configure_kind(strategy, kind, config, jobs, task_type, task_id, count,
+                    device_type):
+  """`configure_for_task`'s step for each kind; fills `config` in place.
+
+  Returns:
+    (devices per worker or None, their type): a collective strategy keeps
+    its own when `count` is None.
+  """
   if kind == StrategyKind.COLLECTIVE:
     if count is None:  # Keep the strategy's own devices (make_strategy's).
       count, device_type = _tf_private.collective_num_devices_per_worker(
@@ -235,12 +251,7 @@ def configure_for_task(strategy, *, cluster, task_type, task_id,
     del config.device_filters[:]
     config.device_filters.extend(
         ["/job:ps", f"/job:{task_type}/task:{task_id}"])
-  num_cpus = cpu_devices_per_worker(strategy, kind=kind)
-  if device_type == "CPU" and count is not None:
-    num_cpus = max(num_cpus, count)
-  if num_cpus > 1:
-    config.device_count["CPU"] = num_cpus
-  return config
+  return count, device_type
 
 
 def _configure_collective(strategy, config, jobs, task_type, task_id, count,

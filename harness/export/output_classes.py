@@ -39,6 +39,18 @@ class ExportOutput(abc.ABC):
 
   _SEPARATOR_CHAR = "/"
 
+  @classmethod
+  def __subclasshook__(cls, subclass):
+    # tf.estimator 2.15's export outputs were TensorFlow's own classes
+    # (`tensorflow.python.saved_model.model_utils.export_output`), which
+    # TF 2.21 still ships and some code still builds: anything that makes a
+    # SignatureDef with `as_signature_def` serves as an ExportOutput.
+    if cls is ExportOutput and any(
+        callable(vars(base).get("as_signature_def"))
+        for base in subclass.__mro__):
+      return True
+    return NotImplemented
+
   @abc.abstractmethod
   def as_signature_def(self, receiver_tensors):
     """Builds the SignatureDef proto of this output.

@@ -226,6 +226,19 @@ def _move_into_place(temp_dir, export_dir_base, export_dir):
       f"{export_dir_base}: every timestamped name was taken.")
 
 
+def _modes_to_export(input_receiver_fn_map):
+  """The map's modes in writing order; ConfigError for none or unknown."""
+  modes = [m for m in _MODE_ORDER if input_receiver_fn_map.get(m)]
+  unknown = sorted(map(str, set(input_receiver_fn_map) - set(_MODE_ORDER)))
+  if not modes or unknown:
+    raise errors.ConfigError(
+        "No valid modes for exporting found. Got "
+        f"{sorted(map(str, input_receiver_fn_map))} (unknown: {unknown}); "
+        "keys must be ModeKeys.TRAIN ('train'), ModeKeys.EVAL ('eval') or "
+        "ModeKeys.PREDICT ('infer'), each mapped to a receiver function.")
+  return modes
+
+
 def export_all_saved_models(export_dir_base, input_receiver_fn_map,
                             build_spec_fn, checkpoint_path, *,
                             assets_extra=None, as_text=False,
@@ -258,14 +271,7 @@ def export_all_saved_models(export_dir_base, input_receiver_fn_map,
     CheckpointError: the checkpoint is missing or lacks model variables.
     ConfigError: no mode of `input_receiver_fn_map` can be exported.
   """
-  modes = [m for m in _MODE_ORDER if input_receiver_fn_map.get(m)]
-  unknown = sorted(map(str, set(input_receiver_fn_map) - set(_MODE_ORDER)))
-  if not modes or unknown:
-    raise errors.ConfigError(
-        "No valid modes for exporting found. Got "
-        f"{sorted(map(str, input_receiver_fn_map))} (unknown: {unknown}); "
-        "keys must be ModeKeys.TRAIN ('train'), ModeKeys.EVAL ('eval') or "
-        "ModeKeys.PREDICT ('infer'), each mapped to a receiver function.")
+  modes = _modes_to_export(input_receiver_fn_map)
   checkpoint_path = _resolve_checkpoint(checkpoint_path)
   base = _as_str(export_dir_base)
   if base not in _CLEANED_BASES:

@@ -174,39 +174,9 @@ def _open_ports(configs):
   return found
 
 
-def launch(command, *, workers, chief=False, ps=0, evaluator=False,
-           max_restarts=0, host="127.0.0.1", timeout_secs=0, env=None,
-           output=None, grace_secs=10.0, stop_event=None,
-           network_isolation="auto"):
-  """Runs `command` once per task of a local cluster; returns the exit status.
-
-  Args:
-    command: the program and its arguments (a list, or a string split by
-      shell rules), run once per task.
-    workers, chief, ps, evaluator: the tasks, as in `task_names`.
-    max_restarts: how many times in total each task is restarted (same
-      TF_CONFIG, same port) after exiting non-zero or by a signal.
-    host: the address every task listens on.
-    timeout_secs: if > 0, the whole run is stopped after this many seconds
-      and 124 is returned.
-    env: the base environment of the tasks (default: this process's).
-    output: text stream for the prefixed output (default: `sys.stdout` at
-      call time).
-    grace_secs: seconds between SIGTERM and SIGKILL when stopping tasks.
-    stop_event: optional `threading.Event`; once set, every task is stopped
-      and 130 is returned, as after Ctrl-C.
-    network_isolation: "auto" (a private network namespace when the platform
-      allows and `host` is loopback, else a warning), "netns" (required) or
-      "none" (a warning that the ports are open).
-
-  Returns:
-    0 if every non-ps task exited 0; else the exit status of the first task
-    that failed (128 + N for signal N), 124 on timeout, 130 when stopped.
-
-  Raises:
-    ConfigError: if an argument is invalid (before any process starts), or
-      the command cannot be started (the tasks already started are stopped).
-  """
+def _checked_arguments(command, *, max_restarts, timeout_secs, grace_secs,
+                       network_isolation):
+  """Checks `launch`'s arguments; returns `command` as a list."""
   if isinstance(command, str):
     command = shlex.split(command)
   command = list(command)
@@ -225,6 +195,44 @@ def launch(command, *, workers, chief=False, ps=0, evaluator=False,
     raise errors.ConfigError(
         f"`network_isolation` must be one of {netns.MODES}, got "
         f"{network_isolation!r}.")
+  return command
+
+
+def launch(command, *, workers, chief=False, ps=0, evaluator=False,
+           max_restarts=0, host="127.0.0.1", timeout_secs=0, env=None,
+           output=None, grace_secs=10.0, stop_event=None,
+           network_isolation="auto"):
+  """Runs `command` once per task of a local cluster; returns the exit status.
+
+  Args:
+    command: the program and its arguments (a list, or a string split by
+      shell rules), run once per task.
+    workers, chief, ps, evaluator: the tasks, as in `task_names`.
+    max_restarts: how many times in total each task is restarted (same
+      TF_CONFIG, same port) after exiting non-zero or by a signal.
+    host: the address every task listens on.
+    timeout_secs: if > 0, stop the whole run after it, returning 124.
+    env: the base environment of the tasks (default: this process's).
+    output: text stream for the prefixed output (default: sys.stdout).
+    grace_secs: seconds between SIGTERM and SIGKILL when stopping tasks.
+    stop_event: optional `threading.Event`; once set, every task is stopped
+      and 130 is returned, as after Ctrl-C.
+    network_isolation: "auto" (a private network namespace when the platform
+      allows and `host` is loopback, else a warning), "netns" (required) or
+      "none" (a warning that the ports are open).
+
+  Returns:
+    0 if every non-ps task exited 0; else the exit status of the first task
+    that failed (128 + N for signal N), 124 on timeout, 130 when stopped.
+
+  Raises:
+    ConfigError: if an argument is invalid (before any process starts), or
+      the command cannot be started (the tasks already started are stopped).
+  """
+  command = _checked_arguments(command, max_restarts=max_restarts,
+                               timeout_secs=timeout_secs,
+                               grace_secs=grace_secs,
+                               network_isolation=network_isolation)
   configs = build_tf_configs(workers=workers, chief=chief, ps=ps,
                              evaluator=evaluator, host=host)
   for name, config in configs.items():  # E.g. a --host that is no host.

@@ -37,10 +37,11 @@ from absl import logging
 
 from harness import errors
 from harness._tf import tf
+from harness.state import processes
 
 __all__ = [
     "LEASE_FILE", "DEFAULT_REFRESH_SECS", "STALE_AFTER_REFRESHES",
-    "LeaseRecord", "Lease", "hold", "read", "stale_reason", "process_space",
+    "LeaseRecord", "Lease", "hold", "read", "stale_reason",
 ]
 
 LEASE_FILE = "trainer.lease"
@@ -122,40 +123,10 @@ def _write(model_dir, record):
     raise
 
 
-def _read_text(read):
-  try:
-    return read().strip()
-  except OSError:  # No /proc (not Linux): "" never matches a holder.
-    return ""
-
-
-def process_space():
-  """(pid namespace, boot id) of this process; "" for what is unknown."""
-
-  def boot_id():
-    path = "/proc/sys/kernel/random/boot_id"
-    with open(path, encoding="ascii") as f:  # local-fs: the kernel's /proc
-      return f.read()
-
-  return (_read_text(lambda: os.readlink("/proc/self/ns/pid")),
-          _read_text(boot_id))
-
-
-def _pid_alive(pid):
-  try:
-    os.kill(pid, 0)
-  except ProcessLookupError:
-    return False
-  except PermissionError:
-    return True
-  return True
-
-
 def _same_process_space(record, host, space=None):
   """Whether `record`'s pid can be checked here: same host, PID ns, boot."""
-  pid_ns, boot_id = process_space() if space is None else space
-  return (record.host == host and bool(record.pid_ns) and
-          record.pid_ns == pid_ns and record.boot_id == boot_id)
+  return processes.same_space(record.host, record.pid_ns, record.boot_id,
+                              this_host=host, space=space)
 
 
 def _await_refresh_or_stale(model_dir, current, *, task_label, clock, sleep):
@@ -185,7 +156,24 @@ def _await_refresh_or_stale(model_dir, current, *, task_label, clock, sleep):
   return read(model_dir)
 
 
-def stale_reason(record, *, now, host, pid, pid_alive=_pid_alive,
+def _held_elsewhere(model_dir, current, *, task_label, clock, sleep, host,
+                    pid, space):
+  """Watches a live holder in another process space; raises while it lives.
+
+  Returns:
+    (the lease as last read or None, the time it was read).
+  """
+  current = _await_refresh_or_stale(model_dir, current, task_label=task_label,
+                                    clock=clock, sleep=sleep)
+  now = clock()
+  if current is not None and stale_reason(
+      current, now=now, host=host, pid=pid, space=space) is None:
+    raise errors.ModelDirLeaseError(_held_message(
+        model_dir, current, now, refresh_secs=current.refresh_secs))
+  return current, now
+
+
+def stale_reason(record, *, now, host, pid, pid_alive=processes.pid_alive,
                  space=None):
   """Why `record`'s holder is gone, or None while it may still be training.
 
@@ -304,7 +292,7 @@ class Lease:
 
 def acquire(model_dir, *, task_label="local", force_takeover=False,
             refresh_secs=DEFAULT_REFRESH_SECS, clock=time.time,
-            host=None, pid=None, pid_alive=_pid_alive, space=None,
+            host=None, pid=None, pid_alive=processes.pid_alive, space=None,
             sleep=time.sleep):
   """Takes the trainer's lease of `model_dir` and starts refreshing it.
 
@@ -314,9 +302,8 @@ def acquire(model_dir, *, task_label="local", force_takeover=False,
     force_takeover: take over a live lease of another trainer.
     refresh_secs: seconds between refreshes (> 0).
     clock, host, pid, pid_alive, space, sleep: injectable time, identity
-      (space: (pid namespace, boot id), see `process_space`), liveness and
-      the pause of `_await_refresh_or_stale` (a holder whose pid cannot be
-      checked here is watched until it refreshes or goes stale).
+      (space: see `processes.process_space`), liveness and the pause of
+      `_await_refresh_or_stale`.
 
   Returns:
     A started `Lease`; call `release()` (or use it as a context manager).
@@ -327,12 +314,11 @@ def acquire(model_dir, *, task_label="local", force_takeover=False,
   """
   if isinstance(refresh_secs, bool) or not isinstance(
       refresh_secs, (int, float)) or refresh_secs <= 0:
-    raise errors.ConfigError(
-        f"`refresh_secs` must be a number of seconds > 0, got "
-        f"{refresh_secs!r}.")
+    raise errors.ConfigError("`refresh_secs` must be a number of seconds > "
+                             f"0, got {refresh_secs!r}.")
   host = socket.gethostname() if host is None else host
   pid = os.getpid() if pid is None else pid
-  space = process_space() if space is None else space
+  space = processes.process_space() if space is None else space
   model_dir = os.fspath(model_dir)
   tf.io.gfile.makedirs(model_dir)
   now = clock()
@@ -340,35 +326,18 @@ def acquire(model_dir, *, task_label="local", force_takeover=False,
   if current is not None and not force_takeover and not _same_process_space(
       current, host, space) and stale_reason(
           current, now=now, host=host, pid=pid, space=space) is None:
-    current = _await_refresh_or_stale(model_dir, current,
-                                      task_label=task_label, clock=clock,
-                                      sleep=sleep)
-    now = clock()
-    if current is not None and stale_reason(
-        current, now=now, host=host, pid=pid, space=space) is None:
-      raise errors.ModelDirLeaseError(_held_message(
-          model_dir, current, now, refresh_secs=current.refresh_secs))
+    current, now = _held_elsewhere(model_dir, current, task_label=task_label,
+                                   clock=clock, sleep=sleep, host=host,
+                                   pid=pid, space=space)
   if current is not None:
-    reason = stale_reason(current, now=now, host=host, pid=pid,
-                          pid_alive=pid_alive, space=space)
-    if reason is not None:
-      # One short line; the holder's details at DEBUG.
-      logging.warning("lease | %s | taking over the stale lease of model_dir: "
-                      "%s", task_label, reason)
-      logging.debug("lease | %s | the stale lease: %s", task_label,
-                    current.describe(now))
-    elif force_takeover:
-      logging.warning(
-          "lease | %s | --force_takeover: taking over the live lease of "
-          "model_dir %s from %s; that trainer stops at its next refresh",
-          task_label, model_dir, current.describe(now))
-    else:
-      raise errors.ModelDirLeaseError(_held_message(
-          model_dir, current, now, refresh_secs=current.refresh_secs))
-  record = LeaseRecord(host=host, pid=pid, task=task_label, start_time=now,
-                       refreshed_time=now, refresh_secs=float(refresh_secs),
-                       token=uuid.uuid4().hex, pid_ns=space[0],
-                       boot_id=space[1])
+    _take_over(model_dir, current, now, task_label=task_label,
+               force_takeover=force_takeover, reason=stale_reason(
+                   current, now=now, host=host, pid=pid,
+                   pid_alive=pid_alive, space=space))
+  record = LeaseRecord(
+      host=host, pid=pid, task=task_label, start_time=now, refreshed_time=now,
+      refresh_secs=float(refresh_secs), token=uuid.uuid4().hex,
+      pid_ns=space[0], boot_id=space[1])
   _write(model_dir, record)
   check = read(model_dir)
   if check is None or check.token != record.token:  # Lost a start-up race.
@@ -381,6 +350,25 @@ def acquire(model_dir, *, task_label="local", force_takeover=False,
                refresh_secs)
   logging.debug("lease | %s | %s", task_label, _path(model_dir))
   return lease
+
+
+def _take_over(model_dir, current, now, *, task_label, force_takeover,
+               reason):
+  """Says why `current` (stale, or forced) is taken over; else raises."""
+  if reason is not None:
+    # One short line; the holder's details at DEBUG.
+    logging.warning("lease | %s | taking over the stale lease of model_dir: "
+                    "%s", task_label, reason)
+    logging.debug("lease | %s | the stale lease: %s", task_label,
+                  current.describe(now))
+  elif force_takeover:
+    logging.warning(
+        "lease | %s | --force_takeover: taking over the live lease of "
+        "model_dir %s from %s; that trainer stops at its next refresh",
+        task_label, model_dir, current.describe(now))
+  else:
+    raise errors.ModelDirLeaseError(_held_message(
+        model_dir, current, now, refresh_secs=current.refresh_secs))
 
 
 def _held_message(model_dir, holder, now, *, refresh_secs):

@@ -20,7 +20,6 @@ import abc
 from harness import errors
 from harness import spec as spec_lib
 from harness._tf import tf
-from harness.canned.head import metric_keys
 # 2.15 kept these in base_head; programs import them from there.
 from harness.canned.head.class_labels import all_class_ids  # pylint: disable=unused-import
 from harness.canned.head.class_labels import all_classes  # pylint: disable=unused-import
@@ -29,15 +28,26 @@ from harness.canned.head.class_labels import class_id_table  # pylint: disable=u
 from harness.canned.head.class_labels import class_string_table  # pylint: disable=unused-import
 from harness.canned.head.class_labels import classification_output  # pylint: disable=unused-import
 from harness.canned.head.spec_builder import build_estimator_spec  # pylint: disable=unused-import
+from harness.canned.head.spec_builder import create_eval_metrics_tuple  # pylint: disable=unused-import
 from harness.canned.head.spec_builder import create_estimator_spec_summary  # pylint: disable=unused-import
 from harness.canned.head.spec_builder import create_estimator_spec_train_op  # pylint: disable=unused-import
 from harness.canned.head.spec_builder import validate_trainable_variables  # pylint: disable=unused-import
 from harness.canned.head.spec_builder import validate_update_ops  # pylint: disable=unused-import
 from harness.canned.head.spec_builder import validate_v2_optimizer  # pylint: disable=unused-import
+from harness.canned.head.weights import get_weights_and_check_match_logits  # pylint: disable=unused-import
 
-__all__ = [
+__all__ = [  # tf.estimator 2.15's base_head names.
     "Head", "DEFAULT_SERVING_KEY", "CLASSIFY_SERVING_KEY",
     "REGRESS_SERVING_KEY", "PREDICT_SERVING_KEY",
+    "check_dense_labels_match_logits_and_reshape",
+    "get_weights_and_check_match_logits", "check_logits_final_dim",
+    "validate_loss_fn_args", "validate_loss_reduction", "validate_update_ops",
+    "validate_v2_optimizer", "validate_trainable_variables",
+    "validate_n_classes", "call_loss_fn", "check_prediction_keys",
+    "all_class_ids", "all_classes", "classification_output",
+    "check_label_range", "update_metric_with_broadcast_weights",
+    "create_eval_metrics_tuple", "create_estimator_spec_train_op",
+    "create_estimator_spec_summary",
 ]
 
 DEFAULT_SERVING_KEY = "serving_default"
@@ -107,9 +117,31 @@ class Head(abc.ABC):
                             train_op_fn=None, update_ops=None,
                             regularization_losses=None):
     """Returns the `EstimatorSpec` a model_fn can return for `mode`."""
+    if not self._builds_tpu_spec():
+      raise NotImplementedError(
+          "Subclasses of Head must implement `create_estimator_spec()` or "
+          "_create_tpu_estimator_spec().")
+    return self._create_tpu_estimator_spec(
+        features=features, mode=mode, logits=logits, labels=labels,
+        optimizer=optimizer, trainable_variables=trainable_variables,
+        train_op_fn=train_op_fn, update_ops=update_ops,
+        regularization_losses=regularization_losses).as_estimator_spec()
+
+  def _create_tpu_estimator_spec(self, features, mode, logits, labels=None,
+                                 optimizer=None, trainable_variables=None,
+                                 train_op_fn=None, update_ops=None,
+                                 regularization_losses=None):
+    """2.15's hook: a subclass may build its spec here (a TPU-shaped spec)."""
     raise NotImplementedError(
-        "Subclasses of Head must implement `create_estimator_spec()` or "
-        "_create_tpu_estimator_spec().")
+        "TPUEstimatorSpec not available for this model head.")
+
+  def _builds_tpu_spec(self):
+    """Whether a subclass overrides 2.15's `_create_tpu_estimator_spec`."""
+    return self._create_tpu_estimator_spec.__func__ is not (
+        _BASE_TPU_SPEC_HOOK)
+
+
+_BASE_TPU_SPEC_HOOK = vars(Head)["_create_tpu_estimator_spec"]
 
 
 class CannedHead(Head):
@@ -158,6 +190,11 @@ class CannedHead(Head):
                             train_op_fn=None, update_ops=None,
                             regularization_losses=None):
     """The EstimatorSpec of `mode`, exporting `_export_outputs`."""
+    if self._builds_tpu_spec():
+      return Head.create_estimator_spec(
+          self, features, mode, logits, labels=labels, optimizer=optimizer,
+          trainable_variables=trainable_variables, train_op_fn=train_op_fn,
+          update_ops=update_ops, regularization_losses=regularization_losses)
     return build_estimator_spec(
         self, features, mode, logits, labels, self._export_outputs,
         optimizer=optimizer, trainable_variables=trainable_variables,
@@ -202,68 +239,6 @@ def check_dense_labels_match_logits_and_reshape(labels, logits,
                 "labels_shape: ", labels_shape])
       with tf.control_dependencies([assert_dimension]):
         return tf.identity(labels, name=scope)
-
-
-def _weight_tensor(features, weight_column):
-  """The dense float weights named by `weight_column` (a key or a column)."""
-  if isinstance(weight_column, str):
-    weight_column = tf.feature_column.numeric_column(
-        key=weight_column, shape=(1,))
-  numeric_type = type(tf.feature_column.numeric_column("_"))
-  if not isinstance(weight_column, numeric_type):
-    raise TypeError(
-        "Weight column must be either a string or NumericColumn. Given type: "
-        f"{type(weight_column)}.")
-  if weight_column.key not in features:
-    raise errors.InputFnError(
-        f"weight_column {weight_column.key!r} is not among the features "
-        f"{sorted(features)}. Fix: return it from input_fn as "
-        f"features[{weight_column.key!r}] (a float or int Tensor).")
-  raw = tf.compat.v1.convert_to_tensor_or_sparse_tensor(  # numpy: as 2.15
-      features[weight_column.key])
-  if isinstance(raw, tf.sparse.SparseTensor) or not (
-      raw.dtype.is_floating or raw.dtype.is_integer):
-    raise errors.InputFnError(
-        "Weight column should be castable to float. Given dtype: "
-        f"{raw.dtype}")
-  weights = tf.cast(raw, tf.float32)
-  if weight_column.normalizer_fn is not None:
-    weights = weight_column.normalizer_fn(weights)
-  if weights.shape.ndims == 1:  # [D0] -> [D0, 1], as the column's shape (1,).
-    weights = tf.expand_dims(weights, -1)
-  return weights
-
-
-def get_weights_and_check_match_logits(features, weight_column, logits,
-                                       allow_per_logit_weights=False):
-  """Returns weights shaped [D0..DN, 1] (or per logit), or 1. when unset."""
-  if allow_per_logit_weights:
-    err_msg = ("weights shape must be [D0, D1, ... DN], [D0, D1, ... DN, 1] "
-               "or [D0, D1, ... DN, logits_dimension]")
-  else:
-    err_msg = "weights shape must be [D0, D1, ... DN] or [D0, D1, ... DN, 1]"
-  if weight_column is None:
-    return 1.
-  with tf.compat.v1.name_scope("weights") as scope:
-    weights = tf.cast(_weight_tensor(features, weight_column), tf.float32,
-                      name="weights")
-    weights_shape = tf.shape(weights, name="weights_shape")
-    logits_shape = tf.shape(logits, name="logits_shape")
-    supported = tf.concat([logits_shape[:-1], [1]], axis=0)
-    if allow_per_logit_weights:
-      condition = tf.reduce_any([
-          tf.reduce_all(tf.equal(logits_shape, weights_shape)),
-          tf.reduce_all(tf.equal(supported, weights_shape))])
-      check = tf.debugging.Assert(condition, data=[
-          err_msg, "logits_shape: ", logits_shape,
-          "weights_shape: ", weights_shape])
-    else:
-      check = tf.compat.v1.debugging.assert_equal(
-          supported, weights_shape, message=err_msg,
-          data=["logits_shape: ", logits_shape,
-                "weights_shape: ", weights_shape])
-    with tf.control_dependencies([check]):
-      return tf.identity(weights, name=scope)
 
 
 def check_logits_final_dim(logits, expected_logits_dimension):
@@ -360,8 +335,7 @@ def update_metric_with_broadcast_weights(eval_metric, values, weights):
 
 def compute_weighted_loss(unweighted_loss, weights, loss_reduction):
   """Keras' weighted reduction: SUM, or SUM / number of loss elements."""
-  weighted = tf.cast(unweighted_loss, tf.float32) * tf.cast(weights,
-                                                            tf.float32)
+  weighted = tf.cast(unweighted_loss, tf.float32) * tf.cast(weights, "float32")
   total = tf.reduce_sum(weighted)
   if loss_reduction == tf.keras.losses.Reduction.SUM:
     return total
@@ -373,28 +347,3 @@ def regularized(training_loss, regularization_losses):
   if regularization_losses is None:
     return training_loss
   return training_loss + tf.math.add_n(regularization_losses)
-
-
-class AccuracyBaseline(tf.keras.metrics.Metric):
-  """max(label mean, 1 - label mean): always predicting the commoner class.
-
-  Reads the `label/mean` metric's running total and count, so it needs no
-  state of its own; `update_state()` is a no-op kept so the metric has the
-  one update op an eval metric is expected to have.
-  """
-
-  def __init__(self, label_mean_metric, name=metric_keys.MetricKeys
-               .ACCURACY_BASELINE):
-    super().__init__(name=name)
-    self._label_mean = label_mean_metric
-
-  def update_state(self):  # pylint: disable=arguments-differ
-    return tf.constant(0.)  # Keras traces update_state: it returns a Tensor.
-
-  def result(self):
-    total = self._label_mean.total
-    count = self._label_mean.count
-    return tf.math.divide_no_nan(tf.maximum(total, count - total), count)
-
-  def reset_state(self):
-    pass

@@ -154,7 +154,7 @@ class BinaryClassHead(base_head.CannedHead):
       }
       label_mean = metrics_lib.Mean(name=_KEYS.LABEL_MEAN)
       eval_metrics[self._label_mean_key] = label_mean
-      eval_metrics[self._accuracy_baseline_key] = base_head.AccuracyBaseline(
+      eval_metrics[self._accuracy_baseline_key] = _AccuracyBaseline(
           label_mean)
       # AUC's default summation is "interpolation", as in 2.15.
       eval_metrics[self._auc_key] = metrics_lib.AUC(name=_KEYS.AUC)
@@ -204,3 +204,28 @@ class BinaryClassHead(base_head.CannedHead):
     return classification.export_outputs(
         predictions, 2, self._label_vocabulary,
         regression_value=predictions[_PRED.LOGISTIC])
+
+
+class _AccuracyBaseline(tf.keras.metrics.Metric):
+  """max(label mean, 1 - label mean): always predicting the commoner class.
+
+  Reads the `label/mean` metric's running total and count, so it needs no
+  state of its own; `update_state()` is a no-op kept so the metric has the
+  one update op an eval metric is expected to have.
+  """
+
+  def __init__(self, label_mean_metric,
+               name=metric_keys.MetricKeys.ACCURACY_BASELINE):
+    super().__init__(name=name)
+    self._label_mean = label_mean_metric
+
+  def update_state(self):  # pylint: disable=arguments-differ
+    return tf.constant(0.)  # Keras traces update_state: it returns a Tensor.
+
+  def result(self):
+    total = self._label_mean.total
+    count = self._label_mean.count
+    return tf.math.divide_no_nan(tf.maximum(total, count - total), count)
+
+  def reset_state(self):
+    pass

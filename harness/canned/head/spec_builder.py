@@ -15,10 +15,26 @@ from harness._tf import tf
 from harness.canned.head import metric_keys
 
 __all__ = [
-    "build_estimator_spec", "create_estimator_spec_train_op",
+    "build_estimator_spec", "create_eval_metrics_tuple",
+    "create_estimator_spec_train_op",
     "create_estimator_spec_summary", "validate_update_ops",
     "validate_v2_optimizer", "validate_trainable_variables",
 ]
+
+
+def create_eval_metrics_tuple(fn, kwargs):
+  """`(metric_fn, tensors)` for a TPU-shaped spec's `eval_metrics`.
+
+  The Tensors of `kwargs` are passed in the tuple; the other values are
+  bound into the returned function, which `fn` receives all of.
+  """
+  tensors = {k: v for k, v in kwargs.items() if tf.is_tensor(v)}
+  others = {k: v for k, v in kwargs.items() if k not in tensors}
+
+  def metric_fn(**given):
+    return fn(**others, **given)
+
+  return metric_fn, tensors
 
 
 def validate_update_ops(update_ops=None):
@@ -34,6 +50,8 @@ def validate_v2_optimizer(optimizer):
   if isinstance(optimizer, tf.keras.optimizers.legacy.Optimizer):
     return
   if isinstance(optimizer, tf.keras.optimizers.Optimizer):
+    if callable(getattr(optimizer, "get_updates", None)):
+      return  # A subclass that builds its own graph-mode updates.
     raise errors.ConfigError(
         f"The given optimizer {optimizer!r} is a new-style Keras optimizer; "
         "heads build train ops in graph mode through OptimizerV2.get_updates "
