@@ -146,11 +146,7 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
     (eval metrics dict or None, list of export results) for the local and
     evaluator roles; (None, []) for chief, worker and ps tasks.
   """
-  if not isinstance(eval_spec, EvalSpec):
-    raise errors.ConfigTypeError(
-        "`eval_spec` must have type `tf.estimator.EvalSpec`. Got: "
-        f"{type(eval_spec)}\nFix: pass harness.EvalSpec(...) (tf.estimator."
-        "EvalSpec under harness.compat).")
+  _check_eval_spec(eval_spec)
   if not isinstance(estimator, estimator_lib.Estimator):
     raise errors.ConfigTypeError(
         "`estimator` must have type `tf.estimator.Estimator`. Got: "
@@ -162,6 +158,15 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
         "`train_spec` must have type `tf.estimator.TrainSpec`. Got: "
         f"{type(train_spec)}\nFix: pass harness.TrainSpec(...).")
   return _runners()[task_to_run(estimator)](estimator, train_spec, eval_spec)
+
+
+def _check_eval_spec(eval_spec):
+  """2.15's TypeError for a missing or wrong EvalSpec where one is needed."""
+  if not isinstance(eval_spec, EvalSpec):
+    raise errors.ConfigTypeError(
+        "`eval_spec` must have type `tf.estimator.EvalSpec`. Got: "
+        f"{type(eval_spec)}\nFix: pass harness.EvalSpec(...) (tf.estimator."
+        "EvalSpec under harness.compat).")
 
 
 def task_to_run(estimator):
@@ -360,15 +365,8 @@ class _TrainingExecutor:
   def run_worker(self):
     return self._run(roles.run_worker)
 
-  def _require_eval_spec(self):
-    if not isinstance(self._eval_spec, EvalSpec):
-      raise errors.ConfigTypeError(
-          "`eval_spec` must have type `tf.estimator.EvalSpec`. Got: "
-          f"{type(self._eval_spec)}\nThis role evaluates after its "
-          "checkpoints. Fix: pass harness.EvalSpec(eval_input_fn, ...).")
-
   def run_master(self):
-    self._require_eval_spec()
+    _check_eval_spec(self._eval_spec)
     return self._run(roles.run_master)
 
   def run_ps(self):
@@ -378,7 +376,7 @@ class _TrainingExecutor:
     return self._run(run_evaluator)
 
   def run_local(self):
-    self._require_eval_spec()
+    _check_eval_spec(self._eval_spec)
     return self._run(run_local)
 
 

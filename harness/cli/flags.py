@@ -198,7 +198,7 @@ def _resolve_names(values, problems, bad):
 def visible_gpu_count(environ):
   """GPUs this machine shows, without TensorFlow: /dev/nvidiaN files,
   limited by CUDA_VISIBLE_DEVICES in `environ`."""
-  count = len([p for p in glob.glob("/dev/nvidia*")
+  count = len([p for p in glob.glob("/dev/nvidia*")  # local-fs: /dev
                if re.fullmatch(r"/dev/nvidia\d+", p)])
   visible = environ.get("CUDA_VISIBLE_DEVICES")
   if visible is not None:
