@@ -23,6 +23,7 @@ __all__ = [
     "RemoteClusterBusyError",
     "PeerLostError",
     "ModelDirLeaseError",
+    "ServerStartError",
     "LegacyKerasError",
     "NotSupportedError",
     "ConfigTypeError",
@@ -76,6 +77,11 @@ class RemoteClusterBusyError(RemoteClusterError):
 
 class PeerLostError(HarnessError, RuntimeError):
   """A task of the training cluster stopped answering."""
+
+
+class ServerStartError(HarnessError, RuntimeError):
+  """A task's in-process server cannot start: the RunConfig lacks the
+  cluster, task or master (tf.estimator raised RuntimeError)."""
 
 
 class ModelDirLeaseError(HarnessError, RuntimeError):

@@ -299,3 +299,22 @@ def make_stop_at_checkpoint_step_hook(estimator, last_step,
   return _StopAtCheckpointStepHook(
       model_dir=estimator.model_dir, last_step=last_step,
       wait_after_file_check_secs=wait_after_file_check_secs)
+
+
+class StopAtSecsHook(tf.compat.v1.train.SessionRunHook):
+  """Requests a stop once `stop_after_secs` have passed since `begin`.
+
+  2.15's `training._StopAtSecsHook`.
+  """
+
+  def __init__(self, stop_after_secs):
+    self._stop_after_secs = stop_after_secs
+    self._start_time = None
+
+  def begin(self):
+    self._start_time = time.time()
+
+  def after_run(self, run_context, run_values):
+    del run_values
+    if time.time() - self._start_time >= self._stop_after_secs:
+      run_context.request_stop()

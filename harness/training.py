@@ -14,6 +14,7 @@ after the last one. With TF_CONFIG, the task's type picks its runner from
 """
 
 import collections
+import os
 import time
 
 from absl import logging
@@ -23,11 +24,13 @@ from harness import estimator as estimator_lib
 from harness import run_config as run_config_lib
 from harness import spec as spec_lib
 from harness._tf import tf
+from harness.cluster import jobs
+from harness.cluster import tf_config
 from harness.distribute import evaluator as evaluator_lib
 from harness.distribute import roles
+from harness.distribute import save_listener
 from harness.export import exporter as exporter_lib
 from harness.state import checkpoints
-from harness.state import run_state
 
 __all__ = ["TrainSpec", "EvalSpec", "train_and_evaluate"]
 
@@ -87,7 +90,7 @@ class EvalSpec(collections.namedtuple("EvalSpec", [
           " eval/ subfolder of its metrics. Fix: pass a str or None.")
     hooks = tuple(spec_lib.check_hooks(
         hooks, "EvalSpec.hooks", sentence=spec_lib.HOOKS_SENTENCE_SPECS))
-    exporters = _validate_exporters(exporters)
+    exporters = exporter_lib.check_exporters(exporters)
     if start_delay_secs < 0:
       raise errors.ConfigError(
           f"Must specify start_delay_secs >= 0, given: {start_delay_secs}\n"
@@ -102,62 +105,33 @@ class EvalSpec(collections.namedtuple("EvalSpec", [
         throttle_secs=throttle_secs)
 
 
-def _validate_exporters(exporters):
-  if not exporters:
-    return ()
-  if isinstance(exporters, exporter_lib.Exporter):
-    exporters = [exporters]
-  try:
-    exporters = list(exporters)
-  except TypeError:
-    exporters = [exporters]
-  for exporter in exporters:  # Every type first: names are read below.
-    if not isinstance(exporter, exporter_lib.Exporter):
-      raise errors.ConfigTypeError(
-          "`exporters` must be an Exporter, an iterable of Exporter, or "
-          f"`None`, found {exporters}.\n{exporter!r} is not a harness "
-          "Exporter. Fix: pass LatestExporter, BestExporter, FinalExporter "
-          "or an Exporter subclass.")
-  all_names = [e.name for e in exporters]
-  names = set()
-  for exporter in exporters:
-    if not exporter.name:
-      raise errors.ConfigError(
-          "An Exporter cannot have a name that is `None` or empty. All "
-          f"exporter names: {all_names}\nFix: give each exporter a name "
-          "(its folder under export/).")
-    if not isinstance(exporter.name, str):
-      raise errors.ConfigError(
-          "An Exporter must have a string name. Given: "
-          f"{type(exporter.name)}\nFix: name it with a str.")
-    if exporter.name in names:
-      raise errors.ConfigError(
-          "`exporters` must have unique names. Such a name cannot be `None`."
-          f" All exporter names: {all_names}\nFix: {exporter.name!r} is "
-          "used twice; each exporter writes to export/<name>, so rename one.")
-    names.add(exporter.name)
-  return tuple(exporters)
-
-
 def train_and_evaluate(estimator, train_spec, eval_spec):
   """Trains and evaluates `estimator` as its RunConfig's task says.
+
+  As tf.estimator 2.15: `_TrainingExecutor(...).run()` runs `run_<task>`
+  for the RunConfig's task (`run_local` without a TF_CONFIG cluster, and
+  for a standalone client). harness's cluster rules
+  (`check_supported_config`) are checked first, for every task.
 
   Returns:
     (eval metrics dict or None, list of export results) for the local and
     evaluator roles; (None, []) for chief, worker and ps tasks.
   """
   _check_eval_spec(eval_spec)
-  if not isinstance(estimator, estimator_lib.Estimator):
-    raise errors.ConfigTypeError(
-        "`estimator` must have type `tf.estimator.Estimator`. Got: "
-        f"{type(estimator)}\nFix: pass a harness.Estimator (tf.estimator."
-        "Estimator under harness.compat); canned estimators are not "
-        "provided.")
-  if not isinstance(train_spec, TrainSpec):
-    raise errors.ConfigTypeError(
-        "`train_spec` must have type `tf.estimator.TrainSpec`. Got: "
-        f"{type(train_spec)}\nFix: pass harness.TrainSpec(...).")
-  return _runners()[task_to_run(estimator)](estimator, train_spec, eval_spec)
+  executor = _TrainingExecutor(
+      estimator=estimator, train_spec=train_spec, eval_spec=eval_spec)
+  config = estimator.config
+  if config.task_type == jobs.EVALUATOR and config.task_id > 0:
+    raise errors.ClusterConfigError(
+        "For distributed training, there can only be one `evaluator` task "
+        f"(with task id 0).  Given task id {config.task_id}\nFix: run one "
+        'evaluator with "index": 0 in TF_CONFIG.')
+  if isinstance(config, run_config_lib.RunConfig):
+    # 2.15's task checks and sentences first, then harness's cluster rules,
+    # for every task before anything starts.
+    executor.task_to_run()
+    run_config_lib.check_supported_config(config)
+  return executor.run()
 
 
 def _check_eval_spec(eval_spec):
@@ -169,128 +143,12 @@ def _check_eval_spec(eval_spec):
         "EvalSpec under harness.compat).")
 
 
-def task_to_run(estimator):
-  """The runner `train_and_evaluate` picks for `estimator.config`'s task.
-
-  Returns:
-    "local" (no TF_CONFIG cluster, or a remote cluster's client) or the
-    task type: "chief", "master", "worker", "ps" or "evaluator".
-
-  Raises:
-    ClusterConfigError: the task cannot run (2.15's checks and sentences,
-      then harness's rules of `check_supported_config`).
-  """
-  config = estimator.config
-  task_type = _task_type_to_run(config)
-  run_config_lib.check_supported_config(config)
-  if config.remote_cluster is not None:
-    logging.info("train_and_evaluate | client | training on the remote "
-                 "cluster %s, evaluating in this process",
-                 config.remote_cluster)
-  elif task_type == "local":
-    logging.info("train_and_evaluate | local | training and evaluating in "
-                 "this process (no TF_CONFIG cluster)")
-  return task_type
-
-
-def _task_type_to_run(config):
-  """`task_to_run`'s choice under 2.15's checks, in 2.15's order."""
-  task_type = config.task_type
-  if config.remote_cluster is not None or (
-      not config.cluster_spec.as_dict() and task_type != "evaluator"):
-    return "local"
-  if task_type == "evaluator" and config.task_id > 0:
-    raise errors.ClusterConfigError(
-        "For distributed training, there can only be one `evaluator` task "
-        f"(with task id 0).  Given task id {config.task_id}\nFix: run one "
-        'evaluator with "index": 0 in TF_CONFIG.')
-  if not task_type:
-    raise errors.ClusterConfigError(
-        "`estimator.config` must have task_type set. This usually means "
-        "TF_CONFIG environment is not set correctly: it has a cluster but "
-        'no "task". Fix: add "task": {"type": ..., "index": ...}.')
-  if task_type == "local":
-    raise errors.ClusterConfigError(
-        "`task.type` in TF_CONFIG cannot be `local`. Leaving `cluster` and "
-        "`task` properties in TF_CONFIG absent triggers train and evaluate "
-        "`Estimator` locally (non-distributed).\nFix: drop them for local "
-        "training, or name a job of the cluster.")
-  if task_type not in _runners():
-    raise errors.ClusterConfigError(  # 2.15's sentence, on one line.
-        f"Task type {task_type} is not supported. Supported task types are "
-        f"{sorted(set(_runners()) - {'local'})}. Fix: use one of those; "
-        "without `cluster` and `task` in TF_CONFIG, it trains in this "
-        "process.")
-  return task_type
-
-
-def _runners():
-  return {
-      "chief": roles.run_chief,
-      "master": roles.run_master,
-      "worker": roles.run_worker,
-      "ps": roles.run_ps,
-      "evaluator": run_evaluator,
-      "local": run_local,
-  }
-
-
-def run_local(estimator, train_spec, eval_spec):
-  """Trains here, evaluating (and exporting) after new checkpoints."""
-  config = estimator.config
-  label = config.task_label  # "client" or "local": run_local has no cluster.
-  every = (f"{config.save_checkpoints_steps} steps"
-           if config.save_checkpoints_steps else
-           f"{config.save_checkpoints_secs} s"
-           if config.save_checkpoints_secs else "- (none saved)")
-  logging.info(
-      "train_and_evaluate | %s | checkpoint every %s, then evaluate "
-      "(throttle_secs=%s)", label, every, eval_spec.throttle_secs)
-  evaluator = evaluator_lib.CheckpointEvaluator(
-      estimator, eval_spec, train_spec.max_steps)
-  evaluator.check_writable()  # Before hours of training, not after.
-  listener = evaluator_lib.NewCheckpointListener(
-      evaluator, eval_spec.throttle_secs)
-  run_state.clear_training_stopped(estimator.model_dir)
-  estimator.train(
-      input_fn=train_spec.input_fn, max_steps=train_spec.max_steps,
-      hooks=list(train_spec.hooks),
-      saving_listeners=list(train_spec.saving_listeners) + [listener])
-  if listener.eval_result is None:
-    # Training was skipped (already at max_steps): evaluate what is there.
-    metrics, exports = evaluator.evaluate_and_export()
-    return metrics, exports
-  return listener.eval_result, listener.export_results
-
-
-def run_evaluator(estimator, train_spec, eval_spec):
-  """The `evaluator` task: evaluate new checkpoints until training ends."""
-  logging.info("train_and_evaluate | evaluator/0 | watching %s",
-               estimator.model_dir)
-  return evaluator_lib.run_continuous(estimator, train_spec, eval_spec)
-
-
-class _StopAtSecsHook(tf.compat.v1.train.SessionRunHook):
-  """Requests a stop once `stop_after_secs` have passed since `begin`."""
-
-  def __init__(self, stop_after_secs):
-    self._stop_after_secs = stop_after_secs
-    self._start_time = None
-
-  def begin(self):
-    self._start_time = time.time()
-
-  def after_run(self, run_context, run_values):
-    del run_values
-    if time.time() - self._start_time >= self._stop_after_secs:
-      run_context.request_stop()
-
-
 class _ContinuousEvalListener:
-  """2.15's hook into the evaluator's loop: the base class does nothing.
+  """2.15's hook into the evaluation loops: the base class does nothing.
 
-  harness's evaluator does not call a custom listener, so `_TrainingExecutor`
-  refuses a subclass (NotSupportedError) rather than ignore it.
+  `before_eval()` returning False skips that evaluation and ends the loop
+  (and training, in `run_local` / `run_master`); `after_eval(eval_result)`
+  gets each `_EvalResult` and ends the loop by returning False.
   """
 
   def before_eval(self):
@@ -304,80 +162,212 @@ class _ContinuousEvalListener:
 
 
 class _TrainingExecutor:
-  """2.15's per-task runner of `train_and_evaluate`, kept for subclasses.
+  """Runs one task of `train_and_evaluate` (tf.estimator 2.15's executor).
 
-  `run()` calls `run_<task>()` for the RunConfig's task (`run_local` without
-  a TF_CONFIG cluster); each runs harness's runner for that role, so a
-  subclass may override one of them. `train_hooks` join `train_spec.hooks`.
+  `run()` picks `run_<task>` for the RunConfig's task (`run_local` without
+  a TF_CONFIG cluster) with 2.15's checks and sentences; a subclass may
+  override one of them or add `run_<type>` for a task type of its own.
+  Chief, worker and master start this task's server first
+  (`_start_std_server`), then a worker waits (`roles.start_delay`), then
+  they train; `train_hooks` join `train_spec.hooks` there.
   """
 
   def __init__(self, estimator, train_spec, eval_spec, train_hooks=None,
                continuous_eval_listener=None):
     if not isinstance(estimator, estimator_lib.Estimator):
       raise errors.ConfigTypeError(
-          "`estimator` must have type `tf.estimator.Estimator`. Fix: pass "
-          f"a harness.Estimator, not {type(estimator)}.")
+          "`estimator` must have type `tf.estimator.Estimator`. Got: "
+          f"{type(estimator)}\nFix: pass a harness.Estimator (tf.estimator."
+          "Estimator under harness.compat), or a canned estimator.")
     if not isinstance(train_spec, TrainSpec):
       raise errors.ConfigTypeError(
-          "`train_spec` must have type `tf.estimator.TrainSpec`. Fix: pass "
-          f"harness.TrainSpec(...), not {type(train_spec)}.")
-    if eval_spec is not None and not isinstance(eval_spec, EvalSpec):
+          "`train_spec` must have type `tf.estimator.TrainSpec`. Got: "
+          f"{type(train_spec)}\nFix: pass harness.TrainSpec(...).")
+    if eval_spec and not isinstance(eval_spec, EvalSpec):
       raise errors.ConfigTypeError(
           "`eval_spec` must be either `None` or have type "
-          f"`tf.estimator.EvalSpec`. Fix: pass harness.EvalSpec(...), not "
-          f"{type(eval_spec)}.")
-    listener = continuous_eval_listener or _ContinuousEvalListener()
-    if not isinstance(listener, _ContinuousEvalListener):
+          f"`tf.estimator.EvalSpec`. Got: {type(eval_spec)}\nFix: pass "
+          "harness.EvalSpec(...).")
+    self._train_hooks = tuple(spec_lib.check_hooks(
+        train_hooks, "train_hooks", sentence=spec_lib.HOOKS_SENTENCE_SPECS))
+    if continuous_eval_listener and not isinstance(
+        continuous_eval_listener, _ContinuousEvalListener):
       raise errors.ConfigTypeError(
           "`continuous_eval_listener` must have type "
-          "`_ContinuousEvalListener`. Fix: pass None.")
-    if type(listener) is not _ContinuousEvalListener:  # pylint: disable=unidiomatic-typecheck
-      raise errors.NotSupportedError(
-          f"continuous_eval_listener {listener!r}: harness's evaluator does "
-          "not call a custom listener. Fix: pass None, and stop evaluation "
-          "with EvalSpec / TrainSpec.max_steps instead.")
-    hooks = spec_lib.check_hooks(train_hooks, "train_hooks",
-                                 sentence=spec_lib.HOOKS_SENTENCE_SPECS)
+          "`_ContinuousEvalListener`. Fix: subclass training."
+          "_ContinuousEvalListener, or pass None.")
     self._estimator = estimator
     self._train_spec = train_spec
-    self._train_hooks = tuple(hooks)
     self._eval_spec = eval_spec
-    self._continuous_eval_listener = listener
+    self._continuous_eval_listener = (
+        continuous_eval_listener or _ContinuousEvalListener())
 
   @property
   def estimator(self):
     return self._estimator
 
   def run(self):
-    """Runs this task's role; returns what its `run_<task>` returns."""
-    return getattr(self, f"run_{task_to_run(self._estimator)}")()
+    """Runs this task's `run_<task>`; returns what it returns."""
+    return getattr(self, self.task_to_run())()
 
-  def _run(self, runner):
-    train_spec = self._train_spec
-    if self._train_hooks:  # Read only by the roles that train, as in 2.15.
-      train_spec = train_spec._replace(
-          hooks=tuple(train_spec.hooks) + self._train_hooks)
-    return runner(self._estimator, train_spec, self._eval_spec)
+  def task_to_run(self):
+    """The name of this task's `run_<task>` method, after 2.15's checks.
+
+    Raises:
+      ClusterConfigError (a ValueError): no task type, `local`, or a type
+        with no `run_<type>` method (2.15's sentences).
+    """
+    config = self._estimator.config
+    if isinstance(config, run_config_lib.RunConfig) and (
+        config.remote_cluster is not None):
+      return "run_local"  # A standalone client: it trains remotely.
+    if not config.cluster_spec and config.task_type != jobs.EVALUATOR:
+      return "run_local"  # No TF_CONFIG cluster.
+    if not config.task_type:
+      raise errors.ClusterConfigError(
+          "`estimator.config` must have task_type set. This usually means "
+          "TF_CONFIG environment is not set correctly: it has a cluster but "
+          'no "task". Fix: add "task": {"type": ..., "index": ...}.')
+    if config.task_type == "local":
+      raise errors.ClusterConfigError(
+          "`task.type` in TF_CONFIG cannot be `local`. Leaving `cluster` and "
+          "`task` properties in TF_CONFIG absent triggers train and evaluate "
+          "`Estimator` locally (non-distributed).\nFix: drop them for local "
+          "training, or name a job of the cluster.")
+    tasks = [name[len("run_"):] for name in dir(self)
+             if name.startswith("run_") and name != "run_local" and
+             callable(getattr(self, name))]
+    if config.task_type not in tasks:
+      raise errors.ClusterConfigError(  # 2.15's sentence, on one line.
+          f"Task type {config.task_type} is not supported. Supported task "
+          f"types are {tasks}. Fix: use one of those; without `cluster` and "
+          "`task` in TF_CONFIG, it trains in this process.")
+    return "run_" + config.task_type
 
   def run_chief(self):
-    return self._run(roles.run_chief)
+    """The chief: trains, saves checkpoints, marks the end of training."""
+    self._start_distributed_training(
+        saving_listeners=self._train_spec.saving_listeners)
+    return None, []
 
   def run_worker(self):
-    return self._run(roles.run_worker)
+    """A worker: trains (RunConfig.is_chief tells it from the chief)."""
+    self._start_distributed_training()
+    return None, []
 
   def run_master(self):
+    """Legacy `master` job: the chief, also evaluating after checkpoints."""
     _check_eval_spec(self._eval_spec)
-    return self._run(roles.run_master)
-
-  def run_ps(self):
-    return self._run(roles.run_ps)
+    evaluator = evaluator_lib.CheckpointEvaluator(
+        self._estimator, self._eval_spec, self._train_spec.max_steps)
+    listener = save_listener.NewCheckpointListener(
+        evaluator, self._eval_spec.throttle_secs)
+    self._start_distributed_training(saving_listeners=tuple(
+        self._train_spec.saving_listeners) + (listener,))
+    return listener.eval_result, listener.export_results
 
   def run_evaluator(self):
-    return self._run(run_evaluator)
+    """The `evaluator` task: evaluate new checkpoints until training ends."""
+    _check_eval_spec(self._eval_spec)
+    logging.info("train_and_evaluate | evaluator/0 | watching %s",
+                 self._estimator.model_dir)
+    return evaluator_lib.run_continuous(
+        self._estimator, self._train_spec, self._eval_spec,
+        continuous_eval_listener=self._continuous_eval_listener)
+
+  def run_ps(self):
+    """A parameter server: serves until every trainer has finished."""
+    self._start_std_server(self._estimator.config)
+    return roles.run_ps(self._estimator)
 
   def run_local(self):
+    """Trains here, evaluating (and exporting) after new checkpoints."""
     _check_eval_spec(self._eval_spec)
-    return self._run(run_local)
+    estimator, eval_spec = self._estimator, self._eval_spec
+    config = estimator.config
+    if config.remote_cluster is not None:
+      logging.info("train_and_evaluate | client | training on the remote "
+                   "cluster %s, evaluating in this process",
+                   config.remote_cluster)
+    else:
+      logging.info("train_and_evaluate | local | training and evaluating in "
+                   "this process (no TF_CONFIG cluster)")
+    every = (f"{config.save_checkpoints_steps} steps"
+             if config.save_checkpoints_steps else
+             f"{config.save_checkpoints_secs} s"
+             if config.save_checkpoints_secs else "- (none saved)")
+    logging.info(
+        "train_and_evaluate | %s | checkpoint every %s, then evaluate "
+        "(throttle_secs=%s)", config.task_label, every,
+        eval_spec.throttle_secs)
+    evaluator = evaluator_lib.CheckpointEvaluator(
+        estimator, eval_spec, self._train_spec.max_steps)
+    evaluator.check_writable()  # Before hours of training, not after.
+    listener = save_listener.NewCheckpointListener(
+        evaluator, eval_spec.throttle_secs,
+        continuous_eval_listener=self._continuous_eval_listener)
+    estimator.train(
+        input_fn=self._train_spec.input_fn,
+        max_steps=self._train_spec.max_steps, hooks=self._hooks(),
+        saving_listeners=tuple(self._train_spec.saving_listeners) + (
+            listener,))
+    if not listener.saw_a_save:
+      # Training was skipped: model_dir is at max_steps already (2.15
+      # returned no metrics). Evaluate what is there.
+      return evaluator.evaluate_and_export()
+    return listener.eval_result, listener.export_results
+
+  def _hooks(self):
+    return list(self._train_spec.hooks) + list(self._train_hooks)
+
+  def _start_std_server(self, config):
+    """Starts this task's server (once a process); returns it, or None.
+
+    2.15's checks and sentences first. Without a master, a one-task
+    cluster starts none (training then runs in this process).
+    """
+    if (not config.cluster_spec or not config.task_type or
+        config.task_id is None):
+      raise errors.ServerStartError(
+          "Could not start server; be sure to specify cluster_spec, "
+          "task_type, and task in RunConfig or set the TF_CONFIG environment "
+          'variable. Fix: TF_CONFIG needs "cluster" and "task": {"type": '
+          '..., "index": ...}.')
+    if not config.master:
+      job_names = config.cluster_spec.jobs
+      if (len(job_names) == 1 and
+          len(config.cluster_spec.job_tasks(job_names[0])) == 1 and
+          config.task_type in jobs.TRAINER_JOBS):
+        logging.info("server | %s | not starting one: the cluster has one "
+                     "task", config.task_type)
+        return None
+      raise errors.ServerStartError(
+          "Could not start server; be sure to specify master in RunConfig or"
+          " set the TF_CONFIG environment variable. Fix: TF_CONFIG's cluster "
+          "must list this task's address.")
+    return roles.prepare_task(config).server
+
+  def _start_distributed_training(self, saving_listeners=None):
+    """Starts the server, waits (a worker), trains: 2.15's order."""
+    config = self._estimator.config
+    if not _is_google_env():
+      self._start_std_server(config)
+    delay = roles.start_delay(config) if isinstance(
+        config, run_config_lib.RunConfig) else 0
+    if delay:
+      logging.info("train | %s | waiting %d s before starting",
+                   config.task_label, delay)
+      time.sleep(delay)
+    self._estimator.train(
+        input_fn=self._train_spec.input_fn,
+        max_steps=self._train_spec.max_steps, hooks=self._hooks(),
+        saving_listeners=saving_listeners)
+
+
+def _is_google_env():
+  """TF_CONFIG's "environment" is "google": 2.15 started no server there."""
+  info = tf_config.from_environ(os.environ)
+  return info is not None and info.environment == "google"
 
 
 def load_global_step_from_checkpoint_dir(checkpoint_dir):

@@ -7,7 +7,7 @@ listener's end(), so no "not evaluated" line may precede that evaluation.
 
 from absl.testing import absltest
 
-from harness.distribute import evaluator as evaluator_lib
+from harness.distribute import save_listener
 
 
 class _FakeEvaluator:
@@ -26,7 +26,7 @@ class ThrottleLogTest(absltest.TestCase):
   def _listener(self, max_steps):
     now = [0.0]
     fake = _FakeEvaluator(max_steps)
-    listener = evaluator_lib.NewCheckpointListener(fake, 600,
+    listener = save_listener.NewCheckpointListener(fake, 600,
                                                    clock=lambda: now[0])
     listener.after_save(None, 0)  # The save at session start.
     listener.after_save(None, 100)  # First evaluation.

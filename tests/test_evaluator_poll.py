@@ -89,9 +89,9 @@ class EvaluatorPollTest(absltest.TestCase):
     evaluated = []
     original = evaluator_lib.CheckpointEvaluator.evaluate_and_export
 
-    def recording(evaluator):
+    def recording(evaluator, checkpoint_path=None):
       evaluated.append(fake.now)
-      return original(evaluator)
+      return original(evaluator, checkpoint_path)
 
     self.enter_context(absltest.mock.patch.object(
         evaluator_lib.CheckpointEvaluator, "evaluate_and_export", recording))

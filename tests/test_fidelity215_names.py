@@ -9,7 +9,9 @@ spec names and `build_supervised_input_receiver_fn_from_input_fn`.
 """
 
 import importlib
+import json
 import os
+import sys
 import time
 from unittest import mock
 
@@ -19,6 +21,7 @@ import harness
 import harness.compat  # pylint: disable=unused-import
 from harness import errors
 from harness._tf import tf
+from harness.distribute import roles
 from harness.export import exporter as exporter_lib
 from tests import _support
 
@@ -92,28 +95,88 @@ class TrainingExecutorTest(absltest.TestCase):
     training._TrainingExecutor(self._estimator(), train_spec,
                                self._specs()[1])
 
-  def test_roles_call_train_with_2_15_keywords(self):
+  def _chief_config(self):
+    tf_config = {"cluster": {"chief": ["127.0.0.1:2222"],
+                             "worker": ["127.0.0.1:2223"]},
+                 "task": {"type": "chief", "index": 0}}
+    with mock.patch.dict(os.environ, {"TF_CONFIG": json.dumps(tf_config)}):
+      return harness.RunConfig()
+
+  def test_chief_starts_its_server_then_trains_with_2_15_keywords(self):
+    training = _module("training")
+    est = mock.Mock(spec=harness.Estimator)
+    est.config = self._chief_config()
+    train_spec = harness.TrainSpec(_input_fn, max_steps=2)
+    server_module = sys.modules[tf.distribute.Server.__module__]
+    # A fresh registry: the fake server must not serve later tests.
+    with mock.patch.object(server_module, "Server") as server, \
+        mock.patch.object(roles, "_PREPARED", []), \
+        mock.patch.object(roles, "_SERVERS", []):
+      training._TrainingExecutor(est, train_spec, None).run_chief()
+      # Once a process: Estimator.train in this task finds it prepared.
+      self.assertIs(server.return_value,
+                    roles.prepare_task(est.config).server)
+    server.assert_called_once_with(
+        est.config.cluster_spec, job_name="chief", task_index=0,
+        config=mock.ANY, protocol=None, start=False)
+    self.assertTrue(server.return_value.start.called)
+    est.train.assert_called_once_with(
+        input_fn=_input_fn, max_steps=2, hooks=[], saving_listeners=())
+
+  def test_no_cluster_no_server(self):
     training = _module("training")
     est = mock.Mock(spec=harness.Estimator)
     est.config = harness.RunConfig()
-    train_spec = harness.TrainSpec(_input_fn, max_steps=2)
-    training._TrainingExecutor(est, train_spec, None).run_chief()
-    est.train.assert_called_once_with(
-        input_fn=_input_fn, max_steps=2, hooks=[], saving_listeners=[])
+    with self.assertRaisesRegex(RuntimeError, "^Could not start server; "):
+      training._TrainingExecutor(
+          est, harness.TrainSpec(_input_fn, max_steps=2), None).run_chief()
+    est.train.assert_not_called()
 
-  def test_custom_listener_is_refused(self):
+  def test_custom_listener_is_called(self):
     training = _module("training")
 
     class Listener(training._ContinuousEvalListener):
-      pass
 
-    with self.assertRaisesRegex(errors.NotSupportedError,
-                                "does not call a custom listener"):
-      training._TrainingExecutor(self._estimator(), *self._specs(),
-                                 continuous_eval_listener=Listener())
+      def __init__(self, stop_after):
+        self.results = []
+        self._stop_after = stop_after
+
+      def after_eval(self, eval_result):
+        self.results.append(eval_result)
+        return len(self.results) < self._stop_after
+
+    def run(listener, max_steps):
+      est = harness.Estimator(
+          _support.scalar_weight_model_fn(),
+          model_dir=self.create_tempdir().full_path,
+          config=harness.RunConfig(save_checkpoints_steps=1))
+      training._TrainingExecutor(est, *self._specs(max_steps=max_steps),
+                                 continuous_eval_listener=listener).run()
+      return est
+
+    listener = Listener(stop_after=99)
+    run(listener, max_steps=3)
+    self.assertEqual([training._EvalStatus.EVALUATED] * 3,
+                     [r.status for r in listener.results])
+    self.assertEqual([1, 2, 3],
+                     [r.metrics["global_step"] for r in listener.results])
+    # after_eval returning False ends training there.
+    est = run(Listener(stop_after=1), max_steps=10)
+    self.assertLess(est.get_variable_value("global_step"), 10)
     with self.assertRaisesRegex(TypeError, "must have type `_Continuous"):
       training._TrainingExecutor(self._estimator(), *self._specs(),
                                  continuous_eval_listener=object())
+
+  def test_eval_result_is_checked_as_2_15(self):
+    training = _module("training")
+    status = training._EvalStatus
+    with self.assertRaisesRegex(ValueError, "should never return empty"):
+      training._EvalResult(status.EVALUATED, {}, "ckpt")
+    with self.assertRaisesRegex(TypeError, "should return dict"):
+      training._EvalResult(status.EVALUATED, 123, "ckpt")
+    with self.assertRaisesRegex(ValueError, "should have `global_step`"):
+      training._EvalResult(status.EVALUATED, {"loss": 1.}, "ckpt")
+    self.assertIsNone(training._EvalResult(status.NO_NEW_CHECKPOINT).metrics)
 
   def test_train_hooks_must_be_hooks(self):
     training = _module("training")

@@ -25,6 +25,7 @@ from harness._tf_private.distribute import reinitialize_collective_local
 from harness._tf_private.distribute import scale_loss_for_estimator
 from harness._tf_private.distribute import set_collective_communication_options
 from harness._tf_private.distribute import set_collective_key_base
+from harness._tf_private.distribute import server_class
 from harness._tf_private.distribute import set_ps_gpus_per_worker
 from harness._tf_private.distribute import started_in_process_server
 from harness._tf_private.keras import is_graph_network

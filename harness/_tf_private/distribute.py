@@ -4,6 +4,7 @@ Part of `harness._tf_private` (see its door for the rule).
 """
 
 import contextlib
+import sys
 
 from harness._tf import tf
 
@@ -204,3 +205,17 @@ def scale_loss_for_estimator(strategy):
   strategies kept for tf.estimator; absent on some strategies.
   """
   return getattr(strategy, "_scale_loss_for_estimator_enabled", None)
+
+
+def server_class():
+  """The class `tf.distribute.Server` is, looked up where it is defined.
+
+  Why private: tf.estimator started a task's server through
+  `server_lib.Server`, and programs (2.15's own tests among them) patch that
+  module attribute to stand a fake server in. Looking the class up on its
+  defining module at call time (no `tensorflow.python` import: the module is
+  the one the public class names) lets such a patch take effect here too.
+  """
+  public = tf.distribute.Server
+  module = sys.modules.get(public.__module__)
+  return getattr(module, public.__name__, public)

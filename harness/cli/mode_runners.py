@@ -231,7 +231,7 @@ def _train(estimator, job, info):
   if job_config.is_task(info, cluster_lib.PS):
     # Estimator.train refuses a ps task (as 2.15): serve the trainers'
     # variables until they finish, as train_and_evaluate's ps does.
-    metrics, exports = roles.run_ps(estimator, None, None)
+    metrics, exports = roles.run_ps(estimator)
     return metrics, exports, None
   if job_config.is_task(info, cluster_lib.EVALUATOR):
     logging.warning("train | %s | --mode=train evaluates nothing: this task "

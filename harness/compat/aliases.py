@@ -177,9 +177,14 @@ LAYOUT = {
         "_TPUEstimatorSpec": "harness.tpu.tpu_spec:TPUEstimatorSpec",
     }, ("harness.spec",)),
     "mode_keys": (_names("harness.spec", "ModeKeys"), ()),
-    "training": (_names("harness.training", "_TrainingExecutor",
-                        "_ContinuousEvalListener", "_StopAtSecsHook"),
-                 ("harness.training",)),
+    "training": ({
+        **_names("harness.training", "_TrainingExecutor",
+                 "_ContinuousEvalListener"),
+        "_StopAtSecsHook": "harness.hooks:StopAtSecsHook",
+        # What the evaluation loops hand to a _ContinuousEvalListener.
+        "_EvalResult": "harness.distribute.eval_result:EvalResult",
+        "_EvalStatus": "harness.distribute.eval_result:EvalStatus",
+    }, ("harness.training",)),
     "exporter": ({}, ("harness.export.exporter",)),
     "extenders": ({}, ("harness.extension",)),
     "early_stopping": (_names(

@@ -1,8 +1,8 @@
 """Evaluation driven by new checkpoints: in-loop (local) and continuous.
 
-* Local `train_and_evaluate`: `NewCheckpointListener` is a
-  CheckpointSaverListener; after each save it evaluates and exports (at most
-  once per `throttle_secs`) and always once more at the end of training.
+* `CheckpointEvaluator` evaluates the latest checkpoint once and exports;
+  local `train_and_evaluate` calls it after saves
+  (`harness.distribute.save_listener.NewCheckpointListener`).
 * The `evaluator` task: `run_continuous` looks at `model_dir` every
   `eval_poll_secs` (1 s), evaluates a new checkpoint when `throttle_secs`
   have passed since the last evaluation (the one at `max_steps`, or the last
@@ -18,17 +18,19 @@ import time
 from absl import logging
 
 from harness import errors
+from harness import run_config as run_config_lib
 from harness._tf import tf
 from harness.cluster import env_knobs
 from harness.cluster import jobs
 from harness.core import evaluation
 from harness.core import live_metrics
 from harness.core import preemption
+from harness.distribute import eval_result
 from harness.state import checkpoints
 from harness.state import run_state
 from harness.state import storage
 
-__all__ = ["CheckpointEvaluator", "NewCheckpointListener", "run_continuous",
+__all__ = ["CheckpointEvaluator", "run_continuous",
            "NO_CHECKPOINT_REPORT_SECS"]
 
 # Seconds between two "no checkpoint yet" lines of a waiting evaluator.
@@ -46,6 +48,7 @@ class CheckpointEvaluator:
     self.final_export_done = False
     self.last_metrics = None
     self.last_evaluated_step = None
+    self.last_result = None  # The EvalResult of the last look.
 
   def check_writable(self):
     """Fails now, not after training, if eval/ or export/ cannot be written."""
@@ -58,24 +61,37 @@ class CheckpointEvaluator:
         storage.check_writable(folder)
 
   def _export_path(self, exporter):
-    return os.path.join(os.fsdecode(self._estimator.model_dir), "export",
-                        exporter.name)
+    return os.path.join(tf.compat.as_str_any(self._estimator.model_dir),
+                        "export", exporter.name)
+
   @property
   def max_training_steps(self):
     """TrainSpec's max_steps (None: no end step)."""
     return self._max_training_steps
 
-  def evaluate_and_export(self):
-    """Returns (metrics or None, export_results list)."""
-    # The newest checkpoint that reads back (a corrupt newest one is skipped
-    # with a warning naming its file).
-    path = checkpoints.latest_usable_checkpoint(self._estimator.model_dir)
+  def latest_checkpoint(self):
+    """The estimator's newest checkpoint, or None.
+
+    harness's Estimator skips a corrupt newest one with a warning naming
+    its file.
+    """
+    return self._estimator.latest_checkpoint()
+
+  def evaluate_and_export(self, checkpoint_path=None):
+    """Evaluates `checkpoint_path` (None: the latest) unless seen already.
+
+    Returns:
+      (metrics or None, export_results list); `last_result` says which.
+    """
+    path = checkpoint_path or self.latest_checkpoint()
     if not path:
       logging.debug("eval | no checkpoint yet in %s",
                     self._estimator.model_dir)
+      self.last_result = eval_result.EvalResult(eval_result.EvalStatus.MISSING_CHECKPOINT)
       return None, []
     if path == self._previous_checkpoint:
       logging.debug("eval | no new checkpoint since %s", path)
+      self.last_result = eval_result.EvalResult(eval_result.EvalStatus.NO_NEW_CHECKPOINT)
       return None, []
     try:
       metrics = self._estimator.evaluate(
@@ -89,11 +105,9 @@ class CheckpointEvaluator:
       # ahead; the next poll takes the newest one.
       logging.info("eval | %s was deleted before it was evaluated; taking "
                    "the newest checkpoint instead", path)
+      self.last_result = eval_result.EvalResult(eval_result.EvalStatus.NO_NEW_CHECKPOINT)
       return None, []
-    if evaluation.GLOBAL_STEP_KEY not in metrics:
-      raise errors.ModelFnError(
-          "Estimator.evaluate result should have `global_step`; given "
-          f"{sorted(metrics)}.")
+    self.last_result = eval_result.EvalResult(eval_result.EvalStatus.EVALUATED, metrics, path)
     step = int(metrics[evaluation.GLOBAL_STEP_KEY])
     is_final = bool(self._max_training_steps) and (
         step >= self._max_training_steps)
@@ -122,50 +136,6 @@ class CheckpointEvaluator:
     return results
 
 
-class NewCheckpointListener(tf.compat.v1.train.CheckpointSaverListener):
-  """Evaluates after checkpoint saves in local train_and_evaluate."""
-
-  def __init__(self, evaluator, throttle_secs, clock=time.monotonic):
-    self._evaluator = evaluator
-    self._throttle_secs = throttle_secs
-    self._clock = clock
-    self._last_eval_time = None
-    self._last_eval_step = None
-    self._first_save = True
-    self.eval_result = None
-    self.export_results = []
-
-  def _evaluate(self, step):
-    metrics, exports = self._evaluator.evaluate_and_export()
-    if metrics is not None:
-      self.eval_result = metrics
-      self.export_results = exports
-      self._last_eval_time = self._clock()
-      self._last_eval_step = step
-
-  def after_save(self, session, global_step_value):
-    del session
-    if self._first_save:  # The save at session start: nothing trained yet.
-      self._first_save = False
-      return
-    now = self._clock()
-    if (self._last_eval_time is not None and
-        now - self._last_eval_time < self._throttle_secs):
-      final = self._evaluator.max_training_steps
-      if final is None or global_step_value < final:  # end() evaluates it.
-        logging.info("eval | checkpoint at step %d not evaluated: %.0f s "
-                     "since the last evaluation (throttle_secs=%s)",
-                     global_step_value, now - self._last_eval_time,
-                     self._throttle_secs)
-      return
-    self._evaluate(global_step_value)
-
-  def end(self, session, global_step_value):
-    del session
-    if global_step_value != self._last_eval_step:
-      self._evaluate(global_step_value)
-
-
 _FROM_CONFIG = env_knobs.NotGiven.FROM_RUN_CONFIG
 # What `_ContinuousLoop.look` tells the loop to do next.
 _DONE, _LOOK_AGAIN, _SLEEP = "done", "look again", "sleep"
@@ -173,7 +143,8 @@ _DONE, _LOOK_AGAIN, _SLEEP = "done", "look again", "sleep"
 
 def run_continuous(estimator, train_spec, eval_spec, *,
                    idle_timeout_secs=_FROM_CONFIG, poll_secs=None,
-                   clock=time.monotonic, sleep=time.sleep):
+                   continuous_eval_listener=None, clock=time.monotonic,
+                   sleep=None):
   """The evaluator task's loop; returns (last metrics, last export results).
 
   It looks for a new checkpoint (and for training's end marker) every
@@ -190,13 +161,18 @@ def run_continuous(estimator, train_spec, eval_spec, *,
       `estimator.config.eval_idle_timeout_secs`.
     poll_secs: seconds between two looks at model_dir; default
       `estimator.config.eval_poll_secs` (1).
-    clock, sleep: injected for tests.
+    continuous_eval_listener: 2.15's `_ContinuousEvalListener`, or None:
+      `before_eval()` is asked at each look (False ends the loop),
+      `after_eval(result)` told what each look found (False ends it).
+    clock, sleep: injected for tests (sleep: `time.sleep`, looked up when
+      called, so that a patch of it takes effect).
 
   Raises:
     PeerLostError: nothing new for `idle_timeout_secs`, or a preempted or
       failed chief did not come back within `restart_wait_secs`.
   """
-  config = estimator.config
+  sleep = sleep or time.sleep
+  config = _knobs(estimator)
   live_metrics.serve(port=config.metrics_port, bind=config.metrics_bind,
                      task_label=jobs.task_label(config.task_type or
                                                 jobs.EVALUATOR,
@@ -214,7 +190,8 @@ def run_continuous(estimator, train_spec, eval_spec, *,
   loop = _ContinuousLoop(
       evaluator, config=config, model_dir=model_dir, max_steps=max_steps,
       throttle_secs=eval_spec.throttle_secs, poll_secs=poll_secs,
-      idle_timeout_secs=idle_timeout_secs, clock=clock)
+      idle_timeout_secs=idle_timeout_secs, clock=clock,
+      listener=continuous_eval_listener)
   while True:
     move = loop.look()
     if move == _DONE:
@@ -223,13 +200,30 @@ def run_continuous(estimator, train_spec, eval_spec, *,
       sleep(poll_secs)
 
 
+def _knobs(estimator):
+  """The RunConfig whose knobs the loop reads.
+
+  A stand-in estimator (2.15's executor tests pass a Mock) has no harness
+  RunConfig: the defaults serve it.
+  """
+  config = estimator.config
+  if isinstance(config, run_config_lib.RunConfig):
+    return config
+  return run_config_lib.RunConfig()
+
+
 class _ContinuousLoop:
   """The state of `run_continuous`'s loop; `look` is one pass of it."""
 
   def __init__(self, evaluator, *, config, model_dir, max_steps,
-               throttle_secs, poll_secs, idle_timeout_secs, clock):
+               throttle_secs, poll_secs, idle_timeout_secs, clock,
+               listener=None):
     # What to evaluate, and when to stop.
     self._evaluator = evaluator
+    self._listener = listener
+    # Training's end marker lives in a model_dir path (a stand-in estimator
+    # may have none).
+    self._has_markers = isinstance(model_dir, (str, bytes, os.PathLike))
     self._config = config
     self._model_dir = model_dir
     self._max_steps = max_steps
@@ -255,18 +249,25 @@ class _ContinuousLoop:
       PeerLostError: see `run_continuous`.
     """
     stopped = self._training_stopped()
-    latest = checkpoints.latest_usable_checkpoint(self._model_dir)
+    if self._listener is not None and not self._listener.before_eval():
+      logging.info("eval | done: the continuous eval listener's before_eval "
+                   "returned False")
+      return _DONE
+    latest = self._evaluator.latest_checkpoint() or None
     if latest != self._seen:  # Something new: not idle.
       self._seen, self._last_progress = latest, self._clock()
     is_new = (latest is not None and
               latest != self._evaluator.previous_checkpoint)
-    final = stopped is not None or self._at_max_steps(checkpoints.step_in_name(latest))
+    final = stopped is not None or self._at_max_steps(
+        checkpoints.step_in_name(latest))
     wait = 0.0 if self._last_eval_started is None else (
         self._throttle_secs - (self._clock() - self._last_eval_started))
     if is_new and (final or wait <= 0):
-      move = self._evaluate()
+      move = self._evaluate(latest)
       if move is not None:
         return move
+    elif not is_new and self._told_listener_done(latest):
+      return _DONE
     elif stopped is not None and not is_new:
       # Training ended and no checkpoint is newer than the last evaluated.
       self._finish(stopped)
@@ -282,8 +283,22 @@ class _ContinuousLoop:
     self._check_idle()
     return _SLEEP
 
+  def _told_listener_done(self, latest):
+    """Tells the listener what this look found; True: it says stop."""
+    if self._listener is None:
+      return False
+    status = (eval_result.EvalStatus.MISSING_CHECKPOINT if latest is None
+              else eval_result.EvalStatus.NO_NEW_CHECKPOINT)
+    if self._listener.after_eval(eval_result.EvalResult(status)):
+      return False
+    logging.info("eval | done: the continuous eval listener's after_eval "
+                 "returned False")
+    return True
+
   def _training_stopped(self):
     """Training's end marker; None while a restarted chief may resume."""
+    if not self._has_markers:
+      return None
     # The marker first: training writes its last checkpoint before it.
     stopped = run_state.read_training_stopped(self._model_dir)
     if stopped is not None and preemption.resumable_reason(
@@ -297,10 +312,15 @@ class _ContinuousLoop:
     return bool(self._max_steps and step is not None and
                 step >= self._max_steps)
 
-  def _evaluate(self):
+  def _evaluate(self, latest):
     """Evaluates and exports; None when no checkpoint was evaluated."""
     self._last_eval_started = self._clock()
-    metrics, exports = self._evaluator.evaluate_and_export()
+    metrics, exports = self._evaluator.evaluate_and_export(latest)
+    if self._listener is not None and not self._listener.after_eval(
+        self._evaluator.last_result):
+      logging.info("eval | done: the continuous eval listener's after_eval "
+                   "returned False")
+      return _DONE
     if metrics is None:
       return None
     self.last_exports = exports

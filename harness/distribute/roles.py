@@ -1,23 +1,29 @@
-"""What each TF_CONFIG task does inside `train_and_evaluate`.
+"""What a TF_CONFIG task does inside `train_and_evaluate`'s roles.
 
-* chief / worker: start this task's standard server in-process, make the
-  strategy (if any) a multi-worker one for this task, and train against the
-  server. Collective workers all initialise (each holds a copy, kept equal by
+`harness.training._TrainingExecutor` runs the roles, in tf.estimator 2.15's
+order; this module holds what they share with `Estimator.train`:
+
+* chief / worker: `prepare_task` starts this task's standard server
+  in-process (once a process) and makes the strategy (if any) a multi-worker
+  one for this task; `train_in_cluster` trains against the server.
+  Collective workers all initialise (each holds a copy, kept equal by
   all-reduce); with parameter servers only the chief initialises and the
   others wait. Only the chief writes checkpoints and summaries, and when it
   stops, for whatever reason, it leaves a `training_stopped` marker in
   model_dir for the evaluator and the ps tasks.
-* master (legacy): a chief that also evaluates after its checkpoints.
-* ps: serve variables until the chief's marker says training ended.
+* ps: `run_ps` serves variables until the chief's marker says training
+  ended.
 
 The evaluator's loop is `harness.distribute.evaluator.run_continuous`.
 """
 
+import collections
 import os
 import time
 
 from absl import logging
 
+from harness import _tf_private
 from harness import cluster as cluster_lib
 from harness import errors
 from harness._tf import tf
@@ -27,19 +33,19 @@ from harness.cluster.strategy_kind import StrategyKind
 from harness.core import preemption
 from harness.core import train_loop
 from harness.core import trainer
-from harness.distribute import evaluator as evaluator_lib
 from harness.distribute import graph_strategy as graph_strategy_lib
 from harness.distribute import strategies
 from harness.distribute import task_servers
 from harness.state import checkpoints
 from harness.state import run_state
 
-__all__ = ["run_chief", "run_master", "run_worker", "run_ps", "serving",
+__all__ = ["PreparedTask", "prepare_task", "run_ps", "serving", "start_delay",
            "train_in_cluster"]
 
 _PS_POLL_SECS = 1.0
 _PS_EXIT_GRACE_SECS = 60.0
 _SERVERS = []  # This process's servers (kept alive), or the strategy's target.
+_PREPARED = []  # (key, PreparedTask, server class) of the prepared tasks.
 
 
 def serving():
@@ -51,8 +57,15 @@ def serving():
   return bool(_SERVERS)
 
 
-def _start_delay(config, kind):
-  """Seconds a non-chief waits before starting (ps setups only)."""
+def start_delay(config):
+  """Seconds a worker waits before it trains (parameter-server setups only).
+
+  tf.estimator 2.15 delayed worker i by 5 * (i + 1) s, up to 60 s, by
+  default; harness's workers wait for the chief's initialisation anyway, so
+  they wait only when `experimental_max_worker_delay_secs` is set (then
+  2.15's rule, up to that). Chief and collective workers never wait.
+  """
+  kind = config.strategy_kind
   if config.is_chief or kind == StrategyKind.COLLECTIVE:
     return 0
   max_delay = config.experimental_max_worker_delay_secs
@@ -61,14 +74,54 @@ def _start_delay(config, kind):
   return min(max_delay, (config.task_id + 1) * 5)
 
 
-def _prepare_task(config, strategy):
-  """Configures the strategy for this task and finds or starts its server.
+class PreparedTask(collections.namedtuple(
+    "PreparedTask", ["target", "session_config", "strategy", "server"])):
+  """A task's session target, session config, graph strategy and server.
+
+  `server` is the `tf.distribute.Server` harness started, or None where the
+  user's strategy already serves the task's port.
+  """
+
+  __slots__ = ()
+
+
+def prepare_task(config):
+  """Configures this task's strategy and starts its server, once a process.
+
+  `_TrainingExecutor` calls it before a worker's delay (2.15 started the
+  server first, so that peers find it), and `Estimator.train` in a cluster
+  task finds the same task prepared: the strategy is configured once and
+  one server serves the task's port for the life of the process.
 
   Returns:
-    (session target, session_config, graph strategy)
+    A `PreparedTask`.
+
+  Raises:
+    ClusterConfigError: the server cannot start (port taken, bad address).
   """
-  preemption.fail_fast_rpcs()  # Before the first RPC: no hang on dead peers.
+  # A ps only serves: the strategy is the trainers' business.
+  strategy = (None if config.task_type == cluster_lib.PS else
+              config.train_distribute)
   cluster = strategies.training_cluster(config.cluster_spec)
+  server_class = _tf_private.server_class()
+  # The server class is part of the key: a program that stands a fake
+  # server class in (as 2.15's tests do) gets a server of that class.
+  key = (config.task_type, config.task_id, id(strategy), id(server_class),
+         tuple(sorted((job, tuple(tasks)) for job, tasks in cluster.items())))
+  for prepared_key, prepared, _ in _PREPARED:
+    if prepared_key == key:
+      return prepared
+  prepared = _prepare(config, strategy, cluster, server_class)
+  # The entry holds the strategy and the server class (in the server), so
+  # that their ids are not reused while they are part of a key.
+  _PREPARED.append((key, prepared, server_class))
+  _SERVERS.append(prepared.server or prepared.target)
+  return prepared
+
+
+def _prepare(config, strategy, cluster, server_class):
+  """`prepare_task`'s work: strategy, session config, server."""
+  preemption.fail_fast_rpcs()  # Before the first RPC: no hang on dead peers.
   # A collective strategy built eagerly under TF_CONFIG already serves this
   # task's port: use that server instead of failing to start a second.
   target = task_servers.in_process_server_target(
@@ -83,38 +136,38 @@ def _prepare_task(config, strategy):
         graph_strategy, cluster=cluster, task_type=config.task_type,
         task_id=config.task_id, session_config=config.session_config,
         kind=kind)
+  address = cluster[config.task_type][config.task_id]
   if target:
-    line, warning = listen.describe(
-        cluster[config.task_type][config.task_id], environ=os.environ,
-        bind_address=config.bind_address)
-    logging.info("server | %s | using the strategy's server %s, listening "
-                 "on %s", config.task_label, target, line)
-    if warning:
-      logging.warning("server | %s | %s", config.task_label, warning)
-    _SERVERS.append(target)
-    return target, session_config, graph_strategy
+    _log_listening(config, address, f"using the strategy's server {target}, "
+                   "listening on")
+    return PreparedTask(target, session_config, graph_strategy, None)
   server_config = task_servers.server_config_for(
       session_config, cluster=cluster, task_type=config.task_type,
       num_devices_per_worker=strategies.cpu_devices_per_worker(
           graph_strategy, kind=kind))
-  address = cluster[config.task_type][config.task_id]
   try:
-    server = tf.distribute.Server(
+    # Created unstarted, then started, through the class's defining module
+    # (as tf.estimator did with `server_lib.Server`).
+    server = server_class(
         tf.train.ClusterSpec(cluster), job_name=config.task_type,
-        task_index=config.task_id, protocol=config.protocol or "grpc",
-        config=server_config, start=True)
+        task_index=config.task_id, config=server_config,
+        protocol=config.protocol, start=False)
+    server.start()
   except (tf.errors.OpError, ValueError) as e:
     raise errors.ClusterConfigError(
         f"Cannot start the server of {config.task_label} on {address!r}: {e}. "
         "Fix: free the port, or give this task another address in "
         "TF_CONFIG.") from e
-  _SERVERS.append(server)  # Keep it alive for the life of the process.
+  _log_listening(config, address, "listening on")
+  return PreparedTask(server.target, session_config, graph_strategy, server)
+
+
+def _log_listening(config, address, what):
   line, warning = listen.describe(address, environ=os.environ,
                                   bind_address=config.bind_address)
-  logging.info("server | %s | listening on %s", config.task_label, line)
+  logging.info("server | %s | %s %s", config.task_label, what, line)
   if warning:
     logging.warning("server | %s | %s", config.task_label, warning)
-  return server.target, session_config, graph_strategy
 
 
 def train_in_cluster(model, input_fn, *, hooks=None, steps=None,
@@ -139,12 +192,7 @@ def train_in_cluster(model, input_fn, *, hooks=None, steps=None,
         "cluster. Fix: use tf.compat.v1.distribute.experimental."
         "MultiWorkerMirroredStrategy (collective) or ParameterServerStrategy "
         "for several workers, or run only the chief.")
-  delay = _start_delay(config, kind)
-  if delay:
-    logging.info("train | %s | waiting %d s before starting", config.task_label,
-                 delay)
-    time.sleep(delay)
-  target, session_config, strategy = _prepare_task(config, strategy)
+  target, session_config, strategy, _ = prepare_task(config)
   context = train_loop.TrainContext(
       master=target, is_chief=config.is_chief,
       should_init=config.is_chief or kind == StrategyKind.COLLECTIVE,
@@ -178,33 +226,7 @@ def train_in_cluster(model, input_fn, *, hooks=None, steps=None,
                    reason.split(":")[0], step)
 
 
-def run_chief(estimator, train_spec, eval_spec):
-  """The chief: trains, saves checkpoints, marks the end of training."""
-  del eval_spec  # The evaluator task evaluates.
-  estimator.train(input_fn=train_spec.input_fn,
-                  max_steps=train_spec.max_steps,
-                  hooks=list(train_spec.hooks),
-                  saving_listeners=list(train_spec.saving_listeners))
-  return None, []
-
-
-run_worker = run_chief  # Same code; RunConfig.is_chief tells them apart.
-
-
-def run_master(estimator, train_spec, eval_spec):
-  """Legacy `master` job: the chief, also evaluating after checkpoints."""
-  evaluator = evaluator_lib.CheckpointEvaluator(
-      estimator, eval_spec, train_spec.max_steps)
-  listener = evaluator_lib.NewCheckpointListener(
-      evaluator, eval_spec.throttle_secs)
-  estimator.train(
-      input_fn=train_spec.input_fn, max_steps=train_spec.max_steps,
-      hooks=list(train_spec.hooks),
-      saving_listeners=list(train_spec.saving_listeners) + [listener])
-  return listener.eval_result, listener.export_results
-
-
-def run_ps(estimator, train_spec, eval_spec, *, poll_secs=_PS_POLL_SECS,
+def run_ps(estimator, *, poll_secs=_PS_POLL_SECS,
            grace_secs=_PS_EXIT_GRACE_SECS, clock=time.time, sleep=time.sleep):
   """A parameter server: serves until every trainer has finished.
 
@@ -215,10 +237,9 @@ def run_ps(estimator, train_spec, eval_spec, *, poll_secs=_PS_POLL_SECS,
   was preempted or failed is waited for (its restart restores its last
   checkpoint into this ps) for up to HARNESS_RESTART_WAIT_SECS.
   """
-  del train_spec, eval_spec
   config = estimator.config
   started = clock()
-  _prepare_task(config, None)  # Serves from its own threads from now on.
+  prepare_task(config)  # Serves from its own threads from now on.
   cluster = strategies.training_cluster(config.cluster_spec)
   trainers = [cluster_lib.task_label(job, i)
               for job in cluster_lib.TRAINER_JOBS

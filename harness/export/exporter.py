@@ -24,7 +24,8 @@ from harness._tf import tf
 from harness.export import gc
 from harness.spec import fn_args
 
-__all__ = ["Exporter", "LatestExporter", "BestExporter", "FinalExporter"]
+__all__ = ["Exporter", "LatestExporter", "BestExporter", "FinalExporter",
+           "check_exporters"]
 
 _LOSS_KEY = "loss"
 
@@ -291,3 +292,46 @@ class FinalExporter(Exporter):
     return self._saved_model_exporter.export(
         estimator, export_path, checkpoint_path, eval_result,
         is_the_final_export)
+
+
+def check_exporters(exporters):
+  """EvalSpec's exporters as a tuple: Exporters with unique, non-empty names.
+
+  Raises:
+    ConfigTypeError: an item is not an Exporter (2.15's TypeError).
+    ConfigError: a name is empty, not a str, or used twice.
+  """
+  if not exporters:
+    return ()
+  if isinstance(exporters, Exporter):
+    exporters = [exporters]
+  try:
+    exporters = list(exporters)
+  except TypeError:
+    exporters = [exporters]
+  for exporter in exporters:  # Every type first: names are read below.
+    if not isinstance(exporter, Exporter):
+      raise errors.ConfigTypeError(
+          "`exporters` must be an Exporter, an iterable of Exporter, or "
+          f"`None`, found {exporters}.\n{exporter!r} is not a harness "
+          "Exporter. Fix: pass LatestExporter, BestExporter, FinalExporter "
+          "or an Exporter subclass.")
+  all_names = [e.name for e in exporters]
+  names = set()
+  for exporter in exporters:
+    if not exporter.name:
+      raise errors.ConfigError(
+          "An Exporter cannot have a name that is `None` or empty. All "
+          f"exporter names: {all_names}\nFix: give each exporter a name "
+          "(its folder under export/).")
+    if not isinstance(exporter.name, str):
+      raise errors.ConfigError(
+          "An Exporter must have a string name. Given: "
+          f"{type(exporter.name)}\nFix: name it with a str.")
+    if exporter.name in names:
+      raise errors.ConfigError(
+          "`exporters` must have unique names. Such a name cannot be `None`."
+          f" All exporter names: {all_names}\nFix: {exporter.name!r} is "
+          "used twice; each exporter writes to export/<name>, so rename one.")
+    names.add(exporter.name)
+  return tuple(exporters)

@@ -187,7 +187,7 @@ def resolve_prefix(path):
 
 def step_in_name(prefix, default=None):
   """The step in a checkpoint's name ("model.ckpt-500": 500), else `default`."""
-  match = _STEP_RE.search(os.fsdecode(prefix or ""))
+  match = _STEP_RE.search(tf.compat.as_str_any(prefix or ""))
   return int(match.group(1)) if match else default
 
 
