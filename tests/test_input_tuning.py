@@ -183,12 +183,14 @@ class NumpyInputFnTest(absltest.TestCase):
 
     class StepsHook(tf.compat.v1.train.SessionRunHook):
 
-      def before_run(self, run_context):
-        return tf.compat.v1.train.SessionRunArgs(
-            tf.compat.v1.train.get_global_step())
+      def begin(self):
+        self._step = tf.compat.v1.train.get_global_step()
 
-      def after_run(self, run_context, run_values):
-        steps.append(run_values.results)
+      def before_run(self, run_context):
+        # Its own session.run, before the training run: a fetch in the
+        # training run itself may read the step before or after that run's
+        # increment (no order between them), which a loaded machine shows.
+        steps.append(int(run_context.session.run(self._step)))
 
     estimator.train(input_fn, max_steps=12, hooks=[StepsHook()])
     return estimator, steps
