@@ -338,8 +338,8 @@ class _TrainingExecutor:
       if (len(job_names) == 1 and
           len(config.cluster_spec.job_tasks(job_names[0])) == 1 and
           config.task_type in jobs.TRAINER_JOBS):
-        logging.info("server | %s | not starting one: the cluster has one "
-                     "task", config.task_type)
+        logging.info("server | %s | a one-task cluster: its server starts "
+                     "with training", config.task_label)
         return None
       raise errors.ServerStartError(
           "Could not start server; be sure to specify master in RunConfig or"
@@ -352,8 +352,7 @@ class _TrainingExecutor:
     config = self._estimator.config
     if not _is_google_env():
       self._start_std_server(config)
-    delay = roles.start_delay(config) if isinstance(
-        config, run_config_lib.RunConfig) else 0
+    delay = roles.start_delay(config)
     if delay:
       logging.info("train | %s | waiting %d s before starting",
                    config.task_label, delay)

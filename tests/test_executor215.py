@@ -55,7 +55,6 @@ class _FakeServers(absltest.TestCase):
     module = sys.modules[tf.distribute.Server.__module__]
     self.server = self.enter_context(mock.patch.object(module, "Server"))
     self.enter_context(mock.patch.object(roles, "_PREPARED", []))
-    self.enter_context(mock.patch.object(roles, "_SERVERS", []))
 
 
 class TrainingTaskTest(_FakeServers):

@@ -19,7 +19,6 @@ from absl.testing import absltest
 
 import harness
 import harness.compat  # pylint: disable=unused-import
-from harness import errors
 from harness._tf import tf
 from harness.distribute import roles
 from harness.export import exporter as exporter_lib
@@ -110,8 +109,7 @@ class TrainingExecutorTest(absltest.TestCase):
     server_module = sys.modules[tf.distribute.Server.__module__]
     # A fresh registry: the fake server must not serve later tests.
     with mock.patch.object(server_module, "Server") as server, \
-        mock.patch.object(roles, "_PREPARED", []), \
-        mock.patch.object(roles, "_SERVERS", []):
+        mock.patch.object(roles, "_PREPARED", []):
       training._TrainingExecutor(est, train_spec, None).run_chief()
       # Once a process: Estimator.train in this task finds it prepared.
       self.assertIs(server.return_value,

@@ -11,10 +11,12 @@ Usage::
 
 import collections
 
+from absl import logging
+
 from harness import errors
 from harness.core import evaluation
 
-__all__ = ["EvalStatus", "EvalResult"]
+__all__ = ["EvalStatus", "EvalResult", "listener_says_stop"]
 
 
 class EvalStatus:
@@ -61,3 +63,16 @@ class EvalResult(collections.namedtuple(
       raise errors.ConfigError(
           "Internal error: `checkpoint_path` should never be empty.")
     return super().__new__(cls, status, metrics, checkpoint_path)
+
+
+def listener_says_stop(listener, hook, *args):
+  """Calls `listener.<hook>(*args)`; True (logged) when it returned False.
+
+  `hook` is "before_eval" or "after_eval" of 2.15's
+  `_ContinuousEvalListener`; a None listener never stops anything.
+  """
+  if listener is None or getattr(listener, hook)(*args):
+    return False
+  logging.info("eval | stopping: the continuous eval listener's %s returned "
+               "False", hook)
+  return True

@@ -87,11 +87,13 @@ class CheckpointEvaluator:
     if not path:
       logging.debug("eval | no checkpoint yet in %s",
                     self._estimator.model_dir)
-      self.last_result = eval_result.EvalResult(eval_result.EvalStatus.MISSING_CHECKPOINT)
+      self.last_result = eval_result.EvalResult(
+          eval_result.EvalStatus.MISSING_CHECKPOINT)
       return None, []
     if path == self._previous_checkpoint:
       logging.debug("eval | no new checkpoint since %s", path)
-      self.last_result = eval_result.EvalResult(eval_result.EvalStatus.NO_NEW_CHECKPOINT)
+      self.last_result = eval_result.EvalResult(
+          eval_result.EvalStatus.NO_NEW_CHECKPOINT)
       return None, []
     try:
       metrics = self._estimator.evaluate(
@@ -105,9 +107,11 @@ class CheckpointEvaluator:
       # ahead; the next poll takes the newest one.
       logging.info("eval | %s was deleted before it was evaluated; taking "
                    "the newest checkpoint instead", path)
-      self.last_result = eval_result.EvalResult(eval_result.EvalStatus.NO_NEW_CHECKPOINT)
+      self.last_result = eval_result.EvalResult(
+          eval_result.EvalStatus.NO_NEW_CHECKPOINT)
       return None, []
-    self.last_result = eval_result.EvalResult(eval_result.EvalStatus.EVALUATED, metrics, path)
+    self.last_result = eval_result.EvalResult(
+        eval_result.EvalStatus.EVALUATED, metrics, path)
     step = int(metrics[evaluation.GLOBAL_STEP_KEY])
     is_final = bool(self._max_training_steps) and (
         step >= self._max_training_steps)
@@ -249,9 +253,7 @@ class _ContinuousLoop:
       PeerLostError: see `run_continuous`.
     """
     stopped = self._training_stopped()
-    if self._listener is not None and not self._listener.before_eval():
-      logging.info("eval | done: the continuous eval listener's before_eval "
-                   "returned False")
+    if eval_result.listener_says_stop(self._listener, "before_eval"):
       return _DONE
     latest = self._evaluator.latest_checkpoint() or None
     if latest != self._seen:  # Something new: not idle.
@@ -266,7 +268,10 @@ class _ContinuousLoop:
       move = self._evaluate(latest)
       if move is not None:
         return move
-    elif not is_new and self._told_listener_done(latest):
+    elif not is_new and eval_result.listener_says_stop(
+        self._listener, "after_eval", eval_result.EvalResult(
+            eval_result.EvalStatus.NO_NEW_CHECKPOINT if latest else
+            eval_result.EvalStatus.MISSING_CHECKPOINT)):
       return _DONE
     elif stopped is not None and not is_new:
       # Training ended and no checkpoint is newer than the last evaluated.
@@ -282,18 +287,6 @@ class _ContinuousLoop:
                      wait, self._throttle_secs)
     self._check_idle()
     return _SLEEP
-
-  def _told_listener_done(self, latest):
-    """Tells the listener what this look found; True: it says stop."""
-    if self._listener is None:
-      return False
-    status = (eval_result.EvalStatus.MISSING_CHECKPOINT if latest is None
-              else eval_result.EvalStatus.NO_NEW_CHECKPOINT)
-    if self._listener.after_eval(eval_result.EvalResult(status)):
-      return False
-    logging.info("eval | done: the continuous eval listener's after_eval "
-                 "returned False")
-    return True
 
   def _training_stopped(self):
     """Training's end marker; None while a restarted chief may resume."""
@@ -316,10 +309,8 @@ class _ContinuousLoop:
     """Evaluates and exports; None when no checkpoint was evaluated."""
     self._last_eval_started = self._clock()
     metrics, exports = self._evaluator.evaluate_and_export(latest)
-    if self._listener is not None and not self._listener.after_eval(
-        self._evaluator.last_result):
-      logging.info("eval | done: the continuous eval listener's after_eval "
-                   "returned False")
+    if eval_result.listener_says_stop(self._listener, "after_eval",
+                                      self._evaluator.last_result):
       return _DONE
     if metrics is None:
       return None

@@ -44,8 +44,9 @@ __all__ = ["PreparedTask", "prepare_task", "run_ps", "serving", "start_delay",
 
 _PS_POLL_SECS = 1.0
 _PS_EXIT_GRACE_SECS = 60.0
-_SERVERS = []  # This process's servers (kept alive), or the strategy's target.
-_PREPARED = []  # (key, PreparedTask, server class) of the prepared tasks.
+# (key, PreparedTask, server class) of the tasks this process prepared; the
+# entries keep their servers alive for the life of the process.
+_PREPARED = []
 
 
 def serving():
@@ -54,7 +55,7 @@ def serving():
   Such a server's gRPC threads keep interpreter shutdown waiting for 10-20 s
   after the job ended (`harness.main` leaves with `os._exit` then).
   """
-  return bool(_SERVERS)
+  return bool(_PREPARED)
 
 
 def start_delay(config):
@@ -115,7 +116,6 @@ def prepare_task(config):
   # The entry holds the strategy and the server class (in the server), so
   # that their ids are not reused while they are part of a key.
   _PREPARED.append((key, prepared, server_class))
-  _SERVERS.append(prepared.server or prepared.target)
   return prepared
 
 

@@ -17,6 +17,7 @@ import time
 from absl import logging
 
 from harness._tf import tf
+from harness.distribute import eval_result
 
 __all__ = ["NewCheckpointListener"]
 
@@ -50,19 +51,11 @@ class NewCheckpointListener(tf.compat.v1.train.CheckpointSaverListener):
       self.export_results = exports
       self._last_eval_time = self._clock()
       self._last_eval_step = step
-    if self._listener is not None and not self._listener.after_eval(
-        self._evaluator.last_result):
-      logging.info("eval | stopping training: the continuous eval "
-                   "listener's after_eval returned False")
-      return False
-    return True
+    return self._listener is None or not eval_result.listener_says_stop(
+        self._listener, "after_eval", self._evaluator.last_result)
 
   def _may_evaluate(self):
-    if self._listener is not None and not self._listener.before_eval():
-      logging.info("eval | stopping training: the continuous eval "
-                   "listener's before_eval returned False")
-      return False
-    return True
+    return not eval_result.listener_says_stop(self._listener, "before_eval")
 
   def after_save(self, session, global_step_value):
     """Returns True (stop training) when the listener asks for it."""
