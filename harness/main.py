@@ -120,9 +120,9 @@ def main(argv, *, environ=None):
     return _fail(e, 1, debug)
   _set_verbosity(job_config.verbosity)
   debug = job_config.verbosity == "debug"
-  _export_derived_tf_config(job_config.cluster_info, environ)
+  _export_derived_tf_config(job_config.plan.cluster_info, environ)
   try:
-    preflight.preflight(job_config, job_config.cluster_info)
+    preflight.preflight(job_config, job_config.plan)
     if not job_config.dry_run:
       legacy_imports.install()
     job.run_job(job_config, environ=environ)
@@ -139,7 +139,7 @@ def main(argv, *, environ=None):
         "again to resume from it.", _INTERRUPTED, debug, type(e).__name__)
   except Exception as e:  # pylint: disable=broad-except
     label, message = diagnose.explain(
-        e, preflight.model_dir_of(job_config, job_config.cluster_info),
+        e, job_config.plan.model_dir,
         params=job_config.params)
     if message is None:
       raise  # A harness bug: its traceback is what helps.

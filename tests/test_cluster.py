@@ -13,7 +13,7 @@ from absl.testing import parameterized
 
 from harness import cluster
 from harness import errors
-from harness.cluster import tf_config_rules
+from harness.cluster import tf_config_checks
 
 _FULL = {"chief": ["h0:2222"], "ps": ["h1:2222", "h2:2222"],
          "worker": ["h3:2222", "h4:2222", "h5:2222"]}
@@ -403,14 +403,14 @@ class StrategyJobsTest(absltest.TestCase):
     with self.assertRaisesRegex(errors.ClusterConfigError,
                                 "^The strategy's cluster has a \"ps\" job .*"
                                 "needs no parameter servers"):
-      tf_config_rules.check_strategy_jobs(
+      tf_config_checks.check_strategy_jobs(
           "collective", {"worker": ["h:1"], "ps": ["h:2"]},
           source="The strategy's")
     with self.assertRaisesRegex(errors.ClusterConfigError,
                                 "has no \"ps\" job .* Fix: add"):
-      tf_config_rules.check_strategy_jobs(
+      tf_config_checks.check_strategy_jobs(
           "parameter_server", {"worker": ["h:1"]}, source="TF_CONFIG")
-    tf_config_rules.check_strategy_jobs(
+    tf_config_checks.check_strategy_jobs(
         "collective", {"worker": ["h:1"]}, source="TF_CONFIG")
 
 

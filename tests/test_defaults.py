@@ -12,6 +12,7 @@ from absl.testing import absltest
 
 from harness.cli import flags
 from harness.cli import job_config
+from harness.cli import plan as plan_lib
 from harness.cluster import env_knobs
 import harness
 from tests import conftest
@@ -37,7 +38,9 @@ _NONE_MEANS = {
 
 def _run_values(job):
   """{flag name: value the run uses} from the objects harness.cli.job builds."""
-  config = harness.RunConfig(environ={}, **job_config.run_config_kwargs(job))
+  plan = plan_lib.plan_task(job, environ={})
+  config = harness.RunConfig(environ={},
+                             **job_config.run_config_kwargs(job, plan))
   train_kwargs, eval_kwargs = job_config.spec_kwargs(job)
   train_spec = harness.TrainSpec(lambda: None, **train_kwargs)
   eval_spec = harness.EvalSpec(lambda: None, **eval_kwargs)

@@ -16,7 +16,7 @@ from harness.cli import flag_parsers
 from harness.cli import flags
 from harness.cli import job as job_lib
 from harness.cli import job_config
-from harness.cluster import tf_config
+from harness.cli import plan as plan_lib
 
 _BASE = ["harness.main", "--model_fn=linear", "--input_fn=constant"]
 _TF_CONFIG_2_WORKERS = json.dumps({
@@ -108,10 +108,9 @@ class ParseTest(parameterized.TestCase):
     self.assertEqual(absl_flags.FLAGS["verbosity"].value, before)
 
   def test_flag_names_are_the_job_config_fields(self):
-    # All but cluster_info (TF_CONFIG as parse read it) and whether parse
-    # checked the environment: not flags.
-    self.assertEqual(job_config.FLAG_NAMES + ("cluster_info",
-                                              "environment_checked"),
+    # All but the job's plan (TF_CONFIG and the facts decided from it, as
+    # parse made them): not a flag.
+    self.assertEqual(job_config.FLAG_NAMES + ("plan",),
                      tuple(f.name for f in dataclasses.fields(
                          job_config.JobConfig)))
     text = flags.help_text()
@@ -242,17 +241,27 @@ class EnvironmentTest(absltest.TestCase):
     job = _parse("--strategy=mirrored", "--num_gpus_per_worker=2", gpus=2)
     self.assertEqual((job.device_type, job.num_devices_per_worker), ("GPU", 2))
 
-  def test_run_job_checks_a_parsed_job_once_and_a_copy_again(self):
+  def test_run_job_plans_a_parsed_job_once_and_others_itself(self):
     job = _parse("--max_steps=1", "--dry_run")
-    self.assertTrue(job.environment_checked)
+    self.assertIsNotNone(job.plan)
+    built = job_config.JobConfig(max_steps=2, dry_run=True)
     copy = dataclasses.replace(job, max_steps=2)
-    self.assertFalse(copy.environment_checked)  # Its facts may differ.
-    with mock.patch.object(job_lib, "check_environment",
-                           wraps=job_lib.check_environment) as check:
+    # Planned by run_job, from its environ (a copy's facts may differ).
+    self.assertEqual((built.plan, copy.plan), (None, None))
+    with mock.patch.object(plan_lib, "plan_with_problems",
+                           wraps=plan_lib.plan_with_problems) as plan:
       job_lib.run_job(job, environ={}, out=io.StringIO())
-      check.assert_not_called()
+      plan.assert_not_called()
+      job_lib.run_job(built, environ={}, out=io.StringIO())
       job_lib.run_job(copy, environ={}, out=io.StringIO())
-      check.assert_called_once()
+      self.assertEqual(plan.call_count, 2)
+
+  def test_a_job_built_in_code_that_does_not_fit_is_refused(self):
+    job = job_config.JobConfig(strategy="collective", dry_run=True)
+    environ = {"TF_CONFIG": _TF_CONFIG_2_WORKERS}
+    with self.assertRaisesRegex(errors.ConfigError,
+                                "flag --model_dir: not given"):
+      job_lib.run_job(job, environ=environ, out=io.StringIO())
 
   def test_visible_gpu_count_honours_cuda_visible_devices(self):
     self.assertEqual(flags.visible_gpu_count({"CUDA_VISIBLE_DEVICES": ""}), 0)
@@ -285,9 +294,8 @@ class EnvironmentTest(absltest.TestCase):
                   "evenly over 2 replicas", message)
     job = _parse("--strategy=collective", "--model_dir=/m", "--batch_size=8",
                  environ=environ)
-    self.assertEqual(job_config.num_replicas(job, None), 1)
-    self.assertIn("global 8, per replica 4", job_lib.describe(
-        job, tf_config.from_environ(environ)))
+    self.assertEqual(job.plan.replicas, 2)
+    self.assertIn("global 8, per replica 4", job_lib.describe(job, job.plan))
 
   def test_remote_cluster(self):
     job = _parse("--strategy=ps",

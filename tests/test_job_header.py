@@ -12,7 +12,6 @@ from harness.cli import flags
 from harness.cli import job as job_lib
 from harness.cli import job_config
 from harness.cli import results_text
-from harness.cluster import tf_config
 
 _CLUSTER = {"chief": ["127.0.0.1:2222"], "worker": ["127.0.0.1:2223"],
             "ps": ["127.0.0.1:2224"]}
@@ -31,7 +30,7 @@ class HeaderTest(absltest.TestCase):
         {"cluster": _CLUSTER, "task": {"type": "ps", "index": 0}})}
     job = _job("--strategy=parameter_server", "--model_dir=/m",
                environ=environ)
-    text = job_lib.describe(job, tf_config.from_environ(environ))
+    text = job_lib.describe(job, job.plan)
     self.assertEqual(text.splitlines(), [
         "harness.main | ps/0 | serves variables",
         "  task:       ps/0 of cluster {chief: 1, worker: 1, ps: 1} "
@@ -41,7 +40,7 @@ class HeaderTest(absltest.TestCase):
   def test_remote_client_banner_says_client(self):
     job = _job("--strategy=collective", "--model_dir=/m",
                "--remote_cluster=worker=127.0.0.1:2222,127.0.0.1:2223")
-    first = job_lib.describe(job, None).splitlines()[0]
+    first = job_lib.describe(job, job.plan).splitlines()[0]
     self.assertEqual(first, f"harness.main | client | {job.mode}")
 
   def test_ps_summary_has_no_checkpoint(self):

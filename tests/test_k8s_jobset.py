@@ -427,9 +427,9 @@ class TfConfigFromPlaceTest(parameterized.TestCase):
         self.assertEqual(args[:3], ["python", "-m", "harness.main"])
         gpus = container["resources"]["limits"].get("nvidia.com/gpu", 0)
         job = flags.parse(args[3:], environ=env, gpu_count=lambda n=gpus: n)
-        self.assertEqual((job.cluster_info.task_type,
-                          job.cluster_info.task_id), task)
-        cluster.validate(job.cluster_info, has_strategy=strategy is not None,
+        info = job.plan.cluster_info
+        self.assertEqual((info.task_type, info.task_id), task)
+        cluster.validate(info, has_strategy=strategy is not None,
                          strategy_kind=strategy)
         self.assertEqual(job.model_dir, config.model_dir_path)
 

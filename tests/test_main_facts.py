@@ -17,6 +17,7 @@ from unittest import mock
 
 from absl.testing import absltest
 
+from harness import cluster as cluster_lib
 from harness import main as main_lib
 from harness.cluster import tf_config
 from harness.launch import ports
@@ -34,8 +35,12 @@ class OneResolutionTest(absltest.TestCase):
   def _main(self, argv, environ):
     """Runs main; returns (exit status, TF_CONFIG parses, model_dir lines)."""
     parser = mock.Mock(wraps=tf_config.parse_tf_config)
+    # TF_CONFIG's rules: harness.cli.plan and RunConfig's run check call
+    # them through the cluster door.
+    self.validations = mock.Mock(wraps=cluster_lib.validate)
     out = io.StringIO()
     with mock.patch.object(tf_config, "parse_tf_config", parser), \
+        mock.patch.object(cluster_lib, "validate", self.validations), \
         mock.patch.dict(os.environ), contextlib.redirect_stdout(out), \
         self.assertLogs(level="INFO") as logs:
       os.environ.pop("TF_CONFIG", None)  # Only `environ` may name one.
@@ -82,6 +87,23 @@ class OneResolutionTest(absltest.TestCase):
                              f"({paths.FROM_TF_CONFIG})"])
     self.assertIn("harness.main | chief/0 | train", out)
     self.assertEqual(_support.checkpoint_step(model_dir), 3)
+    # Checked twice: the job's plan (against the flags) and RunConfig's
+    # run check in Estimator.train (against the strategy object it holds).
+    self.assertEqual(self.validations.call_count, 2)
+
+  def test_train_and_evaluate_chief_checks_its_config_once(self):
+    model_dir = self.create_tempdir().full_path
+    config = {"cluster": {"chief": [f"127.0.0.1:{ports.pick_free_port()}"]},
+              "task": {"type": "chief", "index": 0}}
+    argv = [a for a in _TRAIN if a != "--mode=train"] + [
+        "--mode=train_and_evaluate", "--eval_steps=1", "--throttle_secs=0",
+        f"--model_dir={model_dir}"]
+    status, _, _, out = self._main(
+        argv, environ={"TF_CONFIG": json.dumps(config)})
+    self.assertEqual(status, 0, out)
+    # The plan, then train_and_evaluate's check before the task runs;
+    # its Estimator.train finds that very RunConfig checked.
+    self.assertEqual(self.validations.call_count, 2)
 
 
 class TensorFlowFreeEdgeTest(absltest.TestCase):

@@ -292,7 +292,7 @@ class OneProcessTaskTest(parameterized.TestCase):
     estimator = self._build("predict", task_type, cluster, index=index)
     with self.assertLogs(level="INFO") as logs:
       result = mode_runners.MODE_RUNNERS["predict"](
-          estimator, self._job, self._job.cluster_info)
+          estimator, self._job, self._job.plan)
     self.assertEqual(result, (None, [], None))
     self.assertIn(f"predict | {task_type}/{index} | --mode=predict is a "
                   f"one-process job run by {chief}", "\n".join(logs.output))
@@ -310,8 +310,7 @@ class OneProcessTaskTest(parameterized.TestCase):
         ["harness.main", f"--mode={mode}", "--model_fn=mnist_mlp",
          "--input_fn=synthetic", "--strategy=parameter_server", *model_dir],
         environ=environ)
-    return mode_runners.build_estimator(self._job, environ,
-                                        self._job.cluster_info)
+    return mode_runners.build_estimator(self._job, self._job.plan)
 
 
 class EstimatorTrainTaskTest(parameterized.TestCase):

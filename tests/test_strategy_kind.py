@@ -10,7 +10,7 @@ from harness import errors
 from harness import estimator as estimator_lib
 from harness import run_config
 from harness._tf import tf
-from harness.cluster import tf_config_rules
+from harness.cluster import tf_config_checks
 from harness.cluster.strategy_kind import StrategyKind
 from harness.core import strategy_classifier
 from harness.distribute import strategies
@@ -104,10 +104,10 @@ class StrategyJobsRuleTest(absltest.TestCase):
         errors.ClusterConfigError,
         r'^flag --strategy=parameter_server: names no cluster .* needs a '
         r'cluster with a "ps" job\. Fix: add "ps"'):
-      tf_config_rules.check_strategy_jobs(
+      tf_config_checks.check_strategy_jobs(
           StrategyKind.PARAMETER_SERVER, {},
           source="flag --strategy=parameter_server:")
-    tf_config_rules.check_strategy_jobs(StrategyKind.COLLECTIVE, {},
+    tf_config_checks.check_strategy_jobs(StrategyKind.COLLECTIVE, {},
                                         source="x")  # No ps job: fine.
 
 

@@ -30,6 +30,10 @@ HARNESS_OBJECTS = {
         "a RunConfig copy made by replace()",
     ("run_config/config.py", "new._derive"):
         "a RunConfig copy made by replace()",
+    ("run_config/config.py", "new._run_check"):
+        "a RunConfig copy made by replace()",
+    ("run_config/distribution.py", "config._run_check"):
+        "a RunConfig: whether its values passed the run check (its package)",
     ("tpu/tpu_config.py", "new._steps_per_loop_given"): "a TPU RunConfig",
     ("tpu/tpu_config.py", "new._tpu_config"): "a TPU RunConfig",
     ("state/lease.py", "lease._thread"): "harness's lease refresher",

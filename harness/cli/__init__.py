@@ -1,9 +1,11 @@
-"""The binaries' parts: flags -> `JobConfig` -> `run_job`, and what they print.
+"""The binaries' parts: flags -> `JobConfig` and its plan -> `run_job`.
 
     from harness.cli import flags, job
 
-    result = job.run_job(flags.parse(
-        ["--model_fn=linear", "--input_fn=constant", "--max_steps=10"]))
+    parsed = flags.parse(
+        ["--model_fn=linear", "--input_fn=constant", "--max_steps=10"])
+    parsed.plan.task_label, parsed.plan.model_dir   # decided once (cli.plan)
+    result = job.run_job(parsed)
     result.metrics, result.model_dir
 
 `python -m harness.main` is that, plus exit statuses and one-line failure

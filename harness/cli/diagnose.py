@@ -1,10 +1,8 @@
 """Why a `harness.main` job cannot run, or failed, in one message.
 
-Two jobs for the binary (`harness.main`): `preflight` (`harness.cli.
-preflight`, re-exported here) refuses, before TensorFlow starts, a job that
-would fail on its model_dir (not writable, a file where `export/` goes,
-evaluate/predict with no checkpoint); `explain` turns an exception that escaped `job.run_job` into (label, one-line message)
-when it is the user's to fix: a TensorFlow error while running the graph, a
+Before a job runs, `harness.cli.preflight` refuses what would fail on its
+model_dir; after, `explain` here turns an exception that escaped
+`job.run_job` into (label, one-line message) when it is the user's to fix: a TensorFlow error while running the graph, a
 checkpoint that does not fit the model, an exception raised in the user's
 own model_fn / input_fn (named by file and line). Anything else is a harness
 bug and keeps its traceback. The cases and messages: docs/ERRORS.md.

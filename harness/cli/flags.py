@@ -6,7 +6,7 @@
                        "--input_fn=constant", "--strategy=MultiWorkerMirrored"],
                       environ={"TF_CONFIG": "..."})
     job.strategy                      # "collective"
-    job.cluster_info                  # TF_CONFIG, parsed here, once
+    job.plan.task_label               # "worker/1": TF_CONFIG read once
     flags.parse(flags.to_argv(job))   # == job
 
 `parse` needs no `absl.app`: it raises `harness.errors.FlagError` listing
@@ -37,8 +37,8 @@ from harness import cluster as cluster_lib
 from harness import errors
 from harness.cli import bad_flags
 from harness.cli import flag_definitions
-from harness.cli import job as job_lib
 from harness.cli import job_config
+from harness.cli import plan as plan_lib
 from harness.cli import registry
 from harness.state import paths
 
@@ -244,8 +244,9 @@ def parse(argv, *, environ=None, gpu_count=None):
       `visible_gpu_count(environ)`).
 
   Returns:
-    A `JobConfig`; its `cluster_info` holds TF_CONFIG as read here (None:
-    no TF_CONFIG), so nothing after this reads TF_CONFIG again.
+    A `JobConfig`; its `plan` (`harness.cli.plan.TaskPlan`) holds TF_CONFIG
+    as read here and every fact decided from it, so nothing after this
+    reads TF_CONFIG or decides them again.
 
   Raises:
     FlagError: listing every problem found, one a line.
@@ -269,15 +270,18 @@ def parse(argv, *, environ=None, gpu_count=None):
   except errors.ClusterConfigError as e:
     problems.append(str(e))
     info = None
-  job = job_config.JobConfig(**values, cluster_info=info)
-  problems += job_lib.check_environment(job, info, gpu_count=gpu_count,
-                                        skip=bad)
+  job = job_config.JobConfig(**values)
+  # The door: the job's plan, every rule across flags, TF_CONFIG and this
+  # machine checked here, once (run_job uses it as it is).
+  plan, more = plan_lib.plan_with_problems(job, info, environ=environ,
+                                           gpu_count=gpu_count, skip=bad)
+  problems += more
   if problems:
     raise errors.FlagError(
         f"{len(problems)} problem(s) with the flags of harness.main:\n  "
         + "\n  ".join(p.replace("\n", "\n    ") for p in problems)
         + "\nRun `python -m harness.main --help` for every flag.")
-  object.__setattr__(job, "environment_checked", True)  # run_job skips it.
+  object.__setattr__(job, "plan", plan)  # Frozen: set once, here.
   return job
 
 

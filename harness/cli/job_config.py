@@ -4,8 +4,8 @@
 
     job = job_config.JobConfig(model_fn="linear", input_fn="constant",
                                max_steps=20, model_dir="/tmp/linear")
-    job_config.num_replicas(job, info)       # 1
-    job_config.run_config_kwargs(job)        # the RunConfig arguments
+    plan = plan_lib.plan_task(job)           # harness.cli.plan
+    job_config.run_config_kwargs(job, plan)  # the RunConfig arguments
 
 The flags of `harness.cli.flags` are this dataclass's fields (one for one,
 `FLAG_NAMES`); `harness.cli.job` runs it. No TensorFlow here: the flags,
@@ -13,11 +13,10 @@ The flags of `harness.cli.flags` are this dataclass's fields (one for one,
 """
 
 import dataclasses
-import os
 from typing import Any, Mapping
 
-from harness import cluster as cluster_lib
 from harness import errors
+from harness.cli import plan as plan_lib
 from harness.cluster import env_knobs
 from harness.cluster import strategy_kind
 from harness.core import input_modes
@@ -27,8 +26,7 @@ from harness.core import stop_signal
 
 __all__ = [
     "MODES", "STRATEGIES", "VERBOSITIES", "EXPORTERS",
-    "JobConfig", "FLAG_NAMES", "JobResult", "cluster_info_of", "task_label",
-    "run_label", "is_task", "DEFAULTS", "num_replicas", "run_config_kwargs",
+    "JobConfig", "FLAG_NAMES", "JobResult", "DEFAULTS", "run_config_kwargs",
     "spec_kwargs",
 ]
 
@@ -48,9 +46,10 @@ class JobConfig:
   `batch_size` is the GLOBAL batch size (None: the input_fn's default);
   `eval_steps` None evaluates the whole eval input; `model_dir` None means
   TF_CONFIG's model_dir, else a new temporary directory (logged).
-  `cluster_info`, the one field that is not a flag, is TF_CONFIG parsed
-  once at the edge; its default, `harness.cluster.FROM_ENVIRON`, makes
-  `run_job` read TF_CONFIG from its `environ`. It is left out of comparisons.
+  `plan`, the one field that is not a flag (nor an argument), is the job's
+  `harness.cli.plan.TaskPlan` (TF_CONFIG parsed, every rule checked) as
+  `harness.cli.flags.parse` made it; None makes `run_job` plan the job from
+  its `environ`. It is left out of comparisons.
   """
   # What to train.
   model_fn: str = "mnist_cnn"
@@ -112,15 +111,11 @@ class JobConfig:
   verbosity: str = "info"
   dry_run: bool = False
   keep_model_dir: bool = False
-  # Not a flag: TF_CONFIG, parsed once (a ClusterInfo; None: no TF_CONFIG).
-  cluster_info: cluster_lib.ClusterInfo | None | cluster_lib.NotGiven = (
-      dataclasses.field(default=cluster_lib.FROM_ENVIRON, compare=False,
-                        repr=False))
-  # Not a flag, not given: True once `harness.cli.flags.parse` has run
-  # `job.check_environment` on this very object (a `dataclasses.replace`
-  # copy starts unchecked again), so `run_job` checks once per job.
-  environment_checked: bool = dataclasses.field(
-      default=False, init=False, compare=False, repr=False)
+  # Not a flag, not given: the job's plan, as `harness.cli.flags.parse`
+  # made it for this very object (a `dataclasses.replace` copy, whose facts
+  # may differ, starts without one: `run_job` plans it again).
+  plan: plan_lib.TaskPlan | None = dataclasses.field(
+      default=None, init=False, compare=False, repr=False)
 
   def __post_init__(self):
     for name, values, valid in (("mode", [self.mode], MODES),
@@ -153,23 +148,9 @@ class JobConfig:
 # Every field's default: the flags' defaults and `--help` read them here.
 DEFAULTS = JobConfig()
 
-# The fields that are flags (all but the two above), in declaration order.
+# The fields that are flags (all but `plan`), in declaration order.
 FLAG_NAMES = tuple(f.name for f in dataclasses.fields(JobConfig)
-                   if f.name not in ("cluster_info", "environment_checked"))
-
-
-def cluster_info_of(job, environ):
-  """`job`'s TF_CONFIG: as `flags.parse` read it, else read from `environ`.
-
-  Returns:
-    A `ClusterInfo`, or None without TF_CONFIG.
-
-  Raises:
-    ClusterConfigError: TF_CONFIG (read here) is malformed.
-  """
-  if job.cluster_info is cluster_lib.FROM_ENVIRON:
-    return cluster_lib.from_environ(os.environ if environ is None else environ)
-  return job.cluster_info
+                   if f.name != "plan")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -193,50 +174,11 @@ class JobResult:
   model_dir_removed: bool = False  # The temporary one, at the run's end.
 
 
-def task_label(info):
-  """"chief/0", "worker/1", ... from a `ClusterInfo`; "local" without one."""
-  return cluster_lib.LOCAL_LABEL if info is None else info.task_label
-
-
-def run_label(job, info):
-  """This process in the banner: "client" driving `job.remote_cluster`, else
-  `task_label(info)`."""
-  return cluster_lib.CLIENT_LABEL if job.remote_cluster else task_label(info)
-
-
-def is_task(info, task_type):
-  """True when `info` names a cluster whose task is of `task_type`."""
-  return info is not None and info.has_cluster and info.task_type == task_type
-
-
-def _trainers(job, info):
-  if job.remote_cluster:
-    cluster = job.remote_cluster
-  elif info is not None and info.has_cluster:
-    cluster = info.cluster
-  else:
-    return 1
-  return max(1, sum(len(cluster.get(j, ())) for j in cluster_lib.TRAINER_JOBS))
-
-
-def num_replicas(job, info):
-  """`num_replicas_in_sync` of `job` under `info` (TF_CONFIG or None).
-
-  Devices per worker for mirrored, central_storage and parameter_server
-  (whose workers update asynchronously), times the training tasks for
-  collective, 1 for default and one_device.
-  """
-  if job.strategy in ("default", "one_device"):
-    return 1
-  if job.strategy == "collective":
-    return job.num_devices_per_worker * _trainers(job, info)
-  return job.num_devices_per_worker
-
-
-def run_config_kwargs(job):
-  """The RunConfig arguments that come from `job`'s fields (no strategy,
-  model_dir or session_config): one place, compared with the flags'
-  defaults by tests."""
+def run_config_kwargs(job, plan):
+  """The RunConfig arguments that come from `job`'s fields and its `plan`
+  (a `harness.cli.plan.TaskPlan`: the waiting knobs, resolved once); no
+  strategy, model_dir or session_config. One place, compared with the
+  flags' defaults by tests."""
   kwargs = dict(
       tf_random_seed=job.tf_random_seed,
       save_summary_steps=job.save_summary_steps,
@@ -244,10 +186,10 @@ def run_config_kwargs(job):
       log_step_count_steps=job.log_step_count_steps,
       steps_per_loop=job.steps_per_loop,
       remote_connect_timeout_secs=float(job.remote_connect_timeout_secs),
-      eval_poll_secs=float(job.eval_poll_secs),
+      eval_poll_secs=plan.eval_poll_secs,
       eval_idle_timeout_secs=job.eval_idle_timeout_secs,
-      peer_timeout_secs=job.peer_timeout_secs,
-      restart_wait_secs=job.restart_wait_secs,
+      peer_timeout_secs=plan.peer_timeout_secs,
+      restart_wait_secs=plan.restart_wait_secs,
       force_takeover=job.force_takeover,
       bind_address=job.bind_address,
       remote_claim_timeout_secs=float(job.remote_claim_timeout_secs),

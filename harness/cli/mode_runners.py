@@ -2,13 +2,13 @@
 
     from harness.cli import mode_runners
 
-    estimator = mode_runners.build_estimator(job, environ, info)
+    estimator = mode_runners.build_estimator(job, plan)
     metrics, export_paths, predictions_path = mode_runners.MODE_RUNNERS[
-        job.mode](estimator, job, info)
+        job.mode](estimator, job, plan)
 
-`build_estimator` makes the RunConfig (strategy, the TF_CONFIG `info`
-parsed once by `harness.cli.flags.parse`, checkpoints) and the Estimator
-(`--model_dir` as its model_dir: the one model_dir decision); each runner
+`build_estimator` makes the RunConfig (strategy, checkpoints, and the
+facts of the job's `harness.cli.plan.TaskPlan`: TF_CONFIG as parsed once,
+the waiting knobs) and the Estimator (the plan's model_dir); each runner
 builds the input_fns (global batch size) and exporters of its mode.
 evaluate / predict / export are one-process jobs: in a TF_CONFIG cluster
 the chief runs them in-process, as a local job (no server runs for them,
@@ -33,9 +33,9 @@ from harness import run_config as run_config_lib
 from harness import training
 from harness._tf import tf
 from harness.cli import job_config
+from harness.cli import plan as plan_lib
 from harness.cli import preflight
 from harness.cli import registry
-from harness.cluster import env_knobs
 from harness.distribute import roles
 from harness.distribute import strategies
 from harness.export import exporter
@@ -100,38 +100,35 @@ def _exits_here(job, info):
   return True
 
 
-def build_estimator(job, environ, info):
-  """RunConfig (strategy, cluster, checkpoints) and Estimator for `job`."""
-  if job_config.is_task(info, cluster_lib.EVALUATOR):
-    strategies.install_evaluator_guard(environ, cluster_info=info)
-  elif not job_config.is_task(info, cluster_lib.PS):
+def build_estimator(job, plan):
+  """RunConfig (strategy, cluster, checkpoints) and Estimator for `job`,
+  from its `plan` (`harness.cli.plan.TaskPlan`)."""
+  info = plan.cluster_info
+  if plan.role == plan_lib.Role.EVALUATOR:
+    strategies.install_evaluator_guard(None, cluster_info=info)
+  elif plan.role != plan_lib.Role.PS:
     check_gpus_visible(job)
-  local = not job.remote_cluster and (info is None or not info.has_cluster)
-  one_process = not local and not job.remote_cluster and (
-      job.mode in ONE_PROCESS_MODES)
+  one_process = plan.clustered and job.mode in ONE_PROCESS_MODES
   if one_process:  # Every task: only the chief runs, none trains.
     info = _in_process(job, info)
-  strategy = None if one_process else strategies.make_strategy(
-      job.strategy, num_devices_per_worker=job.num_devices_per_worker,
-      device_type=job.device_type,
-      cluster=job.remote_cluster or (info.cluster if info else None))
-  # A local strategy is configured for its task by the runner that trains
-  # with it (`Estimator.train`), once; a cluster task's by its role.
   model_fn = registry.resolve_model_fn(job.model_fn)
   params = registry.merged_params(job)
-  kwargs = job_config.run_config_kwargs(job)
-  for knob in (env_knobs.PEER_TIMEOUT, env_knobs.RESTART_WAIT):
-    # RunConfig reads no environ when given cluster_info: resolved here.
-    kwargs[knob.name] = env_knobs.resolve_secs(kwargs[knob.name], knob,
-                                               environ)
+  kwargs = job_config.run_config_kwargs(job, plan)
+  # Built unconfigured (the plan checked it against its cluster): a local
+  # strategy is configured by the runner that trains with it
+  # (`Estimator.train`), a cluster task's by its role, once.
+  strategy = None if one_process else strategies.make_strategy(
+      plan.strategy, num_devices_per_worker=job.num_devices_per_worker,
+      device_type=job.device_type)
   if job.remote_cluster:
     kwargs["experimental_distribute"] = run_config_lib.DistributeConfig(
         train_distribute=strategy, remote_cluster=dict(job.remote_cluster))
   else:
     kwargs["train_distribute"] = strategy
   config = run_config_lib.RunConfig(cluster_info=info, **kwargs)
-  # --model_dir is the Estimator's model_dir: the Estimator decides it
-  # (with RunConfig's and TF_CONFIG's, else a temporary folder), once.
+  # The plan's model_dir, given where it came from: --model_dir as the
+  # Estimator's argument, TF_CONFIG's in the RunConfig (its one log line
+  # names the source; with neither, the Estimator makes the temporary one).
   return estimator_lib.Estimator(model_fn, model_dir=job.model_dir,
                                  config=config, params=params)
 
@@ -212,9 +209,9 @@ def export_paths(results):
       r, (str, bytes, os.PathLike))]
 
 
-def _train_and_evaluate(estimator, job, info):
+def _train_and_evaluate(estimator, job, plan):
   params = estimator.params
-  lazy = job_config.is_task(info, cluster_lib.PS)
+  lazy = plan.role == plan_lib.Role.PS
   train_kwargs, eval_kwargs = job_config.spec_kwargs(job)
   train_spec = training.TrainSpec(
       input_fn_for(job, "train", params, lazy), **train_kwargs)
@@ -227,24 +224,24 @@ def _train_and_evaluate(estimator, job, info):
   return metrics, export_paths(exports), None
 
 
-def _train(estimator, job, info):
-  if job_config.is_task(info, cluster_lib.PS):
+def _train(estimator, job, plan):
+  if plan.role == plan_lib.Role.PS:
     # Estimator.train refuses a ps task (as 2.15): serve the trainers'
     # variables until they finish, as train_and_evaluate's ps does.
     metrics, exports = roles.run_ps(estimator)
     return metrics, exports, None
-  if job_config.is_task(info, cluster_lib.EVALUATOR):
+  if plan.role == plan_lib.Role.EVALUATOR:
     logging.warning("train | %s | --mode=train evaluates nothing: this task "
                     "exits (--mode=train_and_evaluate evaluates the "
-                    "checkpoints as they come)", job_config.task_label(info))
+                    "checkpoints as they come)", plan.task_label)
     return None, [], None
   estimator.train(input_fn_for(job, "train", estimator.params),
                   max_steps=job.max_steps)
   return None, [], None
 
 
-def _evaluate(estimator, job, info):
-  if _exits_here(job, info):
+def _evaluate(estimator, job, plan):
+  if _exits_here(job, plan.cluster_info):
     return None, [], None
   return estimator.evaluate(input_fn_for(job, "eval", estimator.params),
                             steps=job.eval_steps), [], None
@@ -258,8 +255,8 @@ def _jsonable(value):
   raise TypeError(f"cannot write {type(value).__name__} as JSON")
 
 
-def _predict(estimator, job, info):
-  if _exits_here(job, info):
+def _predict(estimator, job, plan):
+  if _exits_here(job, plan.cluster_info):
     return None, [], None
   path = preflight.predictions_path(job, estimator.model_dir)
   if os.path.dirname(path):
@@ -276,8 +273,8 @@ def _predict(estimator, job, info):
   return None, [], path
 
 
-def _export(estimator, job, info):
-  if _exits_here(job, info):
+def _export(estimator, job, plan):
+  if _exits_here(job, plan.cluster_info):
     return None, [], None
   path = estimator.export_saved_model(
       os.path.join(estimator.model_dir, "export", "saved_model"),
@@ -285,7 +282,7 @@ def _export(estimator, job, info):
   return None, [os.fsdecode(path)], None
 
 
-# Dispatch is explicit: mode -> runner(estimator, job, info) returning
+# Dispatch is explicit: mode -> runner(estimator, job, plan) returning
 # (metrics or None, export paths, predictions path or None).
 MODE_RUNNERS = {
     "train_and_evaluate": _train_and_evaluate,

@@ -2,43 +2,25 @@
 
     from harness.cli import preflight
 
-    preflight.preflight(job, job.cluster_info)   # ConfigError / CheckpointError
-    preflight.model_dir_of(job, job.cluster_info)  # "/m", or None: temporary
+    preflight.preflight(job, job.plan)   # ConfigError / CheckpointError
 
 Checks what os.path can see of the job's model_dir (not writable, a file
-where `export/` goes, --mode=evaluate|predict with no checkpoint), using
-TF_CONFIG as `harness.cli.flags.parse` parsed it, and the one model_dir
-rule (`harness.state.paths.merge_model_dirs`). No TensorFlow. The cases and
-messages: docs/ERRORS.md.
+where `export/` goes, --mode=evaluate|predict with no checkpoint): the one
+its plan names (`harness.cli.plan`, made by `harness.cli.flags.parse`).
+No TensorFlow. The cases and messages: docs/ERRORS.md.
 """
 
 import glob
 import os
 
-from harness import cluster as cluster_lib
 from harness import errors
+from harness.cli import plan as plan_lib
 from harness.state import paths
 
-__all__ = ["model_dir_of", "preflight", "existing_ancestor",
+__all__ = ["preflight", "existing_ancestor",
            "predictions_path", "PREDICTIONS_FILE"]
 
 PREDICTIONS_FILE = "predictions.jsonl"
-
-
-def model_dir_of(job_config, cluster_info):
-  """--model_dir, else TF_CONFIG's; None when a temporary one is made.
-
-  Args:
-    job_config: a `JobConfig`.
-    cluster_info: its TF_CONFIG (`ClusterInfo`), or None.
-  """
-  try:  # The one model_dir rule (harness.state.paths).
-    model_dir, _ = paths.merge_model_dirs(
-        argument=job_config.model_dir,
-        tf_config=cluster_info.model_dir if cluster_info else None)
-  except errors.ConfigError:  # flags.parse reported the conflict.
-    return job_config.model_dir
-  return model_dir
 
 
 def existing_ancestor(path):
@@ -100,23 +82,22 @@ def predictions_path(job_config, model_dir):
       "--predictions_file=<a path in a writable folder>.")
 
 
-def preflight(job_config, cluster_info):
+def preflight(job_config, plan):
   """Refuses a job that would fail on its model_dir, before TF starts.
 
   Args:
     job_config: a `JobConfig`.
-    cluster_info: its TF_CONFIG (`ClusterInfo`, as `flags.parse` read it),
-      or None.
+    plan: its `harness.cli.plan.TaskPlan` (as `flags.parse` made it).
 
   Raises:
     ConfigError: model_dir (or its export/ folder) cannot be written.
     CheckpointError: --mode=evaluate or predict, and model_dir holds no
       checkpoint (tf.estimator would silently use untrained weights).
   """
-  model_dir = model_dir_of(job_config, cluster_info)
+  model_dir = plan.model_dir
   if job_config.dry_run or not model_dir or paths.is_url(model_dir):
     return  # A temporary folder, or a file system os.path cannot see.
-  if cluster_info is not None and cluster_info.task_type == cluster_lib.PS:
+  if plan.role == plan_lib.Role.PS:
     return  # A ps task never writes model_dir (it may not even mount it).
   _check_name_lengths(model_dir)
   reason = _unwritable_reason(model_dir)

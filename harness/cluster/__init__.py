@@ -24,6 +24,7 @@ from harness.cluster.jobs import MASTER
 from harness.cluster.jobs import PS
 from harness.cluster.jobs import TRAINER_JOBS
 from harness.cluster.jobs import WORKER
+from harness.cluster.jobs import num_trainers
 from harness.cluster.jobs import split_task_label
 from harness.cluster.jobs import task_label
 from harness.cluster.task_facts import TaskFacts
@@ -42,6 +43,6 @@ from harness.cluster.tf_config import from_environ
 from harness.cluster.tf_config import parse_remote_cluster
 from harness.cluster.tf_config import parse_tf_config
 from harness.cluster.tf_config_rules import check_servable
-from harness.cluster.tf_config_rules import check_strategy_jobs
+from harness.cluster.tf_config_checks import check_strategy_jobs
 from harness.cluster.tf_config_rules import validate
 from harness.cluster.tf_config_rules import validate_run_config

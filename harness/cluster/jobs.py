@@ -4,13 +4,19 @@ No TensorFlow here (cluster/'s rule).
 """
 
 __all__ = ["CHIEF", "WORKER", "PS", "EVALUATOR", "MASTER", "TRAINER_JOBS",
-           "LOCAL_LABEL", "CLIENT_LABEL", "TASK_RESTARTS_ENV", "task_label",
+           "num_trainers", "LOCAL_LABEL", "CLIENT_LABEL", "TASK_RESTARTS_ENV", "task_label",
            "split_task_label"]
 
 CHIEF, WORKER, PS, EVALUATOR, MASTER = (
     "chief", "worker", "ps", "evaluator", "master")
 # The jobs that run training steps, chief first.
 TRAINER_JOBS = (CHIEF, MASTER, WORKER)
+
+
+def num_trainers(cluster):
+  """How many tasks of `cluster` ({job: [address]}) run training steps."""
+  return sum(len(cluster.get(job, ())) for job in TRAINER_JOBS)
+
 
 # The label of a process outside any cluster.
 LOCAL_LABEL = "local"

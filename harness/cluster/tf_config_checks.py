@@ -1,4 +1,5 @@
-"""How a TF_CONFIG error is worded, and the shape checks of a cluster.
+"""How a TF_CONFIG error is worded, and the shape checks of a cluster
+(its jobs, addresses and counts, and the jobs a strategy needs).
 
 Shared by the parser (`tf_config`) and the rules (`tf_config_rules`): every
 message names the source, the value, the rule and the fix; `fail_215` puts
@@ -12,10 +13,14 @@ from harness import errors
 from harness.cluster.jobs import CHIEF
 from harness.cluster.jobs import EVALUATOR
 from harness.cluster.jobs import MASTER
+from harness.cluster.jobs import PS
+from harness.cluster.jobs import num_trainers
+from harness.cluster.strategy_kind import LOCAL_KINDS
+from harness.cluster.strategy_kind import StrategyKind
 
 __all__ = ["fail", "fail_215", "task_json", "check_addresses",
-           "check_job_names", "check_job_counts", "JOB_NAME_RE",
-           "ADDRESS_RE"]
+           "check_job_names", "check_job_counts", "check_strategy_jobs",
+           "check_one_machine_strategy", "JOB_NAME_RE", "ADDRESS_RE"]
 
 JOB_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 # host:port, or [ipv6]:port. The host may not contain spaces or colons.
@@ -101,3 +106,56 @@ def check_job_counts(cluster, source):
     fail_215(source, "There must be at most one 'evaluator' job.",
               f'cluster["evaluator"] lists {len(cluster[EVALUATOR])} '
               "addresses.", "run one evaluator.")
+
+
+def check_strategy_jobs(strategy_kind, cluster, *, source):
+  """The one statement of the collective / parameter-server job rules.
+
+  Every check of them calls this: `validate` (TF_CONFIG),
+  `strategies.make_strategy` / `configure_for_task` (the cluster a strategy
+  trains on), `run_config.check_supported_config` (a remote cluster) and
+  `harness.main`'s plan (no cluster, or `--remote_cluster`'s).
+
+  Args:
+    strategy_kind: a `StrategyKind` (or its string, e.g. a `--strategy`
+      flag's "collective"), or None.
+    cluster: {job: [addresses]} the strategy trains on ({}: none at all).
+    source: where `cluster` came from, first words of the message.
+
+  Raises:
+    ClusterConfigError: a "ps" job under collective, or none under
+      parameter_server.
+  """
+  if strategy_kind == StrategyKind.COLLECTIVE and PS in cluster:
+    fail(source, f'cluster has a "ps" job {cluster[PS]} but the strategy is '
+         "collective (MultiWorkerMirroredStrategy), which keeps variables on"
+         " the workers and needs no parameter servers.", 'drop the "ps" job,'
+         " or use ParameterServerStrategy.")
+  if strategy_kind == StrategyKind.PARAMETER_SERVER and PS not in cluster:
+    where = (f'cluster {sorted(cluster)} has no "ps" job' if cluster else
+             "names no cluster (neither TF_CONFIG nor a remote cluster does)")
+    fail(source, f"{where} but the strategy is ParameterServerStrategy, "
+         'which needs a cluster with a "ps" job.', 'add "ps": ["host:port"] '
+         "to the cluster (`python -m harness.launch --ps=1 -- ...` makes "
+         "one), or use --strategy=mirrored on one machine.")
+
+
+def check_one_machine_strategy(strategy_kind, cluster):
+  """A single-machine strategy refuses a cluster of several trainers.
+
+  Args:
+    strategy_kind: a `StrategyKind` (or its string), or None.
+    cluster: {job: [addresses]} the strategy trains on.
+
+  Raises:
+    NotSupportedError: a mirrored, central_storage or one_device strategy
+      and more than one chief / worker / master task.
+  """
+  trainers = num_trainers(cluster)
+  if strategy_kind in LOCAL_KINDS and trainers > 1:
+    raise errors.NotSupportedError(
+        f"The strategy is {strategy_kind}, a single-machine strategy, but "
+        f"the cluster has {trainers} training tasks ({sorted(cluster)}); "
+        "harness does not replicate one graph across machines. Fix: use the "
+        "collective strategy (tf.compat.v1.distribute.experimental."
+        "MultiWorkerMirroredStrategy) or parameter_server.")

@@ -9,13 +9,13 @@ harness's own, each applied where it matters.
 * `validate_run_config`: exactly what 2.15's RunConfig refused (RunConfig
   calls it); a strategy with a cluster deferred these to training.
 * `validate`: everything a run needs, called before training, in
-  `harness.main`'s flag check and by the launcher.
+  `harness.main`'s plan and by the launcher.
 * `check_servable`: what a server start needs.
 
 Each error holds 2.15's sentence verbatim first (where 2.15 had one), then
-harness's explanation and fix. Reached through `harness.cluster.tf_config`,
-which re-exports the first three; `check_strategy_jobs` is the one check of
-the collective / parameter-server job rules. No TensorFlow here.
+harness's explanation and fix. Reached through the `harness.cluster` door;
+`tf_config_checks.check_strategy_jobs` is the one check of the collective /
+parameter-server job rules. No TensorFlow here.
 """
 
 import difflib
@@ -26,16 +26,15 @@ from harness.cluster.jobs import EVALUATOR
 from harness.cluster.jobs import MASTER
 from harness.cluster.jobs import PS
 from harness.cluster.jobs import WORKER
-from harness.cluster.strategy_kind import StrategyKind
 from harness.cluster.tf_config_checks import check_addresses
 from harness.cluster.tf_config_checks import check_job_counts
 from harness.cluster.tf_config_checks import check_job_names
+from harness.cluster.tf_config_checks import check_strategy_jobs
 from harness.cluster.tf_config_checks import fail
 from harness.cluster.tf_config_checks import fail_215
 from harness.cluster.tf_config_checks import task_json
 
-__all__ = ["validate_run_config", "validate", "check_servable",
-           "check_strategy_jobs"]
+__all__ = ["validate_run_config", "validate", "check_servable"]
 
 
 def _cluster_spec_text(cluster):
@@ -237,7 +236,7 @@ def validate(info, *, has_strategy, strategy_kind=None,
 
   Called where a bad value would otherwise fail late or hang: before
   training (`Estimator.train`, `train_and_evaluate`), at server start, in
-  `harness.main`'s preflight and in `harness.launch`. (`RunConfig` only
+  `harness.main`'s plan and in `harness.launch`. (`RunConfig` only
   applies `validate_run_config`.)
 
   Args:
@@ -287,36 +286,3 @@ def validate(info, *, has_strategy, strategy_kind=None,
               ": there is at most one evaluator, so its index must be 0.",
               'run one evaluator with "index": 0.')
   check_strategy_jobs(strategy_kind, cluster, source=source)
-
-
-def check_strategy_jobs(strategy_kind, cluster, *, source):
-  """The one statement of the collective / parameter-server job rules.
-
-  Every check of them calls this: `validate` (TF_CONFIG),
-  `strategies.make_strategy` / `configure_for_task` (the cluster a strategy
-  trains on), `run_config.check_supported_config` (a remote cluster) and
-  `harness.main`'s flag check (`--strategy=parameter_server` without any
-  cluster).
-
-  Args:
-    strategy_kind: a `StrategyKind` (or its string, e.g. a `--strategy`
-      flag's "collective"), or None.
-    cluster: {job: [addresses]} the strategy trains on ({}: none at all).
-    source: where `cluster` came from, first words of the message.
-
-  Raises:
-    ClusterConfigError: a "ps" job under collective, or none under
-      parameter_server.
-  """
-  if strategy_kind == StrategyKind.COLLECTIVE and PS in cluster:
-    fail(source, f'cluster has a "ps" job {cluster[PS]} but the strategy is '
-         "collective (MultiWorkerMirroredStrategy), which keeps variables on"
-         " the workers and needs no parameter servers.", 'drop the "ps" job,'
-         " or use ParameterServerStrategy.")
-  if strategy_kind == StrategyKind.PARAMETER_SERVER and PS not in cluster:
-    where = (f'cluster {sorted(cluster)} has no "ps" job' if cluster else
-             "names no cluster (neither TF_CONFIG nor a remote cluster does)")
-    fail(source, f"{where} but the strategy is ParameterServerStrategy, "
-         'which needs a cluster with a "ps" job.', 'add "ps": ["host:port"] '
-         "to the cluster (`python -m harness.launch --ps=1 -- ...` makes "
-         "one), or use --strategy=mirrored on one machine.")

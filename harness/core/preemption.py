@@ -150,8 +150,9 @@ class TrainingGuard:
     """The guard for `train_loop.run` under `config` (a RunConfig)."""
     cluster = None
     collective = False
-    in_cluster = (config.remote_cluster is None and config.task_type in
-                  cluster_lib.TRAINER_JOBS and context.task_label != "local")
+    in_cluster = (config.remote_cluster is None and
+                  config.task_type in cluster_lib.TRAINER_JOBS and
+                  context.task_label != cluster_lib.LOCAL_LABEL)
     if in_cluster and config.cluster_spec:
       cluster = config.cluster_spec.as_dict()
       collective = config.strategy_kind == StrategyKind.COLLECTIVE

@@ -84,10 +84,13 @@ class TrainGraph:
 def _loop_size(config, is_dataset):
   """(K the loop is built for, auto's (bound, reason) or None)."""
   requested = config.steps_per_loop
-  if requested != run_config_lib.STEPS_PER_LOOP_AUTO:
-    return step_loop.check_input(is_dataset, requested), None
-  bound, reason = auto_loop.cadence_bound(config)
-  if step_loop.check_input(is_dataset, bound, auto=True) == 1:
+  auto = requested == run_config_lib.STEPS_PER_LOOP_AUTO
+  bound, reason = (auto_loop.cadence_bound(config) if auto else
+                   (requested, None))
+  size = step_loop.check_input(is_dataset, bound, auto=auto)
+  if not auto:
+    return size, None
+  if size == 1:
     if bound == 1:
       logging.info("train | steps_per_loop=auto: K=1 (%s allows no more).",
                    reason)

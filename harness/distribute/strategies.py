@@ -39,9 +39,8 @@ from harness import cluster as cluster_lib
 from harness import errors
 from harness import run_config
 from harness._tf import tf
-from harness.cluster import tf_config_rules
+from harness.cluster import tf_config_checks
 from harness.cluster.strategy_kind import BUILDABLE_KINDS
-from harness.cluster.strategy_kind import LOCAL_KINDS
 from harness.cluster.strategy_kind import StrategyKind
 from harness.core.strategy_classifier import strategy_kind
 from harness.distribute.graph_strategy import is_v1
@@ -57,23 +56,12 @@ _PS_CPU_DEVICES = (
     "device per worker, device_type='GPU', or the collective strategy.")
 
 
-def _num_trainers(jobs):
-  return sum(len(jobs.get(job, ())) for job in cluster_lib.TRAINER_JOBS)
-
-
 def _check_cluster_fits(kind, jobs):
   """Raises unless a strategy of `kind` can train on the cluster `jobs`."""
   if not jobs:
     return
-  tf_config_rules.check_strategy_jobs(kind, jobs,
-                                      source="The strategy's")
-  if kind in LOCAL_KINDS and _num_trainers(jobs) > 1:
-    raise errors.NotSupportedError(
-        f"The strategy is {kind}, a single-machine strategy, but the cluster "
-        f"has {_num_trainers(jobs)} training tasks ({sorted(jobs)}); harness "
-        "does not replicate one graph across machines. Fix: use the "
-        "collective strategy (tf.compat.v1.distribute.experimental."
-        "MultiWorkerMirroredStrategy) or parameter_server.")
+  tf_config_checks.check_strategy_jobs(kind, jobs, source="The strategy's")
+  tf_config_checks.check_one_machine_strategy(kind, jobs)
 
 
 def make_strategy(kind, *, num_devices_per_worker=1, device_type="CPU",
@@ -109,11 +97,7 @@ def make_strategy(kind, *, num_devices_per_worker=1, device_type="CPU",
         f"Unknown strategy kind {kind!r}: valid kinds are "
         f"{', '.join(BUILDABLE_KINDS)}.")
   check_devices(num_devices_per_worker, device_type, allow_none=False)
-  _check_cluster_fits(kind, training_cluster(cluster))
   count = num_devices_per_worker
-  devices = [f"/device:{device_type}:{i}" for i in range(count)]
-  if kind == StrategyKind.DEFAULT:
-    return None
   if kind == StrategyKind.ONE_DEVICE and count != 1:
     raise errors.ConfigError(
         f"The one_device strategy uses one device, but "
@@ -121,8 +105,14 @@ def make_strategy(kind, *, num_devices_per_worker=1, device_type="CPU",
         "devices, or num_devices_per_worker=1.")
   if kind == StrategyKind.PARAMETER_SERVER and device_type == "CPU" and count > 1:
     raise errors.NotSupportedError(_PS_CPU_DEVICES.format(count=count))
+  devices = [f"/device:{device_type}:{i}" for i in range(count)]
   with tf.Graph().as_default():
-    return _build(kind, devices, device_type)
+    strategy = None if kind == StrategyKind.DEFAULT else _build(
+        kind, devices, device_type)
+  # The cluster it will train on (`harness.main` passes none: its plan
+  # checked the flags' cluster).
+  _check_cluster_fits(kind, training_cluster(cluster))
+  return strategy
 
 
 def _build(kind, devices, device_type):
@@ -273,7 +263,8 @@ def _configure_collective(strategy, config, jobs, task_type, task_id, count,
         strategy, count, device_type):
       strategy.configure(config, jobs, task_type, task_id)
   logging.info("strategy | %s/%d | collective over %d workers | %d "
-               "replicas in sync", task_type, task_id, _num_trainers(jobs),
+               "replicas in sync", task_type, task_id,
+               cluster_lib.num_trainers(jobs),
                strategy.num_replicas_in_sync)
 
 

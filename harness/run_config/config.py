@@ -237,6 +237,7 @@ class RunConfig:
     info = _read_cluster_info(environ, cluster_info)
     arguments = locals()  # Every constructor argument, defaults resolved.
     self._cluster_info = info
+    self._run_check = distribution.RunCheck()
     self._values = {k: arguments[k]
                     for k in _CONSTRUCTOR_ARGS + _HARNESS_FIELDS}
     # The one model_dir rule (harness.state.paths), RunConfig's half.
@@ -291,6 +292,7 @@ class RunConfig:
     checks.validate_properties(values)
     new = copy.copy(self)
     new._values = values  # pylint: disable=protected-access
+    new._run_check = distribution.RunCheck()  # pylint: disable=protected-access
     new._derive()  # pylint: disable=protected-access
     return new
 
@@ -302,7 +304,7 @@ class RunConfig:
     new._values = {k: v if k in shared else copy.deepcopy(v, memo)  # pylint: disable=protected-access
                    for k, v in self._values.items()}
     new._derive()  # pylint: disable=protected-access
-    return new
+    return new  # Same values: shares `_run_check` (copy.copy).
 
   def _knob_secs(self, knob):
     """The field's value, else its variable (read at construction), else

@@ -2,7 +2,8 @@
 
     derived = distribution.derive(values, cluster_info)
     derived.facts.is_chief, derived.coordinator_mode, derived.session_config
-    distribution.check_supported_config(config)   # before training starts
+    distribution.check_supported_config(config)   # before training; once
+                                                  # per RunConfig
 
 `derive` is what `RunConfig` computes from its values and the TF_CONFIG it
 read: the train / eval strategies (given in one place, classified once),
@@ -23,7 +24,7 @@ from absl import logging
 from harness import cluster
 from harness import errors
 from harness._tf import tf
-from harness.cluster import tf_config_rules
+from harness.cluster import tf_config_checks
 from harness.cluster.strategy_kind import MULTI_WORKER_KINDS
 from harness.core.strategy_classifier import strategy_kind
 from harness.run_config import checks
@@ -192,6 +193,16 @@ def _standalone_client(remote, train, info):
           STANDALONE_CLIENT)
 
 
+class RunCheck:
+  """Whether a RunConfig's values passed `check_supported_config`: one per
+  RunConfig and its deep copies (`Estimator.config` hands out copies; a
+  chief's train_and_evaluate checks one, its Estimator.train then finds
+  the check passed); `replace()` starts a new one."""
+
+  def __init__(self):
+    self.passed = False
+
+
 def check_supported_config(config):
   """Refuses a RunConfig harness cannot train with, before anything starts.
 
@@ -201,8 +212,11 @@ def check_supported_config(config):
       `harness.cluster.validate`), which RunConfig, like 2.15's, accepted.
     NotSupportedError: remote_cluster with a single-machine strategy.
     ClusterConfigError: a remote_cluster that breaks the collective /
-      parameter-server job rules (`tf_config_rules.check_strategy_jobs`).
+      parameter-server job rules (`tf_config_checks.check_strategy_jobs`).
   """
+  run_check = config._run_check  # pylint: disable=protected-access
+  if run_check.passed:
+    return  # These very values passed (replace() makes a new RunConfig).
   if config.remote_cluster is None:
     cluster.validate(config.cluster_info,
                      has_strategy=config.train_distribute is not None,
@@ -216,6 +230,7 @@ def check_supported_config(config):
         "use tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy"
         " (collective) or ParameterServerStrategy (with a \"ps\" job).")
   if config.remote_cluster is not None:
-    tf_config_rules.check_strategy_jobs(
+    tf_config_checks.check_strategy_jobs(
         config.strategy_kind, config.remote_cluster,
         source="experimental_distribute.remote_cluster")
+  run_check.passed = True
