@@ -36,7 +36,7 @@ from harness.cli import results_text
 from harness.cli import tensorboard_server
 from harness.cluster.strategy_kind import StrategyKind
 
-__all__ = ["run_job", "describe", "serving_input_receiver_fn"]
+__all__ = ["run_job", "describe"]
 
 
 # --------------------------------------------------------- facts, no TF
@@ -194,10 +194,3 @@ def _tensorboard(job, plan, model_dir, out):
 
 def _emit(out, text):
   print(text, file=out, flush=True)
-
-
-def serving_input_receiver_fn(job, params):
-  """The input module's `serving_input_receiver_fn`, else a raw receiver
-  (`harness.cli.mode_runners.serving_input_receiver_fn`)."""
-  from harness.cli import mode_runners  # lazy: TF-free import
-  return mode_runners.serving_input_receiver_fn(job, params)
