@@ -19,7 +19,6 @@ so the dry run and `--help` stay TensorFlow-free.
 """
 
 import dataclasses
-import functools
 import inspect
 import json
 import os
@@ -169,36 +168,25 @@ def serving_input_receiver_fn(job, params):
   """The input module's `serving_input_receiver_fn`, else a raw receiver.
 
   The raw receiver feeds placeholders shaped like the PREDICT dataset's
-  features (any batch size). That dataset is built when the first export
-  calls the receiver, not before training (its first batch can take a
-  noticeable part of a second to read: off the way to the first step).
+  features (any batch size).
   """
   module = inspect.getmodule(registry.resolve_input_fn(job.input_fn))
   provided = getattr(module, "serving_input_receiver_fn", None)
   if callable(provided):
     return provided
+  with tf.Graph().as_default():
+    spec = input_fn_for(job, "infer", params)().element_spec
+  features = spec[0] if isinstance(spec, tuple) else spec
+  if isinstance(features, dict):
+    return export.build_raw_serving_input_receiver_fn(features)
 
-  @functools.lru_cache(maxsize=None)
-  def receiver_fn_of_features():
-    with tf.Graph().as_default():  # Not the export's graph.
-      spec = input_fn_for(job, "infer", params)().element_spec
-    features = spec[0] if isinstance(spec, tuple) else spec
-    if isinstance(features, dict):
-      return export.build_raw_serving_input_receiver_fn(features)
+  def tensor_receiver_fn():  # One feature Tensor, served under "input".
+    shape = tf.TensorShape([None]).concatenate(features.shape[1:])
+    placeholder = tf.compat.v1.placeholder(features.dtype, shape, name="input")
+    return export.TensorServingInputReceiver(placeholder,
+                                             {"input": placeholder})
 
-    def tensor_receiver_fn():  # One feature Tensor, served under "input".
-      shape = tf.TensorShape([None]).concatenate(features.shape[1:])
-      placeholder = tf.compat.v1.placeholder(features.dtype, shape,
-                                             name="input")
-      return export.TensorServingInputReceiver(placeholder,
-                                               {"input": placeholder})
-
-    return tensor_receiver_fn
-
-  def raw_receiver_fn():
-    return receiver_fn_of_features()()
-
-  return raw_receiver_fn
+  return tensor_receiver_fn
 
 
 def exporters_for(job, params):
