@@ -51,7 +51,8 @@ class NewCheckpointListener(tf.compat.v1.train.CheckpointSaverListener):
       self.export_results = exports
       self._last_eval_time = self._clock()
       self._last_eval_step = step
-    return not eval_result.listener_says_stop(
+    # No listener: nothing to tell (an evaluator need not keep a result).
+    return self._listener is None or not eval_result.listener_says_stop(
         self._listener, "after_eval", self._evaluator.last_result)
 
   def _may_evaluate(self):
