@@ -12,6 +12,11 @@ This module imports nothing from TensorFlow.
 """
 
 __all__ = [
+    "EXIT_DONE",
+    "EXIT_FAILED",
+    "EXIT_BAD_CONFIG",
+    "EXIT_INTERRUPTED",
+    "EXIT_PREEMPTED",
     "HarnessError",
     "ConfigError",
     "ClusterConfigError",
@@ -33,6 +38,14 @@ __all__ = [
     "PeersNotReadyError",
     "NotTrainedError",
 ]
+
+# The exit statuses of harness's binaries, written once (docs/ERRORS.md "Exit
+# status"); the k8s renderings turn them into failure policies.
+EXIT_DONE = 0
+EXIT_FAILED = 1  # A problem while the job starts or runs: a restart may help.
+EXIT_BAD_CONFIG = 2  # Bad flags or TF_CONFIG: no restart can help.
+EXIT_INTERRUPTED = 130  # 128 + SIGINT: Ctrl-C, after the stop checkpoint.
+EXIT_PREEMPTED = 143  # 128 + SIGTERM: preempted, after the stop checkpoint.
 
 
 class HarnessError(Exception):
