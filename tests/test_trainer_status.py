@@ -1,0 +1,235 @@
+"""harness.core.trainer_status: progress posted to a Kubeflow Trainer status
+server (a local HTTPS stand-in with a CA made here, `tests/_status_server`).
+
+What the server receives and the log lines are checked: the wire format,
+a token rewritten between posts, the interval, the server down, slow, and
+answering 4xx / 5xx (one line, quiet, one line when it works again), and
+that recording never waits for the network.
+"""
+
+import os
+import re
+import tempfile
+import time
+
+from absl.testing import absltest
+from absl.testing import parameterized
+import numpy as np
+
+from harness import errors
+from harness.core import trainer_status
+from tests import _status_server
+from tests import _support
+
+_WAIT_SECS = 30
+_RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+
+
+def _metrics(status):
+  return {m["name"]: m["value"] for m in status.get("metrics", [])}
+
+
+class TrainerStatusTest(parameterized.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls._certs = tempfile.TemporaryDirectory()  # One CA for the class.
+    cls.cert_dir = cls._certs.name
+
+  @classmethod
+  def tearDownClass(cls):
+    cls._certs.cleanup()
+    super().tearDownClass()
+
+  def setUp(self):
+    super().setUp()
+    self.server = _status_server.StatusServer(self.cert_dir)
+    self.server.start()
+    self.addCleanup(self.server.stop)
+    self.token_path = os.path.join(self.create_tempdir().full_path, "token")
+    self._write_token("token-1")
+
+  def _write_token(self, text):
+    with open(self.token_path, "w", encoding="utf-8") as f:
+      f.write(text + "\n")
+
+  def _reporter(self, **kwargs):
+    endpoint = trainer_status.endpoint_from_environ(
+        self.server.environ(self.token_path))
+    kwargs.setdefault("min_interval_secs", 0.2)
+    kwargs.setdefault("timeout_secs", 5)
+    reporter = trainer_status.Reporter(endpoint, task_label="chief/0",
+                                       **kwargs)
+    self.addCleanup(reporter.finish, 1)
+    return reporter
+
+  def _wait_received(self, count):
+    _support.wait_for(lambda: len(self.server.received) >= count, _WAIT_SECS,
+                      f"{count} post(s) to reach the server",
+                      details=lambda: repr(self.server.received))
+
+  def test_posts_trainer_status_as_the_trainer_reads_it(self):
+    with self.assertLogs(level="INFO") as logs:
+      reporter = self._reporter()
+      reporter.record_eval({"accuracy": np.float32(0.875),
+                            "global_step": np.int64(50), "note": "text"})
+      reporter.record_progress(step=50, max_steps=200, steps_per_sec=25.0,
+                               examples_per_sec=800.0, loss=0.5)
+      self.assertTrue(reporter.finish(10))
+    last = self.server.received[-1]
+    self.assertEqual((last.method, last.path, last.authorization,
+                      last.content_type),
+                     ("POST", _status_server.STATUS_PATH, "Bearer token-1",
+                      "application/json"))
+    self.assertEqual(list(last.body), ["trainerStatus"])
+    status = last.body["trainerStatus"]
+    self.assertEqual(status["progressPercentage"], 25)
+    self.assertEqual(status["estimatedRemainingSeconds"], 6)  # 150 / 25.
+    self.assertRegex(status["lastUpdatedTime"], _RFC3339)
+    self.assertEqual(_metrics(status), {
+        "loss": "0.5", "global_step": "50", "max_steps": "200",
+        "steps_per_sec": "25", "examples_per_sec": "800",
+        "eval_accuracy": "0.875", "eval_global_step": "50"})
+    self.assertTrue(all(isinstance(m["value"], str)
+                        for m in status["metrics"]))
+    self.assertTrue(any("trainer status | chief/0 | posting progress to "
+                        f"{self.server.url}" in line
+                        for line in logs.output), logs.output)
+
+  def test_no_eta_before_the_rate_no_percentage_without_max_steps(self):
+    reporter = self._reporter()
+    reporter.record_progress(step=0, max_steps=100)
+    self._wait_received(1)
+    reporter.record_progress(step=7, steps_per_sec=3.0)
+    reporter.finish(10)
+    first, last = (r.body["trainerStatus"] for r in
+                   (self.server.received[0], self.server.received[-1]))
+    self.assertEqual(first["progressPercentage"], 0)
+    self.assertNotIn("estimatedRemainingSeconds", first)
+    self.assertNotIn("progressPercentage", last)
+    self.assertNotIn("estimatedRemainingSeconds", last)
+    self.assertEqual(_metrics(last)["global_step"], "7")
+
+  def test_token_is_read_again_before_each_post(self):
+    reporter = self._reporter()
+    reporter.record_progress(step=1, max_steps=10)
+    self._wait_received(1)
+    self._write_token("token-2")  # The kubelet rotated it.
+    reporter.record_progress(step=2, max_steps=10)
+    reporter.finish(10)
+    self.assertEqual([r.authorization for r in self.server.received],
+                     ["Bearer token-1", "Bearer token-2"])
+
+  def test_posts_at_most_once_an_interval_and_the_latest_last(self):
+    reporter = self._reporter(min_interval_secs=0.5)
+    deadline = time.monotonic() + 1.6
+    step = 0
+    while time.monotonic() < deadline:
+      step += 1
+      reporter.record_progress(step=step, max_steps=100000)
+      time.sleep(0.01)
+    reporter.finish(10)
+    times = [r.at for r in self.server.received]
+    self.assertBetween(len(times), 2, 5)
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    self.assertGreaterEqual(min(gaps), 0.45, gaps)
+    self.assertEqual(_metrics(self.server.received[-1].body[
+        "trainerStatus"])["global_step"], str(step))
+
+  def _outage_then_recovery(self, break_server, mend_server):
+    """Posts through an outage; returns the log lines of the reporter."""
+    with self.assertLogs(level="DEBUG") as logs:
+      reporter = self._reporter(min_interval_secs=0.1, timeout_secs=0.5)
+      reporter.record_progress(step=1, max_steps=10)
+      self._wait_received(1)
+      break_server()
+      for step in (2, 3, 4):  # Three failed posts.
+        reporter.record_progress(step=step, max_steps=10)
+        _support.wait_for(lambda s=step: sum(
+            f"post {s} " in line for line in logs.output), _WAIT_SECS,
+                          f"post {step} to fail")
+      mend_server()
+      reporter.record_progress(step=5, max_steps=10)
+      reporter.finish(10)
+    lines = [line for line in logs.output if "trainer status" in line]
+    return ([l for l in lines if l.startswith("WARNING")],
+            [l for l in lines if "succeeded" in l])
+
+  def test_server_down_one_line_then_quiet_then_one_line(self):
+    warnings, recovered = self._outage_then_recovery(
+        self.server.stop, self.server.start)
+    self.assertLen(warnings, 1)
+    self.assertRegex(warnings[0], r"chief/0 \| post 2 to https://127\.0\.0\."
+                     r"1:\d+/apis/.* failed: .*refused.*Training goes on")
+    self.assertLen(recovered, 1)
+    self.assertIn("post 5 succeeded: posting again after 3 failed",
+                  recovered[0])
+    self.assertEqual(_metrics(self.server.received[-1].body[
+        "trainerStatus"])["global_step"], "5")
+
+  @parameterized.parameters(403, 422, 500, 503)
+  def test_refused_one_line_with_the_servers_message(self, code):
+    def refuse():
+      self.server.reply_code = code
+    def accept():
+      self.server.reply_code = 200
+    warnings, recovered = self._outage_then_recovery(refuse, accept)
+    self.assertLen(warnings, 1)
+    self.assertIn(f"failed: HTTP {code}: refused with {code} by the test",
+                  warnings[0])
+    self.assertLen(recovered, 1)
+
+  def test_slow_server_is_bounded_and_never_waited_for(self):
+    self.server.delay_secs = 3.0
+    with self.assertLogs(level="INFO") as logs:
+      reporter = self._reporter(min_interval_secs=0.1, timeout_secs=0.5)
+      slowest = 0.0
+      for step in range(1, 50):
+        started = time.monotonic()
+        reporter.record_progress(step=step, max_steps=50)
+        slowest = max(slowest, time.monotonic() - started)
+        time.sleep(0.01)
+      started = time.monotonic()
+      reporter.finish(5)
+      finish_secs = time.monotonic() - started
+    self.assertLess(slowest, 0.05)  # Recording never waits for a post.
+    self.assertLess(finish_secs, 5.5)
+    failures = [l for l in logs.output if l.startswith("WARNING")]
+    self.assertLen(failures, 1)
+    self.assertRegex(failures[0], r"failed: .*timed out")
+
+  def test_endpoint_from_environ(self):
+    self.assertIsNone(trainer_status.endpoint_from_environ({}))
+    environ = self.server.environ(self.token_path)
+    self.assertEqual(trainer_status.endpoint_from_environ(environ),
+                     trainer_status.Endpoint(
+                         url=self.server.url,
+                         ca_cert_path=self.server.ca_path,
+                         token_path=self.token_path))
+    partial = dict(environ)
+    del partial[trainer_status.TOKEN_ENV]
+    with self.assertRaisesRegex(errors.ConfigError,
+                                r"\$KUBEFLOW_TRAINER_SERVER_TOKEN not set"):
+      trainer_status.endpoint_from_environ(partial)
+    plain = dict(environ, KUBEFLOW_TRAINER_SERVER_URL="http://x/status")
+    with self.assertRaisesRegex(errors.ConfigError, "https://"):
+      trainer_status.endpoint_from_environ(plain)
+
+  def test_a_ca_that_did_not_sign_the_server_is_a_failure(self):
+    other = _status_server.StatusServer(self.create_tempdir().full_path)
+    endpoint = trainer_status.Endpoint(url=self.server.url,
+                                       ca_cert_path=other.ca_path,
+                                       token_path=self.token_path)
+    with self.assertLogs(level="INFO") as logs:
+      reporter = trainer_status.Reporter(endpoint, task_label="chief/0",
+                                         min_interval_secs=0.1)
+      reporter.record_progress(step=1, max_steps=2)
+      reporter.finish(10)
+    self.assertEqual(self.server.received, [])
+    self.assertTrue(any("CERTIFICATE_VERIFY_FAILED" in line
+                        for line in logs.output), logs.output)
+
+
+if __name__ == "__main__":
+  absltest.main()
