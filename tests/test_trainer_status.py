@@ -9,17 +9,20 @@ that recording never waits for the network.
 
 import os
 import re
+import sys
 import tempfile
 import time
 
 from absl.testing import absltest
 from absl.testing import parameterized
 import numpy as np
+import pytest
 
 from harness import errors
 from harness.core import trainer_status
 from tests import _status_server
 from tests import _support
+from tests import conftest
 
 _WAIT_SECS = 30
 _RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
@@ -139,20 +142,21 @@ class TrainerStatusTest(parameterized.TestCase):
 
   def _outage_then_recovery(self, break_server, mend_server):
     """Posts through an outage; returns the log lines of the reporter."""
-    with self.assertLogs(level="DEBUG") as logs:
+    with self.assertLogs(level="INFO") as logs:
       reporter = self._reporter(min_interval_secs=0.1, timeout_secs=0.5)
       reporter.record_progress(step=1, max_steps=10)
-      self._wait_received(1)
+      _support.wait_for(lambda: reporter.posts == 1, _WAIT_SECS, "post 1")
       break_server()
       for step in (2, 3, 4):  # Three failed posts.
         reporter.record_progress(step=step, max_steps=10)
-        _support.wait_for(lambda s=step: sum(
-            f"post {s} " in line for line in logs.output), _WAIT_SECS,
-                          f"post {step} to fail")
+        _support.wait_for(lambda s=step: reporter.posts == s, _WAIT_SECS,
+                          f"post {step} to end")
       mend_server()
       reporter.record_progress(step=5, max_steps=10)
       reporter.finish(10)
     lines = [line for line in logs.output if "trainer status" in line]
+    # Quiet: the start, one failure, one recovery; nothing else.
+    self.assertLen(lines, 3, lines)
     return ([l for l in lines if l.startswith("WARNING")],
             [l for l in lines if "succeeded" in l])
 
@@ -229,6 +233,38 @@ class TrainerStatusTest(parameterized.TestCase):
     self.assertEqual(self.server.received, [])
     self.assertTrue(any("CERTIFICATE_VERIFY_FAILED" in line
                         for line in logs.output), logs.output)
+
+
+class TrainerStatusRunTest(absltest.TestCase):
+
+  @pytest.mark.slow
+  def test_a_real_run_reports_progress_rising_to_100(self):
+    cert_dir = self.create_tempdir("certs").full_path
+    server = _status_server.StatusServer(cert_dir).start()
+    self.addCleanup(server.stop)
+    token_path = os.path.join(cert_dir, "token")
+    with open(token_path, "w", encoding="utf-8") as f:
+      f.write("pod-token\n")
+    result = _support.run(
+        [sys.executable, "-m", "harness.main", "--model_fn=mnist_mlp",
+         "--input_fn=synthetic", "--max_steps=300",
+         "--log_step_count_steps=50", "--eval_steps=2",
+         f"--model_dir={self.create_tempdir().full_path}"],
+        env=conftest.child_env(extra=server.environ(token_path)),
+        timeout_secs=600)
+    self.assertEqual(result.returncode, 0, result.description)
+    self.assertIn("trainer status | local | posting progress to "
+                  f"{server.url}", result.output)
+    progress = server.progress()
+    self.assertGreaterEqual(len(progress), 2, server.received)
+    self.assertLess(progress[0], 100)
+    self.assertEqual(progress, sorted(progress))  # Rising.
+    self.assertEqual(progress[-1], 100)
+    self.assertEqual({r.authorization for r in server.received},
+                     {"Bearer pod-token"})
+    last = server.received[-1].body["trainerStatus"]
+    self.assertEqual(_metrics(last)["global_step"], "300")
+    self.assertIn("eval_accuracy", _metrics(last))  # Evaluated after.
 
 
 if __name__ == "__main__":

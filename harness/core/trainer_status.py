@@ -255,12 +255,18 @@ class Reporter:
     # The posting thread's own.
     self._last_post = None
     self._posts = 0
+    self._posts_done = 0
     self._failed_since = None  # Post number of the first failure, if down.
     self._thread = threading.Thread(target=self._run, daemon=True,
                                      name="trainer-status")
     self._thread.start()
     logging.info("trainer status | %s | posting progress to %s (at most "
                  "every %g s)", task_label, endpoint.url, min_interval_secs)
+
+  @property
+  def posts(self):
+    """How many posts were made (ended, failed or not)."""
+    return self._posts_done
 
   def record_progress(self, *, step, max_steps=None, steps_per_sec=None,
                       examples_per_sec=None, loss=None):
@@ -328,6 +334,7 @@ class Reporter:
       self._last_post = self._clock()
       self._posts += 1
       self._log_outcome(_post(self._endpoint, body, self._timeout_secs))
+      self._posts_done += 1
 
   def _log_outcome(self, failure):
     """One line when posting starts to fail, one when it works again."""
