@@ -239,6 +239,8 @@ class TrainerStatusRunTest(absltest.TestCase):
 
   @pytest.mark.slow
   def test_a_real_run_reports_progress_rising_to_100(self):
+    """... and, in a restarted JobSet's pod, shows the attempt in its
+    lines (issue 36 item 5, end to end: the plan, then log_format)."""
     cert_dir = self.create_tempdir("certs").full_path
     server = _status_server.StatusServer(cert_dir).start()
     self.addCleanup(server.stop)
@@ -250,11 +252,15 @@ class TrainerStatusRunTest(absltest.TestCase):
          "--input_fn=synthetic", "--max_steps=300",
          "--log_step_count_steps=50", "--eval_steps=2",
          f"--model_dir={self.create_tempdir().full_path}"],
-        env=conftest.child_env(extra=server.environ(token_path)),
+        env=conftest.child_env(extra=dict(server.environ(token_path),
+                                          JOBSET_RESTART_ATTEMPT="2")),
         timeout_secs=600)
     self.assertEqual(result.returncode, 0, result.description)
-    self.assertIn("trainer status | local | posting progress to "
+    self.assertIn("trainer status | local attempt 2 | posting progress to "
                   f"{server.url}", result.output)
+    self.assertRegex(result.output, r"train \| local attempt 2 \| step "
+                     r"300/300 \|")
+    self.assertNotIn("train | local | step", result.output)
     progress = server.progress()
     self.assertGreaterEqual(len(progress), 2, server.received)
     self.assertLess(progress[0], 100)

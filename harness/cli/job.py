@@ -34,6 +34,7 @@ from harness.cli import job_config
 from harness.cli import plan as plan_lib
 from harness.cli import results_text
 from harness.cli import tensorboard_server
+from harness.cluster import restart_attempt
 from harness.cluster.strategy_kind import StrategyKind
 from harness.core import trainer_status
 
@@ -71,7 +72,7 @@ def describe(job, plan, *, model_dir=None, full=False):
   batch = "the input_fn's default" if job.batch_size is None else (
       f"global {job.batch_size}, per replica {job.batch_size // replicas}")
   role = _role_text(plan)
-  label = plan.task_label
+  label = restart_attempt.label(plan.task_label, plan.restart_attempt)
   if plan.role == plan_lib.Role.PS and not full:
     # A ps serves the trainers' variables: no model, input or batch here.
     return "\n".join([f"harness.main | {label} | serves variables",

@@ -40,6 +40,7 @@ from harness import cluster
 from harness import errors
 from harness.cluster import env_knobs
 from harness.cluster import jobs
+from harness.cluster import restart_attempt as restart_attempt_lib
 from harness.core import input_modes
 from harness.core import live_metrics
 from harness.core import stall
@@ -213,13 +214,15 @@ class RunConfig:
         (`OptimizerOptions.global_jit_level` ON_1 in session_config; on
         CPU also `--tf_xla_cpu_global_jit` in TF_XLA_FLAGS, which takes
         effect only before the process's first session). Default False.
-      environ: mapping read for TF_CONFIG (and the two variables above)
-        instead of `os.environ`, once, here.
+      environ: mapping read for TF_CONFIG (and the two variables above,
+        and $JOBSET_RESTART_ATTEMPT: `restart_attempt`) instead of
+        `os.environ`, once, here.
       cluster_info: TF_CONFIG already parsed by the caller (a
         `harness.cluster.tf_config.ClusterInfo`, or None for "no
         TF_CONFIG"): TF_CONFIG is then not read again (`harness.main`
-        parses it once, at its edge). The two variables above are still
-        read from `os.environ`. Not together with `environ`.
+        parses it once, at its edge). The two variables above and
+        $JOBSET_RESTART_ATTEMPT are still read from `os.environ`. Not
+        together with `environ`.
 
     Raises:
       ConfigError: a value breaks 2.15's rules (both save_checkpoints_steps
@@ -246,6 +249,7 @@ class RunConfig:
     # The fallback variables, read once here (the edge).
     self._env_knobs = {knob.name: environ.get(knob.env, "")
                        for knob in checks.ENV_KNOBS}
+    self._restart_attempt = restart_attempt_lib.from_environ(environ)
     checks.validate_properties(self._values)
     for knob in checks.ENV_KNOBS:  # A bad variable fails now, not mid-training.
       self._knob_secs(knob)
@@ -383,6 +387,13 @@ class RunConfig:
                            self.task_type == jobs.EVALUATOR):
       return jobs.task_label(self.task_type, self.task_id)
     return jobs.LOCAL_LABEL
+
+  @property
+  def restart_attempt(self):
+    """The JobSet restart attempt of this process ($JOBSET_RESTART_ATTEMPT,
+    read at construction; harness addition), None outside a JobSet. The
+    live metrics label their series with it."""
+    return self._restart_attempt
 
   @property
   def remote_cluster(self):
