@@ -6,17 +6,15 @@
                                    steps_per_sec=350.2, loss=0.312)
     trainer_status.finish()  # the last status posted (bounded), thread gone
 
-Kubeflow Trainer >= v2.2 with its alpha feature gate `TrainJobStatus` on
-injects three variables into the trainer pods; a process that has them
-posts its progress, which the controller writes to the TrainJob's
-`status.trainerStatus` (`kubectl get trainjob` shows PROGRESS %). The
+Kubeflow Trainer >= v2.2 with its alpha gate `TrainJobStatus` on gives the
+trainer pods three variables; the process that has them posts its progress,
+which the controller writes to the TrainJob's `status.trainerStatus`. The
 training thread only records numbers (`core/progress` at each progress line,
-`core/evaluation` after each evaluation, as it feeds `core/live_metrics`);
-a thread of this module posts the latest at most once per
-`MIN_INTERVAL_SECS`, each post bounded by `TIMEOUT_SECS` a socket
-operation. A failed post logs one line, later failures are quiet until a
-post succeeds again (one line). Training never waits for a post; only
-`finish`, after training, waits (bounded) for the last one.
+`core/evaluation` after each evaluation, as they feed `core/live_metrics`);
+a thread here posts the latest at most once per `MIN_INTERVAL_SECS`, each
+post bounded by `TIMEOUT_SECS` a socket operation. A failed post logs one
+line, later failures are quiet until a post succeeds (one line). Training
+never waits for a post; `finish`, after it, waits (bounded) for the last.
 
 The wire format, checked at kubeflow/trainer v2.2.0 (dc7656ad) and v2.3.0
 (658725bd):
@@ -143,7 +141,7 @@ def _metric_list(pairs):
   return metrics[:_MAX_METRICS]
 
 
-def trainer_status(progress, eval_results, observed_at):
+def _status_object(progress, eval_results, observed_at):
   """The `trainerStatus` object of the latest numbers.
 
   Args:
@@ -323,7 +321,7 @@ class Reporter:
           break
         self._cond.wait(wait_secs)  # A newer record may come meanwhile.
       self._pending = False
-      status = trainer_status(self._progress, self._eval, self._observed_at)
+      status = _status_object(self._progress, self._eval, self._observed_at)
     return json.dumps({"trainerStatus": status}).encode("utf-8")
 
   def _run(self):
