@@ -12,12 +12,11 @@ Usage::
 `eval_idle_timeout_secs`, `peer_timeout_secs`, `restart_wait_secs`,
 `force_takeover`, `bind_address`, `remote_claim_timeout_secs`,
 `max_runs_without_progress`, `stop_timeout_secs`, `input_timeout_secs`,
-`metrics_port`, `metrics_bind`, `input_pipeline`, `xla` and
-`environ`), properties, `replace()`
-allow-list and messages. It is a thin shell over data: the user's values
-(checked by `harness.run_config.checks`), the `ClusterInfo` read once from
-TF_CONFIG (`harness.cluster.tf_config`), and facts derived from both
-(`harness.run_config.distribution`). Unlike 2.15:
+`metrics_port`, `metrics_bind`, `input_pipeline`, `xla` and `environ`),
+properties (and `restart_attempt`), `replace()` allow-list and messages.
+It is a thin shell over data: the user's values (`run_config.checks`), the
+`ClusterInfo` read once from TF_CONFIG (`harness.cluster.tf_config`), and
+facts derived from both (`harness.run_config.distribution`). Unlike 2.15:
 
 * a bad TF_CONFIG raises `ClusterConfigError` (also the exception type 2.15
   raised: ValueError, TypeError or JSONDecodeError) with 2.15's sentence
@@ -214,15 +213,13 @@ class RunConfig:
         (`OptimizerOptions.global_jit_level` ON_1 in session_config; on
         CPU also `--tf_xla_cpu_global_jit` in TF_XLA_FLAGS, which takes
         effect only before the process's first session). Default False.
-      environ: mapping read for TF_CONFIG (and the two variables above,
-        and $JOBSET_RESTART_ATTEMPT: `restart_attempt`) instead of
-        `os.environ`, once, here.
+      environ: mapping read for TF_CONFIG, the two variables above and
+        $JOBSET_RESTART_ATTEMPT instead of `os.environ`, once, here.
       cluster_info: TF_CONFIG already parsed by the caller (a
         `harness.cluster.tf_config.ClusterInfo`, or None for "no
         TF_CONFIG"): TF_CONFIG is then not read again (`harness.main`
-        parses it once, at its edge). The two variables above and
-        $JOBSET_RESTART_ATTEMPT are still read from `os.environ`. Not
-        together with `environ`.
+        parses it once, at its edge). The other variables are still
+        read from `os.environ`. Not together with `environ`.
 
     Raises:
       ConfigError: a value breaks 2.15's rules (both save_checkpoints_steps
@@ -261,11 +258,9 @@ class RunConfig:
     derived = distribution.derive(self._values, self._cluster_info,
                                   previous=getattr(self, "_derived", None))
     self._derived = derived
-    # Attributes of their own: the TPU RunConfig sets them from its
-    # cluster resolver.
+    # Own attributes: the TPU RunConfig sets them from its cluster resolver.
     self._cluster_spec = derived.cluster_spec
     self._session_config = derived.session_config
-
 
   def replace(self, **kwargs):
     """Returns a new RunConfig with the given properties replaced.
@@ -350,6 +345,7 @@ class RunConfig:
   metrics_bind = _value("metrics_bind")
   input_pipeline = _value("input_pipeline")
   xla = _value("xla")
+  restart_attempt = property(lambda self: self._restart_attempt)
 
   # Derived from the values and TF_CONFIG (`distribution.derive`).
   train_distribute = _derived("train_distribute")
@@ -387,13 +383,6 @@ class RunConfig:
                            self.task_type == jobs.EVALUATOR):
       return jobs.task_label(self.task_type, self.task_id)
     return jobs.LOCAL_LABEL
-
-  @property
-  def restart_attempt(self):
-    """The JobSet restart attempt of this process ($JOBSET_RESTART_ATTEMPT,
-    read at construction; harness addition), None outside a JobSet. The
-    live metrics label their series with it."""
-    return self._restart_attempt
 
   @property
   def remote_cluster(self):
