@@ -203,6 +203,16 @@ class TrainerStatusTest(parameterized.TestCase):
     self.assertLen(failures, 1)
     self.assertRegex(failures[0], r"failed: .*timed out")
 
+  def test_finish_without_waiting_leaves_a_post_in_flight_quietly(self):
+    self.server.delay_secs = 3.0  # What a failing task must not wait for.
+    reporter = self._reporter(timeout_secs=10)
+    reporter.record_progress(step=1, max_steps=2)
+    self._wait_received(1)
+    with self.assertNoLogs(level="INFO"):
+      started = time.monotonic()
+      self.assertFalse(reporter.finish(0))
+    self.assertLess(time.monotonic() - started, 0.5)
+
   def test_endpoint_from_environ(self):
     self.assertIsNone(trainer_status.endpoint_from_environ({}))
     environ = self.server.environ(self.token_path)

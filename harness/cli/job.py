@@ -190,7 +190,7 @@ def _is_cluster_voice(plan):
 def _trainer_status(plan):
   """Progress posted to the TrainJob while the job runs (Kubeflow Trainer's
   variables set, `harness.core.trainer_status`), by the chief alone; the
-  last status is posted (bounded) when the job ends."""
+  last status is posted (bounded) when the job ends, unless it failed."""
   if plan.trainer_status_endpoint is None or not _is_cluster_voice(plan):
     yield
     return
@@ -198,8 +198,10 @@ def _trainer_status(plan):
                        task_label=plan.task_label)
   try:
     yield
-  finally:
-    trainer_status.finish()
+  except BaseException:
+    trainer_status.finish(timeout_secs=0)  # A failing task exits now.
+    raise
+  trainer_status.finish()
 
 
 def _tensorboard(job, plan, model_dir, out):

@@ -18,12 +18,11 @@ never waits for a post; `finish`, after it, waits (bounded) for the last.
 
 The wire format, checked at kubeflow/trainer v2.2.0 (dc7656ad) and v2.3.0
 (658725bd):
-- `POST $KUBEFLOW_TRAINER_SERVER_URL`: the full URL,
-  `https://<service>.<ns>.svc:<port>/apis/trainer.kubeflow.org/v1alpha1/
-  namespaces/<ns>/trainjobs/<name>/status` (plugin
-  `pkg/runtime/framework/plugins/trainjobstatus/trainjobstatus.go`
-  `createEnvVars`; `pkg/statusserver/utils.go` `StatusUrl`; the route is
-  registered for POST only in `pkg/statusserver/server.go` `NewServer`).
+- `POST $KUBEFLOW_TRAINER_SERVER_URL`, the full URL `https://<svc>.<ns>.svc:
+  <port>/apis/trainer.kubeflow.org/v1alpha1/namespaces/<ns>/trainjobs/<name>
+  /status` (`pkg/runtime/framework/plugins/trainjobstatus/trainjobstatus.go`
+  `createEnvVars`, `pkg/statusserver/utils.go` `StatusUrl`; POST only:
+  `pkg/statusserver/server.go` `NewServer`).
 - `$KUBEFLOW_TRAINER_SERVER_CA_CERT` and `$KUBEFLOW_TRAINER_SERVER_TOKEN`
   are file paths (`/var/run/secrets/kubeflow/trainer/ca.crt`, `.../token`,
   a projected volume: the CA from a ConfigMap, the token a service-account
@@ -39,13 +38,11 @@ The wire format, checked at kubeflow/trainer v2.2.0 (dc7656ad) and v2.3.0
   (required by the type's CEL rule). Bodies over 64 KiB get 413.
 - 200 on success; otherwise a `metav1.Status` JSON whose `message` says
   why (403 token refused, 404 no such TrainJob, 422 invalid, 500).
-- At most one post per 5 s: docs/user-guides/trainjob-progress.md (v2.3.0,
-  "Client-side rate limiting") and the Python SDK's
-  `update_trainjob_status` (kubeflow/sdk,
-  `kubeflow/trainer/backends/kubernetes/utils.py`), which also sends the
-  token as read from its file and the metrics' values as strings.
-The proposal is docs/proposals/2779-trainjob-progress/README.md (v2.2.0).
-No TensorFlow here; the standard library only.
+- At most one post per 5 s: docs/user-guides/trainjob-progress.md (v2.3.0)
+  and the SDK's `update_trainjob_status` (kubeflow/sdk, `kubeflow/trainer/
+  backends/kubernetes/utils.py`: the token from its file, cached 300 s;
+  metric values as strings). Proposal: docs/proposals/2779-trainjob-
+  progress/README.md (v2.2.0). The standard library only, no TensorFlow.
 """
 
 import dataclasses
@@ -187,13 +184,15 @@ def _post(endpoint, body, timeout_secs):
           "Authorization": f"Bearer {token}",
           "Content-Type": "application/json"})
   try:
-    context = ssl.create_default_context(cafile=endpoint.ca_cert_path)
-    with urllib.request.urlopen(request, timeout=timeout_secs,
-                                context=context) as reply:
+    # The CA file is read each time too (the Trainer may rotate it); no
+    # proxy: the status server is a Service of the cluster.
+    opener = urllib.request.build_opener(
+        urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(
+            context=ssl.create_default_context(
+                cafile=endpoint.ca_cert_path)))
+    with opener.open(request, timeout=timeout_secs) as reply:
       reply.read(_REASON_CHARS)
-      if reply.status == 200:
-        return None
-      return f"HTTP {reply.status}"
+      return None if reply.status == 200 else f"HTTP {reply.status}"
   except urllib.error.HTTPError as e:
     return f"HTTP {e.code}: {_server_message(e)}"
   except urllib.error.URLError as e:
@@ -292,7 +291,7 @@ class Reporter:
     """Posts what is pending (after the interval), stops the thread.
 
     Waits at most `timeout_secs` (default: the interval plus two post
-    timeouts); returns True when the thread ended in time.
+    timeouts; 0: not at all, quietly); returns True when the thread ended.
     """
     if timeout_secs is None:
       timeout_secs = self._min_interval_secs + 2 * self._timeout_secs
@@ -301,8 +300,10 @@ class Reporter:
       self._cond.notify()
     self._thread.join(timeout_secs)
     if self._thread.is_alive():
-      logging.info("trainer status | %s | the last post did not end within "
-                   "%g s; not waiting for it", self._label, timeout_secs)
+      if timeout_secs > 0:
+        logging.info("trainer status | %s | the last post did not end "
+                     "within %g s; not waiting for it", self._label,
+                     timeout_secs)
       return False
     return True
 
