@@ -50,6 +50,18 @@ def make_certificates(directory):
            "-extfile", "ext.cnf", cwd=directory)
 
 
+def _reply(handler, code, payload):
+  data = json.dumps(payload).encode("utf-8")
+  try:
+    handler.send_response(code)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+  except OSError:
+    pass  # The client gave up (a slow reply past its timeout).
+
+
 @dataclasses.dataclass(frozen=True)
 class Received:
   method: str
@@ -96,10 +108,10 @@ class StatusServer:
         del args
 
       def do_POST(self):  # pylint: disable=invalid-name
-        server._handle(self)  # pylint: disable=protected-access
+        server.handle(self)
 
       def do_GET(self):  # pylint: disable=invalid-name
-        server._reply(self, 405, {"message": "method not allowed"})  # pylint: disable=protected-access
+        _reply(self, 405, {"message": "method not allowed"})
 
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", self._port),
                                             Handler)
@@ -124,7 +136,8 @@ class StatusServer:
       self._thread.join(10)
       self._httpd = None
 
-  def _handle(self, handler):
+  def handle(self, handler):
+    """Records one POST, then answers it as the test set the server up."""
     length = int(handler.headers.get("Content-Length") or 0)
     raw = handler.rfile.read(length)
     try:
@@ -139,25 +152,13 @@ class StatusServer:
     if self.delay_secs:
       time.sleep(self.delay_secs)
     if handler.path != STATUS_PATH:
-      self._reply(handler, 404, {"message": "Not found"})
+      _reply(handler, 404, {"message": "Not found"})
     elif self.reply_code != 200:
-      self._reply(handler, self.reply_code, {
+      _reply(handler, self.reply_code, {
           "kind": "Status", "status": "Failure", "code": self.reply_code,
           "message": f"refused with {self.reply_code} by the test"})
     else:
-      self._reply(handler, 200, body)
-
-  @staticmethod
-  def _reply(handler, code, payload):
-    data = json.dumps(payload).encode("utf-8")
-    try:
-      handler.send_response(code)
-      handler.send_header("Content-Type", "application/json")
-      handler.send_header("Content-Length", str(len(data)))
-      handler.end_headers()
-      handler.wfile.write(data)
-    except OSError:
-      pass  # The client gave up (a slow reply past its timeout).
+      _reply(handler, 200, body)
 
   def progress(self):
     """progressPercentage of each status received, in order."""
