@@ -21,6 +21,8 @@ import pytest
 import yaml
 
 from harness import errors
+from harness.cli import job_config
+from harness.cli import plan as plan_lib
 from harness.core import trainer_status
 from tests import _status_server
 from tests import _support
@@ -264,6 +266,20 @@ class TrainerStatusTest(parameterized.TestCase):
     plain = dict(environ, KUBEFLOW_TRAINER_SERVER_URL="http://x/status")
     with self.assertRaisesRegex(errors.ConfigError, "https://"):
       trainer_status.endpoint_from_environ(plain)
+
+  def test_the_plan_reads_the_endpoint_a_partial_one_is_a_warning(self):
+    config = job_config.JobConfig()
+    environ = self.server.environ(self.token_path)
+    self.assertEqual(plan_lib.plan_task(config, environ=environ)
+                     .trainer_status_endpoint.url, self.server.url)
+    self.assertIsNone(plan_lib.plan_task(
+        config, environ={}).trainer_status_endpoint)
+    del environ[trainer_status.CA_CERT_ENV]
+    with self.assertLogs(level="WARNING") as logs:
+      plan = plan_lib.plan_task(config, environ=environ)  # No error.
+    self.assertIsNone(plan.trainer_status_endpoint)
+    self.assertIn("trainer status | not reporting progress: "
+                  "$KUBEFLOW_TRAINER_SERVER_CA_CERT not set", logs.output[0])
 
   def test_a_ca_that_did_not_sign_the_server_is_a_failure(self):
     other = _status_server.StatusServer(self.create_tempdir().full_path)
