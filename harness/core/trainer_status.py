@@ -49,6 +49,7 @@ import dataclasses
 import datetime
 import json
 import numbers
+import re
 import ssl
 import threading
 import time
@@ -61,7 +62,7 @@ from harness import errors
 
 __all__ = ["URL_ENV", "CA_CERT_ENV", "TOKEN_ENV", "MIN_INTERVAL_SECS",
            "TIMEOUT_SECS", "Endpoint", "Reporter", "endpoint_from_environ",
-           "start", "record_progress", "record_eval", "finish", "active"]
+           "start", "record_progress", "record_eval", "finish"]
 
 URL_ENV = "KUBEFLOW_TRAINER_SERVER_URL"
 CA_CERT_ENV = "KUBEFLOW_TRAINER_SERVER_CA_CERT"  # A file path.
@@ -71,7 +72,7 @@ TIMEOUT_SECS = 5.0  # Each socket operation of one post.
 _MAX_METRICS = 256
 _MAX_TEXT = 64  # Characters of a metric's name and of its value.
 _INT32_MAX = 2**31 - 1
-_REASON_CHARS = 200
+_REASON_CHARS = 90  # Of a failure's reason: a log line stays < 160.
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -170,6 +171,12 @@ def _status_object(progress, eval_results, observed_at):
   return status
 
 
+def _target(url):
+  """"TrainJob <namespace>/<name>" of a status URL, else the URL."""
+  found = re.search(r"/namespaces/([^/]+)/trainjobs/([^/]+)/", url)
+  return f"TrainJob {found[1]}/{found[2]}" if found else url
+
+
 def _post(endpoint, body, timeout_secs):
   """POSTs `body` (bytes); returns None on 200, else why it failed."""
   try:
@@ -257,8 +264,9 @@ class Reporter:
     self._thread = threading.Thread(target=self._run, daemon=True,
                                      name="trainer-status")
     self._thread.start()
-    logging.info("trainer status | %s | posting progress to %s (at most "
-                 "every %g s)", task_label, endpoint.url, min_interval_secs)
+    logging.info("trainer status | %s | posting progress to %s at most "
+                 "every %g s", task_label, _target(endpoint.url),
+                 min_interval_secs)
 
   @property
   def posts(self):
@@ -301,9 +309,8 @@ class Reporter:
     self._thread.join(timeout_secs)
     if self._thread.is_alive():
       if timeout_secs > 0:
-        logging.info("trainer status | %s | the last post did not end "
-                     "within %g s; not waiting for it", self._label,
-                     timeout_secs)
+        logging.info("trainer status | %s | the last post did not end in "
+                     "%g s; not waiting for it", self._label, timeout_secs)
       return False
     return True
 
@@ -346,10 +353,9 @@ class Reporter:
       return
     if self._failed_since is None:
       self._failed_since = self._posts
-      logging.warning(
-          "trainer status | %s | post %d to %s failed: %s. Training goes "
-          "on; later posts retry quietly, one line when one succeeds",
-          self._label, self._posts, self._endpoint.url, failure)
+      logging.warning("trainer status | %s | post %d failed: %s; training "
+                      "goes on, quiet until a post succeeds", self._label,
+                      self._posts, failure[:_REASON_CHARS])
     else:
       logging.debug("trainer status | %s | post %d failed: %s", self._label,
                     self._posts, failure)
@@ -370,11 +376,6 @@ def start(endpoint, *, task_label="local", **kwargs):
     if _STATE["reporter"] is None:
       _STATE["reporter"] = Reporter(endpoint, task_label=task_label, **kwargs)
     return _STATE["reporter"]
-
-
-def active():
-  """The running reporter, or None."""
-  return _STATE["reporter"]
 
 
 def record_progress(**numbers):
