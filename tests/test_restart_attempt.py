@@ -95,6 +95,10 @@ class LogLineTest(absltest.TestCase):
     self.assertEqual(_shown("peers | chief/01 | worker/1"),
                      "peers | chief/01 | worker/1")
     self.assertEqual(_shown("eval | step 1/2"), "eval | step 1/2")
+    # A call with bad %-arguments is left to the handler (not raised here).
+    record = std_logging.LogRecord("absl", std_logging.INFO, "x.py", 1,
+                                   "train | %d", ("chief/0",), None)
+    self.assertTrue(logging.get_absl_handler().filter(record))
 
   def test_without_the_variable_lines_are_unchanged(self):
     log_format.show_attempt("chief/0", None)

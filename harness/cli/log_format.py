@@ -107,7 +107,10 @@ class AttemptLabel(std_logging.Filter):
     self._shown = restart_attempt.label(task_label, attempt)
 
   def filter(self, record):
-    message = record.getMessage()
+    try:
+      message = record.getMessage()
+    except (TypeError, ValueError):  # Bad %-arguments: the handler says so.
+      return True
     shown = self._field.sub(self._shown, message, count=1)
     if shown != message:
       record.msg, record.args = shown, None
