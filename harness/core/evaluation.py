@@ -16,6 +16,7 @@ from absl import logging
 from harness import errors
 from harness._tf import tf
 from harness.core import live_metrics
+from harness.core import trainer_status
 from harness.state import checkpoints
 from harness.state import storage
 
@@ -202,8 +203,10 @@ def write_dict_to_summary(output_dir, dictionary, current_global_step):
       continue
     summary.value.extend(items)
   _write_summary(output_dir, summary, current_global_step)
-  # Every evaluation's results pass here: the live endpoint shows the last.
+  # Every evaluation's results pass here: the live endpoint shows the last,
+  # and the TrainJob's status when this process reports it.
   live_metrics.record_eval(dictionary, current_global_step)
+  trainer_status.record_eval(dictionary)
 
 
 def _write_summary(output_dir, summary, step):

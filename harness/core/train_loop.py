@@ -151,7 +151,8 @@ def _serve_live_metrics(config, context, saving_listeners):
   on, adds the listener that reports their saves."""
   if not live_metrics.serve(port=config.metrics_port,
                             bind=config.metrics_bind,
-                            task_label=context.task_label):
+                            task_label=context.task_label,
+                            attempt=config.restart_attempt):
     return saving_listeners
   if context.is_chief and (config.save_checkpoints_secs or
                            config.save_checkpoints_steps):
