@@ -12,7 +12,7 @@ doc's address). Each task goes through:
   chief / worker / master / ps runners call), a recording class standing in
   for `tf.distribute.Server` the way tf.estimator's own tests stood one in;
 * the peer wait before a training session (`core/preemption.TrainingGuard`,
-  with a recording probe in place of the network one).
+  with a recording probe in place of `cluster/peer_wait.probe`).
 
 Where harness refuses a form (as tf.estimator 2.15 did), the refusal names
 the rule and the fix. The docs table of these forms is in docs/REMOTE.md.
@@ -32,6 +32,7 @@ from harness import errors
 from harness._tf import tf
 from harness.cli import flags
 from harness.cli import plan as plan_lib
+from harness.cluster import peer_wait
 from harness.core import preemption
 from harness.core import train_loop
 from harness.distribute import roles
@@ -179,8 +180,8 @@ class OperatorTaskTest(parameterized.TestCase):
     context = train_loop.TrainContext(
         master=config.master, is_chief=config.is_chief, should_init=True,
         session_config=None, task_label=config.task_label)
-    guard = preemption.TrainingGuard.for_run(config, context, None)
-    guard._probe_peer = lambda address: probed.append(address)  # pylint: disable=protected-access
+    with mock.patch.object(peer_wait, "probe", probed.append):
+      guard = preemption.TrainingGuard.for_run(config, context, None)
     guard.before_session()
     return sorted(probed)
 

@@ -137,10 +137,10 @@ def check_strategy_jobs(strategy_kind, cluster, *, source):
   if strategy_kind in _MULTI_WORKER_KINDS and MASTER in cluster:
     fail(source, f'cluster has a legacy "master" job {cluster[MASTER]} but the'
          f" strategy is {strategy_kind}, whose cluster may only have chief, "
-         "worker and ps jobs (TensorFlow refuses a \"master\" when the "
-         'server starts).', "train without a strategy (--strategy=default: "
-         'the "master" is the chief, as in tf.estimator), or rename "master" '
-         'to "chief".')
+         "worker and ps jobs (TensorFlow's multi-worker strategies refuse a "
+         '"master" when they are configured for the task).',
+         'train without a strategy (--strategy=default: the "master" is the '
+         'chief, as in tf.estimator), or rename "master" to "chief".')
   if strategy_kind == StrategyKind.PARAMETER_SERVER and PS not in cluster:
     where = (f'cluster {sorted(cluster)} has no "ps" job' if cluster else
              "names no cluster (neither TF_CONFIG nor a remote cluster does)")
