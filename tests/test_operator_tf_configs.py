@@ -163,7 +163,7 @@ class OperatorTaskTest(parameterized.TestCase):
                              train_distribute=strategies.make_strategy(kind))
 
   def _started_server(self, config):
-    """The address of the server `prepare_task` starts, or None."""
+    """The address of the server `prepare_task` starts for this task."""
     server_module = sys.modules[tf.distribute.Server.__module__]
     recorder = type("Recorder", (_RecordingServer,), {})
     with mock.patch.object(server_module, tf.distribute.Server.__name__,
