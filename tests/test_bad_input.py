@@ -140,6 +140,40 @@ class BadInputTest(absltest.TestCase):
                           "cluster", "Fix:")
     self.assert_model_dir_not_created()
 
+  def test_tf_config_model_dir_of_wrong_type(self):
+    # Issue 37: `"model_dir": 5` ended in a TypeError traceback.
+    for value, shown in ((5, "5 (a JSON number)"), ([], "[] (a JSON array)"),
+                         (True, "true (a JSON boolean)")):
+      with self.subTest(model_dir=value):
+        result = _run(_NO_TF + _TRAIN + ["--dry_run"], env=_tf_config(
+            self._CHIEF_WORKER, "chief", 0, model_dir=value))
+        self.assert_one_error(result, 2, f'TF_CONFIG "model_dir" is {shown}'
+                              ": it must be a string", 'Fix: write it as '
+                              '"model_dir": "/path/to/dir"')
+
+  def test_tf_config_master_under_a_strategy(self):
+    # SageMaker's parameter-server TF_CONFIG names a legacy "master".
+    cluster = {"master": ["127.0.0.1:1"], "ps": ["127.0.0.1:2"],
+               "worker": ["127.0.0.1:3"]}
+    result = _run(_NO_TF + _TRAIN + [f"--model_dir={self.model_dir}",
+                                     "--strategy=parameter_server"],
+                  env=_tf_config(cluster, "worker", 0, environment="cloud"))
+    self.assert_one_error(result, 2, 'cluster has a legacy "master" job',
+                          "the strategy is parameter_server",
+                          "Fix: train without a strategy (--strategy=default")
+    self.assert_model_dir_not_created()
+
+  def test_tf_config_workers_only_without_a_strategy(self):
+    # A TFJob without a Chief replica: worker 0 is the chief only under a
+    # strategy (2.15 refused it without one).
+    result = _run(_NO_TF + _TRAIN + [f"--model_dir={self.model_dir}"],
+                  env=_tf_config({"worker": ["127.0.0.1:1", "127.0.0.1:2"]},
+                                 "worker", 0, environment="cloud"))
+    self.assert_one_error(result, 2, 'it must have one "chief" node',
+                          "harness.main: --strategy=collective or "
+                          "parameter_server")
+    self.assert_model_dir_not_created()
+
   def test_tf_config_two_chiefs(self):
     result = _run(_NO_TF + _TRAIN + [f"--model_dir={self.model_dir}"],
                   env=_tf_config({"chief": ["127.0.0.1:1", "127.0.0.1:2"]},

@@ -210,6 +210,13 @@ class ParseErrorTest(parameterized.TestCase):
        ["model_dir in TF_CONFIG should be non-empty"]),
       ("rpc_layer_not_string", json.dumps({"rpc_layer": 3}),
        ['"rpc_layer" is 3']),
+      # Issue 37: these ended in a TypeError traceback in harness.main.
+      ("model_dir_number", json.dumps({"model_dir": 5}),
+       [r'"model_dir" is 5 \(a JSON number\): it must be a string']),
+      ("model_dir_array", json.dumps({"model_dir": ["/m"]}),
+       [r'"model_dir" is \["/m"\] \(a JSON array\)']),
+      ("model_dir_boolean", json.dumps({"model_dir": True}),
+       [r'"model_dir" is true \(a JSON boolean\)']),
   )
   def test_rejected(self, text, patterns):
     # Parsing takes what 2.15 took; `validate` refuses what cannot run.
@@ -238,7 +245,14 @@ class ValidateTest(parameterized.TestCase):
 
   @parameterized.named_parameters(
       ("no_strategy_no_chief", {"worker": ["a:1", "b:1"]}, "worker", 0, False,
-       None, ['it must have one "chief" node', "train_distribute"]),
+       None, ['it must have one "chief" node', "train_distribute",
+              "--strategy=collective or parameter_server"]),
+      ("master_under_parameter_server",
+       {"master": ["m:1"], "ps": ["p:1"], "worker": ["w:1"]}, "worker", 0,
+       True, "parameter_server", ['legacy "master" job',
+                                  "--strategy=default", 'rename "master"']),
+      ("master_under_collective", {"master": ["m:1"], "worker": ["w:1"]},
+       "master", 0, True, "collective", ['legacy "master" job']),
       ("no_strategy_ps_only", {"ps": ["a:1"]}, "ps", 0, False, None,
        ["no chief"]),
       ("collective_with_ps", {"worker": ["a:1"], "ps": ["b:1"]}, "worker", 0,

@@ -192,6 +192,16 @@ def _load_json(text, source, what):
         "key once (merge the two entries).") from None
 
 
+def _json_type(value):
+  """The JSON name of a decoded value's type ("number", "array", ...)."""
+  for kind, name in ((bool, "boolean"), ((int, float), "number"),
+                     (str, "string"), (Mapping, "object"),
+                     ((list, tuple), "array")):
+    if isinstance(value, kind):
+      return name
+  return type(value).__name__
+
+
 def _parse_index(value, source, task_type):
   if isinstance(value, bool) or not isinstance(value, (int, str)) or (
       isinstance(value, str) and not re.fullmatch(r"-?\d+", value.strip())):
@@ -265,7 +275,13 @@ def parse_tf_config(text_or_mapping, *, source=TF_CONFIG_ENV):
     fail(source, f"task type {task_type!r} is not a string.",
           'give "type" as the job name, e.g. "worker".')
   task_id = _parse_index(task.get("index", 0), source, task_type)
-  if config.get("model_dir") == "":
+  model_dir = config.get("model_dir")
+  if model_dir is not None and not isinstance(model_dir, str):
+    fail(source, f'"model_dir" is {json.dumps(model_dir)} (a JSON '
+          f"{_json_type(model_dir)}): it must be a string (a directory "
+          "path).", 'write it as "model_dir": "/path/to/dir", or leave it out'
+          " and pass --model_dir.", errors.ClusterConfigTypeError)
+  if model_dir == "":
     fail_215(source, "model_dir in TF_CONFIG should be non-empty.",
               '"model_dir" is "".', 'set "model_dir" to a directory or leave '
               "it out.")

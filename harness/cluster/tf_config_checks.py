@@ -108,6 +108,9 @@ def check_job_counts(cluster, source):
               "addresses.", "run one evaluator.")
 
 
+_MULTI_WORKER_KINDS = (StrategyKind.COLLECTIVE, StrategyKind.PARAMETER_SERVER)
+
+
 def check_strategy_jobs(strategy_kind, cluster, *, source):
   """The one statement of the collective / parameter-server job rules.
 
@@ -123,14 +126,21 @@ def check_strategy_jobs(strategy_kind, cluster, *, source):
     source: where `cluster` came from, first words of the message.
 
   Raises:
-    ClusterConfigError: a "ps" job under collective, or none under
-      parameter_server.
+    ClusterConfigError: a "ps" job under collective, none under
+      parameter_server, or a legacy "master" job under either.
   """
   if strategy_kind == StrategyKind.COLLECTIVE and PS in cluster:
     fail(source, f'cluster has a "ps" job {cluster[PS]} but the strategy is '
          "collective (MultiWorkerMirroredStrategy), which keeps variables on"
          " the workers and needs no parameter servers.", 'drop the "ps" job,'
          " or use ParameterServerStrategy.")
+  if strategy_kind in _MULTI_WORKER_KINDS and MASTER in cluster:
+    fail(source, f'cluster has a legacy "master" job {cluster[MASTER]} but the'
+         f" strategy is {strategy_kind}, whose cluster may only have chief, "
+         "worker and ps jobs (TensorFlow's multi-worker strategies refuse a "
+         '"master" when they are configured for the task).',
+         'train without a strategy (--strategy=default: the "master" is the '
+         'chief, as in tf.estimator), or rename "master" to "chief".')
   if strategy_kind == StrategyKind.PARAMETER_SERVER and PS not in cluster:
     where = (f'cluster {sorted(cluster)} has no "ps" job' if cluster else
              "names no cluster (neither TF_CONFIG nor a remote cluster does)")

@@ -102,8 +102,9 @@ def _check_one_chief(info, chief_type):
               f'"{chief_type}" node.', f"the cluster has jobs "
               f"{sorted(cluster)} but no chief (needed without a "
               "train_distribute strategy).", 'add "chief": ["host:port"], or '
-              "pass RunConfig(train_distribute=...) so that worker 0 acts as "
-              "chief.")
+              "use a train_distribute strategy (RunConfig(train_distribute="
+              "...); harness.main: --strategy=collective or parameter_server)"
+              " so that worker 0 acts as chief.")
   if len(cluster[chief_type]) > 1:
     fail_215(source, f'The "cluster" in TF_CONFIG must have only one '
               f'"{chief_type}" node.', f'cluster["{chief_type}"] lists '
