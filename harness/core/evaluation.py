@@ -15,6 +15,7 @@ from absl import logging
 from harness import errors
 from harness._tf import tf
 from harness.core import live_metrics
+from harness.core import stop_signal
 from harness.state import checkpoints
 from harness.state import storage
 
@@ -108,6 +109,16 @@ class _StopAfterNEvalsHook(tf.compat.v1.train.SessionRunHook):
     return self._done
 
 
+class _StopSignalHook(tf.compat.v1.train.SessionRunHook):
+  """Ends an evaluation run inside a training loop that a stop signal
+  stops (a local train_and_evaluate's): `stop_signal.Terminated`."""
+
+  def after_run(self, run_context, run_values):
+    del run_context, run_values
+    if stop_signal.STOP_SIGNAL.stopping():
+      raise stop_signal.Terminated(stop_signal.STOP_SIGNAL.stage)
+
+
 def evaluate_once(*, checkpoint_path, master, scaffold, eval_op, final_ops,
                   hooks, session_config, steps):
   """Runs one evaluation pass and returns the final metric values.
@@ -127,7 +138,7 @@ def evaluate_once(*, checkpoint_path, master, scaffold, eval_op, final_ops,
   """
   stop_hook = _StopAfterNEvalsHook(steps)
   final_hook = tf.compat.v1.train.FinalOpsHook(final_ops)
-  all_hooks = list(hooks) + [stop_hook, final_hook]
+  all_hooks = list(hooks) + [stop_hook, final_hook, _StopSignalHook()]
   checkpoints.check_fits(checkpoint_path, scaffold)
   creator = tf.compat.v1.train.ChiefSessionCreator(
       scaffold=scaffold, checkpoint_filename_with_path=checkpoint_path,
