@@ -13,8 +13,9 @@ message on stderr, no traceback unless --verbosity=debug), 2 bad flags or
 TF_CONFIG, 143 preempted by SIGTERM and 130 interrupted by SIGINT (Ctrl-C;
 during training, after a checkpoint at the current step). The binary
 handles both signals from its first line, in every role (Python as PID 1
-of a pod ignores a SIGTERM it has no handler for). Before the job runs, the binary checks that `--model_dir`
-can be written and that `--mode=evaluate|predict` finds a checkpoint;
+of a pod ignores a SIGTERM it has no handler for). Before the job runs,
+the binary checks that `--model_dir` can be written and that
+`--mode=evaluate|predict` finds a checkpoint;
 after, an exception raised in the user's own model_fn/input_fn code (or in
 its tf.data pipeline), a NaN loss, a TensorFlow error while running the
 graph, a full disk, a read-only folder, or a checkpoint that does not fit
@@ -133,9 +134,14 @@ def main(argv, *, environ=None, handle_signals=False):
       stop_signal.STOP_SIGNAL.install_for_process(
           label=label, stop_timeout_secs=float(job_config.stop_timeout_secs))
     return _run(job_config, environ, debug)
-  except stop_signal.Terminated as e:  # SIGTERM outside the training loop.
+  except (stop_signal.Terminated, Exception):  # pylint: disable=broad-except
+    # SIGTERM outside the training loop (inside TensorFlow's bindings its
+    # exception may come out as another one).
+    stage = stop_signal.STOP_SIGNAL.terminated_in
+    if stage is None:
+      raise
     return _fail(
-        f"{label}: stopped while {e.stage} (outside the training loop); the "
+        f"{label}: stopped while {stage} (outside the training loop); the "
         "newest checkpoint in --model_dir is intact. Fix: nothing is lost; "
         "run the same command again to resume from it.",
         errors.EXIT_PREEMPTED, debug, "SIGTERM")
@@ -165,6 +171,8 @@ def _run(job_config, environ, debug):
         "again to resume from it.", errors.EXIT_INTERRUPTED, debug,
         type(e).__name__)
   except Exception as e:  # pylint: disable=broad-except
+    if stop_signal.STOP_SIGNAL.terminated_in is not None:
+      raise  # SIGTERM's, in TensorFlow's clothes: main() says it.
     label, message = diagnose.explain(
         e, job_config.plan.model_dir,
         params=job_config.params)

@@ -95,6 +95,9 @@ class StopSignal:
     self._finishing = []  # Stages the bound does not cut (a save, ...).
     self._expired_in = None  # The one the bound expired in (re-armed after).
     self._pending = None  # A signal held back by a finishing stage.
+    # The stage SIGTERM raised `Terminated` in (raised inside TensorFlow's
+    # C++ bindings it may come out as another exception).
+    self.terminated_in = None
     self._watcher = None  # (thread, read socket, write socket, old fd)
     self._timer = None
     self._armed = 0  # Which timer is the live one.
@@ -350,7 +353,8 @@ class StopSignal:
   def _interrupt(self, name):
     if name == "SIGINT":
       return KeyboardInterrupt()
-    return Terminated(self._where())
+    self.terminated_in = self._where()
+    return Terminated(self.terminated_in)
 
   def _on_signal(self, signum, frame):
     name = signal.Signals(signum).name

@@ -236,7 +236,10 @@ def _train_claimed(model, input_fn, cluster, graph_strategy, chief, claims, *,
                     claims)[0]
   except KeyboardInterrupt as e:  # The tasks were asked to stop.
     raise interrupted_error(model.model_dir) from e
-  except stop_signal.Terminated as e:  # SIGTERM (harness.main's handler).
+  except (stop_signal.Terminated, Exception) as e:  # pylint: disable=W0718
+    if stop_signal.STOP_SIGNAL.terminated_in is None:
+      raise
+    # SIGTERM (harness.main's handler), maybe in TensorFlow's clothes.
     raise interrupted_error(model.model_dir, "SIGTERM") from e
 
 
@@ -330,10 +333,10 @@ def _run_all(runs, stop, session_creation_timeout_secs, claims):
             "remote | client | waiting for %s to end (closing a training "
             "session: tf.data's autotuning can hold it up to 60 s)", ", ".join(r.label for r in runs if r.thread.is_alive()))
       runs[0].thread.join(0.2)
-  except (KeyboardInterrupt, stop_signal.Terminated) as e:
+  except (KeyboardInterrupt, stop_signal.Terminated):
     stop_signal.notify_preemption()  # The chief saves; no evaluation.
-    _stop(runs, stop, "preempted (SIGTERM)" if isinstance(
-        e, stop_signal.Terminated) else "interrupted", _INTERRUPT_SECS)
+    _stop(runs, stop, "interrupted" if stop_signal.STOP_SIGNAL.terminated_in
+          is None else "preempted (SIGTERM)", _INTERRUPT_SECS)
     raise
   failed = _first_failed(runs)
   if failed is not None:
