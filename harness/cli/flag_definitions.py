@@ -18,6 +18,7 @@ from harness.cli import flag_parsers
 from harness.cli import job_config
 from harness.cli import tensorboard_server
 from harness.cluster import env_knobs
+from harness.cluster import listen
 from harness.core import input_modes
 
 __all__ = ["FLAG_VALUES", "BARE_VALUES"]
@@ -262,8 +263,9 @@ _METRICS_BIND = flags.DEFINE_string(
     flag_values=_FLAGS)
 flags.register_validator(
     "metrics_bind", lambda value: _check(
-        bool(value and value.strip()), "is empty. Fix: 127.0.0.1 (this "
-        "machine) or 0.0.0.0 (every interface)."), flag_values=_FLAGS)
+        not listen.host_problem(value), f"{listen.host_problem(value)}. "
+        "Fix: 127.0.0.1 (this machine) or 0.0.0.0 (every interface)."),
+    flag_values=_FLAGS)
 
 
 assert set(job_config.FLAG_NAMES) == set(_FLAGS), (

@@ -77,7 +77,7 @@ def make_slow_eval_input_fn(mode, *, data_dir=None, batch_size=None,
 
   def input_fn():
     dataset = tf.data.Dataset.from_tensors(
-        ([1.0, 2.0], [3.0])).repeat().batch(batch_size)
+        ([0.1, 0.2], [0.3])).repeat().batch(batch_size)
     if mode == ModeKeys.EVAL:
       logging.info("slow | evaluation input: %g s a batch", secs)
       dataset = dataset.map(lambda x, y: (
