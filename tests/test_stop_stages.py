@@ -125,6 +125,37 @@ class EvaluationAfterSigtermTest(absltest.TestCase):
               "stopping on SIGTERM")
 
 
+@pytest.mark.slow
+class ClientSigtermTest(absltest.TestCase):
+  """A standalone client on SIGTERM: one line and a save, as on Ctrl-C;
+  before, it died silently (no line, no save)."""
+
+  def test_one_line_a_save_and_143(self):
+    cluster = _support.loopback_cluster(worker=2)
+    _support.start_servers(self, cluster, num_cpu_devices=2)
+    model_dir = self.create_tempdir().full_path
+    child = _main(
+        self, "--model_fn=linear", "--input_fn=constant",
+        f"--remote_cluster={_support.cluster_spec(cluster)}",
+        "--strategy=collective", "--num_gpus_per_worker=2", "--cpu_stand_in",
+        "--max_steps=1000000", "--save_checkpoints_steps=100000",
+        "--log_step_count_steps=10", "--batch_size=20",
+        f"--model_dir={model_dir}")
+    self.assertTrue(child.wait_for(
+        lambda: _support.steps_logged(child.output, "remote worker/1"),
+        _START_SECS), child.describe())
+    before = _support.checkpoint_step(model_dir)
+    code, secs = child.stop(signal.SIGTERM, _GRACE_SECS)
+    self.assertEqual(code, errors.EXIT_PREEMPTED, child.describe())
+    self.assertLess(secs, _GRACE_SECS, child.describe())
+    step = _support.checkpoint_step(model_dir)
+    self.assertGreater(step, before or 0, child.describe())  # The stop's save.
+    line = _one_line(self, child, "harness.main: TrainingPreemptedError: "
+                     "client: training was preempted (SIGTERM)")
+    self.assertIn(f"the newest checkpoint is at step {step}", line)
+    self.assertNotIn("Traceback", child.output, child.describe())
+
+
 # ------------------------------------------------------------- PID 1 --
 
 

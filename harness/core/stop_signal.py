@@ -258,7 +258,7 @@ class StopSignal:
           self.signal_name, what, secs, what)
       return
     how, lost = ("no step ended", " without a checkpoint at this step") if (
-        in_loop) else ("still running", "")
+        in_loop) else ("the process did not end", "")
     exit_now(
         f"preempt | {self.label} | {self.signal_name}: {how} within "
         f"{secs:g} s (--stop_timeout_secs); blocked in {self.stage}; exiting"
