@@ -150,9 +150,10 @@ class ClientSigtermTest(absltest.TestCase):
     self.assertLess(secs, _GRACE_SECS, child.describe())
     step = _support.checkpoint_step(model_dir)
     self.assertGreater(step, before or 0, child.describe())  # The stop's save.
-    line = _one_line(self, child, "harness.main: TrainingPreemptedError: "
-                     "client: training was preempted (SIGTERM)")
-    self.assertIn(f"the newest checkpoint is at step {step}", line)
+    _one_line(self, child, "harness.main: TrainingPreemptedError: client: "
+              "training was preempted (SIGTERM)")
+    self.assertIn(f"the newest checkpoint is at step {step}. Fix:",
+                  " ".join(child.output.split()))  # The line is folded.
     self.assertNotIn("Traceback", child.output, child.describe())
 
 
