@@ -197,7 +197,8 @@ _RESTART_WAIT_SECS = _secs(
 _STOP_TIMEOUT_SECS = _secs(
     "stop_timeout_secs", "After a first SIGTERM/SIGINT, a trainer whose step "
     "does not end within this many seconds logs where it is blocked and "
-    "exits without the final checkpoint")
+    "exits without the final checkpoint (a checkpoint save or an export in "
+    "progress is not cut)")
 _INPUT_TIMEOUT_SECS = _secs(
     "input_timeout_secs", "A local trainer fails when its first batch has "
     "not come after this many seconds (default: waits, logging every 10 s)")

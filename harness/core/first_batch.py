@@ -1,5 +1,4 @@
-"""A local trainer's steps: a progress line while one waits, a bound on the
-first batch.
+"""A local trainer's steps: a line while one waits, a bound on the first batch.
 
 `train_loop.run` adds the hook to a single-task loop::
 
