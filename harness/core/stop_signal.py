@@ -315,8 +315,10 @@ class StopSignal:
       self.stage = before
 
   def stopping(self):
-    """Whether a stop signal came to a training loop, or to a binary."""
-    return self.event.is_set() and (self._users > 0 or self._process)
+    """Whether a stop signal came to a training loop, or SIGTERM to a
+    binary (a standalone client's, whose tasks train in other threads)."""
+    return (self.event.is_set() and self._users > 0) or (
+        self.terminated_in is not None)
 
   def boundary_reached(self, stage):
     """The loop stops at a step boundary: no bound any more (it saves)."""

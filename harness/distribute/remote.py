@@ -334,7 +334,6 @@ def _run_all(runs, stop, session_creation_timeout_secs, claims):
             "session: tf.data's autotuning can hold it up to 60 s)", ", ".join(r.label for r in runs if r.thread.is_alive()))
       runs[0].thread.join(0.2)
   except (KeyboardInterrupt, stop_signal.Terminated):
-    stop_signal.notify_preemption()  # The chief saves; no evaluation.
     _stop(runs, stop, "interrupted" if stop_signal.STOP_SIGNAL.terminated_in
           is None else "preempted (SIGTERM)", _INTERRUPT_SECS)
     raise
