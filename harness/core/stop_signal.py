@@ -14,11 +14,12 @@ batch) would never see them. A watcher thread reads each signal from a
 wakeup socket (`signal.set_wakeup_fd`) and arms a bound (`stop_timeout_secs`,
 default `DEFAULT_STOP_TIMEOUT_SECS`); if no step boundary (in a loop) or no
 exit (outside one) comes within it, one line names the stage the process is
-blocked in and it exits (`os._exit`: the blocked thread cannot unwind). The bound is for a step (or a stage) that
-does not end: a checkpoint save or an export in progress (`finishing`) is
-not cut; the bound starts again once it ended. A second signal always ends
-the process at once, with one line. Exit status (`exit_status`):
-EXIT_PREEMPTED (143) for SIGTERM, EXIT_INTERRUPTED (130) for SIGINT.
+blocked in and it exits (`os._exit`: the blocked thread cannot unwind). The
+bound is for a step (or a stage) that does not end: a checkpoint save or an
+export in progress (`finishing`) is not cut; the bound starts again once it
+ended. A second signal always ends the process at once, with one line. Exit
+status (`exit_status`): EXIT_PREEMPTED (143) for SIGTERM, EXIT_INTERRUPTED
+(130) for SIGINT.
 """
 
 import contextlib
@@ -57,12 +58,9 @@ def exit_now(line, signal_name):
 class Terminated(BaseException):
   """SIGTERM outside a training loop, once a binary installed the handlers.
 
-  A BaseException, as KeyboardInterrupt is for SIGINT: `except Exception`
-  does not swallow it. `harness.main` turns it into one line and exit
-  status 143.
-
-  Attributes:
-    stage: what the process was doing, e.g. "an evaluation".
+  A BaseException, as KeyboardInterrupt (SIGINT): `except Exception` does
+  not swallow it. `harness.main` says it in one line, exit status 143.
+  `stage`: what the process was doing, e.g. "an evaluation".
   """
 
   def __init__(self, stage):
@@ -126,8 +124,8 @@ class StopSignal:
     return True
 
   def _install(self):
-    self._previous = {signum: signal.signal(signum, self._on_signal)
-                      for signum in STOP_SIGNALS}
+    self._previous = {n: signal.signal(n, self._on_signal)
+                      for n in STOP_SIGNALS}
     self._installed = True
     self._start_watcher()
 
