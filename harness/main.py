@@ -8,11 +8,14 @@ Under a cluster, each task runs the same command with its own TF_CONFIG
 This module wires `harness.cli.flags.parse` -> `harness.cli.preflight.preflight` ->
 `harness.cli.job.run_job`, and turns what goes wrong into one message and an
 exit status (`harness.cli.diagnose.explain` says what a failure means).
-Exit status: 0 done, 1 a problem the user can fix (one message on stderr,
-no traceback unless --verbosity=debug), 2 bad flags or TF_CONFIG, 130
-interrupted by SIGINT (Ctrl-C; during training, after a checkpoint at the
-current step). Before the job runs, the binary checks that `--model_dir`
-can be written and that `--mode=evaluate|predict` finds a checkpoint;
+Exit status (`harness.errors`): 0 done, 1 a problem the user can fix (one
+message on stderr, no traceback unless --verbosity=debug), 2 bad flags or
+TF_CONFIG, 143 preempted by SIGTERM and 130 interrupted by SIGINT (Ctrl-C;
+during training, after a checkpoint at the current step). The binary
+handles both signals from its first line, in every role (Python as PID 1
+of a pod ignores a SIGTERM it has no handler for). Before the job runs,
+the binary checks that `--model_dir` can be written and that
+`--mode=evaluate|predict` finds a checkpoint;
 after, an exception raised in the user's own model_fn/input_fn code (or in
 its tf.data pipeline), a NaN loss, a TensorFlow error while running the
 graph, a full disk, a read-only folder, or a checkpoint that does not fit
@@ -39,13 +42,13 @@ from harness.cli import legacy_imports
 from harness.cli import preflight
 from harness.cluster import jobset_env
 from harness.cli import log_format
+from harness.core import stop_signal
 
 __all__ = ["main", "run"]
 
 _ABSL_LEVELS = {"quiet": logging.WARNING, "info": logging.INFO,
                 "debug": logging.DEBUG}
 _HELP_ARGS = ("-h", "--help", "--helpfull", "-?", "--helpshort")
-_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C.
 
 
 def _requested_verbosity(argv):
@@ -94,15 +97,19 @@ def _export_derived_tf_config(info, environ):
                  info.task_label)
 
 
-def main(argv, *, environ=None):
+def main(argv, *, environ=None, handle_signals=False):
   """Parses `argv`, runs the job; returns the exit status.
 
   Args:
     argv: the command line, program name first.
     environ: mapping for TF_CONFIG etc. (default `os.environ`).
+    handle_signals: SIGTERM/SIGINT handled for the whole process
+      (`stop_signal.STOP_SIGNAL.install_for_process`), as the binary does.
 
   Returns:
-    0, 1 (HarnessError) or 2 (FlagError).
+    An exit status of `harness.errors`: EXIT_DONE, EXIT_FAILED
+    (HarnessError), EXIT_BAD_CONFIG (FlagError), EXIT_PREEMPTED (SIGTERM),
+    EXIT_INTERRUPTED (SIGINT).
   """
   environ = os.environ if environ is None else environ
   if any(arg in _HELP_ARGS for arg in argv[1:]):
@@ -112,17 +119,41 @@ def main(argv, *, environ=None):
   _set_verbosity(_requested_verbosity(argv[1:]) or "info")
   # A --model_fn/--input_fn module written for tf.estimator runs unchanged.
   legacy_imports.install_on_first_import()
+  label = "harness.main"
   try:
-    job_config = flags.parse(argv, environ=environ)
-  except errors.FlagError as e:
-    return _fail(e, 2, debug)
-  except errors.HarnessError as e:
-    return _fail(e, 1, debug)
-  _set_verbosity(job_config.verbosity)
-  # In a restarted JobSet, this process's lines show the attempt.
-  log_format.show_attempt(job_config.plan.task_label,
-                          job_config.plan.restart_attempt)
-  debug = job_config.verbosity == "debug"
+    try:
+      job_config = flags.parse(argv, environ=environ)
+    except errors.FlagError as e:
+      return _fail(e, errors.EXIT_BAD_CONFIG, debug)
+    except errors.HarnessError as e:
+      return _fail(e, errors.EXIT_FAILED, debug)
+    _set_verbosity(job_config.verbosity)
+    # In a restarted JobSet, this process's lines show the attempt.
+    log_format.show_attempt(job_config.plan.task_label,
+                            job_config.plan.restart_attempt)
+    debug = job_config.verbosity == "debug"
+    label = job_config.plan.task_label
+    if handle_signals:  # The task's label and bound in the stop's lines.
+      stop_signal.STOP_SIGNAL.install_for_process(
+          label=label, stop_timeout_secs=float(job_config.stop_timeout_secs))
+    return _run(job_config, environ, debug)
+  except (stop_signal.Terminated, Exception):  # pylint: disable=broad-except
+    # SIGTERM outside the training loop (inside TensorFlow's bindings its
+    # exception may come out as another one).
+    stage = stop_signal.STOP_SIGNAL.terminated_in
+    if stage is None:
+      raise
+    return _fail(
+        f"{label}: stopped while {stage} (outside the training loop); the "
+        "newest checkpoint in --model_dir is intact. Fix: nothing is lost; "
+        "run the same command again to resume from it.",
+        errors.EXIT_PREEMPTED, debug, "SIGTERM")
+
+
+def _run(job_config, environ, debug):
+  """main()'s job, once the flags parsed: its exit status."""
+  stop_signal.STOP_SIGNAL.stage = ("building the job (TensorFlow, the "
+                                   "model_fn's graph)")
   _export_derived_tf_config(job_config.plan.cluster_info, environ)
   try:
     preflight.preflight(job_config, job_config.plan)
@@ -130,24 +161,28 @@ def main(argv, *, environ=None):
       legacy_imports.install()
     job.run_job(job_config, environ=environ)
   except errors.FlagError as e:
-    return _fail(e, 2, debug)
+    return _fail(e, errors.EXIT_BAD_CONFIG, debug)
   except errors.TrainingPreemptedError as e:
-    return _fail(e, _INTERRUPTED if e.signal_name == "SIGINT" else 1, debug)
+    return _fail(e, stop_signal.exit_status(e.signal_name or "SIGTERM"),
+                 debug)
   except errors.HarnessError as e:
-    return _fail(e, 1, debug)
+    return _fail(e, errors.EXIT_FAILED, debug)
   except KeyboardInterrupt as e:  # Ctrl-C outside the training loop.
     return _fail(
         "interrupted (SIGINT) before or after the training loop; the newest "
         "checkpoint in --model_dir is intact. Fix: run the same command "
-        "again to resume from it.", _INTERRUPTED, debug, type(e).__name__)
+        "again to resume from it.", errors.EXIT_INTERRUPTED, debug,
+        type(e).__name__)
   except Exception as e:  # pylint: disable=broad-except
+    if stop_signal.STOP_SIGNAL.terminated_in is not None:
+      raise  # SIGTERM's, in TensorFlow's clothes: main() says it.
     label, message = diagnose.explain(
         e, job_config.plan.model_dir,
         params=job_config.params)
     if message is None:
       raise  # A harness bug: its traceback is what helps.
-    return _fail(message, 1, debug, label)
-  return 0
+    return _fail(message, errors.EXIT_FAILED, debug, label)
+  return errors.EXIT_DONE
 
 
 def _parse_absl_defaults(argv):
@@ -165,7 +200,7 @@ def _main_then_exit(argv):
   task that lost its peer that much later. Event files, log handlers and
   the standard streams are flushed first; nothing else is left to finish.
   """
-  code = main(argv)
+  code = main(argv, handle_signals=True)
   roles = sys.modules.get("harness.distribute.roles")  # Loaded if it served.
   if roles is None or not roles.serving():
     return code
@@ -179,6 +214,8 @@ def _main_then_exit(argv):
 
 def run():
   """Console-script entry point (`harness-main`)."""
+  # First: as PID 1 of a pod, a SIGTERM without a handler is ignored.
+  stop_signal.STOP_SIGNAL.install_for_process()
   app.run(_main_then_exit, flags_parser=_parse_absl_defaults)
 
 

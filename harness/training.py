@@ -26,6 +26,7 @@ from harness import spec as spec_lib
 from harness._tf import tf
 from harness.cluster import jobs
 from harness.cluster import tf_config
+from harness.core.stop_signal import STOP_SIGNAL
 from harness.distribute import evaluator as evaluator_lib
 from harness.distribute import roles
 from harness.distribute import save_listener
@@ -271,6 +272,7 @@ class _TrainingExecutor:
     _check_eval_spec(self._eval_spec)
     logging.info("train_and_evaluate | evaluator/0 | watching %s",
                  self._estimator.model_dir)
+    STOP_SIGNAL.stage = "waiting for a new checkpoint (the evaluator)"
     return evaluator_lib.run_continuous(
         self._estimator, self._train_spec, self._eval_spec,
         continuous_eval_listener=self._continuous_eval_listener)
@@ -278,6 +280,7 @@ class _TrainingExecutor:
   def run_ps(self):
     """A parameter server: serves until every trainer has finished."""
     self._start_std_server(self._estimator.config)
+    STOP_SIGNAL.stage = "serving as a parameter server"
     return roles.run_ps(self._estimator)
 
   def run_local(self):

@@ -13,6 +13,7 @@ import time
 from absl.testing import absltest
 import pytest
 
+from harness import errors
 from harness import estimator as estimator_lib
 from harness import spec as spec_lib
 from harness._tf import tf
@@ -40,15 +41,34 @@ class FirstBatchHookTest(absltest.TestCase):
     self.assertIn("s (input_timeout_secs=0.3): the first session.run",
                   lines[0])
 
-  def test_first_run_returning_ends_the_watch(self):
+  def test_first_run_returning_ends_the_bound_and_end_the_watch(self):
     lines = []
     hook = first_batch.FirstBatchHook(timeout_secs=0.5, report_secs=0.1,
                                       on_timeout=lines.append)
     hook.before_run(None)
     hook.after_run(None, None)
+    time.sleep(0.8)  # Past the first batch's bound: it no longer applies.
+    hook.end(None)
     hook._thread.join(timeout=30)  # pylint: disable=protected-access
     self.assertEqual(lines, [])
     self.assertFalse(hook._thread.is_alive())  # pylint: disable=protected-access
+
+  def test_a_later_step_that_hangs_is_reported(self):
+    # Issue 37: a step hung after the first batch printed nothing for 90 s.
+    hook = first_batch.FirstBatchHook(timeout_secs=0.3, report_secs=0.1,
+                                      on_timeout=self.fail)
+    with self.assertLogs(level="INFO") as logs:
+      hook.before_run(None)
+      hook.after_run(None, None)
+      hook.before_run(None)  # The second session.run never returns.
+      _support.wait_for(
+          lambda: "waiting for a training step ..." in "\n".join(logs.output),
+          30, "the waiting line")
+      hook.stop()
+    text = "\n".join(logs.output)
+    self.assertIn("(session.run 2 has not returned: a stalled input or a "
+                  "slow step?)", text)
+    self.assertNotIn("waiting for the first batch", text)
 
   def test_a_first_run_that_raises_ends_the_watch(self):
     # The first batch fails: neither after_run nor end comes, so the loop
@@ -111,7 +131,7 @@ class HungInputTest(absltest.TestCase):
     self.assertTrue(child.wait_for_text("waiting for the first batch ...",
                                         _START_SECS), child.describe())
     code, secs = child.stop(signal.SIGTERM, 3 + _EXIT_SLACK_SECS)
-    self.assertEqual(code, 1, child.describe())
+    self.assertEqual(code, errors.EXIT_PREEMPTED, child.describe())
     self.assertLess(secs, 3 + _EXIT_SLACK_SECS, child.describe())
     self.assertGreaterEqual(secs, 2.5, child.describe())
     lines = _error_lines(child, "no step ended within 3 s")
@@ -129,7 +149,7 @@ class HungInputTest(absltest.TestCase):
                                         "step", _EXIT_SLACK_SECS),
                     child.describe())
     code, secs = child.stop(signal.SIGINT, _EXIT_SLACK_SECS)
-    self.assertEqual(code, 130, child.describe())
+    self.assertEqual(code, errors.EXIT_INTERRUPTED, child.describe())
     self.assertLess(secs, _EXIT_SLACK_SECS, child.describe())
     lines = _error_lines(child, "SIGINT again: exiting now")
     self.assertLen(lines, 1, child.describe())

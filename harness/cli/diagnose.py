@@ -113,6 +113,8 @@ def explain(error, model_dir, *, params=None):
     params: the model's params (to name a NaN learning rate), or None.
   """
   tf = sys.modules.get("tensorflow")
+  if _model_dir_gone(model_dir, tf):
+    return type(error).__name__, _model_dir_deleted(error, model_dir)
   if tf is not None and isinstance(
       error, tf.compat.v1.train.NanLossDuringTrainingError):
     return type(error).__name__, _nan_loss(error, params)
@@ -131,6 +133,25 @@ def explain(error, model_dir, *, params=None):
     return type(error).__name__, _unwritable(
         error.filename, error.strerror, model_dir)
   return None, None
+
+
+def _model_dir_gone(model_dir, tf):
+  """Whether the job's model_dir no longer exists (deleted while it ran)."""
+  if not model_dir or tf is None:
+    return False
+  try:
+    return not tf.io.gfile.exists(model_dir)
+  except tf.errors.OpError:  # Its file system cannot say: not known gone.
+    return False
+
+
+def _model_dir_deleted(error, model_dir):
+  return (
+      f"--model_dir={model_dir} was deleted while the job ran "
+      f"({_first_lines(error, 1)}); its checkpoints went with it. Fix: keep "
+      "model_dir in place while a job writes it (did a cleanup or another "
+      "job remove it?), then run the same command again (from step 0 if "
+      "nothing is left).")
 
 
 def _explain_op_error(error, model_dir, tf):

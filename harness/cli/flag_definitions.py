@@ -18,6 +18,7 @@ from harness.cli import flag_parsers
 from harness.cli import job_config
 from harness.cli import tensorboard_server
 from harness.cluster import env_knobs
+from harness.cluster import listen
 from harness.core import input_modes
 
 __all__ = ["FLAG_VALUES", "BARE_VALUES"]
@@ -196,7 +197,8 @@ _RESTART_WAIT_SECS = _secs(
 _STOP_TIMEOUT_SECS = _secs(
     "stop_timeout_secs", "After a first SIGTERM/SIGINT, a trainer whose step "
     "does not end within this many seconds logs where it is blocked and "
-    "exits without the final checkpoint")
+    "exits without the final checkpoint (a checkpoint save or an export in "
+    "progress is not cut)")
 _INPUT_TIMEOUT_SECS = _secs(
     "input_timeout_secs", "A local trainer fails when its first batch has "
     "not come after this many seconds (default: waits, logging every 10 s)")
@@ -262,8 +264,9 @@ _METRICS_BIND = flags.DEFINE_string(
     flag_values=_FLAGS)
 flags.register_validator(
     "metrics_bind", lambda value: _check(
-        bool(value and value.strip()), "is empty. Fix: 127.0.0.1 (this "
-        "machine) or 0.0.0.0 (every interface)."), flag_values=_FLAGS)
+        not listen.host_problem(value), f"{listen.host_problem(value)}. "
+        "Fix: 127.0.0.1 (this machine) or 0.0.0.0 (every interface)."),
+    flag_values=_FLAGS)
 
 
 assert set(job_config.FLAG_NAMES) == set(_FLAGS), (

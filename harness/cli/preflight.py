@@ -4,12 +4,14 @@
 
     preflight.preflight(job, job.plan)   # ConfigError / CheckpointError
 
-Checks what os.path can see of the job's model_dir (not writable, a file
-where `export/` goes, --mode=evaluate|predict with no checkpoint): the one
-its plan names (`harness.cli.plan`, made by `harness.cli.flags.parse`).
-No TensorFlow. The cases and messages: docs/ERRORS.md.
+Checks what os.path can see of the job's model_dir (not writable, a
+dangling or looping symbolic link on its path, a file where `export/`
+goes, --mode=evaluate|predict with no checkpoint): the one its plan
+names (`harness.cli.plan`, made by `harness.cli.flags.parse`). No
+TensorFlow. The cases and messages: docs/ERRORS.md.
 """
 
+import errno
 import glob
 import os
 
@@ -49,6 +51,27 @@ def _check_name_lengths(model_dir):
           f"--model_dir={model_dir[:60]}...: its folder name "
           f"{name[:20]}... is {size} bytes long; this file system allows "
           f"{limit} bytes per name. Fix: shorten that folder name.")
+
+
+def _check_symlinks(model_dir):
+  """A folder of model_dir that is a symbolic link to nowhere (dangling)
+  or to itself (a loop): os.path.exists says False and the folder above
+  would be checked instead; TensorFlow fails later with a traceback."""
+  path = os.sep
+  for name in os.path.abspath(model_dir).split(os.sep):  # local-fs: preflight
+    path = os.path.join(path, name)
+    if not os.path.islink(path) or os.path.exists(path):
+      continue
+    try:
+      os.stat(path)  # local-fs: preflight
+      why = "cannot be followed"
+    except OSError as e:
+      why = (f"loops ({e.strerror})" if e.errno == errno.ELOOP else
+             f"points to {os.readlink(path)}, which does not exist")
+    raise errors.ConfigError(
+        f"--model_dir={model_dir}: {path} is a symbolic link that {why}. "
+        "Fix: point the link at an existing folder (or remove it), or pass "
+        "another --model_dir.")
 
 
 def _unwritable_reason(path):
@@ -100,6 +123,7 @@ def preflight(job_config, plan):
   if plan.role == plan_lib.Role.PS:
     return  # A ps task never writes model_dir (it may not even mount it).
   _check_name_lengths(model_dir)
+  _check_symlinks(model_dir)
   reason = _unwritable_reason(model_dir)
   if job_config.mode == "predict":
     reason = None  # It only reads model_dir; the output goes elsewhere.

@@ -23,11 +23,14 @@ is refused with `NotSupportedError`, since TensorFlow cannot bind one.
 This module imports nothing from TensorFlow.
 """
 
+import ipaddress
+import re
+
 from harness import errors
 
 __all__ = [
     "ISOLATION_ENV", "NETNS", "ALL_INTERFACES", "check_bind_address",
-    "describe", "port_of",
+    "describe", "host_problem", "port_of",
 ]
 
 # Set by harness.launch in each task's environment when the task runs in
@@ -36,6 +39,30 @@ ISOLATION_ENV = "HARNESS_NETWORK_ISOLATION"
 NETNS = "netns"
 ALL_INTERFACES = "*"
 _ALL_SPELLINGS = ("*", "0.0.0.0", "::", "[::]")
+
+
+_HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)\Z")
+
+
+def host_problem(host):
+  """Why `host` is neither an IP address nor a host name, or None.
+
+  A syntax check only (no lookup): e.g. "not..a..host" has an empty label,
+  which Python's socket module rejects with a UnicodeError.
+  """
+  if not isinstance(host, str) or not host.strip():
+    return "is empty"
+  try:
+    ipaddress.ip_address(host[1:-1] if host.startswith("[") else host)
+    return None
+  except ValueError:
+    pass
+  name = host[:-1] if host.endswith(".") else host
+  if len(name) > 253 or not all(_HOST_LABEL.match(label)
+                                for label in name.split(".")):
+    return ("is neither an IP address nor a host name (labels of 1-63 "
+            "letters, digits or '-' between dots)")
+  return None
 
 
 def port_of(address):

@@ -16,6 +16,7 @@ from absl import logging
 from harness import errors
 from harness._tf import tf
 from harness.core import live_metrics
+from harness.core import stop_signal
 from harness.core import trainer_status
 from harness.state import checkpoints
 from harness.state import storage
@@ -113,6 +114,16 @@ class _StopAfterNEvalsHook(tf.compat.v1.train.SessionRunHook):
     return self._done
 
 
+class _StopSignalHook(tf.compat.v1.train.SessionRunHook):
+  """Ends an evaluation run inside a training loop that a stop signal
+  stops (a local train_and_evaluate's): `stop_signal.Terminated`."""
+
+  def after_run(self, run_context, run_values):
+    del run_context, run_values
+    if stop_signal.STOP_SIGNAL.stopping():
+      raise stop_signal.Terminated(stop_signal.STOP_SIGNAL.stage)
+
+
 def evaluate_once(*, checkpoint_path, master, scaffold, eval_op, final_ops,
                   hooks, session_config, steps):
   """Runs one evaluation pass and returns the final metric values.
@@ -132,7 +143,7 @@ def evaluate_once(*, checkpoint_path, master, scaffold, eval_op, final_ops,
   """
   stop_hook = _StopAfterNEvalsHook(steps)
   final_hook = tf.compat.v1.train.FinalOpsHook(final_ops)
-  all_hooks = list(hooks) + [stop_hook, final_hook]
+  all_hooks = list(hooks) + [stop_hook, final_hook, _StopSignalHook()]
   checkpoints.check_fits(checkpoint_path, scaffold)
   # tf.estimator 2.15's lines around an evaluation (TensorFlow's logger).
   tf.compat.v1.logging.info("Starting evaluation at %s", time.strftime(

@@ -2,6 +2,8 @@
 worker), then `TrainingPreemptedError` after the chief's final save.
 
 `preemption.TrainingGuard` makes one (`guard.hook`), to be added last.
+`SaveStageListener` goes first among a CheckpointSaverHook's listeners: a
+save in progress is a stage the stop bound does not cut (`stop_signal`).
 """
 
 from absl import logging
@@ -11,7 +13,8 @@ from harness import errors
 from harness._tf import tf
 from harness.core.stop_signal import STOP_SIGNAL
 
-__all__ = ["GuardHook", "VOTE_GROUP_KEY", "VOTE_INSTANCE_KEY"]
+__all__ = ["GuardHook", "SaveStageListener", "VOTE_GROUP_KEY",
+           "VOTE_INSTANCE_KEY"]
 
 # Keys of the vote collective: far above the strategy's own (which count up
 # from 1), so the two never share a group or an instance.
@@ -120,3 +123,17 @@ class GuardHook(tf.compat.v1.train.SessionRunHook):
         "from that step.")
     error.signal_name = name
     raise error
+
+
+class SaveStageListener(tf.compat.v1.train.CheckpointSaverListener):
+  """Marks a checkpoint save (the listeners' `before_save`, then the Saver)
+  as a stage `--stop_timeout_secs` does not cut; the first listener."""
+
+  def before_save(self, session, global_step_value):
+    del session
+    STOP_SIGNAL.begin_finishing(
+        f"a checkpoint save (step {global_step_value})")
+
+  def after_save(self, session, global_step_value):
+    del session, global_step_value
+    STOP_SIGNAL.end_finishing()

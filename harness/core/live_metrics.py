@@ -25,6 +25,7 @@ import prometheus_client
 
 from harness import errors
 from harness.cluster import jobs
+from harness.cluster import listen
 
 __all__ = [
     "DEFAULT_METRICS_BIND", "DEFAULT_METRICS_PORT",
@@ -53,12 +54,14 @@ def check_metrics_port(port, source="metrics_port"):
 
 
 def check_metrics_bind(bind, source="metrics_bind"):
-  """Returns `bind` if it is a non-empty host string, else raises."""
-  if not isinstance(bind, str) or not bind.strip():
+  """Returns `bind` if it is an IP address or host name, else raises."""
+  problem = listen.host_problem(bind)
+  if problem:
     raise errors.ConfigError(
-        f"{source}={bind!r}: the live metrics endpoint needs an address to "
-        f"listen on. Fix: pass {DEFAULT_METRICS_BIND!r} (this machine only) "
-        "or '0.0.0.0' (every interface, for a scraper on another host).")
+        f"{source}={bind!r} {problem}: the live metrics endpoint needs an "
+        f"address to listen on. Fix: pass {DEFAULT_METRICS_BIND!r} (this "
+        "machine only) or '0.0.0.0' (every interface, for a scraper on "
+        "another host).")
   return bind
 
 

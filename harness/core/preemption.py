@@ -249,6 +249,8 @@ class TrainingGuard:
     (the latest session opening on record): the survivors of a crash first
     detect the loss (within the peer timeout), exit and are restarted.
     """
+    STOP_SIGNAL.stage = ("creating the training session (waiting for "
+                         "peers, restoring the newest checkpoint)")
     if not self.multi_task:
       return
     self._wait_for_ports()

@@ -18,6 +18,7 @@ from harness import spec as spec_lib
 from harness._tf import tf
 from harness.core import auto_loop
 from harness.core import first_batch
+from harness.core import guard_hook
 from harness.core import live_metrics
 from harness.core import preemption
 from harness.core import progress
@@ -241,7 +242,9 @@ def _assemble_hooks(train_graph, hooks, *, model_dir, config, context,
   _ensure_saver(scaffold, config)
   chief_hooks = _checkpoint_saver_hooks(
       worker_hooks + list(spec.training_chief_hooks), model_dir=model_dir,
-      config=config, scaffold=scaffold, saving_listeners=saving_listeners)
+      config=config, scaffold=scaffold, saving_listeners=saving_listeners,
+      stage_listener=(guard_hook.SaveStageListener()
+                      if config.remote_cluster is None else None))
   if context.is_chief:
     # Before the first save: a killed run's temporary files go, and the
     # Saver counts the checkpoints earlier runs left (keep_checkpoint_max).
@@ -297,24 +300,27 @@ def _common_hooks(train_graph, hooks, *, config, context, max_steps):
 
 
 def _checkpoint_saver_hooks(all_hooks, *, model_dir, config, scaffold,
-                            saving_listeners):
+                            saving_listeners, stage_listener=None):
   """The chief's CheckpointSaverHook, unless `all_hooks` has one.
 
-  `saving_listeners` go to the new hook, or are added to the given one.
+  `saving_listeners` go to the new hook, or are added to the given one;
+  `stage_listener` (a save is not cut by the stop bound) goes first.
   """
   chief_hooks = []
   if config.save_checkpoints_secs or config.save_checkpoints_steps:
+    first = [stage_listener] if stage_listener is not None else []
     if not any(isinstance(h, tf.compat.v1.train.CheckpointSaverHook)
                for h in all_hooks):
       chief_hooks.append(tf.compat.v1.train.CheckpointSaverHook(
           model_dir, save_secs=config.save_checkpoints_secs,
           save_steps=config.save_checkpoints_steps, scaffold=scaffold,
           save_graph_def=config.checkpoint_save_graph_def,
-          listeners=saving_listeners))
-    elif saving_listeners:
+          listeners=first + saving_listeners))
+    elif saving_listeners or first:
       saver_hook = next(h for h in all_hooks if isinstance(
           h, tf.compat.v1.train.CheckpointSaverHook))
-      _tf_private.add_saving_listeners(saver_hook, saving_listeners)
+      _tf_private.add_saving_listeners(saver_hook, saving_listeners,
+                                       first=stage_listener)
   elif saving_listeners:
     raise errors.ConfigError(
         "There should be a CheckpointSaverHook to use saving_listeners. "

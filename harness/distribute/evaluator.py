@@ -25,6 +25,7 @@ from harness.cluster import jobs
 from harness.core import evaluation
 from harness.core import live_metrics
 from harness.core import preemption
+from harness.core import stop_signal
 from harness.distribute import eval_result
 from harness.state import checkpoints
 from harness.state import run_state
@@ -96,10 +97,12 @@ class CheckpointEvaluator:
           eval_result.EvalStatus.NO_NEW_CHECKPOINT)
       return None, []
     try:
-      metrics = self._estimator.evaluate(
-          input_fn=self._eval_spec.input_fn, steps=self._eval_spec.steps,
-          name=self._eval_spec.name, checkpoint_path=path,
-          hooks=self._eval_spec.hooks)
+      with stop_signal.STOP_SIGNAL.stage_as(
+          f"an evaluation (of {os.path.basename(path)})"):
+        metrics = self._estimator.evaluate(
+            input_fn=self._eval_spec.input_fn, steps=self._eval_spec.steps,
+            name=self._eval_spec.name, checkpoint_path=path,
+            hooks=self._eval_spec.hooks)
     except (ValueError, tf.errors.NotFoundError):
       if tf.io.gfile.exists(path + ".index"):
         raise
@@ -130,11 +133,14 @@ class CheckpointEvaluator:
     """Runs every exporter of the EvalSpec; returns their results."""
     results = []
     for exporter in self._eval_spec.exporters:
-      results.append(exporter.export(
-          estimator=self._estimator,
-          export_path=self._export_path(exporter),
-          checkpoint_path=checkpoint_path, eval_result=metrics,
-          is_the_final_export=is_the_final_export))
+      # An export in progress finishes (a stop signal waits for its end).
+      with stop_signal.STOP_SIGNAL.finishing(
+          f"an export ({exporter.name}, {os.path.basename(checkpoint_path)})"):
+        results.append(exporter.export(
+            estimator=self._estimator,
+            export_path=self._export_path(exporter),
+            checkpoint_path=checkpoint_path, eval_result=metrics,
+            is_the_final_export=is_the_final_export))
     if is_the_final_export:
       self.final_export_done = True
     return results

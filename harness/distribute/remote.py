@@ -56,6 +56,7 @@ from harness import errors
 from harness import run_config as run_config_lib
 from harness._tf import tf
 from harness.cluster.strategy_kind import StrategyKind
+from harness.core import stop_signal
 from harness.core import train_loop
 from harness.core import trainer
 from harness.distribute import graph_strategy as graph_strategy_lib
@@ -69,7 +70,7 @@ from harness.state import checkpoints
 __all__ = ["interrupted_error", "train_remote"]
 
 _STOP_SECS = 30.0  # How long stopping the other tasks after an error takes.
-_INTERRUPT_SECS = 5.0  # The same after Ctrl-C.
+_INTERRUPT_SECS = 5.0  # The same after Ctrl-C or SIGTERM.
 _WAIT_LOG_SECS = 60.0
 _CLOSE_LOG_SECS = 5.0  # Say what the client waits for after this long.
 _MAX_KEY_BASE = 2**21  # Group keys are int32 on the servers: base * 1000.
@@ -235,19 +236,26 @@ def _train_claimed(model, input_fn, cluster, graph_strategy, chief, claims, *,
                     claims)[0]
   except KeyboardInterrupt as e:  # The tasks were asked to stop.
     raise interrupted_error(model.model_dir) from e
+  except (stop_signal.Terminated, Exception) as e:  # pylint: disable=W0718
+    if stop_signal.STOP_SIGNAL.terminated_in is None:
+      raise
+    # SIGTERM (harness.main's handler), maybe in TensorFlow's clothes.
+    raise interrupted_error(model.model_dir, "SIGTERM") from e
 
 
-def interrupted_error(model_dir):
-  """The error of a client stopped by SIGINT (Ctrl-C) while training."""
+def interrupted_error(model_dir, signal_name="SIGINT"):
+  """The error of a client stopped by SIGINT (Ctrl-C) or SIGTERM while
+  training (harness.main exits 130 or 143)."""
   step = checkpoints.global_step_of(
       checkpoints.latest_usable_checkpoint(model_dir))
   saved = ("no checkpoint yet" if step is None else
            f"the newest checkpoint is at step {step}")
+  how = "interrupted" if signal_name == "SIGINT" else "preempted"
   error = errors.TrainingPreemptedError(
-      f"client: training was interrupted (SIGINT); the tasks were asked to "
+      f"client: training was {how} ({signal_name}); the tasks were asked to "
       f"stop after their current step and {saved}. Fix: run the same "
       "command again to resume from it.")
-  error.signal_name = "SIGINT"
+  error.signal_name = signal_name
   return error
 
 
@@ -325,8 +333,9 @@ def _run_all(runs, stop, session_creation_timeout_secs, claims):
             "remote | client | waiting for %s to end (closing a training "
             "session: tf.data's autotuning can hold it up to 60 s)", ", ".join(r.label for r in runs if r.thread.is_alive()))
       runs[0].thread.join(0.2)
-  except KeyboardInterrupt:
-    _stop(runs, stop, "interrupted", _INTERRUPT_SECS)
+  except (KeyboardInterrupt, stop_signal.Terminated):
+    _stop(runs, stop, "interrupted" if stop_signal.STOP_SIGNAL.terminated_in
+          is None else "preempted (SIGTERM)", _INTERRUPT_SECS)
     raise
   failed = _first_failed(runs)
   if failed is not None:

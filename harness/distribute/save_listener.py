@@ -17,6 +17,7 @@ import time
 from absl import logging
 
 from harness._tf import tf
+from harness.core import stop_signal
 from harness.distribute import eval_result
 
 __all__ = ["NewCheckpointListener"]
@@ -44,8 +45,25 @@ class NewCheckpointListener(tf.compat.v1.train.CheckpointSaverListener):
     self.export_results = []
 
   def _evaluate(self, step):
-    """Evaluates; False when the continuous listener asks to stop."""
-    metrics, exports = self._evaluator.evaluate_and_export()
+    """Evaluates; False when the continuous listener asks to stop.
+
+    Not after a stop signal (SIGTERM, SIGINT): the run that resumes
+    evaluates a later checkpoint; an evaluation the signal interrupts ends
+    at its next step, unwritten. Exports in progress finish.
+    """
+    signal = stop_signal.STOP_SIGNAL
+    if signal.stopping():
+      logging.warning("eval | checkpoint at step %d not evaluated: stopping "
+                      "on %s (the run that resumes evaluates a later one)",
+                      step, signal.signal_name)
+      return True
+    try:
+      metrics, exports = self._evaluator.evaluate_and_export()
+    except stop_signal.Terminated:
+      logging.warning("eval | evaluation of the checkpoint at step %d "
+                      "stopped by %s: not written (the run that resumes "
+                      "evaluates a later one)", step, signal.signal_name)
+      return True
     if metrics is not None:
       self.eval_result = metrics
       self.export_results = exports

@@ -193,9 +193,9 @@ class RunConfig:
         after this many `session.run` calls leave the global step where it
         was (a train_op that never advances it); None never stops.
       stop_timeout_secs: after a first SIGTERM/SIGINT, a training process
-        whose step does not end within this many seconds (a hung input,
-        a blocked session.run) logs the stage it is blocked in and exits,
-        without the final checkpoint (seconds > 0).
+        whose step does not end within this many seconds (a hung input; a
+        save or an export in progress is not cut) logs the stage it is
+        blocked in and exits, without the final checkpoint (seconds > 0).
       input_timeout_secs: a local training run whose first batch has not
         arrived (its first session.run has not returned) after this many
         seconds fails (None: it waits, logging every 10 s).

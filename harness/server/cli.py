@@ -84,7 +84,7 @@ def _cluster_info(flag, environ):
   return info
 
 
-def _main(flag, argv):
+def _main(flag, received, argv):
   # absl's full prefix only with absl's --verbosity=1 (debug).
   log_format.use(debug=logging.get_verbosity() >= logging.DEBUG)
   if len(argv) > 1:
@@ -101,7 +101,6 @@ def _main(flag, argv):
   except (errors.ConfigError, errors.NotSupportedError) as e:
     bad_flags.usage_error("server", str(e))
   task = cluster_lib.task_label(info.task_type, info.task_id)
-  received = serve.catch_stop_signals()
   line, warning = listen.describe(info.task_address, environ=os.environ,
                                   bind_address=bind_address)
   logging.info("server | %s | listening on %s | %d CPU devices", task, line,
@@ -135,7 +134,10 @@ def _help_text(flag):
 
 def run():
   """Console-script entry point (`harness-server`), as `python -m`."""
+  # First: a stop signal while it starts still ends it (with 0, once it
+  # listens), also as PID 1 of a pod, where an unhandled SIGTERM is ignored.
+  received = serve.catch_stop_signals()
   flag = _define_flags()
-  app.run(functools.partial(_main, flag),
+  app.run(functools.partial(_main, flag, received),
           flags_parser=bad_flags.flags_parser("server",
                                         help_text=lambda: _help_text(flag)))

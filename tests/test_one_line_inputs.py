@@ -1,0 +1,104 @@
+"""Three inputs of issue 37 that ended in a traceback or passed preflight:
+`--metrics_bind=not..a..host`, a model_dir deleted while the job runs, and
+a model_dir under a dangling or looping symbolic link. Each is now one line
+naming the value, the rule and the fix."""
+
+import os
+import shutil
+
+from absl.testing import absltest
+import pytest
+
+from harness import errors
+from harness import run_config as run_config_lib
+from harness.cli import flags
+from harness.cli import preflight
+from harness.cluster import listen
+from tests import _support
+
+
+def _parse(*extra):
+  return flags.parse(["harness.main", "--model_fn=linear",
+                      "--input_fn=constant", *extra], environ={})
+
+
+class MetricsBindTest(absltest.TestCase):
+
+  def test_a_malformed_host_is_a_flag_error(self):
+    # Before: UnicodeError ("label empty or too long") from the socket
+    # module when the endpoint started, with its traceback.
+    with self.assertRaises(errors.FlagError) as ctx:
+      _parse("--metrics_port=9464", "--metrics_bind=not..a..host")
+    self.assertIn("flag --metrics_bind=not..a..host: is neither an IP "
+                  "address nor a host name", str(ctx.exception))
+    self.assertIn("Fix: 127.0.0.1", str(ctx.exception))
+
+  def test_run_config_refuses_it_too(self):
+    with self.assertRaisesRegex(errors.ConfigError,
+                                "metrics_bind='not..a..host' is neither"):
+      run_config_lib.RunConfig(metrics_bind="not..a..host")
+
+  def test_good_hosts_pass(self):
+    for host in ("127.0.0.1", "0.0.0.0", "::", "[::1]", "localhost",
+                 "node-1.example.com"):
+      self.assertIsNone(listen.host_problem(host), host)
+    for host in ("", "not..a..host", "-x", "a" * 64, "a b"):
+      self.assertIsNotNone(listen.host_problem(host), host)
+
+
+class SymlinkPreflightTest(absltest.TestCase):
+  """Before, os.path.exists() said False for both links, preflight checked
+  the folder above (writable) and passed."""
+
+  def _preflight(self, model_dir):
+    job = _parse(f"--model_dir={model_dir}", "--mode=train")
+    preflight.preflight(job, job.plan)
+
+  def test_a_looping_link_on_the_path_is_refused(self):
+    root = self.create_tempdir().full_path
+    loop = os.path.join(root, "loop")
+    os.symlink(loop, loop)
+    with self.assertRaises(errors.ConfigError) as ctx:
+      self._preflight(os.path.join(loop, "model"))
+    self.assertIn(f"{loop} is a symbolic link that loops (Too many levels "
+                  "of symbolic links). Fix:", str(ctx.exception))
+
+  def test_a_dangling_link_as_model_dir_is_refused(self):
+    root = self.create_tempdir().full_path
+    link = os.path.join(root, "model")
+    os.symlink(os.path.join(root, "gone"), link)
+    with self.assertRaises(errors.ConfigError) as ctx:
+      self._preflight(link)
+    self.assertIn(f"{link} is a symbolic link that points to "
+                  f"{root}/gone, which does not exist. Fix: point the link "
+                  "at an existing folder", str(ctx.exception))
+    os.mkdir(os.path.join(root, "gone"))  # Now a link to a folder: fine.
+    self._preflight(os.path.join(link, "model"))
+
+
+@pytest.mark.slow
+class ModelDirDeletedTest(absltest.TestCase):
+
+  def test_one_line_naming_model_dir(self):
+    root = self.create_tempdir().full_path
+    model_dir = os.path.join(root, "m")
+    child = _support.ChildProcess(
+        ["-m", "harness.main", "--model_fn=linear", "--input_fn=constant",
+         "--mode=train", "--max_steps=100000", "--save_checkpoints_steps=200",
+         f"--model_dir={model_dir}"], "trainer")
+    self.addCleanup(child.kill_group)
+    self.assertTrue(child.wait_for_text("train | local | step 1/", 240),
+                    child.describe())
+    shutil.rmtree(model_dir)
+    self.assertEqual(child.wait(240), errors.EXIT_FAILED, child.describe())
+    # Before: a 172-line traceback ending in "ValueError: Parent directory
+    # of .../model.ckpt doesn't exist, can't save."
+    self.assertNotIn("Traceback", child.output, child.describe())
+    lines = [line for line in child.lines if line.startswith("harness.main:")]
+    self.assertLen(lines, 1, child.describe())
+    self.assertIn(f"--model_dir={model_dir} was deleted while the job ran",
+                  lines[0])
+
+
+if __name__ == "__main__":
+  absltest.main()
