@@ -21,10 +21,19 @@ from harness._tf import tf
 from harness.core import live_metrics
 from harness.core import trainer_status
 
-__all__ = ["ProgressLoggerHook"]
+__all__ = ["ProgressLoggerHook", "loss_and_step_hook"]
 
 SessionRunHook = tf.compat.v1.train.SessionRunHook
 SessionRunArgs = tf.compat.v1.train.SessionRunArgs
+
+
+def loss_and_step_hook(loss, global_step, every_n_steps):
+  """tf.estimator 2.15's own line, `loss = 0.69, step = 0 (0.366 sec)`, which
+  scripts and dashboards grep (TensorFlow's logger, INFO), every
+  `every_n_steps` runs on every task; after the chief's `global_step/sec`
+  line of the same step when added after the chief's hooks, as in 2.15."""
+  return tf.compat.v1.train.LoggingTensorHook(
+      {"loss": loss, "step": global_step}, every_n_iter=every_n_steps)
 
 
 def _format_eta(secs):
