@@ -58,7 +58,7 @@ class ClientCtrlCTest(absltest.TestCase):
         ["-m", "harness.main", "--model_fn=linear", "--input_fn=constant",
          f"--remote_cluster={_support.cluster_spec(cluster)}",
          "--strategy=collective", "--num_gpus_per_worker=2",
-         "--cpu_stand_in", "--max_steps=1000000",
+         "--cpu_stand_in", "--max_steps=1000000", "--batch_size=20",
          "--save_checkpoints_steps=20", "--log_step_count_steps=10",
          "--mode=train", f"--model_dir={model_dir}"], "client")
     self.addCleanup(client.kill_group)

@@ -37,8 +37,9 @@ def _printed(output, tag):
 
 
 @pytest.mark.slow
-@absltest.skipIf(_MISSING and not _REQUIRED, f"not installed: {', '.join(_MISSING)} (pip install "
-                 "--no-deps tensorflow-ranking==0.5.5 tensorflow-serving-api)")
+@absltest.skipIf(_MISSING and not _REQUIRED,
+                 f"not installed: {', '.join(_MISSING)} (pip install --no-deps "
+                 "tensorflow-ranking==0.5.5 tensorflow-serving-api)")
 class TfRankingTest(absltest.TestCase):
 
   def test_dnn_ranking_estimator_trains_evaluates_and_exports(self):
