@@ -17,6 +17,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 # (doc, the first cells of its table's header line)
 TABLES = (
     ("docs/RELIABILITY.md", "| Event | What the other tasks do |"),
+    ("docs/RELIABILITY.md", "| state file | what is used | warning"),
     ("docs/ERRORS.md", "| status | meaning | stderr |"),
     ("docs/SECURITY.md", "| mode | servers | reachable by, by default |"),
 )
