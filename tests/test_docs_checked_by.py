@@ -18,12 +18,14 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 TABLES = (
     ("docs/RELIABILITY.md", "| Event | What the other tasks do |"),
     ("docs/RELIABILITY.md", "| state file | what is used | warning"),
+    ("docs/RELIABILITY.md", "| Knob | Default | Meaning |"),
     ("docs/ERRORS.md", "| status | meaning | stderr |"),
     ("docs/SECURITY.md", "| mode | servers | reachable by, by default |"),
 )
 # Rows no test checks yet, by (doc, row): the work left.
 KNOWN_GAPS = {
     ("docs/SECURITY.md", "local training (`harness.main`, no cluster)"),
+    ("docs/RELIABILITY.md", "`--verbosity` (hand-over: `HARNESS_VERBOSITY`)"),
 }
 _REF_RE = re.compile(r"`(tests/[\w/]+\.py::\w+::\w+)`")
 
