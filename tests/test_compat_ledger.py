@@ -3,7 +3,9 @@
 A pin is a harness symbol (`harness.module:name`, imported and looked up) or
 one of harness's own tests (`tests/file.py::Class::test`, found with `ast`).
 The failing 2.15 tests are listed one per line, each with a reason, and the
-per-file counts in the summary table match those lines.
+per-file counts in the summary table match those lines; in each row the
+tests that pass with no failing subtest plus the failing ones are the tests
+2.15 passes, and the headline ("In all: ...") is the table's sum.
 """
 
 import ast
@@ -19,6 +21,10 @@ _PIN_RE = re.compile(r"`([^`]+)`\s*\|\s*$")
 _FAILING_RE = re.compile(r"^- `([\w/]+\.py)::(\w+)::(\w+)` — (.+)$")
 _COUNT_RE = re.compile(
     r"^\| (\w+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|$")
+_HEADLINE_RE = re.compile(
+    r"In all: (\d+) of the (\d+) tests 2\.15 passes pass \((\d+\.\d) %\); "
+    r"(\d+) \((\d+\.\d) %\) with no failing subtest\. Of the (\d+) that "
+    r"pass with a failing subtest")
 
 
 def _ledger_pins(text):
@@ -26,6 +32,17 @@ def _ledger_pins(text):
   rows = [line for line in section.splitlines()
           if line.startswith("|") and not line.startswith(("| what", "|---"))]
   return rows, [_PIN_RE.search(row) for row in rows]
+
+
+def _table(text):
+  """{file: (2.15 passes, before, now, now with no failing subtest,
+  failing now)} of the summary table."""
+  rows = {}
+  for line in text.splitlines():
+    match = _COUNT_RE.match(line)
+    if match:
+      rows[match.group(1)] = tuple(int(n) for n in match.groups()[1:])
+  return rows
 
 
 def _test_exists(ref):
@@ -68,17 +85,35 @@ class CompatLedgerTest(absltest.TestCase):
         self.assertGreater(len(match.group(4)), 10, line)
         stem = pathlib.Path(match.group(1)).stem
         failing[stem] = failing.get(stem, 0) + 1
-    counts = {}
-    for line in self.text.splitlines():
-      match = _COUNT_RE.match(line)
-      if match:
-        name, passed_215, _, _, clean, failing_now = match.groups()
-        counts[name] = (int(passed_215), int(clean), int(failing_now))
+    counts = _table(self.text)
     self.assertNotEmpty(counts)
-    for name, (passed_215, after, failing_now) in counts.items():
-      self.assertLessEqual(after, passed_215, name)
+    for name, (passed_215, _, _, clean, failing_now) in counts.items():
+      self.assertLessEqual(clean, passed_215, name)
       self.assertEqual(failing.get(name, 0), failing_now,
                        f"{name}: listed failing tests != the table's count")
+
+  def test_each_row_accounts_for_every_test_215_passes(self):
+    for name, (passed_215, _, now, clean, failing_now) in _table(
+        self.text).items():
+      self.assertBetween(now, clean, passed_215, name)
+      self.assertEqual(
+          clean + failing_now, passed_215,
+          f"{name}: {clean} passing with no failing subtest + {failing_now} "
+          f"failing != the {passed_215} tests 2.15 passes")
+
+  def test_headline_is_the_tables_sum(self):
+    match = _HEADLINE_RE.search(" ".join(self.text.split()))
+    self.assertIsNotNone(match, "COMPAT.md's 'In all: N of the M tests "
+                         "2.15 passes pass (P %); ...' line is missing")
+    now, passed_215, share, clean, clean_share, with_failing = match.groups()
+    rows = _table(self.text).values()
+    total = sum(row[0] for row in rows)
+    self.assertEqual(int(passed_215), total)
+    self.assertEqual(int(now), sum(row[2] for row in rows))
+    self.assertEqual(int(clean), sum(row[3] for row in rows))
+    self.assertEqual(int(with_failing), int(now) - int(clean))
+    self.assertEqual(share, f"{100 * int(now) / total:.1f}")
+    self.assertEqual(clean_share, f"{100 * int(clean) / total:.1f}")
 
 
 if __name__ == "__main__":

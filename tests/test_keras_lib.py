@@ -97,6 +97,22 @@ class ModelToEstimatorTest(absltest.TestCase):
     self.assertEqual({"y", "c"}, set(predictions))
     self.assertEqual((16, 3), predictions["c"].shape)
 
+  def test_object_checkpoints_resume_to_max_steps(self):
+    # The default format keeps the step under an object key, not
+    # `global_step`; a second train(max_steps=) reads it (no NotFoundError).
+    features, labels = _multi_io_data()
+    model_dir = self.create_tempdir().full_path
+    est = keras_lib.model_to_estimator(keras_model=_multi_io_model(),
+                                       model_dir=model_dir)
+    input_fn = _dataset_input_fn(features, labels, repeat=True)
+    est.train(input_fn, max_steps=5)
+    est.train(input_fn, max_steps=5)  # Already there: skipped.
+    self.assertEqual(est.get_variable_value(
+        "estimator_global_step/.ATTRIBUTES/VARIABLE_VALUE"), 5)
+    est.train(input_fn, max_steps=8)
+    self.assertEqual(est.evaluate(_dataset_input_fn(features, labels),
+                                  steps=1)["global_step"], 8)
+
   def test_wrong_input_key_raises_formatted_key_error(self):
     model = _multi_io_model()
     features, labels = _multi_io_data()

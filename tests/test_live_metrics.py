@@ -228,8 +228,25 @@ class LiveRunTest(absltest.TestCase):
     if address is not None:
       self.assertFalse(reachable(address, port),
                        f"{address}:{port} answers; the default is loopback")
+    # The loss gauge is the loss the progress line of the same step logged.
+    _support.wait_for(lambda: _loss_agrees(scrape(url), child), 240,
+                      "harness_loss to equal a logged step's loss=",
+                      details=child.describe)
     code, _ = child.stop(signal.SIGTERM, 120)
     self.assertIsNotNone(code, child.describe())
+
+
+def _loss_agrees(series, child):
+  """True when series' harness_loss matches the `loss=` that the progress
+  line of its harness_global_step logged (4 significant digits)."""
+  loss = series.get(("harness_loss", "local", None))
+  step = series.get(("harness_global_step", "local", None))
+  if loss is None or step is None:
+    return False
+  match = child.search(re.compile(
+      rf"train \| local \| step {int(step)}/\d+ \|.* \| loss=([^ |]+)"))
+  return match is not None and math.isclose(
+      float(match.group(1)), loss, rel_tol=1e-3, abs_tol=1e-6)
 
 
 def _finite(value):

@@ -23,6 +23,13 @@ from tests import _support
 _FAILING = "tests.programs.failing_fns"
 _START_SECS = 240  # TF start-up plus the first 10 s report, loaded machine.
 _EXIT_SLACK_SECS = 20  # A loaded machine's delay to deliver and exit.
+# The bounds are checked as a ratio of the configured timeout: a stop must
+# come after at least _EARLY and before _LATE times it, so a timer even twice
+# as long as configured fails (the configured values leave a loaded machine
+# at least 10 s to deliver the signal and exit).
+_STOP_TIMEOUT_SECS = 10
+_INPUT_TIMEOUT_SECS = 20
+_EARLY, _LATE = 0.9, 2.0
 
 
 class FirstBatchHookTest(absltest.TestCase):
@@ -127,17 +134,19 @@ def _error_lines(child, text):
 class HungInputTest(absltest.TestCase):
 
   def test_sigterm_exits_within_the_stop_bound_with_one_line(self):
-    child = _hung_trainer(self, "--stop_timeout_secs=3")
+    bound = _STOP_TIMEOUT_SECS
+    child = _hung_trainer(self, f"--stop_timeout_secs={bound}")
     self.assertTrue(child.wait_for_text("waiting for the first batch ...",
                                         _START_SECS), child.describe())
-    code, secs = child.stop(signal.SIGTERM, 3 + _EXIT_SLACK_SECS)
+    code, secs = child.stop(signal.SIGTERM, _LATE * bound)
     self.assertEqual(code, errors.EXIT_PREEMPTED, child.describe())
-    self.assertLess(secs, 3 + _EXIT_SLACK_SECS, child.describe())
-    self.assertGreaterEqual(secs, 2.5, child.describe())
-    lines = _error_lines(child, "no step ended within 3 s")
+    self.assertLess(secs, _LATE * bound, child.describe())
+    self.assertGreaterEqual(secs, _EARLY * bound, child.describe())
+    lines = _error_lines(child, f"no step ended within {bound} s")
     self.assertLen(lines, 1, child.describe())
-    self.assertIn("SIGTERM: no step ended within 3 s (--stop_timeout_secs); "
-                  "blocked in the first training step", lines[0])
+    self.assertIn(f"SIGTERM: no step ended within {bound} s "
+                  "(--stop_timeout_secs); blocked in the first training step",
+                  lines[0])
     self.assertNotIn("Traceback", child.output, child.describe())
 
   def test_second_signal_exits_at_once_with_one_line(self):
@@ -156,13 +165,25 @@ class HungInputTest(absltest.TestCase):
     self.assertIn("blocked in the first training step", lines[0])
 
   def test_input_timeout_fails_with_one_line(self):
-    child = _hung_trainer(self, "--input_timeout_secs=15")
-    code = child.wait(_START_SECS)
+    bound = _INPUT_TIMEOUT_SECS
+    child = _hung_trainer(self, f"--input_timeout_secs={bound}")
+    # The first wait line comes first_batch.REPORT_SECS after the first
+    # session.run began; the timeout fires `bound` s after that start.
+    self.assertTrue(child.wait_for_text("waiting for the first batch ...",
+                                        _START_SECS), child.describe())
+    seen = time.monotonic()
+    code = child.wait(_LATE * bound)
+    # At most the true seconds since the first session.run (seen late).
+    secs = time.monotonic() - seen + first_batch.REPORT_SECS
     self.assertEqual(code, 1, child.describe())
+    self.assertLess(secs, _LATE * bound, child.describe())
     lines = _error_lines(child, "no first batch after")
     self.assertLen(lines, 1, child.describe())
-    self.assertIn("(input_timeout_secs=15): the first session.run", lines[0])
+    self.assertIn(f"(input_timeout_secs={bound}): the first session.run",
+                  lines[0])
     self.assertIn("Fix:", lines[0])
+    reported = int(lines[0].split("no first batch after ")[1].split(" s")[0])
+    self.assertBetween(reported, bound, _LATE * bound)
 
 
 if __name__ == "__main__":

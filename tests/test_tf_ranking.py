@@ -1,9 +1,12 @@
 """TF Ranking's `tfr.estimator` on harness (issue 25.7, tensorflow/ranking#362).
 
 TF Ranking 0.5.5 imports `tensorflow.estimator`, gone since TF 2.16; with
-`import harness.compat` first it trains, evaluates and exports on TF 2.21.
-Skipped unless it is installed (README: `pip install --no-deps
-tensorflow-ranking==0.5.5 tensorflow-serving-api`).
+`import harness.compat` first its DNN ranking estimator and its groupwise
+path (`tfr.model.make_groupwise_ranking_fn` + `tfr.head`) train, evaluate,
+export and serve on TF 2.21. Skipped unless it is installed (README: `pip
+install --no-deps tensorflow-ranking==0.5.5 tensorflow-serving-api`); CI's
+TF Ranking leg installs it and sets HARNESS_REQUIRE_TF_RANKING=1, which
+turns the skip into a failure.
 """
 
 import ast
@@ -22,6 +25,7 @@ _PROGRAM = os.path.join(conftest.REPO_ROOT, "tests", "programs",
                         "tfr_ranking.py")
 _MISSING = [name for name in ("tensorflow_ranking", "tensorflow_serving")
             if importlib.util.find_spec(name) is None]
+_REQUIRED = os.environ.get("HARNESS_REQUIRE_TF_RANKING") == "1"
 
 
 def _printed(output, tag):
@@ -33,11 +37,13 @@ def _printed(output, tag):
 
 
 @pytest.mark.slow
-@absltest.skipIf(_MISSING, f"not installed: {', '.join(_MISSING)} (pip install "
-                 "--no-deps tensorflow-ranking==0.5.5 tensorflow-serving-api)")
+@absltest.skipIf(_MISSING and not _REQUIRED,
+                 f"not installed: {', '.join(_MISSING)} (pip install --no-deps "
+                 "tensorflow-ranking==0.5.5 tensorflow-serving-api)")
 class TfRankingTest(absltest.TestCase):
 
   def test_dnn_ranking_estimator_trains_evaluates_and_exports(self):
+    self.assertEqual(_MISSING, [], "HARNESS_REQUIRE_TF_RANKING=1")
     model_dir = self.create_tempdir().full_path
     result = _support.run([sys.executable, _PROGRAM, model_dir],
                           timeout_secs=600)
@@ -52,6 +58,16 @@ class TfRankingTest(absltest.TestCase):
                                           "saved_model.pb")), 1)
     # The served model ranks the document with the largest x first.
     scores = _printed(result.stdout, "scores")
+    self.assertLen(scores, 3)
+    self.assertEqual(scores.index(max(scores)), 1, scores)
+    # The groupwise path, the same way.
+    groupwise_dir = os.path.join(model_dir, "groupwise")
+    metrics = _printed(result.stdout, "groupwise_eval")
+    self.assertEqual(metrics["global_step"], 200)
+    self.assertIn("metric/ndcg", metrics)
+    self.assertLen(glob.glob(os.path.join(groupwise_dir, "export", "*",
+                                          "saved_model.pb")), 1)
+    scores = _printed(result.stdout, "groupwise_scores")
     self.assertLen(scores, 3)
     self.assertEqual(scores.index(max(scores)), 1, scores)
 

@@ -78,8 +78,13 @@ class ReadOnlyEvalDirTest(absltest.TestCase):
     eval_dir = os.path.join(model_dir, "eval")
     _mount_read_only(self, eval_dir)
     self._assert_one_line(self._main(model_dir, "evaluate"), eval_dir)
-    self._assert_one_line(
-        self._main(model_dir, "train_and_evaluate", "--max_steps=8"), eval_dir)
+    both = self._main(model_dir, "train_and_evaluate", "--max_steps=8")
+    self._assert_one_line(both, eval_dir)
+    # Reported before training: no step past the first run's 4 was taken.
+    self.assertEqual(_support.checkpoint_steps(model_dir)[-1], 4,
+                     both.description)
+    self.assertEqual(_support.steps_logged(both.output, "local"), [],
+                     both.description)
 
 
 @pytest.mark.slow

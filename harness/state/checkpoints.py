@@ -22,6 +22,7 @@ bytes of its fixed-size tensors, and, up to `FULL_CHECK_MAX_BYTES` of data,
 every tensor is read back (which verifies TensorFlow's per-tensor CRC).
 """
 
+import math
 import os
 import re
 
@@ -51,6 +52,7 @@ _SECOND_URL_RE = re.compile(r".+/([a-zA-Z][a-zA-Z0-9+.-]*://.*)$")
 _VERDICTS = {}
 # {model_dir: (why, chosen)}: each fallback from the state file is logged once.
 _FALLBACKS = {}
+_KERAS_GLOBAL_STEP = "estimator_global_step/.ATTRIBUTES/VARIABLE_VALUE"
 
 
 def _split(prefix):
@@ -79,8 +81,7 @@ def _data_file_paths(prefix):
 
 def _data_files(prefix):
   """The data shard paths of `prefix`, or raises CheckpointError."""
-  found = {}
-  total = None
+  found, total = {}, None
   for path in _data_file_paths(prefix):
     match = _SHARD_RE.search(path)
     found[int(match.group(1))] = path
@@ -100,13 +101,8 @@ def _fixed_size_bytes(reader):
   total = 0
   dtypes = reader.get_variable_to_dtype_map()
   for name, shape in reader.get_variable_to_shape_map().items():
-    dtype = dtypes[name]
-    if dtype == tf.string or dtype.size == 0:
-      continue
-    count = 1
-    for dim in shape:
-      count *= int(dim)
-    total += count * dtype.size
+    if dtypes[name] != tf.string and dtypes[name].size:
+      total += math.prod(int(dim) for dim in shape) * dtypes[name].size
   return total
 
 
@@ -121,10 +117,13 @@ def open_reader(prefix):
 
 
 def global_step_of(prefix):
-  """The `global_step` saved in checkpoint `prefix`; None for no prefix."""
+  """The global step saved in checkpoint `prefix`; None for no prefix."""
   if not prefix:
     return None
-  return int(open_reader(prefix).get_tensor("global_step"))
+  reader, key = open_reader(prefix), "global_step"  # Raises if it is absent.
+  if not reader.has_tensor(key) and reader.has_tensor(_KERAS_GLOBAL_STEP):
+    key = _KERAS_GLOBAL_STEP  # model_to_estimator's object-based key.
+  return int(reader.get_tensor(key))
 
 
 def check_checkpoint(prefix, *, full_check_max_bytes=FULL_CHECK_MAX_BYTES):
