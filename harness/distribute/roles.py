@@ -197,8 +197,8 @@ def train_in_cluster(model, input_fn, *, hooks=None, steps=None,
       master=target, is_chief=config.is_chief,
       should_init=config.is_chief or kind == StrategyKind.COLLECTIVE,
       session_config=session_config, task_label=config.task_label)
-  if config.is_chief:
-    run_state.clear_training_stopped(model.model_dir)
+  # The chief clears an earlier run's end mark once it holds the lease
+  # (train_loop); a trainer refused it (or that lost it) writes nothing.
   reason = "failed"
   try:
     loss = trainer.train(model, input_fn, hooks=list(hooks or []),
@@ -213,12 +213,16 @@ def train_in_cluster(model, input_fn, *, hooks=None, steps=None,
   except errors.TrainingPreemptedError:
     reason = preemption.PREEMPTED_REASON  # The evaluator waits for a resume.
     raise
+  except errors.ModelDirLeaseError:
+    reason = None  # model_dir is another trainer's: no mark of ours there.
+    raise
   except BaseException as e:
     reason = f"failed: {type(e).__name__}: {e}"[:500]
     raise
   finally:
-    run_state.write_task_done(model.model_dir, config.task_label)
-    if config.is_chief:
+    if reason is not None:
+      run_state.write_task_done(model.model_dir, config.task_label)
+    if config.is_chief and reason is not None:
       step = checkpoints.global_step_of(
           checkpoints.latest_usable_checkpoint(model.model_dir))
       run_state.write_training_stopped(model.model_dir, reason, step)
