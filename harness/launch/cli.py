@@ -23,9 +23,9 @@ warning line naming the open ports and a firewall rule for them.
 The run ends with 0 once every chief/worker/evaluator task has exited 0 (ps
 tasks, which never exit by themselves, are then stopped); with the exit status
 of the first task that failed (a signal N counts as 128+N) once its restarts
-are used up; with 124 after `--timeout_secs`; with 128+N on signal N. In each
-case every task still running gets SIGTERM, then SIGKILL after
-`--grace_secs`. The same from Python::
+are used up; with 124 after `--timeout_secs`; with 128+N on signal N. Then
+SIGTERM goes to the trainers, after them to ps and evaluator (SIGKILL after
+`--grace_secs` each), so the chief saves first. The same from Python::
 
     code = harness.launch.launch(["python", "train.py"], workers=2, ps=1)
 
