@@ -11,9 +11,7 @@ Real processes: `python -m harness.launch --chief --workers=1 --ps=1 --
 python -m harness.main --model_fn=mnist_mlp --input_fn=synthetic ...`.
 """
 
-import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -23,6 +21,7 @@ from absl.testing import absltest
 from absl.testing import parameterized
 import pytest
 
+from harness import launch
 from harness.core import stop_signal
 from harness.state import run_state
 from tests import _support
@@ -88,6 +87,51 @@ def _task_pid(model_dir, task):
 
 def _saved_step(model_dir):
   return _support.checkpoint_step(model_dir)
+
+
+# A task without TensorFlow: on SIGTERM a trainer "saves" (1 s), a ps notes
+# which trainers had saved by then.
+_ORDER_TASK = """
+import os, signal, sys, time
+folder, task = sys.argv[1], os.environ["HARNESS_TASK"].replace("/", "-")
+def on_term(*unused):
+  if task.startswith("ps"):
+    saved = sorted(n for n in os.listdir(folder) if n.endswith(".saved"))
+    with open(os.path.join(folder, "ps-saw"), "w") as f:
+      f.write(",".join(saved))
+  else:
+    time.sleep(1.0)
+    open(os.path.join(folder, task + ".saved"), "w").close()
+  sys.exit(143)
+signal.signal(signal.SIGTERM, on_term)
+open(os.path.join(folder, task + ".ready"), "w").close()
+time.sleep(120)
+"""
+
+
+class StopOrderTest(absltest.TestCase):
+
+  def test_the_trainers_stop_and_save_before_the_ps_is_stopped(self):
+    folder = self.create_tempdir().full_path
+    stop = threading.Event()
+    out = launch_watch.Lines()
+    result = {}
+    runner = threading.Thread(target=lambda: result.update(
+        code=launch.launch([sys.executable, "-c", _ORDER_TASK, folder],
+                           chief=True, workers=1, ps=1, output=out,
+                           stop_event=stop, grace_secs=30,
+                           network_isolation="none")))
+    runner.start()
+    self.addCleanup(runner.join, 60)
+    self.addCleanup(stop.set)
+    _support.wait_for(lambda: len([n for n in os.listdir(folder)
+                                   if n.endswith(".ready")]) == 3, 60,
+                      "the three tasks to start", details=out.text)
+    stop.set()
+    runner.join(60)
+    self.assertEqual(result.get("code"), 130, out.text())
+    with open(os.path.join(folder, "ps-saw")) as f:
+      self.assertEqual(f.read(), "chief-0.saved,worker-0.saved", out.text())
 
 
 @pytest.mark.slow
