@@ -53,6 +53,8 @@ _PS_POLL_SECS = 1.0
 # latest, even if a trainer never says it stopped (it died).
 _PS_EXIT_GRACE_SECS = 60.0
 _PS_WATCH_SECS = 0.5  # How often a trainer looks for a ps that stops.
+_PS_LOST = (", its newest checkpoint: the steps since lived on the lost ps "
+            "only (a ps stopped by SIGTERM waits for this save)")
 # (key, PreparedTask, server class) of the tasks this process prepared; the
 # entries keep their servers alive for the life of the process.
 _PREPARED = []
@@ -236,8 +238,9 @@ def train_in_cluster(model, input_fn, *, hooks=None, steps=None,
       step = checkpoints.global_step_of(
           checkpoints.latest_usable_checkpoint(model.model_dir))
       run_state.write_training_stopped(model.model_dir, reason, step)
-      logging.info("train | %s | training %s at step %s", config.task_label,
-                   reason.split(":")[0], step)
+      logging.info("train | %s | training %s at step %s%s", config.task_label,
+                   reason.split(":")[0], step, _PS_LOST if "lost peer ps/" in (
+                       reason) else "")
 
 
 @contextlib.contextmanager
@@ -306,10 +309,7 @@ def run_ps(estimator, *, poll_secs=_PS_POLL_SECS,
   checkpoint into this ps) for up to HARNESS_RESTART_WAIT_SECS. On SIGTERM
   or SIGINT it records `task_stopping` (its trainers stop after their step,
   the chief saving) and serves until they all stopped, `grace_secs` at
-  most; then raises `TrainingPreemptedError`.
-
-  Args: the Estimator; the poll period and the grace (seconds); clock and
-  sleep; `received`: the list the signals' names go to (tests append).
+  most; then raises `TrainingPreemptedError` (`received`: the signals' names).
   """
   config = estimator.config
   started = clock()
