@@ -67,8 +67,9 @@ _DIR_LOCKS = {}
 
 
 def _dir_lock(model_dir):
-  key = model_dir.rstrip("/") if "://" in model_dir else os.path.realpath(
-      model_dir)
+  key = model_dir.rstrip("/")
+  if "://" not in model_dir:
+    key = os.path.realpath(model_dir)  # local-fs: one key for aliases
   with _HELD_LOCK:
     return _DIR_LOCKS.setdefault(key, threading.Lock())
 
