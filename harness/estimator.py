@@ -40,7 +40,6 @@ from harness.distribute import roles
 from harness.distribute import strategies
 from harness.export import writer
 from harness.state import checkpoints
-from harness.state import run_state
 from harness.state import storage
 
 __all__ = ["Estimator"]
@@ -178,10 +177,8 @@ class Estimator:
           "finish), or call train() only in chief/worker tasks.")
     run_config_lib.check_supported_config(self._config)
     model = self._train_model()
-    if not _is_cluster_trainer(self._config):
-      # Training (again) here: an old end-of-training mark must not stop a
-      # remote cluster's ps or an evaluator watching model_dir.
-      run_state.clear_training_stopped(self._model_dir)
+    # The trainer holding model_dir's lease clears an old end-of-training
+    # mark (harness.core.train_loop); a refused one deletes nothing.
     if self._config.remote_cluster is not None:
       # Standalone client: drive the remote cluster's servers from here.
       remote.train_remote(

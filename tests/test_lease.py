@@ -19,6 +19,7 @@ import pytest
 from harness import errors
 from harness._tf import tf
 from harness.state import lease
+from harness.state import lease_file
 from harness.state import processes
 from tests import _support
 from tests import conftest
@@ -54,6 +55,14 @@ def _acquire(model_dir, clock, **kwargs):
   kwargs.setdefault("pid_alive", lambda pid: True)
   kwargs.setdefault("refresh_secs", 3600)  # No background refresh in tests.
   return lease.acquire(model_dir, clock=clock, **kwargs)
+
+
+def _write_record(model_dir, **fields):
+  """Writes a lease file as another trainer (not this process's) left it."""
+  record = dict(host=_HOST, pid=111, task="chief/0", start_time=990.0,
+                refreshed_time=998.0, refresh_secs=5.0, token="other")
+  record.update(fields)
+  lease_file.write(model_dir, lease.LeaseRecord(**record))
 
 
 class LeaseTest(absltest.TestCase):
@@ -137,7 +146,9 @@ class LeaseTest(absltest.TestCase):
 
   def test_same_pid_namespace_and_boot_still_trusts_a_dead_pid(self):
     space = ("pid:[4026532001]", "boot-1")
-    _acquire(self.model_dir, self.clock, pid=1, space=space)  # "Killed".
+    # A lease of pid 1 that this process does not hold: a killed container's.
+    _write_record(self.model_dir, pid=1, pid_ns=space[0], boot_id=space[1],
+                  refreshed_time=self.clock.now)
     with self.assertLogs(level="WARNING") as logs:
       second = _acquire(self.model_dir, self.clock, pid=1, space=space)
     self.addCleanup(second.release)

@@ -8,6 +8,8 @@ import math
 import re
 import signal
 import socket
+import threading
+import time
 import urllib.request
 
 from absl.testing import absltest
@@ -122,6 +124,25 @@ class LiveMetricsTest(absltest.TestCase):
     url = live_metrics.serve(port=self.port, task_label="chief/0")
     self.assertEqual(
         live_metrics.serve(port=ports.pick_free_port(), task_label="x/0"), url)
+
+  def test_idle_connections_are_closed_within_the_bound(self):
+    idle_secs = 0.5
+    url = live_metrics.serve(port=self.port, task_label="chief/0",
+                             idle_timeout_secs=idle_secs)
+    threads_before = threading.active_count()
+    idle = [socket.create_connection(("127.0.0.1", self.port), timeout=30)
+            for _ in range(8)]
+    started = time.monotonic()
+    for connection in idle:
+      with connection:
+        self.assertEqual(connection.recv(1), b"", "closed by the server")
+    closed_after = time.monotonic() - started
+    # Each was closed after about the setting; 3x allows a loaded machine.
+    self.assertLess(closed_after / idle_secs, 3.0, closed_after)
+    self.assertGreaterEqual(closed_after / idle_secs, 0.9, closed_after)
+    _support.wait_for(lambda: threading.active_count() <= threads_before,
+                      10, "the idle connections' threads to end")
+    self.assertIn(("harness_restarts", "chief/0", None), scrape(url))
 
   def test_default_bind_is_loopback_only(self):
     live_metrics.serve(port=self.port, task_label="local")

@@ -28,7 +28,7 @@ from harness.cluster import jobs
 from harness.cluster import listen
 
 __all__ = [
-    "DEFAULT_METRICS_BIND", "DEFAULT_METRICS_PORT",
+    "DEFAULT_METRICS_BIND", "DEFAULT_METRICS_PORT", "IDLE_TIMEOUT_SECS",
     "check_metrics_port", "check_metrics_bind", "serve", "url", "stop",
     "record_progress", "record_examples_rate", "record_session_start",
     "record_checkpoint", "record_eval", "ATTEMPT_LABEL",
@@ -36,6 +36,9 @@ __all__ = [
 
 DEFAULT_METRICS_PORT = 0  # Off.
 DEFAULT_METRICS_BIND = "127.0.0.1"  # Loopback: no other machine can scrape.
+# A connection that sends no request within this long is closed (each one
+# holds a server thread; a scraper's request comes at once).
+IDLE_TIMEOUT_SECS = 10.0
 
 _LOCK = threading.Lock()
 _STATE = {"server": None, "url": None, "task": None, "gauges": None,
@@ -100,8 +103,23 @@ def _make_gauges(registry, *, with_attempt):
   }
 
 
+def _closing_idle(handler_class, idle_timeout_secs):
+  """`handler_class` that closes a connection idle for `idle_timeout_secs`."""
+
+  class _IdleBounded(handler_class):
+    timeout = idle_timeout_secs  # socketserver sets it on the connection.
+
+    def handle(self):
+      try:
+        super().handle()
+      except TimeoutError:
+        pass  # Idle: the server closes the connection; its thread ends.
+
+  return _IdleBounded
+
+
 def serve(*, port, bind=DEFAULT_METRICS_BIND, task_label="local",
-          environ=None, attempt=None):
+          environ=None, attempt=None, idle_timeout_secs=IDLE_TIMEOUT_SECS):
   """Starts this process's metrics endpoint once; returns its URL.
 
   Args:
@@ -113,6 +131,8 @@ def serve(*, port, bind=DEFAULT_METRICS_BIND, task_label="local",
     attempt: the JobSet restart attempt of this process
       (`RunConfig.restart_attempt`); an int adds the label
       `attempt="<n>"` to every series, None (outside a JobSet) none.
+    idle_timeout_secs: a connection without a request for this long is
+      closed, and its thread ends.
 
   Returns:
     "http://<bind>:<port>/metrics", or None when `port` is 0. A second call
@@ -136,6 +156,8 @@ def serve(*, port, bind=DEFAULT_METRICS_BIND, task_label="local",
       raise errors.ConfigError(
           f"metrics_port={port} on {bind}: cannot listen ({e}). Fix: pick a "
           "free port per task on one host, or 0 for no endpoint.") from e
+    server.RequestHandlerClass = _closing_idle(server.RequestHandlerClass,
+                                               idle_timeout_secs)
     host = f"[{bind}]" if ":" in bind else bind
     _STATE.update(server=server, task=task_label, gauges=gauges,
                   url=f"http://{host}:{port}/metrics",

@@ -1,10 +1,9 @@
 """The training loop behind `Estimator.train`.
 
 `core/train_graph`'s `build_local` / `build_distributed` build the TRAIN
-graph (re-exported here). `run` then drives a `MonitoredTrainingSession`
-with tf.estimator's hooks: NaN loss check, progress logging, checkpoint
-saving on the chief (with listeners), summaries and the global_step/sec
-counter.
+graph. `run` then, the chief holding model_dir's lease, drives a
+`MonitoredSession` with tf.estimator's hooks: NaN loss check, progress
+logging, checkpoint saving on the chief (with listeners), summaries, steps/s.
 """
 
 import dataclasses
@@ -28,6 +27,7 @@ from harness.core import watchdog
 from harness.state import checkpoints
 from harness.state import lease as lease_lib
 from harness.state import retention
+from harness.state import run_state
 
 __all__ = ["TrainContext", "StopAtStepHook", "run"]
 
@@ -179,22 +179,44 @@ def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
   """Runs the training loop until a hook stops it; returns the last loss."""
   hooks = spec_lib.check_hooks(hooks, "hooks")
   saving_listeners = _check_saving_listeners(saving_listeners)
-  saving_listeners = _serve_live_metrics(config, context, saving_listeners)
-  _add_loss_summary(train_graph)
-  worker_hooks, creator, guard = _assemble_hooks(
-      train_graph, hooks, model_dir=model_dir, config=config,
-      context=context, saving_listeners=saving_listeners,
-      max_steps=max_steps)
+  held, guard = _hold_model_dir(model_dir, config, context), None
   try:
+    saving_listeners = _serve_live_metrics(config, context, saving_listeners)
+    _add_loss_summary(train_graph)
+    worker_hooks, creator, guard = _assemble_hooks(
+        train_graph, hooks, model_dir=model_dir, config=config,
+        context=context, saving_listeners=saving_listeners,
+        max_steps=max_steps)
+    worker_hooks += [held.hook] if held is not None else []
     loss, steps_done = _run_session(
         train_graph, creator, worker_hooks, model_dir=model_dir,
         config=config, context=context)
   finally:
+    if held is not None:
+      held.release()
     # A hook that raised in after_create_session leaves MonitoredSession
     # without a session to close: release the SIGTERM handlers here.
-    guard.closed()
+    if guard is not None:
+      guard.closed()
   _check_run_end(worker_hooks, guard, steps_done, context.task_label)
   return loss
+
+
+def _hold_model_dir(model_dir, config, context):
+  """The chief's lease of model_dir (None elsewhere); only once it is held do
+  an earlier run's end marker and interrupted saves go (issue 37)."""
+  if not context.is_chief:
+    return None
+  held = lease_lib.acquire(model_dir, task_label=context.task_label,
+                           force_takeover=config.force_takeover)
+  try:
+    # Training (again): an old end mark must not stop a ps or an evaluator.
+    run_state.clear_training_stopped(model_dir)
+    retention.remove_leftovers(model_dir, started_at=time.time())
+  except BaseException:
+    held.release()
+    raise
+  return held
 
 
 def _check_saving_listeners(saving_listeners):
@@ -246,9 +268,7 @@ def _assemble_hooks(train_graph, hooks, *, model_dir, config, context,
       stage_listener=(guard_hook.SaveStageListener()
                       if config.remote_cluster is None else None))
   if context.is_chief:
-    # Before the first save: a killed run's temporary files go, and the
-    # Saver counts the checkpoints earlier runs left (keep_checkpoint_max).
-    retention.remove_leftovers(model_dir, started_at=time.time())
+    # The Saver counts the checkpoints earlier runs left (keep_checkpoint_max).
     worker_hooks.append(retention.RecoverCheckpointsHook(
         model_dir, scaffold, keep_checkpoint_max=config.keep_checkpoint_max,
         restore_from=restore_from))
@@ -355,12 +375,6 @@ def _run_session(train_graph, creator, worker_hooks, *, model_dir, config,
   spec = train_graph.spec
   loss = None
   steps_done = 0
-  # One writer per model_dir: the chief (or local trainer) holds a lease.
-  held = lease_lib.acquire(
-      model_dir, task_label=context.task_label,
-      force_takeover=config.force_takeover) if context.is_chief else None
-  if held is not None:
-    worker_hooks.append(held.hook)
   try:
     with tf.compat.v1.train.MonitoredSession(
         session_creator=creator, hooks=worker_hooks,
@@ -379,8 +393,6 @@ def _run_session(train_graph, creator, worker_hooks, *, model_dir, config,
     for hook in worker_hooks:  # A first run that raised: stop its watch.
       if isinstance(hook, first_batch.FirstBatchHook):
         hook.stop()
-    if held is not None:
-      held.release()
   return loss, steps_done
 
 

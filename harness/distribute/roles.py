@@ -12,13 +12,18 @@ order; this module holds what they share with `Estimator.train`:
   stops, for whatever reason, it leaves a `training_stopped` marker in
   model_dir for the evaluator and the ps tasks.
 * ps: `run_ps` serves variables until the chief's marker says training
-  ended.
+  ended. On SIGTERM (or SIGINT) it keeps serving while its trainers stop
+  and save (they watch for its `task_stopping` record and stop as if
+  preempted), up to `_PS_EXIT_GRACE_SECS`, then exits as preempted.
 
 The evaluator's loop is `harness.distribute.evaluator.run_continuous`.
 """
 
 import collections
+import contextlib
 import os
+import signal
+import threading
 import time
 
 from absl import logging
@@ -31,6 +36,7 @@ from harness.cluster import listen
 from harness.cluster.strategy_kind import IN_GRAPH_KINDS
 from harness.cluster.strategy_kind import StrategyKind
 from harness.core import preemption
+from harness.core import stop_signal
 from harness.core import train_loop
 from harness.core import trainer
 from harness.distribute import graph_strategy as graph_strategy_lib
@@ -43,7 +49,12 @@ __all__ = ["PreparedTask", "prepare_task", "run_ps", "serving", "start_delay",
            "train_in_cluster"]
 
 _PS_POLL_SECS = 1.0
+# A ps leaves this long after training ended, or after its SIGTERM, at the
+# latest, even if a trainer never says it stopped (it died).
 _PS_EXIT_GRACE_SECS = 60.0
+_PS_WATCH_SECS = 0.5  # How often a trainer looks for a ps that stops.
+_PS_LOST = (", its newest checkpoint: the steps since lived on the lost ps "
+            "only (a ps stopped by SIGTERM waits for this save)")
 # (key, PreparedTask, server class) of the tasks this process prepared; the
 # entries keep their servers alive for the life of the process.
 _PREPARED = []
@@ -197,14 +208,15 @@ def train_in_cluster(model, input_fn, *, hooks=None, steps=None,
       master=target, is_chief=config.is_chief,
       should_init=config.is_chief or kind == StrategyKind.COLLECTIVE,
       session_config=session_config, task_label=config.task_label)
-  if config.is_chief:
-    run_state.clear_training_stopped(model.model_dir)
+  # The chief clears an earlier run's end mark once it holds the lease
+  # (train_loop); a trainer refused it (or that lost it) writes nothing.
   reason = "failed"
   try:
-    loss = trainer.train(model, input_fn, hooks=list(hooks or []),
-                         steps=steps, max_steps=max_steps,
-                         saving_listeners=saving_listeners, context=context,
-                         strategy=strategy)
+    with _stop_with_ps(model.model_dir, config):
+      loss = trainer.train(model, input_fn, hooks=list(hooks or []),
+                           steps=steps, max_steps=max_steps,
+                           saving_listeners=saving_listeners,
+                           context=context, strategy=strategy)
     reason = "finished"
     return loss
   except KeyboardInterrupt:
@@ -213,21 +225,80 @@ def train_in_cluster(model, input_fn, *, hooks=None, steps=None,
   except errors.TrainingPreemptedError:
     reason = preemption.PREEMPTED_REASON  # The evaluator waits for a resume.
     raise
+  except errors.ModelDirLeaseError:
+    reason = None  # model_dir is another trainer's: no mark of ours there.
+    raise
   except BaseException as e:
     reason = f"failed: {type(e).__name__}: {e}"[:500]
     raise
   finally:
-    run_state.write_task_done(model.model_dir, config.task_label)
-    if config.is_chief:
+    if reason is not None:
+      run_state.write_task_done(model.model_dir, config.task_label)
+    if config.is_chief and reason is not None:
       step = checkpoints.global_step_of(
           checkpoints.latest_usable_checkpoint(model.model_dir))
       run_state.write_training_stopped(model.model_dir, reason, step)
-      logging.info("train | %s | training %s at step %s", config.task_label,
-                   reason.split(":")[0], step)
+      logging.info("train | %s | training %s at step %s%s", config.task_label,
+                   reason.split(":")[0], step, _PS_LOST if "lost peer ps/" in (
+                       reason) else "")
+
+
+@contextlib.contextmanager
+def _stop_with_ps(model_dir, config):
+  """While the body trains: a ps that announces its stop (SIGTERM) stops
+  this trainer after its current step, the chief saving, as a preemption
+  would: the variables on that ps are saved before it goes."""
+  cluster = strategies.training_cluster(config.cluster_spec)
+  ps_labels = [cluster_lib.task_label(cluster_lib.PS, i)
+               for i in range(len(cluster.get(cluster_lib.PS, ())))]
+  if not ps_labels:
+    yield
+    return
+  since, done = time.time(), threading.Event()
+
+  def watch():
+    seen = False
+    while not done.wait(_PS_WATCH_SECS):
+      stopping = run_state.tasks_stopping_since(model_dir, ps_labels, since)
+      if stopping and not seen:
+        seen = True
+        logging.warning("preempt | %s | %s is stopping (SIGTERM): stopping "
+                        "after the current step%s, as for a preemption",
+                        config.task_label, ", ".join(sorted(stopping)),
+                        " and saving a checkpoint" if config.is_chief else "")
+      if seen:  # Again and again: a loop starting meanwhile clears it.
+        stop_signal.notify_preemption()
+
+  thread = threading.Thread(target=watch, name="harness-ps-stop-watch",
+                            daemon=True)
+  thread.start()
+  try:
+    yield
+  finally:
+    done.set()
+    thread.join(timeout=5)
+
+
+@contextlib.contextmanager
+def _signals_recorded(received):
+  """SIGTERM/SIGINT append their name to `received` instead of ending the
+  process (main thread only; elsewhere nothing changes)."""
+  if threading.current_thread() is not threading.main_thread():
+    yield
+    return
+  previous = {signum: signal.signal(
+      signum, lambda signum, _: received.append(signal.Signals(signum).name))
+              for signum in (signal.SIGTERM, signal.SIGINT)}
+  try:
+    yield
+  finally:
+    for signum, handler in previous.items():
+      signal.signal(signum, signal.SIG_DFL if handler is None else handler)
 
 
 def run_ps(estimator, *, poll_secs=_PS_POLL_SECS,
-           grace_secs=_PS_EXIT_GRACE_SECS, clock=time.time, sleep=time.sleep):
+           grace_secs=_PS_EXIT_GRACE_SECS, clock=time.time, sleep=time.sleep,
+           received=None):
   """A parameter server: serves until every trainer has finished.
 
   It exits once the chief marked training as ended and every chief/worker
@@ -235,7 +306,10 @@ def run_ps(estimator, *, poll_secs=_PS_POLL_SECS,
   mark if some worker never does (it died): a worker that still needs the
   variables is never cut off while it is alive and finishing. A chief that
   was preempted or failed is waited for (its restart restores its last
-  checkpoint into this ps) for up to HARNESS_RESTART_WAIT_SECS.
+  checkpoint into this ps) for up to HARNESS_RESTART_WAIT_SECS. On SIGTERM
+  or SIGINT it records `task_stopping` (its trainers stop after their step,
+  the chief saving) and serves until they all stopped, `grace_secs` at
+  most; then raises `TrainingPreemptedError` (`received`: the signals' names).
   """
   config = estimator.config
   started = clock()
@@ -246,31 +320,80 @@ def run_ps(estimator, *, poll_secs=_PS_POLL_SECS,
               for i in range(len(cluster.get(job, ())))]
   logging.info("ps | %s | serving until %s finish (model_dir %s)",
                config.task_label, ", ".join(trainers), estimator.model_dir)
-  marked_at = None
-  while True:
-    marker = run_state.training_stopped_since(estimator.model_dir, started)
-    if marker is not None and preemption.resumable_reason(
-        marker.get("reason")) and (
-            clock() - marker.get("written_at", 0) < (
-                config.restart_wait_secs)):
-      # Preempted or failed: keep the variables served; the restarted chief
-      # restores its checkpoint into them.
-      marker = None
-    if marker is not None:
-      marked_at = marked_at or clock()
-      done = run_state.tasks_done_since(estimator.model_dir, trainers,
-                                        started)
-      if done == set(trainers) or clock() - marked_at > grace_secs:
-        missing = sorted(set(trainers) - done)
-        logging.info("ps | %s | training ended (%s)%s; exiting",
-                     config.task_label, marker.get("reason"),
-                     f"; no word from {missing}" if missing else "")
-        if marker.get("reason") != "finished":
-          # Exit non-zero so that a supervisor (harness.launch, a k8s Job)
-          # brings the ps back for the chief's next attempt.
-          raise errors.PeerLostError(
-              f"ps | {config.task_label} | the chief ended training without "
-              f"finishing ({marker.get('reason')}); this ps exits so that "
-              "it is restarted with the job.")
-        return None, []
-    sleep(poll_secs)
+  received = [] if received is None else received
+  marked_at = signalled_at = None
+  with _signals_recorded(received):
+    while True:
+      if received:
+        signalled_at = signalled_at or _announce_stop(
+            estimator.model_dir, config.task_label, received[0], clock,
+            grace_secs)
+        _exit_once_trainers_stopped(estimator.model_dir, config.task_label,
+                                    trainers, received[0],
+                                    clock() - signalled_at > grace_secs)
+      marker = _training_end(estimator.model_dir, config, started, clock)
+      if marker is not None:
+        marked_at = marked_at or clock()
+        done = run_state.tasks_done_since(estimator.model_dir, trainers,
+                                          started)
+        if done == set(trainers) or clock() - marked_at > grace_secs:
+          _leave(config.task_label, marker, sorted(set(trainers) - done))
+          return None, []
+      sleep(poll_secs)
+
+
+def _training_end(model_dir, config, started, clock):
+  """The chief's end mark since `started`, unless it says to wait for the
+  chief's restart (preempted or failed, within restart_wait_secs)."""
+  marker = run_state.training_stopped_since(model_dir, started)
+  if marker is not None and preemption.resumable_reason(
+      marker.get("reason")) and (
+          clock() - marker.get("written_at", 0) < config.restart_wait_secs):
+    # Preempted or failed: keep the variables served; the restarted chief
+    # restores its checkpoint into them.
+    return None
+  return marker
+
+
+def _leave(task_label, marker, missing):
+  """Logs why the ps exits; raises unless training finished."""
+  logging.info("ps | %s | training ended (%s)%s; exiting", task_label,
+               marker.get("reason"),
+               f"; no word from {missing}" if missing else "")
+  if marker.get("reason") != "finished":
+    # Exit non-zero so that a supervisor (harness.launch, a k8s Job)
+    # brings the ps back for the chief's next attempt.
+    raise errors.PeerLostError(
+        f"ps | {task_label} | the chief ended training without "
+        f"finishing ({marker.get('reason')}); this ps exits so that "
+        "it is restarted with the job.")
+
+
+def _announce_stop(model_dir, task_label, name, clock, grace_secs):
+  """Records this ps's stop for its trainers; returns when (clock())."""
+  logging.warning("ps | %s | %s: serving until the trainers stopped and "
+                  "saved (%g s at most), then exiting", task_label, name,
+                  grace_secs)
+  run_state.write_task_stopping(model_dir, task_label)
+  return clock()
+
+
+def _exit_once_trainers_stopped(model_dir, task_label, trainers, name,
+                                grace_over):
+  """Raises TrainingPreemptedError once no trainer trains (or the grace is
+  over); returns otherwise."""
+  missing = sorted(set(trainers) - run_state.tasks_settled(model_dir,
+                                                           trainers))
+  if missing and not grace_over:
+    return
+  logging.info("ps | %s | %s; exiting", task_label,
+               f"no word from {missing} in the grace period" if missing
+               else "every trainer stopped")
+  error = errors.TrainingPreemptedError(
+      f"ps | {task_label} | stopped by {name} once "
+      + (f"the grace ran out ({', '.join(missing)} still training)" if missing
+         else "its trainers had stopped (the chief saved its step)")
+      + ". Fix: nothing is lost; restart the job (harness.launch "
+      "--max_restarts or Kubernetes does) to resume from that checkpoint.")
+  error.signal_name = name
+  raise error

@@ -9,6 +9,9 @@ on free ports of `--host`, and its task), `HARNESS_TASK=<job>/<index>` and
 the leader of its own process group. Output lines are prefixed by the task,
 `[worker/1] ...`, and the launcher's own lines start with `launch | `.
 
+`--metrics_port=N` (or `auto`) in the command: a port a task, its URL logged
+and reachable from this machine, namespace or not (`launch/metrics_ports.py`).
+
 Network: TensorFlow servers listen on every interface (`harness.cluster.listen`), so
 by default (`--network_isolation=auto`) the tasks run inside one private
 network namespace (`launch/netns.py`: Linux, root or user namespaces) where
@@ -20,9 +23,9 @@ warning line naming the open ports and a firewall rule for them.
 The run ends with 0 once every chief/worker/evaluator task has exited 0 (ps
 tasks, which never exit by themselves, are then stopped); with the exit status
 of the first task that failed (a signal N counts as 128+N) once its restarts
-are used up; with 124 after `--timeout_secs`; with 128+N on signal N. In each
-case every task still running gets SIGTERM, then SIGKILL after
-`--grace_secs`. The same from Python::
+are used up; with 124 after `--timeout_secs`; with 128+N on signal N. Then
+SIGTERM goes to the trainers, after them to ps and evaluator (SIGKILL after
+`--grace_secs` each), so the chief saves first. The same from Python::
 
     code = harness.launch.launch(["python", "train.py"], workers=2, ps=1)
 
@@ -51,12 +54,12 @@ from harness import errors
 from harness.cli import bad_flags as cli
 from harness.cli import tensorboard_server
 from harness.cluster import listen
+from harness.launch import metrics_ports
 from harness.launch import netns
 from harness.launch import ports
 from harness.launch import supervisor
 
 __all__ = ["launch", "build_tf_configs", "task_names"]
-
 
 
 def _check_count(name, value, minimum=0):
@@ -241,13 +244,18 @@ def launch(command, *, workers, chief=False, ps=0, evaluator=False,
   base_env = dict(os.environ if env is None else env)
   _check_program(command, base_env, next(iter(configs)))
   out = supervisor.Output(sys.stdout if output is None else output)
-  space = netns.isolate_for_launch(
-      network_isolation, host=host, open_ports=_open_ports(configs),
-      log=out.line)
-  run_command = space.wrap(command) if space else command
+  metrics = metrics_ports.plan(command, list(configs),
+                               avoid=_open_ports(configs))
+  try:  # In a namespace, its holder forwards the metrics ports inside.
+    space = netns.isolate_for_launch(
+        network_isolation, host=host, open_ports=_open_ports(configs),
+        log=out.line, forward=metrics.listeners)
+  finally:
+    metrics.close()
+  metrics.log(out.line)
   tasks = [
       supervisor.Task(
-          name, run_command,
+          name, (space.wrap if space else list)(metrics.command_for(name)),
           _task_env(base_env, name, config, isolated=bool(space)), out)
       for name, config in configs.items()]
   try:

@@ -35,6 +35,7 @@ import subprocess
 import sys
 
 from harness import errors
+from harness.launch import relay
 
 __all__ = ["NetnsUnavailable", "PrivateNetwork", "start", "unavailable_reason",
            "isolate_for_launch", "hold", "MODES"]
@@ -43,7 +44,7 @@ MODES = ("auto", "netns", "none")  # harness.launch --network_isolation.
 _LOOPBACK_HOSTS = ("localhost", "::1", "[::1]")
 
 _READY = "ready"
-_HOLDER = "from harness.launch import netns; netns.hold()"
+_HOLDER = "from harness.launch import netns; netns.hold({!r})"
 _START_SECS = 30.0
 _STOP_SECS = 5.0
 _SIOCGIFFLAGS = 0x8913
@@ -97,8 +98,11 @@ class PrivateNetwork:
       self._proc.wait(timeout=_STOP_SECS)
 
 
-def start(timeout_secs=_START_SECS):
+def start(timeout_secs=_START_SECS, forward=()):
   """Creates the namespace; returns a `PrivateNetwork`.
+
+  `forward`: [(socket listening on this machine, port)]: the holder accepts
+  on each and connects to that port inside (`launch/relay.py`).
 
   Raises:
     NetnsUnavailable: with the reason (no Linux, no tools, no permission).
@@ -110,7 +114,8 @@ def start(timeout_secs=_START_SECS):
   command = ["unshare", "--net"]
   if user_namespace:
     command += ["--user", "--map-root-user"]
-  command += ["--", sys.executable, "-c", _HOLDER]
+  command += ["--", sys.executable, "-c",
+              _HOLDER.format([(s.fileno(), p) for s, p in forward])]
   env = dict(os.environ)
   here = os.path.dirname(os.path.dirname(os.path.dirname(
       os.path.abspath(__file__))))  # local-fs: the folder holding `harness`
@@ -118,7 +123,8 @@ def start(timeout_secs=_START_SECS):
       p for p in (here, env.get("PYTHONPATH")) if p)
   proc = subprocess.Popen(command, stdin=subprocess.PIPE,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          env=env, start_new_session=True)
+                          env=env, start_new_session=True,
+                          pass_fds=[s.fileno() for s, _ in forward])
   ready, _, _ = select.select([proc.stdout], [], [], timeout_secs)
   line = proc.stdout.readline().decode("utf-8", "replace").strip() if (
       ready) else ""
@@ -140,7 +146,7 @@ def start(timeout_secs=_START_SECS):
   return PrivateNetwork(proc, user_namespace=user_namespace)
 
 
-def isolate_for_launch(mode, *, host, open_ports, log):
+def isolate_for_launch(mode, *, host, open_ports, log, forward=()):
   """harness.launch's network: a private namespace, or a warning line.
 
   Args:
@@ -149,6 +155,7 @@ def isolate_for_launch(mode, *, host, open_ports, log):
     host: the address of the cluster's tasks; only loopback can be isolated.
     open_ports: the TF ports of the cluster.
     log: callable(line) writing one launcher line.
+    forward: listening sockets and ports to forward inside (`start`).
 
   Returns:
     A started `PrivateNetwork`, or None.
@@ -164,7 +171,7 @@ def isolate_for_launch(mode, *, host, open_ports, log):
               "namespace has only loopback")
   else:
     try:
-      space = start()
+      space = start(forward=forward)
     except NetnsUnavailable as e:
       reason = str(e)
     else:
@@ -193,9 +200,11 @@ def _bring_loopback_up():
                                                  flags | _IFF_UP))
 
 
-def hold():
-  """The holder process of `start`: lo up, "ready", then wait for EOF."""
+def hold(forward=()):
+  """The holder process of `start`: lo up, forwarding, "ready", then wait for
+  EOF."""
   _bring_loopback_up()
+  relay.forward(forward)
   sys.stdout.write(_READY + "\n")
   sys.stdout.flush()
   while sys.stdin.buffer.read(4096):

@@ -14,8 +14,10 @@ prefixed `[job/index] `, the supervisor's own lines start with `launch | `.
 A task that exits non-zero is restarted up to `max_restarts` times; the
 run ends when every chief/worker/evaluator task has exited 0, when one has
 failed for good (its exit status, 128+N for signal N), on timeout (124) or
-on a stop request (130). Stopping is SIGTERM to every group, then SIGKILL
-after `grace_secs`; a group is cleared before its leader is reaped.
+on a stop request (130). Stopping is SIGTERM to the trainers' groups, then
+(once they saved and exited, `grace_secs` at most) to the ps and evaluator
+groups, then SIGKILL after `grace_secs`; a group is cleared before its
+leader is reaped.
 
 This module imports nothing from TensorFlow.
 """
@@ -36,6 +38,7 @@ TIMEOUT_EXIT_CODE = 124
 _POLL_SECS = 0.05
 _READER_JOIN_SECS = 5.0
 _REAP_SECS = 10.0
+_TRAINER_JOBS = ("chief", "worker")
 
 
 def exit_status(returncode):
@@ -141,15 +144,21 @@ class Task:
       pass
 
 
-def stop_all(tasks, grace_secs):
-  """SIGTERM to every running task's group, SIGKILL after `grace_secs`."""
-  live = [t for t in tasks if t.running]
-  for task in live:
-    task.signal(signal.SIGTERM)
-  deadline = time.monotonic() + grace_secs
-  while live and time.monotonic() < deadline:
-    time.sleep(_POLL_SECS)
-    live = [t for t in live if t.poll() is None]
+def stop_all(tasks, grace_secs, out=None):
+  """Stops every running task: trainers first, then the others.
+
+  SIGTERM to the chief and worker groups; once they exited (up to
+  `grace_secs`: their stop checkpoint needs the ps alive), SIGTERM to the ps
+  and evaluator groups, up to `grace_secs` more; SIGKILL to what is left.
+  `out`: an `Output` for the one line saying so (None: silent).
+  """
+  trainers = [t for t in tasks if t.running and t.job in _TRAINER_JOBS]
+  others = [t for t in tasks if t.running and t not in trainers]
+  if out is not None and trainers and others:
+    out.line(f"launch | stopping {', '.join(t.name for t in trainers)} "
+             f"first (their stop checkpoint), then "
+             f"{', '.join(t.name for t in others)}")
+  live = _terminate(trainers, grace_secs) + _terminate(others, grace_secs)
   for task in live:
     task.signal(signal.SIGKILL)
   for task in live:
@@ -158,6 +167,18 @@ def stop_all(tasks, grace_secs):
       deadline = time.monotonic() + _REAP_SECS
       while task.poll() is None and time.monotonic() < deadline:
         time.sleep(_POLL_SECS)
+
+
+def _terminate(tasks, grace_secs):
+  """SIGTERM to `tasks`; returns those still running `grace_secs` later."""
+  live = [t for t in tasks if t.running]
+  for task in live:
+    task.signal(signal.SIGTERM)
+  deadline = time.monotonic() + grace_secs
+  while live and time.monotonic() < deadline:
+    time.sleep(_POLL_SECS)
+    live = [t for t in live if t.poll() is None]
+  return live
 
 
 def supervise(tasks, out, *, max_restarts, timeout_secs, stop_event,
@@ -172,7 +193,7 @@ def supervise(tasks, out, *, max_restarts, timeout_secs, stop_event,
   def stop(reason, status, final=True):
     running = [t for t in tasks if t.running]
     out.line(f"launch | {reason} | stopping {len(running)} running tasks")
-    stop_all(tasks, grace_secs)
+    stop_all(tasks, grace_secs, out)
     if final:  # A stop request's caller decides the final status itself.
       out.line(f"launch | exit {status}")
     return status

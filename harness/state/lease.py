@@ -11,12 +11,16 @@ The lease is a JSON file, `<model_dir>/trainer.lease`, written through
 times, refreshed every `refresh_secs` by a thread. A second trainer is
 refused while a live lease exists, with an error naming the holder and the
 fix. A holder in this process space (same host, PID namespace and boot)
-whose pid is dead is taken over at once; one elsewhere (another container
-with the same host name, another machine, an old lease file) is watched
-until it refreshes (refused) or its last refresh is older than
-`STALE_AFTER_REFRESHES` periods (taken over with a warning: a restarted
-pod's dead predecessor). `force_takeover=True` (`--force_takeover`) takes
-over a live lease; the old holder stops at its next refresh.
+whose pid is dead is taken over at once, as is an earlier run of this
+process (our pid, a lease this process no longer holds); a live trainer in
+another thread of this process is refused at once. A holder elsewhere
+(another container with the same host name, another machine, an old lease
+file) is watched until it refreshes (refused) or for `STALE_AFTER_REFRESHES`
+periods after its last refresh, at most, also when that time is ahead of
+our clock or not a number (no refresh: taken over with a warning, a
+restarted pod's dead predecessor). `force_takeover=True`
+(`--force_takeover`) takes over a live lease; the old holder stops at its
+next refresh.
 
 Evaluators, exports and predictions read model_dir without a lease.
 Creation is check-then-write, then re-read: two trainers starting within
@@ -25,8 +29,6 @@ one whose write lost sees it at its first refresh and stops.
 """
 
 import dataclasses
-import datetime
-import json
 import os
 import socket
 import threading
@@ -37,6 +39,7 @@ from absl import logging
 
 from harness import errors
 from harness._tf import tf
+from harness.state import lease_file
 from harness.state import processes
 
 __all__ = [
@@ -44,83 +47,37 @@ __all__ = [
     "LeaseRecord", "Lease", "hold", "read", "stale_reason",
 ]
 
-LEASE_FILE = "trainer.lease"
-DEFAULT_REFRESH_SECS = 5.0
+LEASE_FILE = lease_file.LEASE_FILE
+DEFAULT_REFRESH_SECS = lease_file.DEFAULT_REFRESH_SECS
+LeaseRecord = lease_file.LeaseRecord
+read = lease_file.read
+_path = lease_file.path
+_write = lease_file.write
 # A lease not refreshed for this many periods is stale (a holder on another
 # host that died, or lost its filesystem).
 STALE_AFTER_REFRESHES = 6
 
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class LeaseRecord:
-  """What a lease file says about its holder (times: seconds since epoch)."""
-  host: str
-  pid: int
-  task: str
-  start_time: float
-  refreshed_time: float
-  refresh_secs: float
-  token: str
-  # Where `pid` means something: `readlink /proc/self/ns/pid` and the
-  # kernel's boot id of the holder ("" when unknown, e.g. an old lease file).
-  pid_ns: str = ""
-  boot_id: str = ""
-
-  def describe(self, now):
-    started = datetime.datetime.fromtimestamp(
-        self.start_time, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    age = max(0.0, now - self.refreshed_time)
-    return (f"host {self.host}, pid {self.pid}, task {self.task}, started "
-            f"{started}, last refreshed {age:.0f} s ago")
+# The leases this process holds now, by token: another thread of this
+# process that meets one is refused at once (a lease with this pid but
+# another token is an earlier run's). And a lock per model_dir, so that two
+# threads' check-then-write cannot interleave.
+_HELD = {}
+_HELD_LOCK = threading.Lock()
+_DIR_LOCKS = {}
 
 
-def _path(model_dir):
-  return os.path.join(os.fspath(model_dir), LEASE_FILE)
+def _dir_lock(model_dir):
+  key = model_dir.rstrip("/")
+  if "://" not in model_dir:
+    key = os.path.realpath(model_dir)  # local-fs: one key for aliases
+  with _HELD_LOCK:
+    return _DIR_LOCKS.setdefault(key, threading.Lock())
 
 
-def read(model_dir):
-  """The lease of `model_dir`, or None if there is none (or it is unreadable).
-
-  An unreadable or malformed lease file counts as no lease; a warning says so.
-  """
-  gfile = tf.io.gfile
-  path = _path(model_dir)
-  try:
-    if not gfile.exists(path):
-      return None
-    with gfile.GFile(path, "r") as f:
-      data = json.loads(f.read())
-    return LeaseRecord(
-        host=str(data["host"]), pid=int(data["pid"]), task=str(data["task"]),
-        start_time=float(data["start_time"]),
-        refreshed_time=float(data["refreshed_time"]),
-        refresh_secs=float(data["refresh_secs"]), token=str(data["token"]),
-        pid_ns=str(data.get("pid_ns", "")),
-        boot_id=str(data.get("boot_id", "")))
-  except (ValueError, KeyError, TypeError) as e:
-    logging.warning("lease | %s is malformed (%s); treating it as no lease",
-                    path, e)
-    return None
-  except Exception as e:  # pylint: disable=broad-except
-    if type(e).__name__ == "NotFoundError":  # Released in between.
-      return None
-    raise
-
-
-def _write(model_dir, record):
-  gfile = tf.io.gfile
-  path = _path(model_dir)
-  tmp = f"{path}.tmp-{record.token}"
-  try:
-    with gfile.GFile(tmp, "w") as f:
-      f.write(json.dumps(dataclasses.asdict(record), sort_keys=True))
-    gfile.rename(tmp, path, overwrite=True)
-  except Exception:  # A full disk: leave no half-written temp file behind.
-    try:
-      gfile.remove(tmp)
-    except Exception:  # pylint: disable=broad-except
-      pass  # Never created, or the filesystem is gone; the first error tells.
-    raise
+def _held_here(record):
+  """The live `Lease` of this process that wrote `record`, or None."""
+  with _HELD_LOCK:
+    return _HELD.get(record.token)
 
 
 def _same_process_space(record, host, space=None):
@@ -135,25 +92,31 @@ def _await_refresh_or_stale(model_dir, current, *, task_label, clock, sleep):
   A restarted pod meets its dead predecessor's lease this way, a second
   trainer in another container a live one: a refresh proves the holder
   alive, none within the stale limit proves it gone. Bounded by the stale
-  limit plus one refresh period. Returns the record as last read.
+  limit plus one refresh period, also when the lease's time is ahead of our
+  clock or not a number (its age is unknown: watched for the whole bound).
+
+  Returns:
+    (the record as last read, or None; whether it stayed unchanged for the
+    whole watch: its holder is gone).
   """
-  limit = STALE_AFTER_REFRESHES * current.refresh_secs
-  wait = max(0.0, limit - (clock() - current.refreshed_time))
-  wait += current.refresh_secs
+  period = current.period_secs
+  limit = STALE_AFTER_REFRESHES * period
+  age = current.age(clock())
+  wait = min(limit, max(0.0, limit - (age or 0.0))) + period
   logging.info("lease | %s | held by %s on %s (another process space); "
                "waiting up to %.0f s for a refresh (alive) or none (stale)",
                task_label, current.task, current.host, wait)
-  poll = min(1.0, current.refresh_secs / 5)
+  poll = min(1.0, period / 5)
   start = clock()
   for _ in range(int(wait / poll) + 2):  # Also bounded with a fake clock.
     sleep(poll)
     latest = read(model_dir)
-    if latest is None or latest.token != current.token or (
-        latest.refreshed_time != current.refreshed_time):
-      return latest  # Refreshed, replaced or released: decided again.
-    if clock() - latest.refreshed_time > limit or clock() - start > wait:
-      return latest
-  return read(model_dir)
+    if latest is None or latest.token != current.token or repr(
+        latest.refreshed_time) != repr(current.refreshed_time):  # NaN too.
+      return latest, False  # Refreshed, replaced or released: decide again.
+    if clock() - start > wait:
+      break
+  return current, True
 
 
 def _held_elsewhere(model_dir, current, *, task_label, clock, sleep, host,
@@ -161,16 +124,23 @@ def _held_elsewhere(model_dir, current, *, task_label, clock, sleep, host,
   """Watches a live holder in another process space; raises while it lives.
 
   Returns:
-    (the lease as last read or None, the time it was read).
+    (the lease as last read or None, the time it was read, the reason it is
+    stale when it was not refreshed while watched, else None).
   """
-  current = _await_refresh_or_stale(model_dir, current, task_label=task_label,
-                                    clock=clock, sleep=sleep)
+  watched_from = clock()
+  current, unchanged = _await_refresh_or_stale(
+      model_dir, current, task_label=task_label, clock=clock, sleep=sleep)
   now = clock()
-  if current is not None and stale_reason(
-      current, now=now, host=host, pid=pid, space=space) is None:
-    raise errors.ModelDirLeaseError(_held_message(
-        model_dir, current, now, refresh_secs=current.refresh_secs))
-  return current, now
+  if current is None:
+    return None, now, None
+  reason = stale_reason(current, now=now, host=host, pid=pid, space=space)
+  if reason is None and unchanged:
+    reason = (f"not refreshed during the {now - watched_from:.0f} s watched; "
+              f"its last refresh time {current.refreshed_time!r} is ahead "
+              "of this host's clock or not a number")
+  if reason is None:
+    raise errors.ModelDirLeaseError(_held_message(model_dir, current, now))
+  return current, now, reason
 
 
 def stale_reason(record, *, now, host, pid, pid_alive=processes.pid_alive,
@@ -179,7 +149,9 @@ def stale_reason(record, *, now, host, pid, pid_alive=processes.pid_alive,
 
   The holder's pid is evidence only when host name, PID namespace and boot
   id all match ours (two containers with one host name share none of the
-  latter); otherwise only a refresh older than the stale limit counts.
+  latter); otherwise only a refresh older than the stale limit counts. A
+  holder with our pid is a live trainer of this process (another thread)
+  while its lease is held here, else an earlier run's.
 
   Args: the `LeaseRecord`, the current time (seconds since epoch), this
   machine's host name and this process's pid; `pid_alive(pid) -> bool`;
@@ -188,15 +160,17 @@ def stale_reason(record, *, now, host, pid, pid_alive=processes.pid_alive,
   """
   if _same_process_space(record, host, space):
     if record.pid == pid:
+      if _held_here(record) is not None:
+        return None
       return (f"the holder was this process (pid {pid}) in an earlier run or "
               "container")
     if not pid_alive(record.pid):
       return f"holder pid {record.pid} is not running on this host"
-  limit = STALE_AFTER_REFRESHES * record.refresh_secs
-  if now - record.refreshed_time > limit:
-    return (f"not refreshed for {now - record.refreshed_time:.0f} s (> "
-            f"{STALE_AFTER_REFRESHES} x {record.refresh_secs:g} s refresh "
-            "period)")
+  limit = STALE_AFTER_REFRESHES * record.period_secs
+  age = record.age(now)
+  if age is not None and age > limit:
+    return (f"not refreshed for {age:.0f} s (> {STALE_AFTER_REFRESHES} x "
+            f"{record.period_secs:g} s refresh period)")
   return None
 
 
@@ -212,6 +186,7 @@ class Lease:
     self._thread = threading.Thread(
         target=self._refresh_loop, name="harness-lease", daemon=True)
     self._hook = None
+    self.thread_name = threading.current_thread().name  # The trainer's.
 
   @property
   def lost_to(self):
@@ -233,6 +208,7 @@ class Lease:
     current = read(self.model_dir)
     if current is not None and current.token != self.record.token:
       self._lost = current
+      _forget(self)
       logging.error(
           "lease | %s | model_dir %s was taken over by %s; this trainer "
           "stops writing it", self.record.task, self.model_dir,
@@ -271,6 +247,7 @@ class Lease:
   def release(self):
     """Stops refreshing and removes the lease file if it is still ours."""
     self._stop.set()
+    _forget(self)
     if self._thread.is_alive():
       self._thread.join(timeout=self.record.refresh_secs + 5)
     current = read(self.model_dir)
@@ -288,6 +265,11 @@ class Lease:
 
   def __exit__(self, *unused_exc):
     self.release()
+
+
+def _forget(held):
+  with _HELD_LOCK:
+    _HELD.pop(held.record.token, None)
 
 
 def acquire(model_dir, *, task_label="local", force_takeover=False,
@@ -309,47 +291,62 @@ def acquire(model_dir, *, task_label="local", force_takeover=False,
     A started `Lease`; call `release()` (or use it as a context manager).
 
   Raises:
-    ModelDirLeaseError: another trainer holds a live lease.
+    ModelDirLeaseError: another trainer holds a live lease (one in another
+      thread of this process too, at once).
     ConfigError: `refresh_secs` is not > 0.
   """
   if isinstance(refresh_secs, bool) or not isinstance(
-      refresh_secs, (int, float)) or refresh_secs <= 0:
+      refresh_secs, (int, float)) or not 0 < refresh_secs < float("inf"):
     raise errors.ConfigError("`refresh_secs` must be a number of seconds > "
                              f"0, got {refresh_secs!r}.")
-  host = socket.gethostname() if host is None else host
-  pid = os.getpid() if pid is None else pid
-  space = processes.process_space() if space is None else space
+  identity = dict(host=socket.gethostname() if host is None else host,
+                  pid=os.getpid() if pid is None else pid,
+                  space=processes.process_space() if space is None else space)
   model_dir = os.fspath(model_dir)
+  with _dir_lock(model_dir):  # Threads of this process decide one by one.
+    record = _claim(model_dir, task_label=task_label,
+                    force_takeover=force_takeover, clock=clock, sleep=sleep,
+                    pid_alive=pid_alive, refresh_secs=float(refresh_secs),
+                    **identity)
+    lease = Lease(model_dir, record, clock=clock)
+    with _HELD_LOCK:
+      _HELD[record.token] = lease
+  lease._thread.start()  # pylint: disable=protected-access
+  logging.info("lease | %s | holds model_dir's %s (host %s, pid "
+               "%d, refreshed every %g s)", task_label, LEASE_FILE,
+               record.host, record.pid, refresh_secs)
+  logging.debug("lease | %s | %s", task_label, _path(model_dir))
+  return lease
+
+
+def _claim(model_dir, *, task_label, force_takeover, clock, sleep, host, pid,
+           space, pid_alive, refresh_secs):
+  """`acquire`'s decision and write; returns the written `LeaseRecord`."""
   tf.io.gfile.makedirs(model_dir)
   now = clock()
   current = read(model_dir)
+  reason = None
   if current is not None and not force_takeover and not _same_process_space(
       current, host, space) and stale_reason(
           current, now=now, host=host, pid=pid, space=space) is None:
-    current, now = _held_elsewhere(model_dir, current, task_label=task_label,
-                                   clock=clock, sleep=sleep, host=host,
-                                   pid=pid, space=space)
+    current, now, reason = _held_elsewhere(
+        model_dir, current, task_label=task_label, clock=clock, sleep=sleep,
+        host=host, pid=pid, space=space)
   if current is not None:
     _take_over(model_dir, current, now, task_label=task_label,
-               force_takeover=force_takeover, reason=stale_reason(
+               force_takeover=force_takeover, reason=reason or stale_reason(
                    current, now=now, host=host, pid=pid,
                    pid_alive=pid_alive, space=space))
   record = LeaseRecord(
       host=host, pid=pid, task=task_label, start_time=now, refreshed_time=now,
-      refresh_secs=float(refresh_secs), token=uuid.uuid4().hex,
+      refresh_secs=refresh_secs, token=uuid.uuid4().hex,
       pid_ns=space[0], boot_id=space[1])
   _write(model_dir, record)
   check = read(model_dir)
   if check is None or check.token != record.token:  # Lost a start-up race.
-    raise errors.ModelDirLeaseError(_held_message(
-        model_dir, check or record, now, refresh_secs=record.refresh_secs))
-  lease = Lease(model_dir, record, clock=clock)
-  lease._thread.start()  # pylint: disable=protected-access
-  logging.info("lease | %s | holds model_dir's %s (host %s, pid "
-               "%d, refreshed every %g s)", task_label, LEASE_FILE, host, pid,
-               refresh_secs)
-  logging.debug("lease | %s | %s", task_label, _path(model_dir))
-  return lease
+    raise errors.ModelDirLeaseError(_held_message(model_dir, check or record,
+                                                  now))
+  return record
 
 
 def _take_over(model_dir, current, now, *, task_label, force_takeover,
@@ -367,12 +364,20 @@ def _take_over(model_dir, current, now, *, task_label, force_takeover,
         "model_dir %s from %s; that trainer stops at its next refresh",
         task_label, model_dir, current.describe(now))
   else:
-    raise errors.ModelDirLeaseError(_held_message(
-        model_dir, current, now, refresh_secs=current.refresh_secs))
+    raise errors.ModelDirLeaseError(_held_message(model_dir, current, now))
 
 
-def _held_message(model_dir, holder, now, *, refresh_secs):
-  stale_after = STALE_AFTER_REFRESHES * refresh_secs
+def _held_message(model_dir, holder, now):
+  stale_after = STALE_AFTER_REFRESHES * holder.period_secs
+  here = _held_here(holder)
+  if here is not None and holder.pid == os.getpid():
+    return (
+        f"model_dir {model_dir} is in use by another trainer in this process, "
+        f"in thread {here.thread_name!r}: {holder.describe(now)}. Two "
+        "trainers on one model_dir would interleave their checkpoints. Fix: "
+        "wait for that "
+        "train() call to return (join its thread), or give this one another "
+        "model_dir.")
   return (
       f"model_dir {model_dir} is in use by another trainer: "
       f"{holder.describe(now)} (lease file {_path(model_dir)}). Two trainers "

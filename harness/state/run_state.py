@@ -20,7 +20,8 @@ __all__ = ["MARKER_NAME", "write_training_stopped", "read_training_stopped",
            "training_stopped_since", "clear_training_stopped",
            "write_task_done", "tasks_done_since", "write_loop_ended",
            "loops_ended_since", "write_task_started", "write_task_opened",
-           "task_records"]
+           "task_records", "write_task_stopping", "tasks_stopping_since",
+           "tasks_settled"]
 
 MARKER_NAME = "training_stopped"
 
@@ -110,6 +111,29 @@ def write_loop_ended(model_dir, task_label):
 def loops_ended_since(model_dir, task_labels, since):
   """The subset of `task_labels` whose clean loop end is newer than `since`."""
   return _tasks_written_since(model_dir, "loop_ended", task_labels, since)
+
+
+def write_task_stopping(model_dir, task_label):
+  """Records that task `task_label` ("ps/0") got SIGTERM and stops soon: its
+  trainers stop and save first, as for their own preemption."""
+  _write_task_now(model_dir, "task_stopping", task_label)
+
+
+def tasks_stopping_since(model_dir, task_labels, since):
+  """The subset of `task_labels` that announced their stop after `since`."""
+  return _tasks_written_since(model_dir, "task_stopping", task_labels, since)
+
+
+def tasks_settled(model_dir, task_labels):
+  """The trainers of `task_labels` not training now: their last done-record
+  is newer than their last start (or they have no start on record)."""
+  settled = set()
+  for label in task_labels:
+    done = _read_record(_task_path(model_dir, "task_done", label)) or {}
+    started = _read_record(_started_path(model_dir, label)) or {}
+    if done.get("written_at", 0) >= started.get("written_at", 0):
+      settled.add(label)
+  return settled
 
 
 def _started_path(model_dir, task_label):
