@@ -24,6 +24,7 @@ from harness.core import progress
 from harness.core import step_loop
 from harness.core import step_rate
 from harness.core import watchdog
+from harness.core import worker_session
 from harness.state import checkpoints
 from harness.state import lease as lease_lib
 from harness.state import retention
@@ -54,34 +55,6 @@ class TrainContext:
   session_config: object
   task_label: str = "local"
   recovery_wait_secs: float = 1.0
-
-
-class _WaitForChiefSessionCreator(tf.compat.v1.train.SessionCreator):
-  """A worker's session: waits (polling every few s) for the chief's init.
-
-  MonitoredTrainingSession's worker creator polls every 30 s with no way
-  to change it; a new worker would sit idle up to 30 s for nothing.
-  """
-
-  def __init__(self, scaffold, master, config, max_wait_secs,
-               recovery_wait_secs):
-    self._scaffold = scaffold
-    self._master = master
-    self._config = config
-    self._max_wait_secs = max_wait_secs
-    self._recovery_wait_secs = recovery_wait_secs
-
-  def create_session(self):
-    self._scaffold.finalize()
-    manager = tf.compat.v1.train.SessionManager(
-        local_init_op=self._scaffold.local_init_op,
-        local_init_feed_dict=self._scaffold.local_init_feed_dict,
-        ready_op=self._scaffold.ready_op,
-        ready_for_local_init_op=self._scaffold.ready_for_local_init_op,
-        graph=tf.compat.v1.get_default_graph(),
-        recovery_wait_secs=self._recovery_wait_secs)
-    return manager.wait_for_session(
-        self._master, config=self._config, max_wait_secs=self._max_wait_secs)
 
 
 class StopAtStepHook(tf.compat.v1.train.StopAtStepHook):
@@ -352,7 +325,7 @@ def _session_creator(scaffold, config, context, restore_from):
         scaffold=scaffold, master=context.master,
         config=context.session_config,
         checkpoint_filename_with_path=restore_from)
-  return _WaitForChiefSessionCreator(
+  return worker_session.WaitForChiefSessionCreator(
       scaffold, context.master, context.session_config,
       config.session_creation_timeout_secs, context.recovery_wait_secs)
 

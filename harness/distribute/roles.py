@@ -301,13 +301,12 @@ def run_ps(estimator, *, poll_secs=_PS_POLL_SECS,
            received=None):
   """A parameter server: serves until every trainer has finished.
 
-  It exits once the chief marked training as ended and every chief/worker
-  task recorded that it left its loop, or `grace_secs` after the chief's
-  mark if some worker never does (it died): a worker that still needs the
-  variables is never cut off while it is alive and finishing. A chief that
-  was preempted or failed is waited for (its restart restores its last
-  checkpoint into this ps) for up to HARNESS_RESTART_WAIT_SECS. On SIGTERM
-  or SIGINT it records `task_stopping` (its trainers stop after their step,
+  It exits once the chief marked training as ended and every trainer left
+  its loop, or `grace_secs` after the chief's mark if one never does (it
+  died): a live worker that still needs the variables is never cut off. A
+  preempted or failed chief is waited for (its restart restores its last
+  checkpoint into this ps) up to HARNESS_RESTART_WAIT_SECS. On SIGTERM or
+  SIGINT it records `task_stopping` (its trainers stop after their step,
   the chief saving) and serves until they all stopped, `grace_secs` at
   most; then raises `TrainingPreemptedError` (`received`: the signals' names).
   """
@@ -322,7 +321,9 @@ def run_ps(estimator, *, poll_secs=_PS_POLL_SECS,
                config.task_label, ", ".join(trainers), estimator.model_dir)
   received = [] if received is None else received
   marked_at = signalled_at = None
-  with _signals_recorded(received):
+  # A binary's stop bound does not cut the serving its trainers' saves need.
+  with _signals_recorded(received), stop_signal.STOP_SIGNAL.finishing(
+      "serving its trainers until they stopped"):
     while True:
       if received:
         signalled_at = signalled_at or _announce_stop(
