@@ -11,7 +11,7 @@ the job trains over real interfaces to max_steps while the evaluator writes
 metrics and an export. The namespaces have no default route and the bridge
 has no address, so no packet can leave them.
 
-The JobSet rendering (`--kind=jobset`, 2 workers + evaluator) runs the same
+The JobSet rendering (`--output=jobset`, 2 workers + evaluator) runs the same
 way: each pod's environment is what the JobSet controller and the downward
 API give it (its JobSet, replicatedJob, Job index and completion index; no
 TF_CONFIG), so every pod derives its TF_CONFIG from its place, and the
@@ -118,7 +118,8 @@ def _jobset_pods(objects):
           f"metadata.labels['{jobset_env.REPLICATED_JOB_LABEL}']": rj["name"],
           f"metadata.labels['{jobset_env.JOB_INDEX_LABEL}']": "0",
           f"metadata.annotations['{jobset_env.POD_INDEX_ANNOTATION}']":
-              str(i)}
+              str(i),
+          "metadata.annotations['jobset.sigs.k8s.io/restart-attempt']": "0"}
       env = {v["name"]: v["value"] if "value" in v else fields[
           v["valueFrom"]["fieldRef"]["fieldPath"]] for v in container["env"]}
       env[k8s.JOB_INDEX_ENV] = str(i)  # Kubernetes adds it too.
@@ -278,7 +279,7 @@ class PodsInNetnsTest(absltest.TestCase):
   def test_three_workers_and_evaluator_train_over_real_interfaces(self):
     model_dir = self.tmp / "model"
     config = k8s.K8sConfig(
-        name="mnist", image="unused", kind="jobs", workers=3, evaluator=True,
+        name="mnist", image="unused", output="jobs", workers=3, evaluator=True,
         model_dir=str(model_dir), main_args=(
             "--model_fn=linear", "--input_fn=constant", "--strategy=collective",
             f"--max_steps={_MAX_STEPS}", "--eval_steps=2", "--batch_size=12",
@@ -321,7 +322,7 @@ class PodsInNetnsTest(absltest.TestCase):
       self):
     model_dir = self.tmp / "model"
     config = k8s.K8sConfig(
-        name="mnist", image="unused", kind="jobset", workers=2,
+        name="mnist", image="unused", output="jobset", workers=2,
         evaluator=True, model_dir=str(model_dir), main_args=(
             "--model_fn=linear", "--input_fn=constant",
             "--strategy=collective", f"--max_steps={_MAX_STEPS}",
