@@ -376,6 +376,23 @@ class EntrypointTest(absltest.TestCase):
       k8s.tf_config_from_environ({k8s.JOB_INDEX_ENV: "0"})
 
 
+def _containers_of_type(objects, task_type):
+  """The containers that run `task_type` tasks, in any output."""
+  found = []
+  for obj in objects:
+    spec = obj["spec"]
+    if obj["kind"] == "JobSet":
+      found += [rj["template"]["spec"]["template"]["spec"]["containers"][0]
+                for rj in spec["replicatedJobs"] if rj["name"] == task_type]
+    elif obj["kind"] == "TFJob":
+      replica = spec["tfReplicaSpecs"].get(
+          {"ps": "PS"}.get(task_type, task_type.title()))
+      found += replica["template"]["spec"]["containers"] if replica else []
+    elif obj["kind"] == "Job" and obj["metadata"]["name"] == "mnist":
+      found += obj["spec"]["template"]["spec"]["containers"]  # Every task.
+  return found
+
+
 class FlagsTest(parameterized.TestCase):
 
   def _run(self, *argv):
@@ -481,6 +498,27 @@ class FlagsTest(parameterized.TestCase):
                      ["JobSet", "NetworkPolicy"])
     self.assertIn("#   mnist-worker-0-1 -> worker/1\n"
                   "#   mnist-evaluator-0-0 -> evaluator/0\n", out)
+
+  def test_help_says_what_is_rendered(self):
+    code, out, err = self._run("--help")
+    self.assertEqual(code, 0, err)
+    text = " ".join(out.split())
+    # The default is a JobSet (test_default_kind_is_a_jobset renders it).
+    self.assertIn("By default (--output=jobset) one JobSet", text)
+    self.assertNotIn("an Indexed Job for the training tasks", text)
+    # ps pods get the GPUs too, except standard servers' ps.
+    self.assertIn("nvidia.com/gpu limit of every training pod (chief, "
+                  "worker, ps", text)
+    for output in ("jobset", "jobs", "tfjob"):
+      objects = k8s.render(_config("chief_two_workers_two_ps", output=output,
+                                   num_gpus_per_worker=1))
+      ps_limits = [c["resources"]["limits"]
+                   for c in _containers_of_type(objects, "ps")]
+      self.assertTrue(ps_limits, output)
+      self.assertTrue(all(lim.get("nvidia.com/gpu") == 1 for lim in
+                          ps_limits), (output, ps_limits))
+    for old in ("--kind", "--standalone", "--tfjob"):
+      self.assertNotIn(f"  {old}:", out)  # Replaced by --output.
 
   def test_renamed_main_flag_fails_the_check(self):
     config = _config("one_worker", main_args=("--train_step=5",))
