@@ -45,7 +45,7 @@ ENTRYPOINT = (
     "harness-k8s")
 # `--output`: what the manifests are.
 OUTPUTS = ("jobset", "trainjob", "jobs", "tfjob", "servers")
-# `--jobset_feature_gates`: gate -> (the releases that have it, what it adds).
+# `--jobset_feature_gates`: gate -> (what it needs, what it adds).
 JOBSET_GATES = {
     "RestartJob": (
         "needs JobSet >= v0.12.0 (Kubeflow Trainer >= v2.3.0) with the alpha "
@@ -212,6 +212,10 @@ class K8sConfig:
 
   def _check_gates(self):
     """`jobset_feature_gates`: known gates, and only where a JobSet runs."""
+    if not isinstance(self.jobset_feature_gates, str):
+      _flag_error("jobset_feature_gates", self.jobset_feature_gates,
+                  "must be a comma-separated string of gate names.",
+                  "e.g. --jobset_feature_gates=RestartJob.")
     for gate in self.feature_gates:
       if gate not in JOBSET_GATES:
         why = _UNUSED_GATES.get(gate, "harness.k8s does not know it")
