@@ -86,7 +86,8 @@ def _pod_specs(objects):
                   if o["kind"] in ("StatefulSet", "Deployment")]
 
 
-class AdmittedByEveryReleaseTest(parameterized.TestCase):
+class _ReleasedCrdsTest(parameterized.TestCase):
+  """Skipped, saying why, where the released CRDs are absent."""
 
   def setUp(self):
     super().setUp()
@@ -94,6 +95,9 @@ class AdmittedByEveryReleaseTest(parameterized.TestCase):
       self.skipTest(f"the released CRDs are not here: "
                     f"{k8s_admission.RELEASED_DIR} is absent (set "
                     "HARNESS_SHARED_DIR to the shared folder)")
+
+
+class AdmittedByEveryReleaseTest(_ReleasedCrdsTest):
 
   @parameterized.named_parameters(*_renderings())
   def test_admitted_with_default_gates(self, config):
@@ -180,7 +184,7 @@ def _rjobs(obj):
   return _spec(obj)["replicatedJobs"]
 
 
-class PortedRulesRefuseTest(parameterized.TestCase):
+class PortedRulesRefuseTest(_ReleasedCrdsTest):
   """Each ported rule refuses what the engine refuses (none is vacuous)."""
 
   @parameterized.named_parameters(
@@ -326,7 +330,7 @@ class PodContractTest(parameterized.TestCase):
     self.assertEqual(int(out), proc.pid)
 
 
-class TrainerControllerTest(parameterized.TestCase):
+class TrainerControllerTest(_ReleasedCrdsTest):
   """What Trainer v2.3.0 does with harness's runtime (its source, ported)."""
 
   def _built(self, shape, **trainjob_spec):
