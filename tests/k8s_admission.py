@@ -70,7 +70,7 @@ RELEASES = {r.name: r for r in (
             ("InPlaceRestart",)),  # pkg/features/features.go:48-50
     Release("jobset-v0.12.0", "v0.12.0",
             "f22e565ac3cc3265c7c45ef67ecffdc689af5d77",
-            # pkg/features/features.go:66-74 (TLSOptions: beta, on).
+            # pkg/features/features.go:68-76 (TLSOptions: beta, on).
             ("InPlaceRestart", "RestartJob", "ElasticJobSet")),
     Release("trainer-v2.2.1", "v2.2.1",
             "c505fc7ccec98bb326cee56144bc5ee92be5048d",

@@ -78,7 +78,7 @@ def runtime_validate_create(runtime):
 def trainjob_validate_create(trainjob, applied):
   """TrainJobValidator.ValidateCreate: trainjob_webhook.go:110-121 (both
   tags) -> ClusterTrainingRuntime.ValidateObjects
-  (runtime/core/clustertrainingruntime.go:86-96 v2.2.1, :99-123 v2.3.0)
+  (runtime/core/clustertrainingruntime.go:85-109 v2.2.1, :99-123 v2.3.0)
   -> the JobSet plugin's Validate (plugins/jobset/jobset.go:89 v2.2.1,
   :91 v2.3.0: initializer and runtimePatches rules, none set here)."""
   ref = trainjob["spec"]["runtimeRef"]

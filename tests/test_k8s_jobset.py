@@ -145,7 +145,7 @@ def _jobset_pods(objects, jobset_name, restart_attempt=0):
   """{(task type, index): (template, env)} of every pod of the JobSet.
 
   Labels and annotations as the JobSet controller sets them (v0.11.1
-  pkg/controllers/jobset_controller.go:866-899: labelAndAnnotateObject).
+  pkg/controllers/jobset_controller.go:863-922: labelAndAnnotateObject).
   """
   (spec,) = [s for s in map(_jobset_spec, objects) if s is not None]
   pods = {}
