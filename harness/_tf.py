@@ -103,6 +103,29 @@ def ensure_legacy_keras(tf_module):
         "script with `python -m harness.run script.py`.") from e
 
 
+class _UnlessRootPrints(logging.Filter):
+  """Drops a TensorFlow record that the root logger's handlers print too.
+
+  TensorFlow gives its logger a handler of its own when the root logger has
+  none at its first log call (so tf.estimator 2.15 scripts printed each
+  line once). absl's first log call outside an absl app then adds a root
+  handler (`logging.basicConfig()`), through which every TensorFlow line
+  would print a second time. Set on TensorFlow's own handler, this filter
+  lets that handler print only while nothing else would.
+  """
+
+  def filter(self, record):
+    tf_logger = logging.getLogger("tensorflow")
+    return not (tf_logger.propagate and logging.getLogger().handlers)
+
+
+def _print_tensorflow_lines_once(tf_module):
+  """Each TensorFlow log line once, whoever configures logging later."""
+  for handler in tf_module.get_logger().handlers:
+    if not any(isinstance(f, _UnlessRootPrints) for f in handler.filters):
+      handler.addFilter(_UnlessRootPrints())
+
+
 def _show_progress_lines():
   """harness logs progress with absl at INFO; show it unless set otherwise."""
   flag = absl_flags.FLAGS["verbosity"] if "verbosity" in absl_flags.FLAGS else None
@@ -119,6 +142,7 @@ def _bootstrap():
   environ[_LEGACY_KERAS_ENV] = "1"
   tf_module = _import_tensorflow_quietly(environ)
   quiet_tensorflow(verbose=_verbose_requested(environ))
+  _print_tensorflow_lines_once(tf_module)
   _show_progress_lines()
   ensure_legacy_keras(tf_module)
   return tf_module

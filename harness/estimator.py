@@ -149,9 +149,12 @@ class Estimator:
   # --- model_fn ------------------------------------------------------------
 
   def _call_model_fn(self, features, labels, mode, config):
-    logging.debug("Calling model_fn in mode %s.", mode)
-    return spec_lib.call_model_fn(self._model_fn, features, labels, mode,
+    # tf.estimator 2.15's two lines around each call (TensorFlow's logger).
+    tf.compat.v1.logging.info("Calling model_fn.")
+    spec = spec_lib.call_model_fn(self._model_fn, features, labels, mode,
                                   self.params, config)
+    tf.compat.v1.logging.info("Done calling model_fn.")
+    return spec
 
   # --- train ---------------------------------------------------------------
 

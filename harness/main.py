@@ -119,6 +119,9 @@ def main(argv, *, environ=None):
   except errors.HarnessError as e:
     return _fail(e, 1, debug)
   _set_verbosity(job_config.verbosity)
+  # In a restarted JobSet, this process's lines show the attempt.
+  log_format.show_attempt(job_config.plan.task_label,
+                          job_config.plan.restart_attempt)
   debug = job_config.verbosity == "debug"
   _export_derived_tf_config(job_config.plan.cluster_info, environ)
   try:

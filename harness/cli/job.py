@@ -34,7 +34,9 @@ from harness.cli import job_config
 from harness.cli import plan as plan_lib
 from harness.cli import results_text
 from harness.cli import tensorboard_server
+from harness.cluster import restart_attempt
 from harness.cluster.strategy_kind import StrategyKind
+from harness.core import trainer_status
 
 # RunConfig's checkpoint interval when neither save_checkpoints_steps nor
 # _secs is given (harness/run_config/checks.py, 2.15's rule; importing it
@@ -75,7 +77,7 @@ def describe(job, plan, *, model_dir=None, full=False):
   batch = "the input_fn's default" if job.batch_size is None else (
       f"global {job.batch_size}, per replica {job.batch_size // replicas}")
   role = _role_text(plan)
-  label = plan.task_label
+  label = restart_attempt.label(plan.task_label, plan.restart_attempt)
   if plan.role == plan_lib.Role.PS and not full:
     # A ps serves the trainers' variables: no model, input or batch here.
     return "\n".join([f"harness.main | {label} | serves variables",
@@ -166,7 +168,8 @@ def run_job(job, *, environ=None, out=None):
   temporary = (not plan.model_dir
                and storage.is_temporary_model_dir(estimator.model_dir))
   try:
-    with _tensorboard(job, plan, estimator.model_dir, out):
+    with _tensorboard(job, plan, estimator.model_dir, out), \
+        _trainer_status(plan):
       metrics, export_paths, predictions_path = mode_runners.MODE_RUNNERS[
           job.mode](estimator, job, plan)
   except BaseException:
@@ -191,6 +194,33 @@ def run_job(job, *, environ=None, out=None):
   return result
 
 
+def _is_cluster_voice(plan):
+  """The one process of a job that speaks for it: the chief (or worker 0
+  without one), the local process, or the client of a remote cluster."""
+  return plan.role == plan_lib.Role.CLIENT or (
+      cluster_lib.is_chief(plan.cluster_info,
+                           plan.strategy != StrategyKind.DEFAULT) and
+      plan.role != plan_lib.Role.EVALUATOR)
+
+
+@contextlib.contextmanager
+def _trainer_status(plan):
+  """Progress posted to the TrainJob while the job runs (Kubeflow Trainer's
+  variables set, `harness.core.trainer_status`), by the chief alone; the
+  last status is posted (bounded) when the job ends, unless it failed."""
+  if plan.trainer_status_endpoint is None or not _is_cluster_voice(plan):
+    yield
+    return
+  trainer_status.start(plan.trainer_status_endpoint,
+                       task_label=plan.task_label)
+  try:
+    yield
+  except BaseException:
+    trainer_status.finish(timeout_secs=0)  # A failing task exits now.
+    raise
+  trainer_status.finish()
+
+
 def _tensorboard(job, plan, model_dir, out):
   """TensorBoard for `model_dir` while the job runs (`--tensorboard`).
 
@@ -198,10 +228,7 @@ def _tensorboard(job, plan, model_dir, out):
   """
   if job.tensorboard is None:
     return contextlib.nullcontext()
-  if plan.role != plan_lib.Role.CLIENT and not (
-      cluster_lib.is_chief(plan.cluster_info,
-                           plan.strategy != StrategyKind.DEFAULT) and
-      plan.role != plan_lib.Role.EVALUATOR):
+  if not _is_cluster_voice(plan):
     logging.info("tensorboard | %s | not started here: the chief serves it",
                  plan.task_label)
     return contextlib.nullcontext()

@@ -19,11 +19,15 @@ import enum
 import json
 import os
 
+from absl import logging
+
 from harness import cluster as cluster_lib
 from harness import errors
 from harness.cluster import env_knobs
+from harness.cluster import restart_attempt
 from harness.cluster import tf_config_checks
 from harness.cluster.strategy_kind import StrategyKind
+from harness.core import trainer_status
 from harness.state import paths
 
 __all__ = ["Role", "TaskPlan", "plan_task", "plan_with_problems"]
@@ -59,6 +63,10 @@ class TaskPlan:
     peer_timeout_secs, restart_wait_secs: the flag, else the variable of
       `harness.cluster.env_knobs`, else its default (seconds).
     eval_poll_secs: how often an evaluator looks for a new checkpoint.
+    restart_attempt: $JOBSET_RESTART_ATTEMPT (`harness.cluster.
+      restart_attempt`), None outside a JobSet.
+    trainer_status_endpoint: the Kubeflow Trainer status endpoint of the
+      pod's variables (`harness.core.trainer_status.Endpoint`), None without.
   """
   cluster_info: cluster_lib.ClusterInfo | None
   remote_cluster: dict[str, list[str]] | None
@@ -71,6 +79,8 @@ class TaskPlan:
   peer_timeout_secs: float
   restart_wait_secs: float
   eval_poll_secs: float
+  restart_attempt: int | None = None
+  trainer_status_endpoint: trainer_status.Endpoint | None = None
 
   @property
   def clustered(self):
@@ -129,14 +139,31 @@ def plan_with_problems(job, info, *, environ, gpu_count, skip=()):
     except errors.ConfigError as e:
       problems.append(str(e))
       knobs[knob.name] = knob.default
-  return TaskPlan(
+  try:
+    attempt = restart_attempt.from_environ(environ)
+  except errors.ConfigError as e:
+    problems.append(str(e))
+    attempt = None
+  plan = TaskPlan(
       cluster_info=info, remote_cluster=job.remote_cluster, role=role,
       task_label=(cluster_lib.CLIENT_LABEL if role == Role.CLIENT else
                   cluster_lib.LOCAL_LABEL if info is None else
                   info.task_label),
       model_dir=model_dir, model_dir_source=source,
       strategy=StrategyKind(job.strategy), replicas=replicas,
-      eval_poll_secs=float(job.eval_poll_secs), **knobs), problems
+      eval_poll_secs=float(job.eval_poll_secs), restart_attempt=attempt,
+      trainer_status_endpoint=_trainer_status_endpoint(environ), **knobs)
+  return plan, problems
+
+
+def _trainer_status_endpoint(environ):
+  """The status endpoint of `environ`; a bad one is a warning, not an
+  error (reporting progress never stops training)."""
+  try:
+    return trainer_status.endpoint_from_environ(environ)
+  except errors.ConfigError as e:
+    logging.warning("trainer status | not reporting progress: %s", e)
+    return None
 
 
 def _role(job, info):

@@ -8,6 +8,7 @@ returns them. `write_dict_to_summary` then writes them to `eval/` (or
 """
 
 import os
+import time
 
 import numpy as np
 from absl import logging
@@ -15,6 +16,7 @@ from absl import logging
 from harness import errors
 from harness._tf import tf
 from harness.core import live_metrics
+from harness.core import trainer_status
 from harness.state import checkpoints
 from harness.state import storage
 
@@ -100,6 +102,9 @@ class _StopAfterNEvalsHook(tf.compat.v1.train.SessionRunHook):
       return
     if self._done % self._log_every == 0 or self._done >= self._num_evals:
       logging.info("eval | step %d/%d", self._done, self._num_evals)
+      # tf.estimator 2.15's line (TensorFlow's logger).
+      tf.compat.v1.logging.info("Evaluation [%d/%d]", self._done,
+                                self._num_evals)
     if self._done >= self._num_evals:
       run_context.request_stop()
 
@@ -129,6 +134,10 @@ def evaluate_once(*, checkpoint_path, master, scaffold, eval_op, final_ops,
   final_hook = tf.compat.v1.train.FinalOpsHook(final_ops)
   all_hooks = list(hooks) + [stop_hook, final_hook]
   checkpoints.check_fits(checkpoint_path, scaffold)
+  # tf.estimator 2.15's lines around an evaluation (TensorFlow's logger).
+  tf.compat.v1.logging.info("Starting evaluation at %s", time.strftime(
+      "%Y-%m-%dT%H:%M:%S", time.localtime()))
+  started = time.time()
   creator = tf.compat.v1.train.ChiefSessionCreator(
       scaffold=scaffold, checkpoint_filename_with_path=checkpoint_path,
       master=master, config=session_config)
@@ -136,6 +145,9 @@ def evaluate_once(*, checkpoint_path, master, scaffold, eval_op, final_ops,
       session_creator=creator, hooks=all_hooks) as session:
     while not session.should_stop():
       session.run(eval_op)
+  tf.compat.v1.logging.info("Inference Time : %.5fs", time.time() - started)
+  tf.compat.v1.logging.info("Finished evaluation at %s", time.strftime(
+      "%Y-%m-%d-%H:%M:%S", time.localtime()))
   if stop_hook.evals_done == 0:
     logging.warning(
         "eval | input_fn produced no data: metrics are computed over zero "
@@ -173,6 +185,12 @@ def _summary_values(tag, value):
 
 def write_dict_to_summary(output_dir, dictionary, current_global_step):
   """Writes eval results to `output_dir` as one Summary at the given step."""
+  # tf.estimator 2.15's line: `Saving dict for global step 250: global_step
+  # = 250, loss = 7.6e-08` (TensorFlow's logger; bytes values left out).
+  tf.compat.v1.logging.info(
+      "Saving dict for global step %d: %s", current_global_step,
+      ", ".join("%s = %s" % item for item in sorted(dictionary.items())
+                if not isinstance(item[1], bytes)))  # str(): numpy's form.
   summary = tf.compat.v1.Summary()
   for key, value in sorted(dictionary.items()):
     if key == GLOBAL_STEP_KEY:
@@ -185,8 +203,10 @@ def write_dict_to_summary(output_dir, dictionary, current_global_step):
       continue
     summary.value.extend(items)
   _write_summary(output_dir, summary, current_global_step)
-  # Every evaluation's results pass here: the live endpoint shows the last.
+  # Every evaluation's results pass here: the live endpoint shows the last,
+  # and the TrainJob's status when this process reports it.
   live_metrics.record_eval(dictionary, current_global_step)
+  trainer_status.record_eval(dictionary)
 
 
 def _write_summary(output_dir, summary, step):
@@ -200,6 +220,9 @@ def _write_summary(output_dir, summary, step):
 def write_checkpoint_path_to_summary(output_dir, checkpoint_path,
                                      current_global_step):
   """Records which checkpoint an evaluation used (tag `checkpoint_path`)."""
+  tf.compat.v1.logging.info(
+      "Saving 'checkpoint_path' summary for global step %d: %s",
+      current_global_step, checkpoint_path)
   proto = tf.compat.v1.make_tensor_proto(
       os.fsencode(checkpoint_path), dtype=tf.string)
   summary = tf.compat.v1.Summary(value=[

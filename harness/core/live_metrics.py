@@ -30,14 +30,16 @@ __all__ = [
     "DEFAULT_METRICS_BIND", "DEFAULT_METRICS_PORT",
     "check_metrics_port", "check_metrics_bind", "serve", "url", "stop",
     "record_progress", "record_examples_rate", "record_session_start",
-    "record_checkpoint", "record_eval",
+    "record_checkpoint", "record_eval", "ATTEMPT_LABEL",
 ]
 
 DEFAULT_METRICS_PORT = 0  # Off.
 DEFAULT_METRICS_BIND = "127.0.0.1"  # Loopback: no other machine can scrape.
 
 _LOCK = threading.Lock()
-_STATE = {"server": None, "url": None, "task": None, "gauges": None}
+_STATE = {"server": None, "url": None, "task": None, "gauges": None,
+          "attempt": None}
+ATTEMPT_LABEL = "attempt"  # The JobSet restart attempt, when there is one.
 
 
 def check_metrics_port(port, source="metrics_port"):
@@ -60,8 +62,10 @@ def check_metrics_bind(bind, source="metrics_bind"):
   return bind
 
 
-def _make_gauges(registry):
+def _make_gauges(registry, *, with_attempt):
   def gauge(name, doc, labels=("task",)):
+    if with_attempt:
+      labels += (ATTEMPT_LABEL,)
     return prometheus_client.Gauge(f"harness_{name}", doc, labels,
                                    registry=registry)
   return {
@@ -94,7 +98,7 @@ def _make_gauges(registry):
 
 
 def serve(*, port, bind=DEFAULT_METRICS_BIND, task_label="local",
-          environ=None):
+          environ=None, attempt=None):
   """Starts this process's metrics endpoint once; returns its URL.
 
   Args:
@@ -103,6 +107,9 @@ def serve(*, port, bind=DEFAULT_METRICS_BIND, task_label="local",
     task_label: the `task` label of this process's series ("chief/0").
     environ: read for $HARNESS_TASK_RESTARTS, the starts before this one
       (harness.launch sets it; default os.environ).
+    attempt: the JobSet restart attempt of this process
+      (`RunConfig.restart_attempt`); an int adds the label
+      `attempt="<n>"` to every series, None (outside a JobSet) none.
 
   Returns:
     "http://<bind>:<port>/metrics", or None when `port` is 0. A second call
@@ -119,7 +126,7 @@ def serve(*, port, bind=DEFAULT_METRICS_BIND, task_label="local",
     if _STATE["server"] is not None:
       return _STATE["url"]
     registry = prometheus_client.CollectorRegistry()
-    gauges = _make_gauges(registry)
+    gauges = _make_gauges(registry, with_attempt=attempt is not None)
     try:
       server, _ = prometheus_client.start_http_server(port, bind, registry)
     except OSError as e:
@@ -128,11 +135,12 @@ def serve(*, port, bind=DEFAULT_METRICS_BIND, task_label="local",
           "free port per task on one host, or 0 for no endpoint.") from e
     host = f"[{bind}]" if ":" in bind else bind
     _STATE.update(server=server, task=task_label, gauges=gauges,
-                  url=f"http://{host}:{port}/metrics")
+                  url=f"http://{host}:{port}/metrics",
+                  attempt=None if attempt is None else str(attempt))
     environ = os.environ if environ is None else environ
-    gauges["restarts"].labels(task_label).set(
+    _series("restarts", task_label).set(
         _int_or_zero(environ.get(jobs.TASK_RESTARTS_ENV, "")))
-    gauges["seconds_since_checkpoint"].labels(task_label).set(math.nan)
+    _series("seconds_since_checkpoint", task_label).set(math.nan)
   logging.info("metrics | %s | serving %s", task_label, _STATE["url"])
   return _STATE["url"]
 
@@ -153,7 +161,8 @@ def stop():
   """Stops the endpoint (tests; a process normally keeps it to its end)."""
   with _LOCK:
     server = _STATE["server"]
-    _STATE.update(server=None, url=None, task=None, gauges=None)
+    _STATE.update(server=None, url=None, task=None, gauges=None,
+                  attempt=None)
   if server is not None:
     server.shutdown()
     server.server_close()
@@ -163,24 +172,32 @@ def _gauges():
   return _STATE["gauges"]
 
 
+def _series(key, task, *more):
+  """The child of gauge `key` for `task` (and `more` label values), with
+  this process's attempt label when it has one."""
+  if _STATE["attempt"] is not None:
+    more += (_STATE["attempt"],)
+  return _STATE["gauges"][key].labels(task, *more)
+
+
 def record_progress(task_label, *, step, max_steps=None, steps_per_sec=None,
                     examples_per_sec=None, loss=None):
   """One progress line's numbers (None: unknown, the series is left as is)."""
   gauges = _gauges()
   if gauges is None:
     return
-  gauges["global_step"].labels(task_label).set(step)
+  _series("global_step", task_label).set(step)
   for key, value in (("steps_per_second", steps_per_sec),
                      ("examples_per_second", examples_per_sec),
                      ("loss", loss)):
     if value is not None:
-      gauges[key].labels(task_label).set(float(value))
+      _series(key, task_label).set(float(value))
   if max_steps:
-    gauges["max_steps"].labels(task_label).set(max_steps)
-    gauges["progress_percent"].labels(task_label).set(
+    _series("max_steps", task_label).set(max_steps)
+    _series("progress_percent", task_label).set(
         min(100.0, 100.0 * step / max_steps))
     if steps_per_sec:
-      gauges["eta_seconds"].labels(task_label).set(
+      _series("eta_seconds", task_label).set(
           max(max_steps - step, 0) / steps_per_sec)
 
 
@@ -189,7 +206,7 @@ def record_examples_rate(examples_per_sec):
   gauges = _gauges()
   if gauges is None:
     return
-  gauges["examples_per_second"].labels(_STATE["task"]).set(examples_per_sec)
+  _series("examples_per_second", _STATE["task"]).set(examples_per_sec)
 
 
 def record_session_start(task_label, *, step, first):
@@ -197,9 +214,9 @@ def record_session_start(task_label, *, step, first):
   gauges = _gauges()
   if gauges is None:
     return
-  gauges["global_step"].labels(task_label).set(step)
+  _series("global_step", task_label).set(step)
   if not first:
-    gauges["restarts"].labels(task_label).inc()
+    _series("restarts", task_label).inc()
 
 
 def record_checkpoint(step, *, clock=time.monotonic):
@@ -209,8 +226,8 @@ def record_checkpoint(step, *, clock=time.monotonic):
     return
   task = _STATE["task"]
   saved_at = clock()
-  gauges["last_checkpoint_step"].labels(task).set(step)
-  gauges["seconds_since_checkpoint"].labels(task).set_function(
+  _series("last_checkpoint_step", task).set(step)
+  _series("seconds_since_checkpoint", task).set_function(
       lambda: clock() - saved_at)
 
 
@@ -220,7 +237,7 @@ def record_eval(results, step):
   if gauges is None:
     return
   task = _STATE["task"]
-  gauges["eval_step"].labels(task).set(step)
+  _series("eval_step", task).set(step)
   for name, value in results.items():
     if name == "global_step":
       continue  # harness_eval_global_step.
@@ -228,4 +245,4 @@ def record_eval(results, step):
       number = float(value)
     except (TypeError, ValueError):
       continue  # Strings, arrays: not a gauge.
-    gauges["eval"].labels(task, name).set(number)
+    _series("eval", task, name).set(number)

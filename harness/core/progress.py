@@ -6,7 +6,9 @@
 
 `core/train_loop` adds it to every training run (`log_step_count_steps`);
 `harness.hooks.ProgressLoggerHook` is the same class. Each line's numbers
-also go to the live metrics endpoint when one runs (`core/live_metrics`).
+also go to the live metrics endpoint when one runs (`core/live_metrics`),
+and to the TrainJob's status when this process reports it
+(`core/trainer_status`).
 """
 
 import datetime
@@ -17,6 +19,7 @@ from absl import logging
 from harness import errors
 from harness._tf import tf
 from harness.core import live_metrics
+from harness.core import trainer_status
 
 __all__ = ["ProgressLoggerHook"]
 
@@ -184,9 +187,10 @@ class ProgressLoggerHook(SessionRunHook):
     if rate is not None and self._max_steps is not None:
       parts.append(f"eta {_format_eta((self._max_steps - step) / rate)}")
     logging.info("%s", " | ".join(parts))
-    live_metrics.record_progress(
-        self._task_label, step=step, max_steps=self._max_steps,
-        steps_per_sec=rate, examples_per_sec=examples_rate,
-        loss=None if loss is None else float(loss))
+    numbers = {"step": step, "max_steps": self._max_steps,
+               "steps_per_sec": rate, "examples_per_sec": examples_rate,
+               "loss": None if loss is None else float(loss)}
+    live_metrics.record_progress(self._task_label, **numbers)
+    trainer_status.record_progress(**numbers)
     self._logged_step = step
     self._window_step, self._window_time = step, now

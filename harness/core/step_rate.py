@@ -142,5 +142,8 @@ class StepRateHook(tf.compat.v1.train.StepCounterHook):
     if self._summary_writer is not None:
       self._summary_writer.add_summary(tf.compat.v1.Summary(value=values),
                                        global_step)
+    # tf.estimator 2.15's line, `global_step/sec: 628.46` (TensorFlow's
+    # logger, INFO), as TensorFlow's own StepCounterHook writes it.
+    tf.compat.v1.logging.info("%s: %g", self._summary_tag, steps_per_sec)
     logging.debug("step rate | step %d | %s", global_step, " | ".join(
         f"{v.tag}={v.simple_value:.4g}" for v in values))

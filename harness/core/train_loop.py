@@ -151,7 +151,8 @@ def _serve_live_metrics(config, context, saving_listeners):
   on, adds the listener that reports their saves."""
   if not live_metrics.serve(port=config.metrics_port,
                             bind=config.metrics_bind,
-                            task_label=context.task_label):
+                            task_label=context.task_label,
+                            attempt=config.restart_attempt):
     return saving_listeners
   if context.is_chief and (config.save_checkpoints_secs or
                            config.save_checkpoints_steps):
@@ -251,6 +252,13 @@ def _assemble_hooks(train_graph, hooks, *, model_dir, config, context,
     worker_hooks.extend(_chief_summary_hooks(
         model_dir, config, scaffold, train_graph.examples_per_step))
     worker_hooks.extend(chief_hooks + list(spec.training_chief_hooks))
+  if config.log_step_count_steps is not None:
+    # tf.estimator 2.15's line, `loss = 0.69, step = 0 (0.366 sec)`, which
+    # scripts and dashboards grep (TensorFlow's logger, INFO); after the
+    # chief's `global_step/sec` line of the same step, as in 2.15.
+    worker_hooks.append(tf.compat.v1.train.LoggingTensorHook(
+        {"loss": spec.loss, "step": train_graph.global_step},
+        every_n_iter=config.log_step_count_steps))
   creator = _session_creator(scaffold, config, context, restore_from)
   _add_loop_hooks(worker_hooks, train_graph, config, context)
   # Last hook: SIGTERM -> stop (agreed across collective workers), raised

@@ -130,7 +130,10 @@ def _build_and_run(model, input_fn, hooks, saving_listeners, max_steps,
         raise loop_spec.NeedsOneStepPerRun(reason)
     if model.warm_start is not None:
       model.warm_start()
-    return train_loop.run(
+    loss = train_loop.run(
         built, model_dir=model.model_dir, config=config, hooks=hooks,
         saving_listeners=saving_listeners, context=context,
         max_steps=max_steps)
+  # tf.estimator 2.15's closing line of every train() (TensorFlow's logger).
+  tf.compat.v1.logging.info("Loss for final step: %s.", loss)
+  return loss

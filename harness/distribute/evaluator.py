@@ -180,7 +180,8 @@ def run_continuous(estimator, train_spec, eval_spec, *,
   live_metrics.serve(port=config.metrics_port, bind=config.metrics_bind,
                      task_label=jobs.task_label(config.task_type or
                                                 jobs.EVALUATOR,
-                                                config.task_id or 0))
+                                                config.task_id or 0),
+                     attempt=config.restart_attempt)
   if idle_timeout_secs is _FROM_CONFIG:
     idle_timeout_secs = config.eval_idle_timeout_secs
   poll_secs = poll_secs or config.eval_poll_secs

@@ -51,6 +51,11 @@ import json
 
 from harness.cluster import jobs
 from harness.cluster import jobset_env
+# The JobSet restart attempt, set by the JobSet controller on every pod it
+# creates (kubernetes-sigs/jobset pkg/constants/constants.go RestartsKey),
+# passed through the downward API; harness.main reads it (cluster/).
+from harness.cluster.restart_attempt import RESTART_ATTEMPT_ANNOTATION
+from harness.cluster.restart_attempt import RESTART_ATTEMPT_ENV
 from harness.k8s import config as config_lib
 from harness.k8s import pods
 from harness.k8s import policy
@@ -65,11 +70,6 @@ _TRAINER_GROUP = TRAINER_API.split("/")[0]
 _FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"
 # The Job failure reason of a podFailurePolicy `FailJob` (exit status 2).
 _POD_FAILURE_POLICY_REASON = "PodFailurePolicy"
-# The JobSet restart attempt: set by the JobSet controller on every pod it
-# creates (kubernetes-sigs/jobset pkg/constants/constants.go RestartsKey),
-# read through the downward API (issue 36 item 5).
-RESTART_ATTEMPT_ENV = "JOBSET_RESTART_ATTEMPT"
-RESTART_ATTEMPT_ANNOTATION = "jobset.sigs.k8s.io/restart-attempt"
 # Kubeflow Trainer: the replicatedJob it treats as the trainer, and the
 # container it requires there (pkg/constants/constants.go,
 # pkg/webhooks/trainingruntime_webhook.go).

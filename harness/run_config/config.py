@@ -12,12 +12,11 @@ Usage::
 `eval_idle_timeout_secs`, `peer_timeout_secs`, `restart_wait_secs`,
 `force_takeover`, `bind_address`, `remote_claim_timeout_secs`,
 `max_runs_without_progress`, `stop_timeout_secs`, `input_timeout_secs`,
-`metrics_port`, `metrics_bind`, `input_pipeline`, `xla` and
-`environ`), properties, `replace()`
-allow-list and messages. It is a thin shell over data: the user's values
-(checked by `harness.run_config.checks`), the `ClusterInfo` read once from
-TF_CONFIG (`harness.cluster.tf_config`), and facts derived from both
-(`harness.run_config.distribution`). Unlike 2.15:
+`metrics_port`, `metrics_bind`, `input_pipeline`, `xla` and `environ`),
+properties (and `restart_attempt`), `replace()` allow-list and messages.
+It is a thin shell over data: the user's values (`run_config.checks`), the
+`ClusterInfo` read once from TF_CONFIG (`harness.cluster.tf_config`), and
+facts derived from both (`harness.run_config.distribution`). Unlike 2.15:
 
 * a bad TF_CONFIG raises `ClusterConfigError` (also the exception type 2.15
   raised: ValueError, TypeError or JSONDecodeError) with 2.15's sentence
@@ -40,6 +39,7 @@ from harness import cluster
 from harness import errors
 from harness.cluster import env_knobs
 from harness.cluster import jobs
+from harness.cluster import restart_attempt as restart_attempt_lib
 from harness.core import input_modes
 from harness.core import live_metrics
 from harness.core import stall
@@ -213,12 +213,12 @@ class RunConfig:
         (`OptimizerOptions.global_jit_level` ON_1 in session_config; on
         CPU also `--tf_xla_cpu_global_jit` in TF_XLA_FLAGS, which takes
         effect only before the process's first session). Default False.
-      environ: mapping read for TF_CONFIG (and the two variables above)
-        instead of `os.environ`, once, here.
+      environ: mapping read for TF_CONFIG, the two variables above and
+        $JOBSET_RESTART_ATTEMPT instead of `os.environ`, once, here.
       cluster_info: TF_CONFIG already parsed by the caller (a
         `harness.cluster.tf_config.ClusterInfo`, or None for "no
         TF_CONFIG"): TF_CONFIG is then not read again (`harness.main`
-        parses it once, at its edge). The two variables above are still
+        parses it once, at its edge). The other variables are still
         read from `os.environ`. Not together with `environ`.
 
     Raises:
@@ -246,6 +246,7 @@ class RunConfig:
     # The fallback variables, read once here (the edge).
     self._env_knobs = {knob.name: environ.get(knob.env, "")
                        for knob in checks.ENV_KNOBS}
+    self._restart_attempt = restart_attempt_lib.from_environ(environ)
     checks.validate_properties(self._values)
     for knob in checks.ENV_KNOBS:  # A bad variable fails now, not mid-training.
       self._knob_secs(knob)
@@ -257,11 +258,9 @@ class RunConfig:
     derived = distribution.derive(self._values, self._cluster_info,
                                   previous=getattr(self, "_derived", None))
     self._derived = derived
-    # Attributes of their own: the TPU RunConfig sets them from its
-    # cluster resolver.
+    # Own attributes: the TPU RunConfig sets them from its cluster resolver.
     self._cluster_spec = derived.cluster_spec
     self._session_config = derived.session_config
-
 
   def replace(self, **kwargs):
     """Returns a new RunConfig with the given properties replaced.
@@ -346,6 +345,7 @@ class RunConfig:
   metrics_bind = _value("metrics_bind")
   input_pipeline = _value("input_pipeline")
   xla = _value("xla")
+  restart_attempt = property(lambda self: self._restart_attempt)
 
   # Derived from the values and TF_CONFIG (`distribution.derive`).
   train_distribute = _derived("train_distribute")

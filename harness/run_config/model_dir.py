@@ -8,6 +8,8 @@ which the RunConfig carries from then on (`harness.state.storage` applies
 the rule and logs where it came from).
 """
 
+import logging as std_logging
+
 from absl import logging
 
 from harness.run_config import checks
@@ -39,7 +41,8 @@ def resolve_model_dir(constructor_model_dir, config):
   """
   if config is None:
     config = RunConfig()
-    logging.info("Using default config.")
+    # tf.estimator 2.15's line, on TensorFlow's logger as 2.15 wrote it.
+    std_logging.getLogger("tensorflow").info("Using default config.")
   if not isinstance(config, RunConfig):
     checks.fail(
         f"config must be an instance of `RunConfig`, but provided {config}.",
