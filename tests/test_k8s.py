@@ -34,36 +34,36 @@ _LINEAR = ("--model_fn=linear", "--input_fn=constant", "--max_steps=20",
            "--eval_steps=2")
 
 # name -> (K8sConfig kwargs, strategy kind for cluster.validate or None).
-# These are today's Indexed Jobs (`kind="jobs"`), standalone servers and
+# These are today's Indexed Jobs (`output="jobs"`), standalone servers and
 # TFJob; the JobSet and Kubeflow Trainer kinds are in test_k8s_jobset.py.
 _SHAPES = {
-    "one_worker": (dict(kind="jobs", workers=1, num_gpus_per_worker=2,
+    "one_worker": (dict(output="jobs", workers=1, num_gpus_per_worker=2,
                         model_dir="gs://bucket/one",
                         main_args=_LINEAR + ("--strategy=mirrored",)),
                    "mirrored"),
     "three_workers_evaluator": (
-        dict(kind="jobs", workers=3, evaluator=True, pvc="harness-model",
+        dict(output="jobs", workers=3, evaluator=True, pvc="harness-model",
              tensorboard=True,
              main_args=_LINEAR + ("--strategy=collective", "--batch_size=12",
                                   "--exporters=latest", "--throttle_secs=0")),
         "collective"),
     "chief_two_workers_two_ps": (
-        dict(kind="jobs", workers=2, chief=True, ps=2, pvc="harness-model",
+        dict(output="jobs", workers=2, chief=True, ps=2, pvc="harness-model",
              main_args=_LINEAR + ("--strategy=parameter_server",)),
         "parameter_server"),
-    "no_strategy_chief": (dict(kind="jobs", workers=1, chief=True,
+    "no_strategy_chief": (dict(output="jobs", workers=1, chief=True,
                                evaluator=True,
                                model_dir="gs://bucket/m", main_args=_LINEAR),
                           None),
-    "standalone": (dict(workers=2, ps=1, standalone=True,
+    "standalone": (dict(workers=2, ps=1, output="servers",
                         num_gpus_per_worker=1, num_cpu_devices=2,
                         allow_cidr=("10.0.0.0/8",)),
                    "parameter_server"),  # What the remote client runs.
-    "tfjob": (dict(workers=2, chief=True, ps=1, evaluator=True, tfjob=True,
+    "tfjob": (dict(workers=2, chief=True, ps=1, evaluator=True, output="tfjob",
                    namespace="team-a", pvc="harness-model",
                    main_args=_LINEAR + ("--strategy=parameter_server",)),
               "parameter_server"),
-    "tfjob_gpus": (dict(workers=1, chief=True, ps=1, tfjob=True,
+    "tfjob_gpus": (dict(workers=1, chief=True, ps=1, output="tfjob",
                         num_gpus_per_worker=1, model_dir="gs://bucket/g",
                         main_args=_LINEAR + ("--strategy=parameter_server",)),
                    "parameter_server"),
@@ -240,7 +240,7 @@ class RenderTest(parameterized.TestCase):
                        [config.num_cpu_devices] * len(parsed))
 
   @parameterized.named_parameters(
-      (s, s) for s in _SHAPES if not _SHAPES[s][0].get("tfjob"))
+      (s, s) for s in _SHAPES if not _SHAPES[s][0].get("output") == "tfjob")
   def test_each_task_address_is_its_pods_dns_name(self, shape):
     objects = k8s.render(_config(shape))
     services = {o["metadata"]["name"]: o for o in objects
@@ -376,6 +376,23 @@ class EntrypointTest(absltest.TestCase):
       k8s.tf_config_from_environ({k8s.JOB_INDEX_ENV: "0"})
 
 
+def _containers_of_type(objects, task_type):
+  """The containers that run `task_type` tasks, in any output."""
+  found = []
+  for obj in objects:
+    spec = obj["spec"]
+    if obj["kind"] == "JobSet":
+      found += [rj["template"]["spec"]["template"]["spec"]["containers"][0]
+                for rj in spec["replicatedJobs"] if rj["name"] == task_type]
+    elif obj["kind"] == "TFJob":
+      replica = spec["tfReplicaSpecs"].get(
+          {"ps": "PS"}.get(task_type, task_type.title()))
+      found += replica["template"]["spec"]["containers"] if replica else []
+    elif obj["kind"] == "Job" and obj["metadata"]["name"] == "mnist":
+      found += obj["spec"]["template"]["spec"]["containers"]  # Every task.
+  return found
+
+
 class FlagsTest(parameterized.TestCase):
 
   def _run(self, *argv):
@@ -385,7 +402,7 @@ class FlagsTest(parameterized.TestCase):
 
   def test_cli_prints_manifests_with_the_pod_layout(self):
     code, out, err = self._run(
-        "--name=mnist", "--kind=jobs", "--workers=2", "--chief",
+        "--name=mnist", "--output=jobs", "--workers=2", "--chief",
         f"--image={_IMAGE}", "--model_dir=gs://b/m", "--", *_LINEAR)
     self.assertEqual(code, 0, err)
     self.assertIn("#   mnist-0 -> chief/0\n#   mnist-1 -> worker/0\n"
@@ -410,16 +427,37 @@ class FlagsTest(parameterized.TestCase):
       ("model_dir_after_dashes", ["--name=m", "--pvc=p", "--",
                                   "--model_dir=/x"], "cannot follow `--`"),
       ("unknown_flag", ["--name=m", "--pvc=p", "--worker=2"], "worker"),
-      ("standalone_evaluator", ["--name=m", "--standalone", "--evaluator"],
+      ("standalone_evaluator", ["--name=m", "--output=servers",
+                                "--evaluator"],
        "standalone cluster runs only servers"),
-      ("standalone_main_args", ["--name=m", "--standalone", "--", "--x=1"],
-       "runs no harness.main"),
+      ("standalone_main_args", ["--name=m", "--output=servers", "--",
+                                "--x=1"], "runs no harness.main"),
       ("no_trainer", ["--name=m", "--pvc=p", "--workers=0"],
        "needs a chief or a worker"),
       ("gpu_mismatch", ["--name=m", "--pvc=p", "--num_gpus_per_worker=2",
                         "--", "--num_gpus_per_worker=1"], "must match"),
-      ("bad_kind", ["--name=m", "--pvc=p", "--kind=tfjob"],
-       "--kind='tfjob': must be one of jobset, trainjob, jobs."),
+      ("bad_output", ["--name=m", "--pvc=p", "--output=tfjobs"],
+       "--output='tfjobs': must be one of jobset, trainjob, jobs, tfjob, "
+       "servers."),
+      ("old_kind", ["--name=m", "--pvc=p", "--kind=jobs"],
+       "flag '--kind=jobs': --kind was replaced by --output. Fix: write "
+       "--output=jobs instead"),
+      ("old_standalone", ["--name=m", "--standalone"],
+       "--standalone was replaced by --output. Fix: write --output=servers"),
+      ("old_tfjob", ["--name=m", "--pvc=p", "--tfjob"],
+       "--tfjob was replaced by --output. Fix: write --output=tfjob"),
+      ("unknown_gate", ["--name=m", "--pvc=p",
+                        "--jobset_feature_gates=InPlaceRestart"],
+       "'InPlaceRestart' is not a gate harness.k8s renders for: it needs "
+       "JobSet's in-place-restart agent sidecar"),
+      ("gate_without_jobset", ["--name=m", "--pvc=p", "--output=jobs",
+                               "--jobset_feature_gates=RestartJob"],
+       "only --output=jobset and trainjob run a JobSet"),
+      ("grace_below_stop_bound", ["--name=m", "--pvc=p",
+                                  "--termination_grace_secs=40", "--",
+                                  "--stop_timeout_secs=30"],
+       "--termination_grace_secs=40: leaves less than 20 s for the stop "
+       "checkpoint after the 30 s stop bound"),
       ("image_with_space", ["--name=m", "--pvc=p", "--image=reg/h 0.1"],
        "--image='reg/h 0.1': is not an image reference"),
       ("memory_typo", ["--name=m", "--pvc=p", "--memory=4GB"],
@@ -460,6 +498,27 @@ class FlagsTest(parameterized.TestCase):
                      ["JobSet", "NetworkPolicy"])
     self.assertIn("#   mnist-worker-0-1 -> worker/1\n"
                   "#   mnist-evaluator-0-0 -> evaluator/0\n", out)
+
+  def test_help_says_what_is_rendered(self):
+    code, out, err = self._run("--help")
+    self.assertEqual(code, 0, err)
+    text = " ".join(out.split())
+    # The default is a JobSet (test_default_kind_is_a_jobset renders it).
+    self.assertIn("By default (--output=jobset) one JobSet", text)
+    self.assertNotIn("an Indexed Job for the training tasks", text)
+    # ps pods get the GPUs too, except standard servers' ps.
+    self.assertIn("nvidia.com/gpu limit of every training pod (chief, "
+                  "worker, ps", text)
+    for output in ("jobset", "jobs", "tfjob"):
+      objects = k8s.render(_config("chief_two_workers_two_ps", output=output,
+                                   num_gpus_per_worker=1))
+      ps_limits = [c["resources"]["limits"]
+                   for c in _containers_of_type(objects, "ps")]
+      self.assertTrue(ps_limits, output)
+      self.assertTrue(all(lim.get("nvidia.com/gpu") == 1 for lim in
+                          ps_limits), (output, ps_limits))
+    for old in ("--kind", "--standalone", "--tfjob"):
+      self.assertNotIn(f"  {old}:", out)  # Replaced by --output.
 
   def test_renamed_main_flag_fails_the_check(self):
     config = _config("one_worker", main_args=("--train_step=5",))

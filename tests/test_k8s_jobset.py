@@ -6,7 +6,7 @@ strict: an unknown field fails, as `kubectl apply --validate=strict` does);
 built-in kinds and every pod template with kubernetes-validate, strict.
 Each pod's environment is built the way the JobSet controller and the
 downward API fill it (no TF_CONFIG), and the TF_CONFIG harness derives from
-it is compared with the one today's `--kind=jobs` template writes.
+it is compared with the one today's `--output=jobs` template writes.
 """
 
 import copy
@@ -65,7 +65,7 @@ _KINDS = ("jobset", "trainjob")
 
 
 def _config(shape, kind="jobset", **overrides):
-  kwargs = dict(_SHAPES[shape][0], name="mnist", image=_IMAGE, kind=kind,
+  kwargs = dict(_SHAPES[shape][0], name="mnist", image=_IMAGE, output=kind,
                 namespace="team-a")
   kwargs.update(overrides)
   return k8s.K8sConfig(**kwargs)
@@ -141,8 +141,12 @@ def _pod_env(template, labels, annotations):
   return env
 
 
-def _jobset_pods(objects, jobset_name):
-  """{(task type, index): (template, env)} of every pod of the JobSet."""
+def _jobset_pods(objects, jobset_name, restart_attempt=0):
+  """{(task type, index): (template, env)} of every pod of the JobSet.
+
+  Labels and annotations as the JobSet controller sets them (v0.11.1
+  pkg/controllers/jobset_controller.go:863-922: labelAndAnnotateObject).
+  """
   (spec,) = [s for s in map(_jobset_spec, objects) if s is not None]
   pods = {}
   for rj in spec["replicatedJobs"]:
@@ -154,7 +158,8 @@ def _jobset_pods(objects, jobset_name):
                  jobset_env.JOB_INDEX_LABEL: str(job_index)}
         labels = dict(template["metadata"]["labels"], **place)
         annotations = dict(place, **{
-            jobset_env.POD_INDEX_ANNOTATION: str(pod_index)})
+            jobset_env.POD_INDEX_ANNOTATION: str(pod_index),
+            "jobset.sigs.k8s.io/restart-attempt": str(restart_attempt)})
         env = _pod_env(template, labels, annotations)
         env[jobset_env.COMPLETION_INDEX_ENV] = str(pod_index)
         pods[(rj["name"], pod_index)] = (template, labels, env)
@@ -162,8 +167,8 @@ def _jobset_pods(objects, jobset_name):
 
 
 def _jobs_tf_configs(config):
-  """{(task type, index): TF_CONFIG dict} that `--kind=jobs` writes."""
-  jobs = k8s.render(dataclasses.replace(config, kind="jobs"))
+  """{(task type, index): TF_CONFIG dict} that `--output=jobs` writes."""
+  jobs = k8s.render(dataclasses.replace(config, output="jobs"))
   result = {}
   for job in (o for o in jobs if o["kind"] == "Job"):
     container = job["spec"]["template"]["spec"]["containers"][0]
@@ -270,14 +275,19 @@ class JobSetTest(parameterized.TestCase):
                      [["chief", "worker", "ps"]])
     evaluator = [r for r in rules if "evaluator" in r.get(
         "targetReplicatedJobs", ())]
-    self.assertEqual([r["action"] for r in evaluator], ["RestartJob"])
+    # Without gates: its Job retried the pod; then the JobSet fails.
+    self.assertEqual([r["action"] for r in evaluator], ["FailJobSet"])
+    gated = self._spec("chief_two_workers_ps_evaluator",
+                       jobset_feature_gates="RestartJob")["failurePolicy"]
+    self.assertEqual([r["action"] for r in gated["rules"] if "evaluator" in
+                      r.get("targetReplicatedJobs", ())], ["RestartJob"])
     jobs = {rj["name"]: rj["template"]["spec"]
             for rj in spec["replicatedJobs"]}
     for name, job in jobs.items():
       self.assertEqual(job["backoffLimit"], 5 if name == "evaluator" else 0)
       fail_job = job["podFailurePolicy"]["rules"][0]
       self.assertEqual((fail_job["action"], fail_job["onExitCodes"][
-          "values"]), ("FailJob", [k8s.CONFIG_ERROR_EXIT_CODE]))
+          "values"]), ("FailJob", [errors.EXIT_BAD_CONFIG]))
 
   def test_every_task_holds_the_gpus_and_the_evaluator_no_port(self):
     spec = self._spec("chief_two_workers_ps_evaluator")
@@ -302,8 +312,20 @@ class JobSetTest(parameterized.TestCase):
     self.assertEqual(trainjob["spec"]["runtimeRef"], {
         "apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime",
         "name": runtime["metadata"]["name"]})
-    self.assertEqual(runtime["spec"]["template"]["spec"], self._spec(
-        "chief_two_workers_ps_evaluator"))
+    # The JobSet's spec, but the chief's Job is Trainer's `trainer`
+    # ancestor, whose container Trainer's runtime webhook wants as `node`.
+    spec = runtime["spec"]["template"]["spec"]
+    chief = spec["replicatedJobs"][0]
+    self.assertEqual(chief["template"]["metadata"]["labels"].pop(
+        "trainer.kubeflow.org/trainjob-ancestor-step"), "trainer")
+    pod = chief["template"]["spec"]["template"]["spec"]
+    self.assertEqual(pod["containers"][0]["name"], "node")
+    pod["containers"][0]["name"] = k8s.CONTAINER
+    for rule in chief["template"]["spec"]["podFailurePolicy"]["rules"]:
+      if "onExitCodes" in rule:
+        self.assertEqual(rule["onExitCodes"]["containerName"], "node")
+        rule["onExitCodes"]["containerName"] = k8s.CONTAINER
+    self.assertEqual(spec, self._spec("chief_two_workers_ps_evaluator"))
     self.assertEqual(policy["kind"], "NetworkPolicy")
 
   @parameterized.parameters(*_KINDS)
@@ -383,8 +405,8 @@ class TfConfigFromPlaceTest(parameterized.TestCase):
     expected = _jobs_tf_configs(config)
     # The same task's address in either rendering: mnist-<i>.mnist:2222
     # (Indexed Job) -> mnist-<type>-0-<index>.mnist:2222 (JobSet).
-    jobs_cluster = config_lib.cluster_addresses(dataclasses.replace(config,
-                                                             kind="jobs"))
+    jobs_cluster = config_lib.cluster_addresses(dataclasses.replace(
+        config, output="jobs"))
     renames = {address: config_lib.cluster_addresses(config)[job][i]
                for job, addresses in jobs_cluster.items()
                for i, address in enumerate(addresses)}

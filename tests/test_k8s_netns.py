@@ -11,11 +11,14 @@ the job trains over real interfaces to max_steps while the evaluator writes
 metrics and an export. The namespaces have no default route and the bridge
 has no address, so no packet can leave them.
 
-The JobSet rendering (`--kind=jobset`, 2 workers + evaluator) runs the same
+The JobSet rendering (`--output=jobset`, 2 workers + evaluator) runs the same
 way: each pod's environment is what the JobSet controller and the downward
 API give it (its JobSet, replicatedJob, Job index and completion index; no
 TF_CONFIG), so every pod derives its TF_CONFIG from its place, and the
 hosts files resolve the JobSet's stable names `mnist-worker-0-<i>.mnist`.
+The Kubeflow Trainer rendering (`--output=trainjob`) runs the pods of the
+JobSet Trainer's controller builds from the runtime when the TrainJob
+arrives (tests/k8s_trainer_admission.py, ported from Trainer v2.3.0).
 
 Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) and `ip`; skipped otherwise.
 """
@@ -38,6 +41,7 @@ import pytest
 from harness import k8s
 from harness.cluster import jobset_env
 from tests import _support
+from tests import k8s_trainer_admission
 
 _REPO = pathlib.Path(__file__).resolve().parent.parent
 _RUN_SECS = 420  # 3 workers + evaluator on 2 cores, TF start-up included.
@@ -118,7 +122,8 @@ def _jobset_pods(objects):
           f"metadata.labels['{jobset_env.REPLICATED_JOB_LABEL}']": rj["name"],
           f"metadata.labels['{jobset_env.JOB_INDEX_LABEL}']": "0",
           f"metadata.annotations['{jobset_env.POD_INDEX_ANNOTATION}']":
-              str(i)}
+              str(i),
+          "metadata.annotations['jobset.sigs.k8s.io/restart-attempt']": "0"}
       env = {v["name"]: v["value"] if "value" in v else fields[
           v["valueFrom"]["fieldRef"]["fieldPath"]] for v in container["env"]}
       env[k8s.JOB_INDEX_ENV] = str(i)  # Kubernetes adds it too.
@@ -278,7 +283,7 @@ class PodsInNetnsTest(absltest.TestCase):
   def test_three_workers_and_evaluator_train_over_real_interfaces(self):
     model_dir = self.tmp / "model"
     config = k8s.K8sConfig(
-        name="mnist", image="unused", kind="jobs", workers=3, evaluator=True,
+        name="mnist", image="unused", output="jobs", workers=3, evaluator=True,
         model_dir=str(model_dir), main_args=(
             "--model_fn=linear", "--input_fn=constant", "--strategy=collective",
             f"--max_steps={_MAX_STEPS}", "--eval_steps=2", "--batch_size=12",
@@ -317,18 +322,8 @@ class PodsInNetnsTest(absltest.TestCase):
                               "rx_bytes").read_text())
       self.assertGreater(sent, 10_000, f"{hostname}: {sent} bytes")
 
-  def test_jobset_two_workers_and_evaluator_derive_tf_config_in_each_pod(
-      self):
-    model_dir = self.tmp / "model"
-    config = k8s.K8sConfig(
-        name="mnist", image="unused", kind="jobset", workers=2,
-        evaluator=True, model_dir=str(model_dir), main_args=(
-            "--model_fn=linear", "--input_fn=constant",
-            "--strategy=collective", f"--max_steps={_MAX_STEPS}",
-            "--eval_steps=2", "--batch_size=12",
-            "--save_checkpoints_steps=10", "--exporters=latest",
-            "--throttle_secs=0"))
-    pods = _jobset_pods(k8s.render(config))
+  def _run_jobset(self, config, jobset_objects):
+    pods = _jobset_pods(jobset_objects)
     self.assertEqual([p[0] for p in pods], [
         "mnist-worker-0-0", "mnist-worker-0-1", "mnist-evaluator-0-0"])
     for _, _, env in pods:
@@ -340,8 +335,30 @@ class PodsInNetnsTest(absltest.TestCase):
     for hostname, container, env in pods:
       self._start(addresses[hostname][0], hostname, container, env)
     self._wait_all()
-    self._check_finished(model_dir, "mnist-evaluator-0-0",
+    self._check_finished(pathlib.Path(config.model_dir_path),
+                         "mnist-evaluator-0-0",
                          ("mnist-worker-0-0", "mnist-worker-0-1"))
+
+  def _config(self, output):
+    return k8s.K8sConfig(
+        name="mnist", image="unused", output=output, workers=2,
+        evaluator=True, model_dir=str(self.tmp / "model"), main_args=(
+            "--model_fn=linear", "--input_fn=constant",
+            "--strategy=collective", f"--max_steps={_MAX_STEPS}",
+            "--eval_steps=2", "--batch_size=12",
+            "--save_checkpoints_steps=10", "--exporters=latest",
+            "--throttle_secs=0"))
+
+  def test_jobset_two_workers_and_evaluator_derive_tf_config_in_each_pod(
+      self):
+    config = self._config("jobset")
+    self._run_jobset(config, k8s.render(config))
+
+  def test_trainjob_pods_trainer_builds_train_over_real_interfaces(self):
+    config = self._config("trainjob")
+    runtime, trainjob, _ = k8s.render(config)
+    built = k8s_trainer_admission.trainer_jobset(runtime, trainjob)
+    self._run_jobset(config, [built])
 
 
 if __name__ == "__main__":

@@ -38,6 +38,11 @@ from harness.cluster import restart_attempt
 from harness.cluster.strategy_kind import StrategyKind
 from harness.core import trainer_status
 
+# RunConfig's checkpoint interval when neither save_checkpoints_steps nor
+# _secs is given (harness/run_config/checks.py, 2.15's rule; importing it
+# here would load TensorFlow; tests/test_k8s_admission.py pins the two).
+_DEFAULT_SAVE_CHECKPOINTS_SECS = 600
+
 __all__ = ["run_job", "describe"]
 
 
@@ -93,9 +98,21 @@ def describe(job, plan, *, model_dir=None, full=False):
   if full:
     lines.append("  resolved configuration:")
     width = max(len(name) for name in job_config.FLAG_NAMES)
-    lines += [f"    {name:<{width}}  {_show(getattr(job, name))}"
+    lines += [f"    {name:<{width}}  {_show(_effective(job, plan, name))}"
               for name in job_config.FLAG_NAMES]
   return "\n".join(lines)
+
+
+def _effective(job, plan, name):
+  """The value the job runs with: a knob left unset shows what it falls
+  back to (the plan resolved the variable or default), not `-`."""
+  value = getattr(job, name)
+  if value is None and name in ("peer_timeout_secs", "restart_wait_secs"):
+    return getattr(plan, name)
+  if name == "save_checkpoints_secs" and value is None and (
+      job.save_checkpoints_steps is None):
+    return _DEFAULT_SAVE_CHECKPOINTS_SECS
+  return value
 
 
 def _show(value):

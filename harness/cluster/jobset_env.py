@@ -5,7 +5,7 @@
 A pod of a JobSet (jobset.x-k8s.io, also what Kubeflow Trainer v2 runs)
 knows its JobSet, its replicatedJob and its Job's index from labels the
 controller sets, and its index in the Job from the Indexed Job's
-completion index. `python -m harness.k8s --kind=jobset|trainjob` exposes
+completion index. `python -m harness.k8s --output=jobset|trainjob` exposes
 them through the downward API as the variables below, together with the
 number of pods of each trainer type and the TF port. From them this module
 builds the cluster with the stable DNS names JobSet gives its pods
@@ -76,7 +76,7 @@ def _index(environ, *names):
               "set it from the pod's labels as harness.k8s renders it.")
       return int(text)
   _fail(f"{' / '.join(names)} is not set.",
-        "render the JobSet with `python -m harness.k8s --kind=jobset` (its "
+        "render the JobSet with `python -m harness.k8s --output=jobset` (its "
         "pod template sets it through the downward API).")
 
 

@@ -1,6 +1,6 @@
 """Kubernetes manifests for a harness training cluster, rendered from flags.
 
-    python -m harness.k8s --kind=jobset --name=mnist --workers=4 --evaluator \\
+    python -m harness.k8s --name=mnist --workers=4 --evaluator \\
         --image=registry.example.com/harness:0.1 --pvc=harness-model -- \\
         --model_fn=mnist_mlp --input_fn=mnist --max_steps=10000 \\
       | kubectl apply -f -
@@ -11,19 +11,20 @@ or, from Python::
     text = harness.k8s.to_yaml(harness.k8s.render(harness.k8s.K8sConfig(
         name="mnist", workers=2, image="...", model_dir="gs://b/m")))
 
-prints multi-document YAML: by default (`--kind=jobset`) one JobSet with a
+prints multi-document YAML: by default (`--output=jobset`) one JobSet with a
 replicatedJob per task type (chief, worker, ps, evaluator) and a
-NetworkPolicy; each pod's TF_CONFIG is built from its place in the JobSet
-(`harness.cluster.jobset_env`). `--kind=trainjob` renders the same JobSet
+NetworkPolicy, admitted by every released JobSet with its default feature
+gates; each pod's TF_CONFIG is built from its place in the JobSet
+(`harness.cluster.jobset_env`). `--output=trainjob` renders the same JobSet
 as a Kubeflow Trainer v2 ClusterTrainingRuntime plus a TrainJob;
-`--kind=jobs` a headless Service, one Indexed Job (batch/v1) for the
+`--output=jobs` a headless Service, one Indexed Job (batch/v1) for the
 training cluster (index i runs task i of chief, workers, ps; the cluster
 as JSON in `HARNESS_K8S_CLUSTER`) and one for the evaluator. The flags
 after `--` reach `python -m harness.main` unchanged; each container's
 entrypoint runs `python -m harness.k8s tf-config`, which works out the
-pod's TF_CONFIG and checks it. `--standalone` renders standard servers (a
-StatefulSet per role), `--tfjob` a Kubeflow TFJob; k8s/README.md explains
-the choices.
+pod's TF_CONFIG and checks it. `--output=servers` renders standard servers
+(a StatefulSet per role), `--output=tfjob` a Kubeflow TFJob; k8s/README.md
+explains the choices.
 
 The package: `config` (`K8sConfig`, the tasks, the pods' variables),
 `manifests` (the objects and their YAML; JobSet and Trainer in `jobset`,

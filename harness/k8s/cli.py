@@ -10,6 +10,9 @@ the manifests come from `k8s/manifests.py`, `tf-config` from
 `CONFIG_ERROR_EXIT_CODE` (2); `--help` exits 0. Run by `k8s/__main__.py`;
 re-exported by `harness.k8s`.
 
+`--kind`, `--standalone` and `--tfjob` were replaced by `--output`; given,
+each is refused with one line saying what to write instead.
+
 This module imports nothing from TensorFlow.
 """
 
@@ -26,6 +29,7 @@ from harness.k8s import entrypoint
 from harness.k8s import manifests
 from harness.k8s.config import CONFIG_ERROR_EXIT_CODE
 from harness.k8s.config import K8sConfig
+from harness.k8s.config import REMOVED_FLAGS
 
 __all__ = ["parse_args", "main"]
 
@@ -35,17 +39,20 @@ usage: python -m harness.k8s --name=N --workers=W --image=I [flags] \\
            -- [harness.main flags]
 
 Prints Kubernetes manifests (multi-document YAML) for a harness training
-cluster: a headless Service, an Indexed Job for the training tasks, one for
-the evaluator, a NetworkPolicy and optionally TensorBoard. The flags after
-`--` reach `python -m harness.main` in every pod unchanged.
+job. By default (--output=jobset) one JobSet, a replicatedJob per task type
+(chief, worker, ps, evaluator), admitted by a stock JobSet install (v0.11.1
+or later, default feature gates), and a NetworkPolicy; optionally
+TensorBoard. The flags after `--` reach `python -m harness.main` in every
+pod unchanged.
 
     python -m harness.k8s --name=mnist --workers=4 --evaluator \\
         --image=registry.example.com/harness:0.1 --pvc=harness-model -- \\
         --model_fn=mnist_mlp --input_fn=mnist --max_steps=10000 \\
       | kubectl apply -f -
 
-`--standalone` renders standard servers, `--tfjob` a Kubeflow TFJob;
-k8s/README.md explains the choices.
+--output=trainjob renders a Kubeflow Trainer v2 runtime and TrainJob,
+--output=jobs plain Indexed Jobs (no controller), --output=tfjob a Kubeflow
+TFJob, --output=servers standard servers; k8s/README.md explains them.
 """
 
 
@@ -64,15 +71,31 @@ def _flag_values():
   return flag_values
 
 
+def _refuse_removed_flags(args):
+  """FlagError for a flag `--output` replaced (`config.REMOVED_FLAGS`)."""
+  for arg in args:
+    name = arg.lstrip("-").split("=")[0]
+    base = name[2:] if name.startswith("no") else name
+    if arg.startswith("-") and base in REMOVED_FLAGS:
+      value = arg.partition("=")[2]
+      instead = (f"--output={value}" if base == "kind" and value
+                 else REMOVED_FLAGS[base])
+      raise errors.FlagError(
+          f"flag {arg!r}: --{base} was replaced by --output. Fix: write "
+          f"{instead} instead (`python -m harness.k8s --help`).")
+
+
 def parse_args(argv):
   """`K8sConfig` from a command line (`argv[0]` is the program).
 
   Raises:
-    FlagError: an unknown, missing or invalid flag.
+    FlagError: an unknown, missing or invalid flag, or one `--output`
+      replaced.
   """
   flag_values = _flag_values()
   argv = list(argv)
   split = argv.index("--") if "--" in argv else len(argv)
+  _refuse_removed_flags(argv[1:split])
   try:
     rest = flag_values(argv[:split])
   except flags.Error as e:

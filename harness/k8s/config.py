@@ -22,7 +22,8 @@ from harness.cluster import jobset_env
 from harness.k8s import policy
 
 __all__ = [
-    "K8sConfig", "KINDS", "training_tasks", "cluster_addresses",
+    "K8sConfig", "OUTPUTS", "JOBSET_GATES", "REMOVED_FLAGS",
+    "training_tasks", "cluster_addresses",
     "CLUSTER_ENV", "TASK_TYPE_ENV", "TASK_INDEX_ENV", "JOB_INDEX_ENV",
     "CONTAINER", "MODEL_MOUNT", "ENTRYPOINT",
     "CONFIG_ERROR_EXIT_CODE",
@@ -34,15 +35,41 @@ TASK_INDEX_ENV = "HARNESS_K8S_TASK_INDEX"
 JOB_INDEX_ENV = "JOB_COMPLETION_INDEX"  # Set by Kubernetes in Indexed Jobs.
 CONTAINER = "harness"
 MODEL_MOUNT = "/mnt/harness"
-CONFIG_ERROR_EXIT_CODE = 2  # harness binaries' "bad flag / TF_CONFIG" status.
+# harness binaries' "bad flag / TF_CONFIG" status (`errors.EXIT_BAD_CONFIG`).
+CONFIG_ERROR_EXIT_CODE = errors.EXIT_BAD_CONFIG
 # The container's command: TF_CONFIG from this pod's index, then exec args.
 ENTRYPOINT = (
     "/bin/sh", "-c",
     'TF_CONFIG="$(python -m harness.k8s tf-config)" || exit '
     f'{CONFIG_ERROR_EXIT_CODE}; export TF_CONFIG; exec "$@"',
     "harness-k8s")
-# What runs the training cluster; `--standalone` and `--tfjob` replace it.
-KINDS = ("jobset", "trainjob", "jobs")
+# `--output`: what the manifests are.
+OUTPUTS = ("jobset", "trainjob", "jobs", "tfjob", "servers")
+# `--jobset_feature_gates`: gate -> (what it needs, what it adds).
+JOBSET_GATES = {
+    "RestartJob": (
+        "needs JobSet >= v0.12.0 (Kubeflow Trainer >= v2.3.0) with the alpha "
+        "feature gate RestartJob on",
+        "a failed evaluator Job is recreated alone (failurePolicy action "
+        "RestartJob) instead of failing the JobSet"),
+}
+# Gates harness.k8s knows but does not render for: gate -> why not.
+_UNUSED_GATES = {
+    "InPlaceRestart": "it needs JobSet's in-place-restart agent sidecar in "
+                      "each pod and the alpha RestartPod action, which "
+                      "harness does not render",
+}
+# The flags `--output` replaced: flag -> what to write instead.
+REMOVED_FLAGS = {
+    "kind": "--output=jobset, --output=trainjob or --output=jobs",
+    "standalone": "--output=servers",
+    "tfjob": "--output=tfjob",
+}
+# The stop bound harness.main applies after SIGTERM (`--stop_timeout_secs`'s
+# default, harness/core/stop_signal.py) and the least time left after it
+# for the stop checkpoint within the pod's grace period.
+_DEFAULT_STOP_TIMEOUT_SECS = 10
+_MIN_SAVE_SECS = 20
 _NAME_RE = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _MAX_NAME = 40  # Leaves room for "-evaluator-0-0" in a 63-character host.
 # An image reference: registry/path:tag or @digest, no spaces or quotes.
@@ -75,30 +102,46 @@ class K8sConfig:
   workers: int = _field(1, "Worker tasks.")
   chief: bool = _field(False, "Add a chief task.")
   ps: int = _field(0, "Parameter server tasks.")
-  evaluator: bool = _field(False, "Add an evaluator Job.")
+  evaluator: bool = _field(False, "Add an evaluator task (a Job of its own).")
   tensorboard: bool = _field(False, "Add a TensorBoard Deployment/Service.")
-  kind: str = _field("jobset", "What runs the training cluster: jobset (one "
-                     "JobSet, jobset.x-k8s.io/v1alpha2), trainjob (a Kubeflow "
-                     "Trainer v2 TrainJob and its ClusterTrainingRuntime) or "
-                     "jobs (Indexed batch/v1 Jobs, no controller needed). "
-                     "--standalone and --tfjob replace it.")
-  num_gpus_per_worker: int = _field(0, "nvidia.com/gpu limit of each "
-                                    "training/evaluator pod (ps: none); "
-                                    "also passed to harness.main/server.")
+  output: str = _field("jobset", "What to render: jobset (one JobSet, "
+                       "jobset.x-k8s.io/v1alpha2; the default), trainjob (a "
+                       "Kubeflow Trainer v2 TrainJob and its "
+                       "ClusterTrainingRuntime), jobs (Indexed batch/v1 "
+                       "Jobs, no controller needed), tfjob (a Kubeflow "
+                       "TFJob, kubeflow.org/v1) or servers (standard TF "
+                       "servers in StatefulSets, for a standalone client).")
+  jobset_feature_gates: str = _field(
+      "", "Comma list of JobSet alpha feature gates your controller runs "
+      "with, for the extras they allow (jobset, trainjob). Default: none, "
+      "what a stock install admits. RestartJob "
+      + JOBSET_GATES["RestartJob"][0] + ": " + JOBSET_GATES["RestartJob"][1]
+      + ".")
+  num_gpus_per_worker: int = _field(0, "nvidia.com/gpu limit of every "
+                                    "training pod (chief, worker, ps: "
+                                    "harness.main checks the devices in "
+                                    "each task) and of the evaluator; "
+                                    "servers: chief and worker only. Also "
+                                    "passed to harness.main/server.")
   namespace: str = _field("default", "Namespace of every object.")
   pvc: str | None = _field(None, "An existing ReadWriteMany claim; "
                            f"model_dir is {MODEL_MOUNT}/<name> on it.")
   model_dir: str | None = _field(None, "A model_dir every pod reaches, "
                                  "e.g. gs://bucket/dir (instead of --pvc).")
-  standalone: bool = _field(False, "Only standard servers (StatefulSets).")
-  tfjob: bool = _field(False, "A Kubeflow TFJob (kubeflow.org/v1).")
   port: int = _field(2222, "The TF (gRPC) port of every task.")
   cpu: str = _field("2", "CPU request of each pod.")
   memory: str = _field("4Gi", "Memory request (and limit) of each pod.")
   num_cpu_devices: int = _field(1, "CPU devices of each standalone server.")
   restarts_per_task: int = _field(3, "Retries of one task before the job "
                                   "fails (jobset, trainjob: restarts of the "
-                                  "whole group).")
+                                  "whole group; the evaluator retries its "
+                                  "own pod as often). Preemptions (exit "
+                                  "143, evictions) are not counted.")
+  termination_grace_secs: int = _field(
+      60, "terminationGracePeriodSeconds of every pod: SIGTERM, then this "
+      "long to stop (harness.main's --stop_timeout_secs to the step "
+      f"boundary, then the stop checkpoint: at least {_MIN_SAVE_SECS} s "
+      "more) before SIGKILL.")
   metrics_port: int = _field(0, "harness.main's --metrics_port in each pod "
                              "(0: off); also passes --metrics_bind=0.0.0.0 "
                              "and declares a container port named metrics.")
@@ -121,7 +164,8 @@ class K8sConfig:
     self._check_text()
     for flag, low in (("workers", 0), ("ps", 0), ("num_gpus_per_worker", 0),
                       ("port", 1), ("num_cpu_devices", 1),
-                      ("restarts_per_task", 0), ("metrics_port", 0)):
+                      ("restarts_per_task", 0), ("metrics_port", 0),
+                      ("termination_grace_secs", 1)):
       value = getattr(self, flag)
       if isinstance(value, bool) or not isinstance(value, int) or value < low:
         _flag_error(flag, value, f"must be an integer >= {low}.",
@@ -138,9 +182,7 @@ class K8sConfig:
     if not self.chief and self.workers == 0:
       _flag_error("workers", 0, "a cluster needs a chief or a worker.",
                   "use --workers=1 or more, or --chief.")
-    if self.standalone and self.tfjob:
-      _flag_error("tfjob", True, "cannot be combined with --standalone.",
-                  "choose one of them.")
+    self._check_gates()
     if self.standalone:
       self._check_standalone()
     else:
@@ -163,20 +205,60 @@ class K8sConfig:
       _flag_error("cpu", self.cpu, "is not a Kubernetes CPU quantity (cores "
                   "as a number, or millicores with m).",
                   "e.g. --cpu=2 or --cpu=500m.")
-    if self.kind not in KINDS:
-      _flag_error("kind", self.kind, f"must be one of {', '.join(KINDS)}.",
-                  "e.g. --kind=jobset (or --kind=jobs without the JobSet "
-                  "controller).")
+    if self.output not in OUTPUTS:
+      _flag_error("output", self.output, f"must be one of "
+                  f"{', '.join(OUTPUTS)}.", "e.g. --output=jobset (or "
+                  "--output=jobs without the JobSet controller).")
+
+  def _check_gates(self):
+    """`jobset_feature_gates`: known gates, and only where a JobSet runs."""
+    if not isinstance(self.jobset_feature_gates, str):
+      _flag_error("jobset_feature_gates", self.jobset_feature_gates,
+                  "must be a comma-separated string of gate names.",
+                  "e.g. --jobset_feature_gates=RestartJob.")
+    for gate in self.feature_gates:
+      if gate not in JOBSET_GATES:
+        why = _UNUSED_GATES.get(gate, "harness.k8s does not know it")
+        _flag_error("jobset_feature_gates", self.jobset_feature_gates,
+                    f"{gate!r} is not a gate harness.k8s renders for: {why}"
+                    f" (it uses {', '.join(JOBSET_GATES)}).", "drop it; the "
+                    "default (no gate) is what a stock JobSet install "
+                    "admits.")
+      if not self.uses_jobset:
+        _flag_error("jobset_feature_gates", self.jobset_feature_gates,
+                    f"only --output=jobset and trainjob run a JobSet, not "
+                    f"--output={self.output}.", "drop the flag.")
+
+  def _check_grace(self):
+    """The grace period holds the stop bound and the stop checkpoint."""
+    stop_secs = _DEFAULT_STOP_TIMEOUT_SECS
+    for arg in self.main_args:
+      name, _, value = arg.partition("=")
+      if name == "--stop_timeout_secs":
+        try:
+          stop_secs = float(value)
+        except ValueError:
+          return  # harness.main refuses it in the pod, naming the flag.
+    if self.termination_grace_secs < stop_secs + _MIN_SAVE_SECS:
+      _flag_error("termination_grace_secs", self.termination_grace_secs,
+                  f"leaves less than {_MIN_SAVE_SECS} s for the stop "
+                  f"checkpoint after the {stop_secs:g} s stop bound "
+                  "(harness.main's --stop_timeout_secs): a preempted pod "
+                  "would be killed before it saves.",
+                  f"give --termination_grace_secs="
+                  f"{int(stop_secs + _MIN_SAVE_SECS + 0.999)} or more, or a "
+                  "smaller --stop_timeout_secs after `--`.")
 
   def _check_standalone(self):
     if self.evaluator:
       _flag_error("evaluator", True, "a standalone cluster runs only "
                   "servers.", "drop --evaluator (evaluate from your client).")
     if self.main_args:
-      _flag_error("standalone", True, "runs no harness.main, but flags "
+      _flag_error("output", self.output, "runs no harness.main, but flags "
                   f"{list(self.main_args)} follow `--`.", "drop them.")
 
   def _check_training(self):
+    self._check_grace()
     if bool(self.pvc) == bool(self.model_dir):
       _flag_error("pvc", self.pvc, f"with --model_dir={self.model_dir!r}: "
                   "training needs exactly one shared model_dir, a "
@@ -200,10 +282,25 @@ class K8sConfig:
     return self.name
 
   @property
+  def standalone(self):
+    """Whether only standard servers run (`--output=servers`)."""
+    return self.output == "servers"
+
+  @property
+  def tfjob(self):
+    """Whether a Kubeflow TFJob runs the training cluster."""
+    return self.output == "tfjob"
+
+  @property
   def uses_jobset(self):
-    """Whether the training cluster is a JobSet (--kind=jobset|trainjob)."""
-    return (not self.standalone and not self.tfjob
-            and self.kind in ("jobset", "trainjob"))
+    """Whether a JobSet runs the job (`--output=jobset|trainjob`)."""
+    return self.output in ("jobset", "trainjob")
+
+  @property
+  def feature_gates(self):
+    """The gates of `jobset_feature_gates`, a tuple of names."""
+    return tuple(g.strip() for g in self.jobset_feature_gates.split(",")
+                 if g.strip())
 
   @property
   def model_dir_path(self):

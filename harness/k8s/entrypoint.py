@@ -30,14 +30,14 @@ __all__ = ["tf_config_from_environ"]
 def tf_config_from_environ(environ):
   """The pod's TF_CONFIG from its environment, as its entrypoint makes it.
 
-  The cluster comes from `HARNESS_K8S_CLUSTER` (`--kind=jobs`,
-  `--standalone`). With `HARNESS_K8S_TASK_TYPE` set, the task is that type
+  The cluster comes from `HARNESS_K8S_CLUSTER` (`--output=jobs`,
+  `--output=servers`). With `HARNESS_K8S_TASK_TYPE` set, the task is that type
   with index `HARNESS_K8S_TASK_INDEX` (else `JOB_COMPLETION_INDEX`);
   without it, the index counts through the cluster's tasks in the JSON's
   job order (an Indexed Job running the whole training cluster). Without
   `HARNESS_K8S_CLUSTER` it is `harness.cluster.tf_config.from_environ`'s:
   an explicit TF_CONFIG, else the one built from a JobSet pod's place
-  (`--kind=jobset|trainjob`).
+  (`--output=jobset|trainjob`).
 
   Args:
     environ: a mapping such as `os.environ`.

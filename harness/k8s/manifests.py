@@ -3,12 +3,12 @@
     objects = manifests.render(config)   # a list of dicts
     text = manifests.to_yaml(objects)    # multi-document YAML
 
-`--kind=jobset` (the default) and `--kind=trainjob` are rendered by
-`k8s/jobset.py`. `--kind=jobs`: a headless Service, one Indexed Job
+`--output=jobset` (the default) and `--output=trainjob` are rendered by
+`k8s/jobset.py`. `--output=jobs`: a headless Service, one Indexed Job
 (batch/v1) for the training cluster (index i runs task i of chief, workers,
-ps), an Indexed Job for the evaluator, a NetworkPolicy. Any kind may add
-TensorBoard; `--standalone` renders a StatefulSet of standard servers per
-role, `--tfjob` a Kubeflow TFJob. The pods' parts come from
+ps), an Indexed Job for the evaluator, a NetworkPolicy. Any output may add
+TensorBoard; `--output=servers` renders a StatefulSet of standard servers
+per role, `--output=tfjob` a Kubeflow TFJob. The pods' parts come from
 `k8s/pods.py`, their security and the NetworkPolicy from
 `k8s/policy.py`.
 Re-exported by `harness.k8s` (`render`, `to_yaml`).
@@ -149,7 +149,7 @@ def _tfjob(config):
       container = pods.container(
           config, name="tensorflow", command=_MAIN,
           args=pods.main_args(config), env=[],
-          gpus=config.num_gpus_per_worker)
+          gpus=config.num_gpus_per_worker, port_name="tfjob-port")
       replicas[replica_type] = {
           "replicas": count, "restartPolicy": "OnFailure",
           "template": {"metadata": {"labels": pods.labels(config,
@@ -202,8 +202,8 @@ def render(config):
   if config.standalone:
     return _standalone(config)
   if config.uses_jobset:  # The evaluator is one of its replicatedJobs.
-    objects = (jobset.render_trainjob(config) if config.kind == "trainjob"
-               else jobset.render_jobset(config))
+    objects = (jobset.render_trainjob(config)
+               if config.output == "trainjob" else jobset.render_jobset(config))
   else:
     objects = _tfjob(config) if config.tfjob else _training(config)
     if config.evaluator:
@@ -211,7 +211,6 @@ def render(config):
   if config.tensorboard:
     objects += _tensorboard(config)
   return objects
-
 
 
 def _command_lines(args, width=_HEADER_WIDTH):

@@ -12,6 +12,7 @@ resources, security, mounts, ports: `tf` and, with `--metrics_port`,
 This module imports nothing from TensorFlow.
 """
 
+from harness import errors
 from harness.k8s import config as config_lib
 from harness.k8s import policy
 
@@ -56,11 +57,13 @@ def main_args(config):
 
 
 def container(config, *, args, env, gpus, ports=True, runs_main=True,
-              name=config_lib.CONTAINER, command=config_lib.ENTRYPOINT):
+              name=config_lib.CONTAINER, command=config_lib.ENTRYPOINT,
+              port_name="tf"):
   """The harness container.
 
-  `ports`: it listens on the TF port; `runs_main`: it runs harness.main
-  (which serves metrics on `--metrics_port` when that is set).
+  `ports`: it listens on the TF port (named `port_name`); `runs_main`: it
+  runs harness.main (which serves metrics on `--metrics_port` when that
+  is set).
   """
   result = {"name": name, "image": config.image,
             "imagePullPolicy": "IfNotPresent"}
@@ -76,7 +79,6 @@ def container(config, *, args, env, gpus, ports=True, runs_main=True,
   })
   container_ports = []
   if ports:
-    port_name = "tf" if name == config_lib.CONTAINER else "tfjob-port"
     container_ports.append({"name": port_name, "containerPort": config.port,
                             "protocol": "TCP"})
   if config.metrics_port and runs_main:
@@ -92,9 +94,17 @@ def container(config, *, args, env, gpus, ports=True, runs_main=True,
 
 
 def pod_spec(config, pod_container, *, restart_policy, subdomain=True):
+  """The pod spec around `pod_container`, hardened (`k8s/policy.py`).
+
+  `terminationGracePeriodSeconds` is `--termination_grace_secs`: after
+  SIGTERM, harness.main (PID 1: the entrypoint `exec`s it) stops at the
+  next step boundary within `--stop_timeout_secs` and saves its stop
+  checkpoint before Kubernetes sends SIGKILL.
+  """
   spec = {
       "restartPolicy": restart_policy,
       "enableServiceLinks": False,
+      "terminationGracePeriodSeconds": config.termination_grace_secs,
       "containers": [pod_container],
   }
   if subdomain:
@@ -105,13 +115,22 @@ def pod_spec(config, pod_container, *, restart_policy, subdomain=True):
   return policy.pod_security(spec)
 
 
-def pod_failure_policy():
-  """A Job's podFailurePolicy: a bad flag or TF_CONFIG (exit status
-  `CONFIG_ERROR_EXIT_CODE`) fails the Job at once, a disrupted pod (evicted,
-  preempted) is not counted against its retries."""
+def pod_failure_policy(container_name=config_lib.CONTAINER):
+  """A Job's podFailurePolicy: harness's exit-status contract.
+
+  From `harness/errors.py`: `EXIT_BAD_CONFIG` (2, a bad flag or TF_CONFIG)
+  fails the Job at once (no retry can fix it); `EXIT_PREEMPTED` (143, a
+  SIGTERM after the stop checkpoint) and a disrupted pod (the
+  `DisruptionTarget` condition: evicted, preempted) are ignored, so the
+  pod is replaced without using up a retry; any other failure counts
+  against the Job's retries. `EXIT_DONE` (0) is a success, no rule.
+  """
   return {"rules": [
       {"action": "FailJob", "onExitCodes": {
-          "containerName": config_lib.CONTAINER, "operator": "In",
-          "values": [config_lib.CONFIG_ERROR_EXIT_CODE]}},
+          "containerName": container_name, "operator": "In",
+          "values": [errors.EXIT_BAD_CONFIG]}},
+      {"action": "Ignore", "onExitCodes": {
+          "containerName": container_name, "operator": "In",
+          "values": [errors.EXIT_PREEMPTED]}},
       {"action": "Ignore", "onPodConditions": [
           {"type": "DisruptionTarget", "status": "True"}]}]}
