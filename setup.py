@@ -20,6 +20,10 @@ setuptools.setup(
     packages=setuptools.find_packages(
         include=["harness", "harness.*", "model_fns", "model_fns.*",
                  "input_fns", "input_fns.*"]),
+    # The MNIST test split the main job reads by default (input_fns.mnist_idx
+    # DEFAULT_DATA_DIR), in wheels and non-editable installs too; MANIFEST.in
+    # puts it in the sdist.
+    package_data={"input_fns": ["data/mnist/*.gz", "data/mnist/README.md"]},
     install_requires=[
         # .ci/run tests both ends: 2.21 (whole suite), 2.16 (fast suite).
         "tensorflow>=2.16,<2.22",
