@@ -19,7 +19,6 @@ from harness import errors
 from harness.cli import bad_flags
 from harness.cli import log_format
 from harness.cluster import listen
-from harness.server import serve
 
 __all__ = ["run"]
 
@@ -85,6 +84,7 @@ def _cluster_info(flag, environ):
 
 
 def _main(flag, argv):
+  from harness.server import serve  # lazy: TensorFlow, not for --help  # pylint: disable=g-import-not-at-top
   # absl's full prefix only with absl's --verbosity=1 (debug).
   log_format.use(debug=logging.get_verbosity() >= logging.DEBUG)
   if len(argv) > 1:
