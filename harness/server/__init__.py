@@ -69,3 +69,7 @@ def __getattr__(name):
   if name == "start_server":
     return _importlib.import_module("harness.server.serve").start_server
   raise AttributeError(f"module 'harness.server' has no attribute {name!r}")
+
+
+def __dir__():
+  return sorted(set(globals()) | {"start_server"})
