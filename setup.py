@@ -20,16 +20,25 @@ setuptools.setup(
     packages=setuptools.find_packages(
         include=["harness", "harness.*", "model_fns", "model_fns.*",
                  "input_fns", "input_fns.*"]),
+    # The MNIST test split the main job reads by default (input_fns.mnist_idx
+    # DEFAULT_DATA_DIR), in wheels and non-editable installs too; MANIFEST.in
+    # puts it in the sdist.
+    package_data={"input_fns": ["data/mnist/*.gz", "data/mnist/README.md"]},
     install_requires=[
-        # .ci/run tests both ends: 2.21 (whole suite), 2.16 (fast suite).
-        "tensorflow>=2.16,<2.22",
+        # .ci/run tests 2.21 (whole suite), 2.16 and the newest 2.22
+        # pre-release (fast suite); pip takes a pre-release it finds
+        # installed or is asked for by version, never one on its own.
+        "tensorflow>=2.16,<2.23",
         # TF1 layers and Keras 2 (tf.compat.v1.layers needs TF_USE_LEGACY_KERAS=1).
-        "tf-keras>=2.16,<2.22",
+        # No tf-keras admits TF 2.22 yet (2.21 requires tensorflow<2.22): .ci/run
+        # installs 2.21 with --no-deps beside the pre-release.
+        "tf-keras>=2.16,<2.23",
         "absl-py>=1.0",
         "tensorflow-datasets>=4.9",
-        # TensorFlow 2.16+ no longer depends on TensorBoard; harness prints
-        # its command and serves it (--tensorboard). Same range as TF's.
-        "tensorboard>=2.16,<2.22",
+        # TensorFlow no longer depends on TensorBoard (2.22 dropped it from
+        # its requirements too); harness prints its command and serves it
+        # (--tensorboard). Same range as TF's.
+        "tensorboard>=2.16,<2.23",
         "numpy",
         # --metrics_port: the live Prometheus endpoint (harness.core.live_metrics).
         "prometheus_client>=0.17",

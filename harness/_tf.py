@@ -13,7 +13,10 @@ so that the first import of TensorFlow in the process happens here, with
 
 If TensorFlow was imported before harness without the variable, the legacy
 layers are unavailable for the life of the process; `ensure_legacy_keras`
-raises `LegacyKerasError` saying so and how to fix it.
+raises `LegacyKerasError` saying so and how to fix it. If `tf.keras` was
+already touched then, it is Keras 3 for good (models built with it cannot
+join a TF1 graph); `check_keras_2` raises `LegacyKerasError` for that too,
+when harness first needs TensorFlow.
 """
 
 import logging
@@ -27,7 +30,8 @@ from absl import logging as absl_logging
 
 from harness import errors
 
-__all__ = ["tf", "ensure_legacy_keras", "quiet_tensorflow", "VERBOSITY_ENV"]
+__all__ = ["tf", "ensure_legacy_keras", "check_keras_2", "check_keras_2_model",
+           "quiet_tensorflow", "VERBOSITY_ENV"]
 
 VERBOSITY_ENV = "HARNESS_VERBOSITY"
 _LEGACY_KERAS_ENV = "TF_USE_LEGACY_KERAS"
@@ -126,6 +130,48 @@ def _print_tensorflow_lines_once(tf_module):
       handler.addFilter(_UnlessRootPrints())
 
 
+def check_keras_2(api_modules):
+  """Raises `LegacyKerasError` if `keras` of any of `api_modules` is Keras 3.
+
+  TensorFlow picks Keras 2 or 3 when `tf.keras` is first touched, so code
+  that touched it before harness was imported has Keras 3 for good, even
+  though `tf.compat.v1.layers` may still work.
+
+  Args:
+    api_modules: TensorFlow API modules (`tf`, `tf.compat.v1`, ...); their
+      `keras` is read without being loaded.
+  """
+  from harness._tf_private import keras as keras_private  # lazy: it imports this module  # pylint: disable=g-import-not-at-top
+  for module in api_modules:
+    name = keras_private.loaded_keras_name(module)
+    if name is not None and not name.startswith("tf_keras"):
+      raise errors.LegacyKerasError(
+          f"tf.keras was loaded as Keras 3 (module {name!r}) before harness "
+          "was imported, so legacy tf.keras code in a model_fn would get "
+          "Keras 3, which cannot build TF1 graphs (TF_USE_LEGACY_KERAS is "
+          "read only when tf.keras is first touched). Fix: import harness "
+          "(or harness.compat) before touching tf.keras, or export "
+          "TF_USE_LEGACY_KERAS=1 before starting Python, or run the script "
+          "with `python -m harness.run script.py`.")
+
+
+def check_keras_2_model(keras_model):
+  """Raises `ConfigError` naming a Keras 3 model (`import keras`).
+
+  tf.estimator 2.15's checks would call it subclassed: it is no tf_keras
+  graph network.
+  """
+  kind = type(keras_model)
+  if (not isinstance(keras_model, tf.keras.Model)
+      and kind.__module__.split(".")[0] == "keras"):
+    raise errors.ConfigError(
+        f"model_to_estimator: keras_model is a Keras 3 model "
+        f"({kind.__module__}.{kind.__name__}); like tf.estimator 2.15 it "
+        "takes Keras 2 (tf_keras) models, which can join a TF1 graph. Fix: "
+        "build the model with tf.keras after `import harness` (tf.keras is "
+        "then tf_keras) or with `import tf_keras`, not `import keras`.")
+
+
 def _show_progress_lines():
   """harness logs progress with absl at INFO; show it unless set otherwise."""
   flag = absl_flags.FLAGS["verbosity"] if "verbosity" in absl_flags.FLAGS else None
@@ -140,12 +186,15 @@ def _bootstrap():
   # setting it still helps when tensorflow itself was imported earlier;
   # ensure_legacy_keras below catches the case where Keras 3 already loaded.
   environ[_LEGACY_KERAS_ENV] = "1"
+  imported_before = "tensorflow" in sys.modules
   tf_module = _import_tensorflow_quietly(environ)
   quiet_tensorflow(verbose=_verbose_requested(environ))
   _print_tensorflow_lines_once(tf_module)
   _show_progress_lines()
   ensure_legacy_keras(tf_module)
-  return tf_module
+  return tf_module, imported_before
 
 
-tf = _bootstrap()
+tf, _IMPORTED_BEFORE_HARNESS = _bootstrap()
+if _IMPORTED_BEFORE_HARNESS:
+  check_keras_2((tf, tf.compat.v1, tf.compat.v2))

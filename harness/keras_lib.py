@@ -29,6 +29,7 @@ import os
 
 from absl import logging
 
+from harness import _tf
 from harness import _tf_private
 from harness import errors
 from harness import estimator as estimator_lib
@@ -265,6 +266,7 @@ def _save_first_checkpoint(keras_model, custom_objects, config,
 
 def _check_model(keras_model, custom_objects, checkpoint_format):
   """2.15's checks; returns whether checkpoints are object-based."""
+  _tf.check_keras_2_model(keras_model)
   graph_network = _tf_private.is_graph_network(keras_model) or isinstance(
       keras_model, tf.keras.models.Sequential)
   if not graph_network:

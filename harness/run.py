@@ -15,10 +15,6 @@ Usage errors (no program, an unknown option, a missing script) print a
 message and exit with status 2.
 """
 
-# First, so that TensorFlow is imported with TF_USE_LEGACY_KERAS=1 and the
-# aliases exist before any line of the program runs.
-import harness.compat  # pylint: disable=unused-import,g-bad-import-order
-
 import importlib.util
 import os
 import runpy
@@ -44,12 +40,22 @@ def _usage_error(message):
   return _EXIT_USAGE
 
 
+def _install_aliases():
+  """Imports TensorFlow (TF_USE_LEGACY_KERAS=1) and puts the aliases in place.
+
+  Before any line of the program runs, but not for `--help` or a usage
+  error, which then answer without loading TensorFlow.
+  """
+  import harness.compat  # lazy: TensorFlow only once a program runs  # pylint: disable=g-import-not-at-top,unused-import
+
+
 def _run_script(script, args):
   if not os.path.exists(script):
     return _usage_error(
         f"can't open file {os.path.abspath(script)!r}: no such file. Fix: "
         "pass the path of the legacy script (relative to the current "
         "directory), or `-m package.module` to run a module.")
+  _install_aliases()
   sys.argv = [script, *args]
   script_dir = os.path.dirname(os.path.abspath(script))
   if sys.path:
@@ -62,7 +68,9 @@ def _run_script(script, args):
 
 def _run_module(module, args):
   # As `python -m`: sys.path[0] is the current directory, argv[0] becomes the
-  # module's file (run_module sets it).
+  # module's file (run_module sets it). The aliases first: finding the
+  # module imports its parent packages.
+  _install_aliases()
   cwd = os.getcwd()
   if sys.path:
     sys.path[0] = cwd

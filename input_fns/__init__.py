@@ -29,7 +29,7 @@ Use::
 
     from input_fns import mnist_idx
     train_input_fn = mnist_idx.make_input_fn(
-        ModeKeys.TRAIN, data_dir="../shared/data/mnist", batch_size=64)
+        ModeKeys.TRAIN, batch_size=64)  # the MNIST split shipped with it
     estimator.train(train_input_fn, max_steps=1000)
 
 This module itself imports no TensorFlow; the harness core never imports this

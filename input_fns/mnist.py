@@ -7,8 +7,8 @@
 
 Machines without network cannot download it; then this input_fn says so at
 once (it does not wait for TFDS's retries) and names the offline choices:
-``--input_fn=mnist_idx --data_dir=../shared/data/mnist`` (real digits, the
-10k test split as IDX files) or ``--input_fn=synthetic``.
+``--input_fn=mnist_idx`` (real digits: the 10k test split shipped with
+harness in ``input_fns/data/mnist``) or ``--input_fn=synthetic``.
 """
 
 import socket
@@ -31,9 +31,9 @@ _DOWNLOAD_HOST = ("storage.googleapis.com", 443)
 _SPLITS = {input_fns.TRAIN: "train", input_fns.EVAL: "test",
            input_fns.PREDICT: "test"}
 _OFFLINE_FIX = (
-    "Offline alternatives: --input_fn=mnist_idx "
-    "--data_dir=../shared/data/mnist (the real 10k MNIST test split as IDX "
-    "files), or --input_fn=synthetic (generated, MNIST-shaped).")
+    "Offline alternatives: --input_fn=mnist_idx (the real 10k MNIST test "
+    "split, shipped with harness), or --input_fn=synthetic (generated, "
+    "MNIST-shaped).")
 
 
 def _can_reach(address, timeout_secs=5.0):

@@ -3,12 +3,13 @@
 Reads ``{split}-images-idx3-ubyte[.gz]`` and ``{split}-labels-idx1-ubyte[.gz]``
 for split ``train`` and ``t10k`` with TensorFlow ops (nothing is embedded in
 the graph). With both splits present, TRAIN reads ``train-*`` and EVAL reads
-``t10k-*``. With only the 10k test split (as in ``../shared/data/mnist``),
-TRAIN takes its first ``train_examples`` (8,000) digits and EVAL its last
-``eval_examples`` (2,000)::
+``t10k-*``. With only the 10k test split (as in ``DEFAULT_DATA_DIR``, the
+copy shipped in ``input_fns/data/mnist``), TRAIN takes its first
+``train_examples`` (8,000) digits and EVAL its last ``eval_examples``
+(2,000)::
 
     python -m harness.main --model_fn=mnist_cnn --input_fn=mnist_idx \\
-        --data_dir=../shared/data/mnist --model_dir=/tmp/mnist_cnn
+        --model_dir=/tmp/mnist_cnn
 """
 
 import gzip
@@ -19,10 +20,13 @@ from harness import errors
 from harness._tf import tf
 import input_fns
 
-__all__ = ["DEFAULT_PARAMS", "DEFAULT_BATCH_SIZE", "make_input_fn",
-           "find_split", "read_header"]
+__all__ = ["DEFAULT_PARAMS", "DEFAULT_BATCH_SIZE", "DEFAULT_DATA_DIR",
+           "make_input_fn", "find_split", "read_header"]
 
 DEFAULT_BATCH_SIZE = 64
+# The MNIST test split shipped in the package (see its README.md): the data
+# when no data_dir is given, so the main job needs nothing but the checkout.
+DEFAULT_DATA_DIR = os.path.join(os.path.dirname(__file__), "data", "mnist")
 DEFAULT_PARAMS = {
     "train_examples": 8000,   # used only when train-* files are absent
     "eval_examples": 2000,    # idem: the last N of the t10k files
@@ -121,7 +125,7 @@ def make_input_fn(mode, *, data_dir=None, batch_size=None, params=None):
 
   Args:
     mode: ModeKeys.TRAIN (shuffled, repeated), EVAL or PREDICT (one pass).
-    data_dir: folder holding the IDX files.
+    data_dir: folder holding the IDX files (None: `DEFAULT_DATA_DIR`).
     batch_size: global batch size (default `DEFAULT_BATCH_SIZE`).
     params: overrides of `DEFAULT_PARAMS`.
 
@@ -138,7 +142,7 @@ def make_input_fn(mode, *, data_dir=None, batch_size=None, params=None):
       batch_size, DEFAULT_BATCH_SIZE, _SOURCE)
   params = input_fns.merge_params(DEFAULT_PARAMS, params)
   if not data_dir:
-    raise _missing_error(data_dir, "is not set")
+    data_dir = DEFAULT_DATA_DIR
   if not os.path.isdir(data_dir):
     resolved = os.path.abspath(data_dir)
     raise _missing_error(data_dir, "is not a folder" + (

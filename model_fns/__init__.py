@@ -4,8 +4,7 @@ Each module defines ``model_fn(features, labels, mode, params)`` returning a
 `harness.spec.EstimatorSpec`, and ``DEFAULT_PARAMS`` (name -> default; the
 binary coerces ``--params`` values to the defaults' types)::
 
-    python -m harness.main --model_fn=mnist_cnn --input_fn=mnist_idx \\
-        --data_dir=../shared/data/mnist
+    python -m harness.main --model_fn=mnist_cnn --input_fn=mnist_idx
 
 | name          | network                                       | input_fn      |
 |---------------|-----------------------------------------------|---------------|

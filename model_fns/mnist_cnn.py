@@ -5,9 +5,11 @@ features {"image": float32 [batch, 28, 28, 1] in [0, 1]} and int64 labels
 [batch]::
 
     python -m harness.main --model_fn=mnist_cnn --input_fn=mnist_idx \\
-        --data_dir=../shared/data/mnist --model_dir=/tmp/mnist_cnn
+        --model_dir=/tmp/mnist_cnn
 
-(offline without data: ``--input_fn=synthetic``).
+(``mnist_idx`` reads the MNIST test split shipped in ``input_fns/data/mnist``
+unless ``--data_dir`` names another folder; ``--input_fn=synthetic`` needs
+no data).
 """
 
 from harness._tf import tf

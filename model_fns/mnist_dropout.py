@@ -5,7 +5,7 @@ on features {"image": float32 [batch, 28, 28, 1] in [0, 1]} and int64 labels
 [batch]::
 
     python -m harness.main --model_fn=mnist_dropout --input_fn=mnist_idx \\
-        --data_dir=../shared/data/mnist --params=dropout_rate=0.3
+        --params=dropout_rate=0.3
 """
 
 from harness._tf import tf

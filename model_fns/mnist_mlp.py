@@ -4,7 +4,7 @@ Flatten -> Dense 256 relu -> Dense 256 relu -> Dense 10, on features
 {"image": float32 [batch, 28, 28, 1] in [0, 1]} and int64 labels [batch]::
 
     python -m harness.main --model_fn=mnist_mlp --input_fn=mnist_idx \\
-        --data_dir=../shared/data/mnist --model_dir=/tmp/mnist_mlp
+        --model_dir=/tmp/mnist_mlp
 """
 
 from harness._tf import tf

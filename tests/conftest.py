@@ -1,4 +1,4 @@
-"""Shared test fixtures: paths to ../shared data, made importable for tests."""
+"""Shared test fixtures: data paths (../shared fixtures, the shipped MNIST)."""
 
 import glob
 import json
@@ -8,7 +8,8 @@ import pathlib
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHARED_DIR = pathlib.Path(
     os.environ.get("HARNESS_SHARED_DIR", REPO_ROOT.parent / "shared"))
-MNIST_DIR = SHARED_DIR / "data" / "mnist"
+# The MNIST test split shipped in the package (input_fns.mnist_idx's default).
+MNIST_DIR = REPO_ROOT / "input_fns" / "data" / "mnist"
 FIXTURES_DIR = SHARED_DIR / "fixtures"
 
 # absltest's create_tempdir() reads --test_tmpdir; under pytest nobody parses

@@ -176,6 +176,27 @@ class LegacyKerasErrorTest(parameterized.TestCase):
     self.assertIn(message, report["message"])
     self.assertIn("python -m harness.run", report["message"])
 
+  def test_plain_import_harness_stops_at_first_use_when_keras_3_loaded(self):
+    # Issue 39: README promises it for `import harness` too (was silent;
+    # model_to_estimator then failed with a misleading "subclassed").
+    code = (
+        "import json, tensorflow as tf\n"
+        "tf.keras.layers.Dense\n"
+        "import harness\n"
+        "try:\n"
+        "  harness.RunConfig\n"
+        "except Exception as e:\n"
+        "  print(json.dumps({'type': type(e).__name__, 'message': str(e)}))\n")
+    env = {k: v for k, v in conftest.child_env().items()
+           if k != "TF_USE_LEGACY_KERAS"}
+    result = _run_python(["-c", code], env=env)
+    self.assertEqual(result.returncode, 0, result.description)
+    self.assertTrue(result.stdout.strip(), "no error\n" + result.description)
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    self.assertEqual(report["type"], "LegacyKerasError", report)
+    self.assertIn("loaded as Keras 3", report["message"])
+    self.assertIn("Fix: import harness", report["message"])
+
 
 @contextlib.contextmanager
 def _preserved_interpreter_state(cwd=None):

@@ -63,7 +63,6 @@ _REWRITES = (
     (r"\s*\|\s*kubectl .*$", "",
      "the rendering before `| kubectl` runs; kubectl needs a cluster"),
     (r"/tmp/", "{tmp}/", "model_dirs in a temporary folder of the test"),
-    (r"\.\./shared/", "{shared}/", "the shared data beside the main checkout"),
     (r"--tensorboard(?![=_\w])", "--tensorboard=0",
      "a free port: 6006 may be taken by a run beside this one"),
 )
@@ -139,8 +138,7 @@ _COMMANDS = _doc_commands()
 
 def _rewrite(text, tmp, port_map):
   for pattern, replacement, _ in _REWRITES:
-    text = re.sub(pattern, replacement.format(
-        tmp=tmp, shared=conftest.SHARED_DIR), text)
+    text = re.sub(pattern, replacement.format(tmp=tmp), text)
   return _PORT_RE.sub(
       lambda m: "127.0.0.1:" + str(port_map.setdefault(
           m.group(1), ports.pick_free_port())), text)
@@ -185,9 +183,6 @@ class _CommandTestCase(parameterized.TestCase):
   def _check(self, command):
     if command.skip_reason:
       self.skipTest(f"{command.doc}: `{command.text}`: {command.skip_reason}")
-    if "../shared/" in command.text and not conftest.SHARED_DIR.is_dir():
-      self.skipTest(f"{command.doc}: `{command.text}`: {conftest.SHARED_DIR} "
-                    "is absent (HARNESS_SHARED_DIR names another)")
     # A short folder (/tmp/hdXXXXXXXX), near the docs' /tmp/NAME: the long
     # per-test folders of absl would push paths past the 160 scanned below.
     tmp = tempfile.mkdtemp(prefix="hd")
@@ -244,6 +239,48 @@ class DocsCommandsTest(_CommandTestCase):
   @parameterized.named_parameters(*_params(slow=False))
   def test_fast_command(self, command):
     self._check(command)
+
+
+class FirstContactDocsTest(absltest.TestCase):
+  """Issue 39: what a new user reads can be run as written, anywhere."""
+
+  def test_readme_training_commands_each_have_their_own_model_dir(self):
+    # Run one after another, two commands on one model_dir: the second
+    # resumes at the first's last step and trains nothing.
+    seen = {}
+    for command in _COMMANDS:
+      if not command.doc.startswith("README.md") or not command.slow:
+        continue
+      if "--dry_run" in command.text:
+        continue
+      for model_dir in re.findall(r"--model_dir=(\S+)", command.text):
+        self.assertNotIn(
+            model_dir, seen, f"{command.doc}: `{command.text}` trains in "
+            f"{model_dir}, as `{seen.get(model_dir)}` does")
+        seen[model_dir] = command.text
+    self.assertGreaterEqual(len(seen), 5, seen)
+
+  def test_first_command_reads_the_shipped_mnist(self):
+    first = _COMMANDS[0].text
+    self.assertIn("--input_fn=mnist_idx", first)
+    self.assertNotIn("--data_dir", first)
+    shipped = conftest.REPO_ROOT / "input_fns" / "data" / "mnist"
+    for name in ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"):
+      self.assertTrue((shipped / name).is_file(), shipped / name)
+    notice = " ".join((shipped / "README.md").read_text().split())
+    self.assertIn("Creative Commons Attribution-Share Alike 3.0", notice)
+
+  def test_users_read_nothing_of_the_shared_folder(self):
+    # ../shared is this project's development machine, not the user's.
+    found = []
+    for pattern in _DOC_GLOBS + ("harness/**/*.py", "input_fns/**/*.py",
+                                 "model_fns/**/*.py"):
+      for path in sorted(conftest.REPO_ROOT.glob(pattern)):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+          if re.search(r"\.\./shared|shared/data", line):
+            found.append(f"{path.relative_to(conftest.REPO_ROOT)}:{number}:"
+                         f" {line.strip()}")
+    self.assertEqual(found, [])
 
 
 @pytest.mark.slow  # On the class: absl's parameterized methods lose marks.

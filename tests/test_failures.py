@@ -444,6 +444,22 @@ class LegacyModelFnTest(_BinaryTestCase):
                                                 "model.ckpt-4.index")))
 
   @pytest.mark.slow
+  def test_binary_takes_a_plain_tf_estimator_input_fn(self):
+    # Issue 39: input_fn(mode, params), not a factory; was a 30-line
+    # TypeError traceback (unexpected keyword argument 'data_dir').
+    model_dir = self.create_tempdir().full_path
+    rc, output = _run([
+        f"--model_fn={_LEGACY}:model_fn", f"--input_fn={_LEGACY}:input_fn",
+        "--mode=train_and_evaluate", "--max_steps=4", "--eval_steps=1",
+        f"--model_dir={model_dir}"])
+    self.assertEqual(rc, 0, output[-3000:])
+    self.assertIn(f"input | --input_fn={_LEGACY}:input_fn is a tf.estimator "
+                  "input_fn(mode, params), not a factory", output)
+    self.assertNotIn("Traceback", output)
+    self.assertTrue(os.path.exists(os.path.join(model_dir,
+                                                "model.ckpt-4.index")))
+
+  @pytest.mark.slow
   def test_tasks_started_by_launch_run_it_too(self):
     model_dir = self.create_tempdir().full_path
     command = [sys.executable, "-m", "harness.launch", "--workers=2",

@@ -35,6 +35,27 @@ class HelpTest(parameterized.TestCase):
     for flag in _BINARIES[binary]:
       self.assertIn(f"  {flag}: ", proc.stdout, detail)
 
+  @parameterized.parameters("main", "run", "server", "launch", "k8s")
+  def test_help_loads_no_tensorflow(self, binary):
+    # Issue 39: `harness.run --help` and `harness.server --help` imported
+    # TensorFlow (8-17 s, 47 s on a loaded machine). The binary runs as
+    # `python -m` would run it; at exit this process reports whether
+    # TensorFlow was imported (-X importtime cannot: harness._tf sends
+    # fd 2 elsewhere while TensorFlow imports).
+    code = (
+        "import atexit, runpy, sys\n"
+        "atexit.register(lambda: sys.__stdout__.write(\n"
+        "    '\\nTENSORFLOW_LOADED=%s\\n' % ('tensorflow' in sys.modules)))\n"
+        f"sys.argv = ['harness.{binary}', '--help']\n"
+        f"runpy.run_module('harness.{binary}', run_name='__main__',"
+        " alter_sys=True)\n")
+    proc = _support.run([sys.executable, "-c", code], timeout_secs=300,
+                        env=conftest.child_env())
+    self.assertEqual(proc.returncode, 0, proc.description)
+    self.assertIn(f"python -m harness.{binary}", proc.stdout,
+                  proc.description)
+    self.assertIn("TENSORFLOW_LOADED=False", proc.stdout, proc.description)
+
   def test_help_after_dashes_is_the_commands(self):
     # launch's `--` ends its own flags: `--help` after it is the task's.
     proc = _support.run(

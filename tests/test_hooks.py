@@ -51,7 +51,7 @@ class ReexportTest(parameterized.TestCase):
 class ProgressLoggerHookTest(absltest.TestCase):
 
   def _run(self, *, runs, steps_per_run=1, every_n_steps=3, max_steps=None,
-           examples_per_step=None, last_step=None):
+           examples_per_step=None, last_step=None, first_run_secs=0.1):
     """Runs `runs` session.run calls; returns (progress lines, loss fetches)."""
     clock = _Clock()
     fetches = []
@@ -71,10 +71,10 @@ class ProgressLoggerHookTest(absltest.TestCase):
         all_hooks.append(hooks.StopAtStepHook(last_step=last_step))
       with self.assertLogs("absl", level="INFO") as logs:
         with tf.compat.v1.train.MonitoredSession(hooks=all_hooks) as session:
-          for _ in range(runs):
+          for run in range(runs):
             if session.should_stop():
               break
-            clock.now += 0.1
+            clock.now += first_run_secs if run == 0 else 0.1
             session.run(train_op)
     return _progress_lines(logs), len(fetches)
 
@@ -85,6 +85,19 @@ class ProgressLoggerHookTest(absltest.TestCase):
         lines[0],
         "train | chief/0 | step 3/10 | 10.0 steps/s | 320 examples/s | "
         "loss=0.25 | eta 0:00:01")
+
+  def test_start_up_stays_out_of_the_rate_and_eta(self):
+    # Issue 39: a slow first run (tf.data, first compile) made the first
+    # line say 0.6 steps/s and an ETA many times the job's length.
+    lines, _ = self._run(runs=10, max_steps=10, last_step=10,
+                         first_run_secs=5.0)
+    self.assertEqual(lines[0], "train | chief/0 | step 3/10 | 10.0 steps/s | "
+                     "loss=0.25 | eta 0:00:01")
+    # A first line the first run itself reaches shows no ETA.
+    lines, _ = self._run(runs=3, steps_per_run=3, max_steps=9, last_step=9,
+                         first_run_secs=5.0)
+    self.assertNotIn("eta", lines[0])
+    self.assertIn("eta", lines[1])
 
   def test_logs_every_n_steps_and_the_last_step(self):
     lines, fetches = self._run(runs=10, max_steps=10, last_step=10)

@@ -19,9 +19,7 @@ from input_fns import mnist_idx
 from input_fns import synthetic
 from tests import conftest
 
-_REAL_MNIST_DIR = (
-    pathlib.Path(__file__).resolve().parent.parent.parent
-    / "shared" / "data" / "mnist")
+_REAL_MNIST_DIR = conftest.MNIST_DIR  # Shipped in input_fns/data/mnist.
 
 
 def _collect(input_fn, input_context=None, max_batches=None):
@@ -212,8 +210,20 @@ class MnistIdxTest(parameterized.TestCase):
     self.assertNotIn(missing, fix)
     self.assertNotIn("../shared/data/mnist", fix)
     self.assertIn("--input_fn=mnist or synthetic", fix)
-    with self.assertRaisesRegex(errors.InputFnError, "is not set"):
-      mnist_idx.make_input_fn(ModeKeys.TRAIN)
+
+  def test_default_data_dir_is_the_shipped_test_split(self):
+    # Issue 39: no data_dir, no folder beside the checkout: the package's own.
+    self.assertEqual(pathlib.Path(mnist_idx.DEFAULT_DATA_DIR).resolve(),
+                     conftest.MNIST_DIR.resolve())
+    eval_fn = mnist_idx.make_input_fn(ModeKeys.EVAL, batch_size=1000)
+    _, labels = _collect(eval_fn)
+    labels = np.concatenate(labels)
+    self.assertLen(labels, 2000)
+    self.assertEqual(set(labels.tolist()), set(range(10)))
+    train_fn = mnist_idx.make_input_fn(ModeKeys.TRAIN, data_dir="",
+                                       batch_size=100)
+    _, train_labels = _collect(train_fn, max_batches=2)
+    self.assertEqual([len(y) for y in train_labels], [100, 100])
 
   def test_missing_files_and_bad_files(self):
     data_dir = self.create_tempdir()
@@ -278,8 +288,12 @@ class MnistTfdsTest(absltest.TestCase):
         mnist.make_input_fn(ModeKeys.TRAIN, data_dir=data_dir)
     message = str(cm.exception)
     self.assertIn("storage.googleapis.com", message)
-    self.assertIn("--input_fn=mnist_idx --data_dir=../shared/data/mnist",
-                  message)
+    # Offline hints name only what is there: mnist_idx's shipped split.
+    self.assertIn("--input_fn=mnist_idx (the real 10k MNIST test split, "
+                  "shipped with harness)", message)
+    self.assertNotIn("--data_dir", message.split("Offline", 1)[1])
+    self.assertTrue(os.path.isfile(os.path.join(
+        mnist_idx.DEFAULT_DATA_DIR, "t10k-images-idx3-ubyte.gz")))
     self.assertIn("--input_fn=synthetic", message)
 
   def test_download_disabled(self):

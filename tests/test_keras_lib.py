@@ -210,6 +210,22 @@ class ModelToEstimatorTest(absltest.TestCase):
       keras_lib.model_to_estimator(
           keras_model=model, model_dir=self.create_tempdir().full_path)
 
+  def test_keras_3_model_is_named_as_such(self):
+    # Issue 39: was "Object-based checkpoints are currently not supported
+    # with subclassed models" for a functional model of `import keras`.
+    import keras  # Keras 3 (TensorFlow's own dependency).  # pylint: disable=g-import-not-at-top
+    inputs = keras.Input((4,), name="x")
+    model = keras.Model(inputs, keras.layers.Dense(1)(inputs))
+    model.compile("sgd", "mse")
+    with self.assertRaises(ValueError) as cm:
+      keras_lib.model_to_estimator(
+          keras_model=model, model_dir=self.create_tempdir().full_path)
+    message = str(cm.exception)
+    self.assertIn("keras_model is a Keras 3 model (keras.", message)
+    self.assertIn("Fix: build the model with tf.keras after `import harness`",
+                  message)
+    self.assertNotIn("subclassed", message)
+
 
 class ReadmeExampleTest(absltest.TestCase):
 

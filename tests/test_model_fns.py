@@ -1,7 +1,6 @@
 """Each example model_fn trains, evaluates, predicts and exports via Estimator."""
 
 import os
-import pathlib
 
 from absl.testing import absltest
 from absl.testing import parameterized
@@ -18,10 +17,9 @@ from model_fns import linear
 from model_fns import mnist_cnn
 from model_fns import mnist_dropout
 from model_fns import mnist_mlp
+from tests import conftest
 
-_REAL_MNIST_DIR = (
-    pathlib.Path(__file__).resolve().parent.parent.parent
-    / "shared" / "data" / "mnist")
+_REAL_MNIST_DIR = conftest.MNIST_DIR  # Shipped in input_fns/data/mnist.
 
 _SMALL_SYNTHETIC = {"train_examples": 512, "eval_examples": 128}
 

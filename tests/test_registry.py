@@ -101,6 +101,46 @@ class RegistryTest(absltest.TestCase):
     self.assertEqual(registry.model_default_params("user_models_a:my_model_fn"),
                      {"units": 3})
 
+  def test_plain_tf_estimator_input_fn_is_wrapped_in_a_factory(self):
+    # Issue 39: 2.15's input_fn itself given to --input_fn.
+    self._write_module("user_inputs_plain", """
+        DEFAULT_BATCH_SIZE = 7
+        def input_fn(params, mode):
+          return ("plain", params, mode)
+        def no_args():
+          return "no args"
+        """)
+    factory = registry.resolve_input_fn("user_inputs_plain:input_fn")
+    with self.assertLogs(level="INFO") as logs:
+      for mode in ("train", "eval", "infer"):
+        made = factory(mode, data_dir="/d", batch_size=8, params={})
+        # The Estimator calls it with what it declares (2.15's rule).
+        self.assertEqual(made({"a": 1}, mode), ("plain", {"a": 1}, mode))
+    self.assertLen(logs.output, 1)  # Said once.
+    self.assertIn("--input_fn=user_inputs_plain:input_fn is a tf.estimator "
+                  "input_fn(params, mode), not a factory", logs.output[0])
+    self.assertIn("--data_dir and --batch_size do not reach it",
+                  logs.output[0])
+    self.assertEqual(
+        registry.resolve_input_fn("user_inputs_plain:no_args")("eval")(),
+        "no args")
+    # Its module still gives the defaults the binary reads.
+    self.assertEqual(sys.modules[factory.__module__].DEFAULT_BATCH_SIZE, 7)
+
+  def test_other_signature_is_refused_with_the_one_line_fix(self):
+    self._write_module("user_inputs_odd", """
+        def load(path, shuffle):
+          return path
+        """)
+    with self.assertRaises(errors.FlagError) as cm:
+      registry.resolve_input_fn("user_inputs_odd:load")
+    message = str(cm.exception)
+    self.assertNotIn("\n", message)
+    self.assertIn("user_inputs_odd:load(path, shuffle) is neither", message)
+    self.assertIn("Fix: add to its module `def make_input_fn(mode, **kwargs): "
+                  "return lambda: load(...)` and pass "
+                  "--input_fn=user_inputs_odd:make_input_fn", message)
+
   def test_user_module_without_default_params(self):
     self._write_module("user_inputs_b", """
         def make_input_fn(mode, *, data_dir=None, batch_size=None, params=None):

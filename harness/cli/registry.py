@@ -22,12 +22,19 @@ The contract of what a name resolves to:
 * an input name -> the factory
   ``make_input_fn(mode, *, data_dir=None, batch_size=None, params=None)``
   returning ``input_fn(input_context=None)`` (see `input_fns/__init__.py`);
-  its module may define ``DEFAULT_PARAMS`` too.
+  its module may define ``DEFAULT_PARAMS`` too. A tf.estimator-style
+  ``input_fn`` itself (arguments among ``params``, ``mode``, ``config``,
+  ``input_context``) is accepted too: it is wrapped in a factory that hands
+  it to the Estimator for every mode, as tf.estimator called it.
 """
 
+import functools
 import importlib
+import inspect
 import re
 import sys
+
+from absl import logging
 
 from harness import errors
 
@@ -223,7 +230,59 @@ def _resolve(kind, name):
     raise errors.FlagError(
         f"{flag}={name!r}: {module_name}:{attr} is a "
         f"{type(obj).__name__}, not a callable {kind}.")
+  if kind == "input_fn":
+    return _as_input_factory(f"{flag}={name}", f"{module_name}:{attr}", obj)
   return obj
+
+
+# The arguments tf.estimator 2.15 passed an input_fn, each by name when the
+# function declares it; a factory takes data_dir and batch_size.
+_ESTIMATOR_INPUT_FN_ARGS = frozenset(("params", "mode", "config",
+                                      "input_context"))
+_FACTORY_ARGS = frozenset(("data_dir", "batch_size"))
+
+
+def _as_input_factory(flag, where, fn):
+  """`fn` if it is a factory; a tf.estimator input_fn wrapped in one."""
+  try:
+    parameters = inspect.signature(fn).parameters.values()
+  except (TypeError, ValueError):  # No signature (a builtin): as given.
+    return fn
+  names = [p.name for p in parameters if p.kind not in (
+      p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+  if (_FACTORY_ARGS & set(names)
+      or any(p.kind == p.VAR_KEYWORD for p in parameters)):
+    return fn
+  if set(names) <= _ESTIMATOR_INPUT_FN_ARGS:
+    return _plain_input_fn_factory(flag, where, fn, names)
+  raise errors.FlagError(
+      f"{flag}: {where}({', '.join(names)}) is neither an input_fn factory "
+      "(mode, *, data_dir, batch_size, params) nor a tf.estimator input_fn "
+      "(params, mode, config). Fix: add to its module `def make_input_fn("
+      f"mode, **kwargs): return lambda: {where.split(':')[1]}(...)` and pass "
+      f"--input_fn={where.split(':')[0]}:make_input_fn")
+
+
+def _plain_input_fn_factory(flag, where, input_fn, names):
+  """A factory returning `input_fn` for every mode (logged once)."""
+  logged = []
+
+  @functools.wraps(input_fn)
+  def make_input_fn(mode, *, data_dir=None, batch_size=None, params=None):
+    del mode, params  # The Estimator passes what input_fn declares.
+    if not logged:
+      logged.append(True)
+      ignored = [f for f, v in (("--data_dir", data_dir),
+                                ("--batch_size", batch_size)) if v]
+      logging.info(
+          "input | %s is a tf.estimator input_fn(%s), not a factory: it "
+          "is called for every mode as tf.estimator called it%s", flag,
+          ", ".join(names), f"; {' and '.join(ignored)} do not reach it"
+          if ignored else "")
+    return input_fn
+
+  del make_input_fn.__wrapped__  # Its signature is the factory's.
+  return make_input_fn
 
 
 def _default_params(kind, name):

@@ -8,7 +8,7 @@ import importlib.abc
 import re
 import sys
 
-from harness import _tf_private
+from harness import _tf
 from harness import errors
 # Loads TensorFlow with TF_USE_LEGACY_KERAS=1, or raises LegacyKerasError.
 from harness._tf import tf
@@ -181,24 +181,9 @@ def _tensorflow_api_modules():
 def check_keras_2():
   """Raises `LegacyKerasError` if `tf.keras` already resolved to Keras 3.
 
-  TensorFlow picks Keras 2 or 3 when `tf.keras` is first touched, so code
-  that touched it before harness was imported has Keras 3 for good, even
-  though `tf.compat.v1.layers` may still work.
-
-  Raises:
-    LegacyKerasError: some `tf.keras` of this process is Keras 3.
+  Every TensorFlow API module's `keras` (`harness._tf.check_keras_2`).
   """
-  for module, _ in _tensorflow_api_modules():
-    name = _tf_private.loaded_keras_name(module)
-    if name is not None and not name.startswith("tf_keras"):
-      raise errors.LegacyKerasError(
-          f"tf.keras was loaded as Keras 3 (module {name!r}) before harness "
-          "was imported, so legacy tf.keras code in a model_fn would get "
-          "Keras 3, which cannot build TF1 graphs (TF_USE_LEGACY_KERAS is "
-          "read only when tf.keras is first touched). Fix: import harness "
-          "(or harness.compat) before touching tf.keras, or export "
-          "TF_USE_LEGACY_KERAS=1 before starting Python, or run the script "
-          "with `python -m harness.run script.py`.")
+  _tf.check_keras_2(module for module, _ in _tensorflow_api_modules())
 
 
 def _patch_tensorflow(registry, namespaces):

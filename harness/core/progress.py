@@ -112,6 +112,7 @@ class ProgressLoggerHook(SessionRunHook):
     live_metrics.record_session_start(self._task_label, step=step,
                                       first=self._sessions == 1)
     self._calibrated = False
+    self._warm = False  # Until the session's first run has ended.
     every_n = self._every_n_steps
     self._next_log_step = (step // every_n + 1) * every_n
     if self._max_steps is not None:
@@ -157,11 +158,15 @@ class ProgressLoggerHook(SessionRunHook):
     step = int(run_context.session.run(self._global_step_tensor))
     self._rebase(step)
     self._calibrated = True  # Steps per run are known after one run.
+    first_run, self._warm = not self._warm, True
     if not self._fetching and step < self._next_log_step:
+      if first_run:  # Its start-up cost (tf.data, first compile) stays
+        self._window_step, self._window_time = step, self._clock()  # out.
       return
     if step == self._logged_step:
       return
-    self._log(step, run_values.results if self._fetching else None)
+    self._log(step, run_values.results if self._fetching else None,
+              eta=not first_run)
     while self._next_log_step <= step:
       self._next_log_step += self._every_n_steps
     if self._max_steps is not None and step < self._max_steps:
@@ -174,8 +179,11 @@ class ProgressLoggerHook(SessionRunHook):
       # another batch from the input pipeline.
       self._log(step, None)
 
-  def _log(self, step, loss):
-    """Logs one line and moves the rate window to (`step`, now)."""
+  def _log(self, step, loss, eta=True):
+    """Logs one line and moves the rate window to (`step`, now).
+
+    `eta=False`: the rate includes the session's start-up, no ETA from it.
+    """
     now = self._clock()
     elapsed = now - self._window_time
     steps_done = step - self._window_step
@@ -193,7 +201,7 @@ class ProgressLoggerHook(SessionRunHook):
         parts.append(f"{examples_rate:.0f} examples/s")
     if loss is not None:
       parts.append(f"loss={float(loss):.4g}")
-    if rate is not None and self._max_steps is not None:
+    if eta and rate is not None and self._max_steps is not None:
       parts.append(f"eta {_format_eta((self._max_steps - step) / rate)}")
     logging.info("%s", " | ".join(parts))
     numbers = {"step": step, "max_steps": self._max_steps,

@@ -50,9 +50,10 @@ Library use, e.g. for parameter servers or in-process workers::
 this package.
 """
 
+import importlib as _importlib
+
 # pylint: disable=unused-import
 from harness.server.cli import run
-from harness.server.serve import start_server
 
 __all__ = [
     # Starting a server from Python.
@@ -60,3 +61,15 @@ __all__ = [
     # The binary (`harness-server`, `python -m harness.server`).
     "run",
 ]
+
+
+def __getattr__(name):
+  # `start_server` loads TensorFlow: on first use, so that the binary's
+  # --help answers without it.
+  if name == "start_server":
+    return _importlib.import_module("harness.server.serve").start_server
+  raise AttributeError(f"module 'harness.server' has no attribute {name!r}")
+
+
+def __dir__():
+  return sorted(set(globals()) | {"start_server"})

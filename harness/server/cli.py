@@ -8,6 +8,7 @@ keeps it. A bad flag or TF_CONFIG is one message on stderr and exit status
 
 import functools
 import os
+import signal
 import types
 
 from absl import app
@@ -19,9 +20,8 @@ from harness import errors
 from harness.cli import bad_flags
 from harness.cli import log_format
 from harness.cluster import listen
-from harness.server import serve
 
-__all__ = ["run"]
+__all__ = ["catch_stop_signals", "run"]
 
 
 def _define_flags():
@@ -85,6 +85,7 @@ def _cluster_info(flag, environ):
 
 
 def _main(flag, received, argv):
+  from harness.server import serve  # lazy: TensorFlow, not for --help  # pylint: disable=g-import-not-at-top
   # absl's full prefix only with absl's --verbosity=1 (debug).
   log_format.use(debug=logging.get_verbosity() >= logging.DEBUG)
   if len(argv) > 1:
@@ -127,6 +128,20 @@ listens on every interface. Firewall the port (docs/SECURITY.md).
 """
 
 
+def catch_stop_signals():
+  """The list SIGTERM/SIGINT go to from now on: call it before logging
+  `listening on`, so a stop signal sent as soon as that line appears still
+  ends the server with 0."""
+  received = []
+
+  def on_signal(signum, unused_frame):
+    received.append(signum)
+
+  signal.signal(signal.SIGTERM, on_signal)
+  signal.signal(signal.SIGINT, on_signal)
+  return received
+
+
 def _help_text(flag):
   names = [holder.name for holder in vars(flag).values()]
   return f"{_HELP}\nflags:\n" + bad_flags.flag_help(flags.FLAGS, names)
@@ -136,7 +151,7 @@ def run():
   """Console-script entry point (`harness-server`), as `python -m`."""
   # First: a stop signal while it starts still ends it (with 0, once it
   # listens), also as PID 1 of a pod, where an unhandled SIGTERM is ignored.
-  received = serve.catch_stop_signals()
+  received = catch_stop_signals()
   flag = _define_flags()
   app.run(functools.partial(_main, flag, received),
           flags_parser=bad_flags.flags_parser("server",

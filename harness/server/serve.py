@@ -4,7 +4,7 @@
 
     server = serve.start_server({"worker": ["h1:2222"], "ps": ["h3:2222"]},
                                 "ps", 0)
-    received = serve.catch_stop_signals()
+    received = cli.catch_stop_signals()  # harness.server.cli
     serve.serve_until_stopped(server, "ps", 0, received)  # Never returns.
 
 `start_server` is the library part (parameter servers, in-process workers);
@@ -32,7 +32,6 @@ from harness.distribute import task_servers
 
 __all__ = [
     "start_server",
-    "catch_stop_signals",
     "serve_until_stopped",
     "restart_count",
 ]
@@ -133,20 +132,6 @@ def restart_count(environ):
   return int(environ.get(_RESTARTS_ENV, "0"))
 
 
-def catch_stop_signals():
-  """The list SIGTERM/SIGINT go to from now on: call it before logging
-  `listening on`, so a stop signal sent as soon as that line appears still
-  ends the server with 0."""
-  received = []
-
-  def on_signal(signum, unused_frame):
-    received.append(signum)
-
-  signal.signal(signal.SIGTERM, on_signal)
-  signal.signal(signal.SIGINT, on_signal)
-  return received
-
-
 def _wait_for_stop_signal(received, lost_client=None):
   """Blocks until SIGTERM or SIGINT, or until a claiming client is lost.
 
@@ -154,7 +139,7 @@ def _wait_for_stop_signal(received, lost_client=None):
   run; a short sleep loop lets the handler end the wait within 0.1 s.
 
   Args:
-    received: the list `catch_stop_signals` returned.
+    received: the list `cli.catch_stop_signals` returned.
     lost_client: optional callable, polled every `_WATCH_SECS`, returning
       the lost client's description or None.
 
@@ -219,7 +204,7 @@ def serve_until_stopped(server, task_type, task_id, received):
     server: what `start_server` returned.
     task_type: the server's job.
     task_id: the server's index in its job.
-    received: the list `catch_stop_signals` returned.
+    received: the list `cli.catch_stop_signals` returned.
   """
   task = cluster_lib.task_label(task_type, task_id)
   watchdog = server_claim.Watchdog(server.target, task_type, task_id)

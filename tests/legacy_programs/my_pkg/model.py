@@ -39,3 +39,11 @@ def make_input_fn(mode, *, data_dir=None, batch_size=None, params=None):
         lambda x, y: ({"x": x}, y))
 
   return input_fn
+
+
+def input_fn(mode, params):
+  """tf.estimator 2.15's own input_fn, not a factory: --input_fn=...:input_fn."""
+  del mode, params
+  dataset = tf.data.Dataset.from_tensors(([1.0], [2.0]))
+  return dataset.repeat().batch(DEFAULT_BATCH_SIZE).map(
+      lambda x, y: ({"x": x}, y))
