@@ -13,7 +13,7 @@ _BINARIES = {
     "main": ("--model_fn", "--[no]dry_run", "--max_steps"),
     "launch": ("--workers", "--[no]evaluator", "--network_isolation"),
     "server": ("--cluster_spec", "--task_index", "--num_cpu_devices"),
-    "k8s": ("--name", "--[no]standalone", "--allow_cidr"),
+    "k8s": ("--output", "--[no]evaluator", "--workers"),
 }
 
 
