@@ -46,6 +46,8 @@ setuptools.setup(
     extras_require={
         "test": ["pytest>=7", "kubernetes-validate>=1.28", "jsonschema>=4",
                  "pyyaml",
+                 # The README's test command runs the suite on 2 workers.
+                 "pytest-xdist>=3",
                  # tests/test_python_versions: python_requires is honoured.
                  "vermin>=1.6"],
     },
