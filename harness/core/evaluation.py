@@ -31,25 +31,15 @@ LOSS_METRIC_KEY = "loss"
 GLOBAL_STEP_KEY = "global_step"
 
 
-def _metric_value_and_update(name, value, strategy):
-  metric_cls = tf.keras.metrics.Metric
-  if isinstance(value, metric_cls):
-    updates = value.updates
-    if strategy is None and len(updates) != 1:
-      raise errors.ModelFnError(
-          f"eval_metric_ops[{name!r}] is a Keras Metric with {len(updates)} "
-          "update ops; it must have exactly one. Fix: call "
-          "metric.update_state(...) once in model_fn, before returning it.")
-    result = value.result()
-    update = updates[0] if strategy is None else tf.group(*updates)
-    # Keras metric variables are in no collection: make the session's
-    # local init op (re)initialise them before each evaluation.
-    for variable in value.variables:
-      if variable not in tf.compat.v1.local_variables():
-        tf.compat.v1.add_to_collection(
-            tf.compat.v1.GraphKeys.LOCAL_VARIABLES, variable)
-    return result, update
-  return value[0], value[1]
+def _metric_value_and_update(value, strategy):
+  """A spec's `(value, update_op)` pair; under `strategy`, the pair of the
+  spec `call_for_each_replica` regrouped: one value (the first replica's,
+  Keras and v1 metrics read every replica's variables) and the replicas'
+  updates grouped."""
+  if strategy is None:
+    return value[0], value[1]
+  result = strategy.experimental_local_results(value[0])[0]
+  return result, strategy.group(value[1])
 
 
 def eval_dict_from_spec(spec, global_step_tensor, strategy=None):
@@ -57,11 +47,14 @@ def eval_dict_from_spec(spec, global_step_tensor, strategy=None):
 
   The dict holds each metric's value op, the mean of the loss under
   `loss`, and the global step under `global_step`, as tf.estimator did.
+  `EstimatorSpec` made each Keras metric a `(result, update_op)` pair; with
+  `strategy`, `spec` is the per-replica spec regrouped by
+  `strategy.extended.call_for_each_replica` (2.15's distributed evaluation).
   """
   final_ops = {}
   updates = []
   for name, value in spec.eval_metric_ops.items():
-    result, update = _metric_value_and_update(name, value, strategy)
+    result, update = _metric_value_and_update(value, strategy)
     final_ops[name] = result
     updates.append(update)
   if LOSS_METRIC_KEY in final_ops:
@@ -74,7 +67,12 @@ def eval_dict_from_spec(spec, global_step_tensor, strategy=None):
         "Metric with name `global_step` is not allowed, because Estimator "
         "already defines a default metric with the same name. Fix: rename "
         "the metric in eval_metric_ops.")
-  loss_value, loss_update = tf.compat.v1.metrics.mean(spec.loss)
+  if strategy is None:
+    loss_pair = tf.compat.v1.metrics.mean(spec.loss)
+  else:  # The mean of every replica's loss, as 2.15.
+    loss_pair = strategy.extended.call_for_each_replica(
+        tf.compat.v1.metrics.mean, args=(spec.loss,))
+  loss_value, loss_update = _metric_value_and_update(loss_pair, strategy)
   final_ops[LOSS_METRIC_KEY] = loss_value
   updates.append(loss_update)
   final_ops[GLOBAL_STEP_KEY] = global_step_tensor
