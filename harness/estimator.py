@@ -153,6 +153,10 @@ class Estimator:
     return spec_lib.call_model_fn(self._model_fn, features, labels, mode,
                                   self.params, config)
 
+  def _create_and_assert_global_step(self, graph):
+    """2.15's private step creation, which subclasses (AdaNet) call."""
+    return train_graph.create_global_step(graph)
+
   # --- train ---------------------------------------------------------------
 
   def train(self, input_fn, hooks=None, steps=None, max_steps=None,
