@@ -251,7 +251,8 @@ class Estimator:
                    list(spec.evaluation_hooks))
       results = evaluation.evaluate_once(
           checkpoint_path=checkpoint_path,
-          master=self._config.evaluation_master, scaffold=spec.scaffold,
+          master=self._config.evaluation_master,
+          scaffold=evaluation.with_metric_init(spec.scaffold),
           eval_op=eval_op, final_ops=final_ops, hooks=all_hooks,
           session_config=self._session_config, steps=steps)
     step = results[evaluation.GLOBAL_STEP_KEY]

@@ -88,6 +88,34 @@ class KerasMetricPairTest(absltest.TestCase):
     self.assertEqual(results["global_step"], 1)
 
 
+class EvalScaffoldTest(absltest.TestCase):
+
+  def test_own_local_init_op_still_initialises_the_loss_mean(self):
+    # AdaNet's EVAL scaffold has its own local_init_op; 2.15 grouped it
+    # with the default one, so the loss mean made after model_fn runs.
+    def model_fn(features, labels, mode):
+      del labels
+      metric = tf.keras.metrics.Mean()
+      metric.update_state(features["x"])
+      step = tf.compat.v1.train.get_global_step()
+      return harness.EstimatorSpec(
+          mode=mode, loss=tf.reduce_mean(features["x"]),
+          train_op=tf.compat.v1.assign_add(step, 1),
+          eval_metric_ops={"mean_x": metric},
+          scaffold=tf.compat.v1.train.Scaffold(
+              local_init_op=tf.compat.v1.variables_initializer(
+                  metric.variables)))
+
+    est = harness.Estimator(model_fn,
+                            model_dir=self.create_tempdir().full_path)
+    input_fn = lambda: tf.data.Dataset.from_tensor_slices(  # pylint: disable=unnecessary-lambda-assignment
+        {"x": [[1.], [3.]]}).batch(1)
+    est.train(input_fn, steps=1)
+    results = est.evaluate(input_fn)
+    self.assertAlmostEqual(results["mean_x"], 2.0)
+    self.assertAlmostEqual(results["loss"], 2.0)
+
+
 @pytest.mark.slow
 class KerasMetricReplicasTest(absltest.TestCase):
 

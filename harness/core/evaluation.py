@@ -22,6 +22,7 @@ __all__ = [
     "LOSS_METRIC_KEY",
     "GLOBAL_STEP_KEY",
     "eval_dict_from_spec",
+    "with_metric_init",
     "evaluate_once",
     "write_dict_to_summary",
     "write_checkpoint_path_to_summary",
@@ -77,6 +78,22 @@ def eval_dict_from_spec(spec, global_step_tensor, strategy=None):
   updates.append(loss_update)
   final_ops[GLOBAL_STEP_KEY] = global_step_tensor
   return final_ops, tf.group(*updates)
+
+
+def with_metric_init(scaffold):
+  """`scaffold`, its own `local_init_op` grouped with the default one.
+
+  As 2.15's evaluation: a model_fn's Scaffold with a `local_init_op` would
+  leave the local variables made after model_fn (the loss mean of
+  `eval_dict_from_spec`) uninitialised; without one, the default runs.
+  """
+  if scaffold.local_init_op is None:
+    return scaffold
+  return tf.compat.v1.train.Scaffold(
+      local_init_op=tf.group(
+          scaffold.local_init_op,
+          tf.compat.v1.train.Scaffold.default_local_init_op()),
+      copy_from_scaffold=scaffold)
 
 
 class _StopAfterNEvalsHook(tf.compat.v1.train.SessionRunHook):
