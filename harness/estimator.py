@@ -155,6 +155,10 @@ class Estimator:
     tf.compat.v1.logging.info("Done calling model_fn.")
     return spec
 
+  def _create_and_assert_global_step(self, graph):
+    """2.15's private step creation, which subclasses (AdaNet) call."""
+    return train_graph.create_global_step(graph)
+
   # --- train ---------------------------------------------------------------
 
   def train(self, input_fn, hooks=None, steps=None, max_steps=None,
@@ -247,7 +251,8 @@ class Estimator:
                    list(spec.evaluation_hooks))
       results = evaluation.evaluate_once(
           checkpoint_path=checkpoint_path,
-          master=self._config.evaluation_master, scaffold=spec.scaffold,
+          master=self._config.evaluation_master,
+          scaffold=evaluation.with_metric_init(spec.scaffold),
           eval_op=eval_op, final_ops=final_ops, hooks=all_hooks,
           session_config=self._session_config, steps=steps)
     step = results[evaluation.GLOBAL_STEP_KEY]

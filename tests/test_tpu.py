@@ -173,9 +173,19 @@ class BatchSizeAndParamsTest(absltest.TestCase):
     with self.assertRaisesRegex(errors.ConfigError,
                                 "must be provided with type"):
       tpu.TPUEstimator(model_fn, config=harness.RunConfig(), use_tpu=False)
-    with self.assertRaisesRegex(errors.ConfigError, "train_batch_size"):
-      tpu.TPUEstimator(model_fn, config=_config(model_dir), use_tpu=False,
-                       train_batch_size=0)
+
+  def test_batch_sizes_are_not_checked_off_tpu(self):
+    # 2.15 checked them only with use_tpu=True; AdaNet passes 0 off TPU.
+    seen = []
+
+    def recording_input_fn(params):
+      seen.append(params["batch_size"])
+      return input_fn({"batch_size": 4})
+
+    est = _estimator(self.create_tempdir().full_path, train_batch_size=0)
+    est.train(recording_input_fn, max_steps=1)
+    self.assertEqual(seen, [0])
+    self.assertEqual(est.get_variable_value("global_step"), 1)
 
   def test_use_tpu_true_raises_with_the_fix(self):
     with self.assertRaises(errors.NotSupportedError) as caught:

@@ -3,6 +3,8 @@
 Part of `harness._tf_private` (see its door for the rule).
 """
 
+import sys
+
 from harness._tf import tf
 
 __all__ = [
@@ -14,7 +16,28 @@ __all__ = [
     "rebuild_saver",
     "initializer_ops",
     "add_saving_listeners",
+    "moved_modules",
 ]
+
+# TensorFlow modules libraries written for tf.estimator 2.15 import at a path
+# TF has since dropped: old path -> where TF 2.21 keeps the module. Why
+# private: TF module paths. AdaNet 0.9.0's Estimator imports
+# `tensorflow.python.training.tracking.graph_view` (moved to
+# `tensorflow.python.checkpoint` in TF 2.11, the old path gone by 2.16).
+_MOVED_MODULES = {
+    "tensorflow.python.training.tracking.graph_view":
+        "tensorflow.python.checkpoint.graph_view",
+}
+
+
+def moved_modules():
+  """`{old path: module}` for the moved modules TensorFlow has loaded.
+
+  Nothing is imported here: the module is taken from `sys.modules` (TF
+  loads it with `tf.train.Checkpoint`), so a TF without it gives `{}`.
+  """
+  return {old: sys.modules[new] for old, new in _MOVED_MODULES.items()
+          if new in sys.modules}
 
 # tensorflow.python.training.training_util.GLOBAL_STEP_READ_KEY: the graph
 # collection caching the global step read that TF's hooks fetch. Why

@@ -22,7 +22,6 @@ from harness import estimator
 from harness._tf import tf
 from harness.canned import default_heads
 from harness.canned import feature_columns as feature_columns_lib
-from harness.canned import optimizers
 from harness.canned import train_ops
 from harness.spec import ModeKeys
 
@@ -211,8 +210,17 @@ def dnn_model_fn_v1(features, labels, mode, head, hidden_units,
                     feature_columns, optimizer="Adagrad",
                     activation_fn=tf.nn.relu, dropout=None,
                     input_layer_partitioner=None, config=None,
-                    batch_norm=False):
-  """The model_fn of the v1 DNN classes (v1 optimizer, lr 0.05)."""
+                    use_tpu=False, batch_norm=False):
+  """The model_fn of the v1 DNN classes (v1 optimizer, lr 0.05).
+
+  2.15's `dnn._dnn_model_fn`. A v1 head (`harness.canned.head_v1`) gets the
+  optimizer itself, as in 2.15 (it minimises its own loss: a DP head's
+  per-example loss); a v2 head gets a `train_op_fn`.
+  """
+  if use_tpu:
+    raise errors.NotSupportedError(
+        "_dnn_model_fn(use_tpu=True): harness does not run TPUEstimator. "
+        "Fix: pass use_tpu=False (the default).")
   check_features(features)
   partitioner, default_input_partitioner = v1_partitioners(config)
   logits, variables, update_ops = dnn_logits(
@@ -222,14 +230,9 @@ def dnn_model_fn_v1(features, labels, mode, head, hidden_units,
       partitioner=partitioner,
       input_layer_partitioner=(input_layer_partitioner or
                                default_input_partitioner))
-  train_op_fn = None
-  if mode == ModeKeys.TRAIN:
-    opt = optimizers.get_optimizer_instance(
-        optimizer, learning_rate=_LEARNING_RATE)
-    train_op_fn = train_ops.v1_train_op_fn([(opt, variables)], update_ops)
-  return head.create_estimator_spec(
-      features=features, mode=mode, labels=labels, logits=logits,
-      train_op_fn=train_op_fn)
+  return train_ops.v1_head_spec(head, features, labels, mode, logits,
+                               optimizer, _LEARNING_RATE, variables,
+                               update_ops)
 
 
 def _model_fn_for(head, hidden_units, feature_columns, optimizer,
@@ -243,7 +246,7 @@ def _model_fn_for(head, hidden_units, feature_columns, optimizer,
       return dnn_model_fn_v1(
           features, labels, mode, head, hidden_units, columns, optimizer,
           activation_fn, dropout, input_layer_partitioner, config,
-          batch_norm)
+          batch_norm=batch_norm)
     return dnn_model_fn_v2(
         features, labels, mode, head, hidden_units, columns, optimizer,
         activation_fn, dropout, config, batch_norm=batch_norm)

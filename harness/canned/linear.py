@@ -19,7 +19,6 @@ from harness._tf import tf
 from harness.canned import default_heads
 from harness.canned import dnn
 from harness.canned import feature_columns as feature_columns_lib
-from harness.canned import optimizers
 from harness.canned import train_ops
 from harness.spec import ModeKeys
 
@@ -136,22 +135,29 @@ def linear_model_fn_v2(features, labels, mode, head, feature_columns,
 
 def linear_model_fn_v1(features, labels, mode, head, feature_columns,
                        optimizer, partitioner, config, sparse_combiner="sum"):
-  """The model_fn of the v1 linear classes."""
+  """The model_fn of the v1 linear classes (2.15's `linear._linear_model_fn`;
+  a v1 head gets the optimizer, see `train_ops.v1_head_spec`)."""
   dnn.check_features(features)
   logits, variables = linear_logits(
       features, units=head.logits_dimension, feature_columns=feature_columns,
       sparse_combiner=sparse_combiner,
       partitioner=partitioner or dnn.v1_partitioners(config)[1])
-  train_op_fn = None
-  if mode == ModeKeys.TRAIN:
-    if optimizer is None:
-      optimizer = tf.compat.v1.train.FtrlOptimizer(
-          default_learning_rate(feature_columns))
-    opt = optimizers.get_optimizer_instance(optimizer, _LEARNING_RATE)
-    train_op_fn = train_ops.v1_train_op_fn([(opt, variables)])
-  return head.create_estimator_spec(
-      features=features, mode=mode, labels=labels, logits=logits,
-      train_op_fn=train_op_fn)
+  if mode == ModeKeys.TRAIN and optimizer is None:
+    optimizer = tf.compat.v1.train.FtrlOptimizer(
+        default_learning_rate(feature_columns))
+  return train_ops.v1_head_spec(head, features, labels, mode, logits,
+                               optimizer, _LEARNING_RATE, variables)
+
+
+def validate_sdca_optimizer(feature_columns, n_classes, optimizer,
+                            sparse_combiner):
+  """2.15's check of a LinearSDCA optimizer given to a LinearClassifier.
+
+  2.15 checked only `LinearSDCA` optimizers; harness has none
+  (`tf.estimator.experimental.LinearSDCA` raises NotSupportedError), so
+  every optimizer harness accepts passes, as any other did in 2.15.
+  """
+  del feature_columns, n_classes, optimizer, sparse_combiner
 
 
 def _model_fn_for(head, feature_columns, optimizer, sparse_combiner, v1=False,

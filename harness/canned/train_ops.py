@@ -10,13 +10,18 @@ with only the first one counting the global step.
 v1 classes (as 2.15's `tf.compat.v1.estimator.*`): `tf.compat.v1.train`
 optimizers minimise the loss over their variables (slots
 `<variable>/<Optimizer>`) in a `train_op_fn`, then the global step is
-incremented once.
+incremented once. A v1 head (`harness.canned.head_v1`, 2.15's `_Head`) is
+handed the optimizer instead, as 2.15's v1 model_fns did:
+`optimizer.minimize(loss, global_step)` inside the head.
 """
 
 from harness._tf import tf
 from harness.canned import optimizers
+from harness.canned import head_v1
+from harness.spec import ModeKeys
 
-__all__ = ["keras_optimizer", "scale_for_replicas", "v1_train_op_fn"]
+__all__ = ["keras_optimizer", "scale_for_replicas", "v1_train_op_fn",
+           "v1_head_spec"]
 
 
 def keras_optimizer(optimizer, learning_rate=None, count_steps=True):
@@ -79,3 +84,28 @@ def v1_train_op_fn(optimizer_and_variables, update_ops=()):
       return tf.compat.v1.assign_add(global_step, 1).op
 
   return train_op_fn
+
+
+def v1_head_spec(head, features, labels, mode, logits, optimizer,
+                 learning_rate, variables, update_ops=()):
+  """The EstimatorSpec of a v1 canned model_fn from its `head`.
+
+  Args:
+    head: a v1 `_Head` (given the optimizer) or a v2 head (given a
+      `train_op_fn` minimising over `variables` after `update_ops`).
+    optimizer: name, v1 optimizer or callable (`optimizers`); TRAIN only.
+    learning_rate: the rate a named optimizer gets.
+  """
+  opt = None
+  if mode == ModeKeys.TRAIN:
+    opt = optimizers.get_optimizer_instance(optimizer,
+                                            learning_rate=learning_rate)
+  if isinstance(head, head_v1.Head):
+    return head.create_estimator_spec(
+        features=features, mode=mode, labels=labels, logits=logits,
+        optimizer=opt)
+  train_op_fn = (None if opt is None else
+                 v1_train_op_fn([(opt, variables)], update_ops))
+  return head.create_estimator_spec(
+      features=features, mode=mode, labels=labels, logits=logits,
+      train_op_fn=train_op_fn)

@@ -7,7 +7,7 @@
     from tensorflow_estimator.python.estimator import run_config  # harness's
 
 Importing this module (or running a script under `python -m harness.run`)
-puts three kinds of aliases in place, and nothing else:
+puts four kinds of aliases in place, and nothing else:
 
 * `tf.estimator`, `tf.compat.v1.estimator` and `tf.compat.v2.estimator` on
   every TensorFlow API module object (the v1 and v2 namespaces are distinct
@@ -17,7 +17,10 @@ puts three kinds of aliases in place, and nothing else:
   estimator.estimator`, `.run_config`, `.export.export_lib`, ...), mirrored
   under `tensorflow.python.estimator`;
 * a finder that answers any other `tensorflow_estimator.*` module with
-  `NotSupportedError` (also a `ModuleNotFoundError`) naming it.
+  `NotSupportedError` (also a `ModuleNotFoundError`) naming it;
+* TensorFlow modules TF 2.16+ keeps at a new path, back at the path
+  2.15-era libraries import (`tensorflow.python.training.tracking.
+  graph_view`, for AdaNet; `harness._tf_private.moved_modules`).
 
 Every alias module forwards each attribute access to harness's current
 object, so nothing is copied and nothing goes stale. A public name that

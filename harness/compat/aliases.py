@@ -23,7 +23,8 @@ import types
 from harness import errors
 
 __all__ = ["AliasModule", "LAYOUT", "NAMESPACE_PARTS", "V1_CANNED",
-           "WHY_BY_PACKAGE", "MARKER", "FIX", "CANNED_WHY", "TPU_WHY"]
+           "V1_HEAD_NAMES", "WHY_BY_PACKAGE", "MARKER", "FIX", "CANNED_WHY",
+           "TPU_WHY"]
 
 MARKER = "_harness_alias"
 
@@ -32,9 +33,9 @@ FIX = ("Fix: use the tf.estimator name harness provides (see "
        "on tf.estimator 2.15.")
 CANNED_WHY = ("harness provides the canned modules dnn, linear, "
               "dnn_linear_combined, baseline, rnn, optimizers, metric_keys, "
-              "prediction_keys and head.* (the v2 heads), not this one "
-              "(BoostedTrees, KMeans, TimeSeries, the sequential heads and "
-              "the v1 canned.head module are not provided). Fix: use those "
+              "prediction_keys, head (the v1 heads) and head.* (the v2 "
+              "heads), not this one (BoostedTrees, KMeans, TimeSeries and "
+              "the sequential heads are not provided). Fix: use those "
               "classes, express the model as a model_fn, or keep that "
               "job on tf.estimator 2.15.")
 TPU_WHY = ("harness provides TPUEstimator for CPU/GPU (use_tpu=False) "
@@ -142,6 +143,50 @@ V1_CANNED = {
 V1_CANNED = {k: v for k, v in V1_CANNED.items() if not k.endswith("V2")}
 
 
+def _v1_head_names():
+  """2.15's `canned.head` (the v1 heads): {private name: harness target}."""
+  head, v1 = "harness.canned.head", "harness.canned.head_v1"
+  names = {
+      "_Head": f"{v1}:Head",
+      "LossSpec": f"{v1}:LossSpec",
+      "_summary_key": f"{v1}.base:summary_key",
+      "_append_update_ops": f"{v1}.base:append_update_ops",
+      "_create_eval_metrics_tuple":
+          f"{head}.spec_builder:create_eval_metrics_tuple",
+      "_get_weights_and_check_match_logits":
+          f"{head}.weights:get_weights_and_check_match_logits",
+      "_assert_range": f"{head}.class_labels:check_label_range",
+      "_indicator_labels_mean": f"{v1}.metrics:labels_mean",
+      "_binary_logistic_head_with_sigmoid_cross_entropy_loss":
+          f"{v1}:binary_logistic_head",
+      "_BinaryLogisticHeadWithSigmoidCrossEntropyLoss":
+          f"{v1}:BinaryLogisticHead",
+      "_multi_class_head_with_softmax_cross_entropy_loss":
+          f"{v1}:multi_class_head",
+      "_MultiClassHeadWithSoftmaxCrossEntropyLoss": f"{v1}:MultiClassHead",
+      "_regression_head": f"{v1}:regression_head",
+      "_RegressionHeadWithMeanSquaredErrorLoss": f"{v1}:RegressionHead",
+      "_binary_logistic_or_multi_class_head":
+          f"{v1}:binary_or_multi_class_head",
+  }
+  for key in ("DEFAULT", "CLASSIFY", "REGRESS", "PREDICT"):
+    names[f"_{key}_SERVING_KEY"] = f"{head}.base_head:{key}_SERVING_KEY"
+  for name in ("check_dense_labels_match_logits_and_reshape",
+               "check_logits_final_dim", "validate_loss_fn_args",
+               "validate_n_classes", "call_loss_fn"):
+    names[f"_{name}"] = f"{head}.base_head:{name}"
+  for name in ("all_class_ids", "all_classes", "classification_output"):
+    names[f"_{name}"] = f"{head}.class_labels:{name}"
+  for name in ("accuracy_baseline", "predictions_mean", "auc",
+               "accuracy_at_threshold", "precision_at_threshold",
+               "recall_at_threshold"):
+    names[f"_{name}"] = f"{v1}.metrics:{name}"
+  return names
+
+
+V1_HEAD_NAMES = _v1_head_names()
+
+
 # The tf.estimator API namespaces: (relative path, sources, unsupported).
 NAMESPACE_PARTS = (
     ("", ("harness",), {}),
@@ -161,6 +206,10 @@ LAYOUT = {
         "EstimatorV2": "harness:Estimator",
         # Private helpers legacy code is known to call.
         "_write_dict_to_summary": "harness.core.evaluation:write_dict_to_summary",
+        # API-usage gauges (tensorflow_privacy's DP estimators set one).
+        "_estimator_api_gauge": "harness.compat.gauges:ESTIMATOR_API",
+        "_canned_estimator_api_gauge":
+            "harness.compat.gauges:CANNED_ESTIMATOR_API",
         "_load_global_step_from_checkpoint_dir":
             "harness.training:load_global_step_from_checkpoint_dir",
     }, ("harness.estimator",)),
@@ -229,12 +278,18 @@ LAYOUT = {
             "harness.parsing:regressor_parse_example_spec",
     }, ("harness.parsing",)),
     # Canned estimators: `X` is the v1 class there, `XV2` the v2 one.
-    "canned.dnn": (_canned_names("dnn", "DNNClassifier", "DNNRegressor",
-                                 "DNNEstimator"), ("harness.canned.dnn",)),
+    "canned.dnn": ({
+        **_canned_names("dnn", "DNNClassifier", "DNNRegressor",
+                        "DNNEstimator"),
+        "_dnn_model_fn": "harness.canned.dnn:dnn_model_fn_v1",
+    }, ("harness.canned.dnn",)),
     "canned.linear": ({
         **_canned_names("linear", "LinearClassifier", "LinearRegressor",
                         "LinearEstimator"),
         "_compute_fraction_of_zero": "harness.canned.linear:fraction_of_zero",
+        "_linear_model_fn": "harness.canned.linear:linear_model_fn_v1",
+        "_validate_linear_sdca_optimizer_for_linear_classifier":
+            "harness.canned.linear:validate_sdca_optimizer",
     }, ("harness.canned.linear",)),
     "canned.dnn_linear_combined": ({
         **_canned_names("dnn_linear_combined", "DNNLinearCombinedClassifier",
@@ -250,6 +305,7 @@ LAYOUT = {
     "canned.optimizers": ({}, ("harness.canned.optimizers",)),
     "canned.rnn": (_names("harness.canned.rnn", "_make_rnn_layer"),
                    ("harness.canned.rnn",)),
+    "canned.head": (V1_HEAD_NAMES, ()),
     "canned.metric_keys": ({}, ("harness.canned.head.metric_keys",)),
     "canned.prediction_keys": ({}, ("harness.canned.head.prediction_keys",)),
     "head": ({}, ("harness.canned.head",)),
@@ -261,8 +317,9 @@ LAYOUT = {
                       "multi_label_head", "regression_head", "multi_head")},
     # TPUEstimator on CPU/GPU (use_tpu=False), harness/tpu/.
     "tpu": ({}, ("harness.tpu",)),
-    "tpu.tpu_estimator": ({}, ("harness.tpu.tpu_estimator",
-                               "harness.tpu.tpu_spec", "harness.tpu")),
+    "tpu.tpu_estimator": ({
+        "_tpu_estimator_gauge": "harness.compat.gauges:TPU_ESTIMATOR",
+    }, ("harness.tpu.tpu_estimator", "harness.tpu.tpu_spec", "harness.tpu")),
     "tpu.tpu_config": ({}, ("harness.tpu.tpu_config",)),
     "tpu.util": (_names("harness.tpu.tpu_config", "parse_iterations_per_loop",
                         "IterationsPerLoop"), ()),

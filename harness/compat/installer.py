@@ -7,6 +7,7 @@ The table of module paths and names, and the alias module type, are
 import importlib.abc
 import re
 import sys
+import types
 
 from harness import _tf
 from harness import errors
@@ -196,6 +197,25 @@ def _patch_tensorflow(registry, namespaces):
     _alias_namespace(registry, namespaces[version], name)
 
 
+def _alias_moved_tensorflow_modules():
+  """Puts TF modules back at the paths 2.15-era libraries import them from
+  (`_tf_private.moved_modules`), with empty packages for missing parents."""
+  for old, module in _tf_private.moved_modules().items():
+    if old in sys.modules:
+      continue
+    parts = old.split(".")
+    for i in range(2, len(parts)):
+      name = ".".join(parts[:i])
+      if name not in sys.modules:
+        package = types.ModuleType(name, f"{name}: moved modules of TF, "
+                                   "aliased by harness.compat.")
+        package.__path__ = []
+        sys.modules[name] = package
+        setattr(sys.modules[".".join(parts[:i - 1])], parts[i - 1], package)
+    sys.modules[old] = module
+    setattr(sys.modules[".".join(parts[:-1])], parts[-1], module)
+
+
 def install():
   """Puts every alias in place; a no-op when they already are.
 
@@ -224,6 +244,7 @@ def install():
   for name, module in registry.items():
     sys.modules[name] = module  # Restores entries someone removed.
   _patch_tensorflow(registry, namespaces)
+  _alias_moved_tensorflow_modules()
   # By marker, not class: a reloaded module has a new class object.
   if not any(getattr(f, compat_aliases.MARKER, False) for f in sys.meta_path):
     sys.meta_path.append(_NotProvidedFinder())

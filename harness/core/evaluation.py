@@ -25,6 +25,7 @@ __all__ = [
     "LOSS_METRIC_KEY",
     "GLOBAL_STEP_KEY",
     "eval_dict_from_spec",
+    "with_metric_init",
     "evaluate_once",
     "write_dict_to_summary",
     "write_checkpoint_path_to_summary",
@@ -34,25 +35,15 @@ LOSS_METRIC_KEY = "loss"
 GLOBAL_STEP_KEY = "global_step"
 
 
-def _metric_value_and_update(name, value, strategy):
-  metric_cls = tf.keras.metrics.Metric
-  if isinstance(value, metric_cls):
-    updates = value.updates
-    if strategy is None and len(updates) != 1:
-      raise errors.ModelFnError(
-          f"eval_metric_ops[{name!r}] is a Keras Metric with {len(updates)} "
-          "update ops; it must have exactly one. Fix: call "
-          "metric.update_state(...) once in model_fn, before returning it.")
-    result = value.result()
-    update = updates[0] if strategy is None else tf.group(*updates)
-    # Keras metric variables are in no collection: make the session's
-    # local init op (re)initialise them before each evaluation.
-    for variable in value.variables:
-      if variable not in tf.compat.v1.local_variables():
-        tf.compat.v1.add_to_collection(
-            tf.compat.v1.GraphKeys.LOCAL_VARIABLES, variable)
-    return result, update
-  return value[0], value[1]
+def _metric_value_and_update(value, strategy):
+  """A spec's `(value, update_op)` pair; under `strategy`, the pair of the
+  spec `call_for_each_replica` regrouped: one value (the first replica's,
+  Keras and v1 metrics read every replica's variables) and the replicas'
+  updates grouped."""
+  if strategy is None:
+    return value[0], value[1]
+  result = strategy.experimental_local_results(value[0])[0]
+  return result, strategy.group(value[1])
 
 
 def eval_dict_from_spec(spec, global_step_tensor, strategy=None):
@@ -60,11 +51,14 @@ def eval_dict_from_spec(spec, global_step_tensor, strategy=None):
 
   The dict holds each metric's value op, the mean of the loss under
   `loss`, and the global step under `global_step`, as tf.estimator did.
+  `EstimatorSpec` made each Keras metric a `(result, update_op)` pair; with
+  `strategy`, `spec` is the per-replica spec regrouped by
+  `strategy.extended.call_for_each_replica` (2.15's distributed evaluation).
   """
   final_ops = {}
   updates = []
   for name, value in spec.eval_metric_ops.items():
-    result, update = _metric_value_and_update(name, value, strategy)
+    result, update = _metric_value_and_update(value, strategy)
     final_ops[name] = result
     updates.append(update)
   if LOSS_METRIC_KEY in final_ops:
@@ -77,11 +71,32 @@ def eval_dict_from_spec(spec, global_step_tensor, strategy=None):
         "Metric with name `global_step` is not allowed, because Estimator "
         "already defines a default metric with the same name. Fix: rename "
         "the metric in eval_metric_ops.")
-  loss_value, loss_update = tf.compat.v1.metrics.mean(spec.loss)
+  if strategy is None:
+    loss_pair = tf.compat.v1.metrics.mean(spec.loss)
+  else:  # The mean of every replica's loss, as 2.15.
+    loss_pair = strategy.extended.call_for_each_replica(
+        tf.compat.v1.metrics.mean, args=(spec.loss,))
+  loss_value, loss_update = _metric_value_and_update(loss_pair, strategy)
   final_ops[LOSS_METRIC_KEY] = loss_value
   updates.append(loss_update)
   final_ops[GLOBAL_STEP_KEY] = global_step_tensor
   return final_ops, tf.group(*updates)
+
+
+def with_metric_init(scaffold):
+  """`scaffold`, its own `local_init_op` grouped with the default one.
+
+  As 2.15's evaluation: a model_fn's Scaffold with a `local_init_op` would
+  leave the local variables made after model_fn (the loss mean of
+  `eval_dict_from_spec`) uninitialised; without one, the default runs.
+  """
+  if scaffold.local_init_op is None:
+    return scaffold
+  return tf.compat.v1.train.Scaffold(
+      local_init_op=tf.group(
+          scaffold.local_init_op,
+          tf.compat.v1.train.Scaffold.default_local_init_op()),
+      copy_from_scaffold=scaffold)
 
 
 class _StopAfterNEvalsHook(tf.compat.v1.train.SessionRunHook):

@@ -16,6 +16,7 @@ __all__ = [
     "enclosing_graphs", "graph_error", "check_in_graph", "is_dense_tensor",
     "check_is_tensor", "validate_loss", "validate_predictions",
     "validate_train_op", "metric_tensors", "validate_metric_ops",
+    "keras_metric_pair",
     "keras_metric_class", "LOSS_TO_SCALAR_OP",
 ]
 
@@ -163,14 +164,31 @@ def validate_metric_ops(eval_metric_ops, graph):
     for tensor in tensors:
       check_in_graph({key: tensor}, "eval_metric_ops", graph)
   metric_cls = keras_metric_class()
-  variables = [v for value in eval_metric_ops.values()
-               if metric_cls is not None and isinstance(value, metric_cls)
-               for v in value.variables]
+  keras_metrics = {key: value for key, value in eval_metric_ops.items()
+                   if metric_cls is not None and isinstance(value, metric_cls)}
+  variables = [v for value in keras_metrics.values() for v in value.variables]
   # As 2.15: Keras metric variables join LOCAL_VARIABLES (initialised with
   # the local init op) and METRIC_VARIABLES (what TFMA reads).
   add_to_collection(tf.compat.v1.GraphKeys.LOCAL_VARIABLES, variables)
   add_to_collection(tf.compat.v1.GraphKeys.METRIC_VARIABLES, variables)
-  return dict(eval_metric_ops)
+  checked_ops = dict(eval_metric_ops)
+  for key, metric in keras_metrics.items():
+    checked_ops[key] = keras_metric_pair(metric)
+  return checked_ops
+
+
+def keras_metric_pair(metric):
+  """A Keras `Metric` as 2.15 put it in a spec: `(result, update_op)`.
+
+  The update op is the metric's one update; after several `update_state`
+  calls (2.15 kept only the first) or under a distribution strategy (the
+  replicas' updates of a shared metric accrue on it) it groups them all.
+  `result()` of a metric in a replica context already reads every
+  replica's variables (Keras merges it).
+  """
+  updates = list(metric.updates)
+  update_op = updates[0] if len(updates) == 1 else tf.group(*updates)
+  return metric.result(), update_op
 
 
 def keras_metric_class():

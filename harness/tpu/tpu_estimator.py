@@ -71,15 +71,6 @@ class ExportSavedModelApiVersion(enum.Enum):
   V2 = 2
 
 
-def _check_batch_size(value, name):
-  if value is None:
-    return
-  if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-    raise errors.ConfigError(
-        f"`{name}` must be a positive int, given: {value!r}. Fix: pass the "
-        "global batch size (e.g. 32), or None.")
-
-
 def _in_function_graph():
   """True inside a function/loop body (steps_per_loop's while loop)."""
   return bool(getattr(tf.compat.v1.get_default_graph(), "building_function",
@@ -118,7 +109,8 @@ class TPUEstimator(estimator_lib.Estimator):
     config: a `tf.compat.v1.estimator.tpu.RunConfig` (required).
     use_tpu: must be False here (True raises NotSupportedError).
     train_batch_size, eval_batch_size, predict_batch_size: global batch
-      sizes given as `params["batch_size"]` by mode.
+      sizes given as `params["batch_size"]` by mode (unchecked, as 2.15
+      checked them only with use_tpu=True).
     batch_axis, eval_on_tpu, export_to_tpu, export_to_cpu,
       export_saved_model_api_version: TPU settings, unused off-TPU.
     embedding_config_spec: TPU embeddings; must be None here.
@@ -153,10 +145,8 @@ class TPUEstimator(estimator_lib.Estimator):
       raise errors.ConfigError(
           "export_saved_model_api_version should be 1 or 2; got "
           f"{export_saved_model_api_version!r}.")
-    for value, name in ((train_batch_size, "train_batch_size"),
-                        (eval_batch_size, "eval_batch_size"),
-                        (predict_batch_size, "predict_batch_size")):
-      _check_batch_size(value, name)
+    # As 2.15: the batch sizes are checked only with use_tpu=True (refused
+    # above); off TPU each reaches input_fn as given (AdaNet passes 0).
     if model_fn is not None and "params" not in spec_lib.fn_args(model_fn):
       raise errors.ModelFnError(
           f"model_fn ({model_fn}) does not include params argument, required "

@@ -1,0 +1,99 @@
+"""Times the README's test command; writes the figure to RESULTS.md and README.
+
+    python -m bench.suite_time                      # the README's command
+    python -m bench.suite_time --label="beside CI" # a second row, same command
+
+Runs the test command README.md shows (its second line: `.venv/bin/python
+-m pytest ...`) once from the repository root, with the load average before
+and after, and keeps one row per label in bench/RESULTS.md ("Test suite
+time"); the README sentence between the `suite-time` markers states the
+newest "quiet" row. A figure taken while other work shares the cores is a
+row of its own label, never the quiet one.
+"""
+
+import argparse
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+
+from bench import report
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BEGIN = "<!-- bench.suite_time: generated section begins -->"
+END = "<!-- bench.suite_time: generated section ends -->"
+_README_BEGIN = "<!-- suite-time -->"
+_README_END = "<!-- /suite-time -->"
+_ROW_RE = re.compile(r"^\| (?P<label>[^|]+) \| (?P<minutes>[\d.]+) \|")
+
+
+def readme_command(readme_text):
+  """The test command: the README's first code block, second line."""
+  block = readme_text.split("```bash\n", 1)[1].split("```", 1)[0]
+  return block.strip().splitlines()[1]
+
+
+def _load():
+  return os.getloadavg()[0]
+
+
+def measure(command):
+  """(minutes, pytest's closing line, load before, load after)."""
+  load_before, started = _load(), time.monotonic()
+  result = subprocess.run(shlex.split(command), cwd=_ROOT, text=True,
+                          capture_output=True, timeout=3 * 3600, check=False)
+  minutes = (time.monotonic() - started) / 60
+  summary = (result.stdout.strip().splitlines() or ["(no output)"])[-1]
+  return minutes, summary.strip("= "), load_before, _load()
+
+
+def _rows(results_text):
+  if BEGIN not in results_text:
+    return {}
+  section = results_text.split(BEGIN, 1)[1].split(END, 1)[0]
+  return {m["label"].strip(): line for line in section.splitlines()
+          if (m := _ROW_RE.match(line))}
+
+
+def render(rows, command):
+  lines = [BEGIN, "## Test suite time (bench.suite_time)", "",
+           f"The README's test command, `{command}`, on this 2-core "
+           "machine; one row per label, the newest run of each.", "",
+           "| label | minutes | pytest | load before / after | date |",
+           "|---|---|---|---|---|"]
+  return "\n".join(lines + [rows[k] for k in sorted(rows)] + ["", END])
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(prog="python -m bench.suite_time",
+                                   description=__doc__.split("\n")[0])
+  parser.add_argument("--label", default="quiet")
+  args = parser.parse_args(argv)
+  readme_path = os.path.join(_ROOT, "README.md")
+  results_path = os.path.join(_ROOT, "bench", "RESULTS.md")
+  with open(readme_path, encoding="utf-8") as f:
+    readme = f.read()
+  command = readme_command(readme)
+  minutes, summary, before, after = measure(command)
+  with open(results_path, encoding="utf-8") as f:
+    rows = _rows(f.read())
+  rows[args.label] = (f"| {args.label} | {minutes:.1f} | {summary} | "
+                      f"{before:.1f} / {after:.1f} | "
+                      f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} |")
+  report.write_section(results_path, render(rows, command), begin=BEGIN,
+                       end=END)
+  if args.label == "quiet" and _README_BEGIN in readme:
+    head, rest = readme.split(_README_BEGIN, 1)
+    tail = rest.split(_README_END, 1)[1]
+    text = (f"{_README_BEGIN}about {round(minutes)} minutes on a quiet 2-core "
+            f"machine (bench/RESULTS.md, \"Test suite time\"){_README_END}")
+    with open(readme_path, "w", encoding="utf-8") as f:
+      f.write(head + text + tail)
+  print(f"{args.label}: {minutes:.1f} min, {summary}")
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
