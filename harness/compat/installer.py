@@ -10,6 +10,7 @@ import sys
 import types
 
 from harness import _tf
+from harness import _tf_private
 from harness import errors
 # Loads TensorFlow with TF_USE_LEGACY_KERAS=1, or raises LegacyKerasError.
 from harness._tf import tf
