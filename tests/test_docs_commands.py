@@ -54,6 +54,12 @@ _SKIP = (
      "installs a third-party library from PyPI (network)"),
     (r"tests/programs/tfr_ranking\.py", "needs tensorflow-ranking (the line "
      "above); tests/test_tf_ranking.py runs it when it is installed"),
+    (r"pip install (--no-deps (tensorflow-privacy|adanet)|scipy mpmath)",
+     "installs third-party libraries from PyPI into the venv; .ci/run's "
+     "library leg does"),
+    (r"tests/programs/(tfp_dp_dnn|adanet_ensemble)\.py", "needs TF Privacy / "
+     "AdaNet (the lines above); tests/test_tf_privacy.py and "
+     "tests/test_adanet.py run it when they are installed"),
 )
 
 # What changes before a command runs: (pattern, replacement, why).

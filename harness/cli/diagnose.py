@@ -113,7 +113,7 @@ def explain(error, model_dir, *, params=None):
     params: the model's params (to name a NaN learning rate), or None.
   """
   tf = sys.modules.get("tensorflow")
-  if _model_dir_gone(model_dir, tf):
+  if _model_dir_gone(model_dir, tf) and _names_path(error, model_dir):
     return type(error).__name__, _model_dir_deleted(error, model_dir)
   if tf is not None and isinstance(
       error, tf.compat.v1.train.NanLossDuringTrainingError):
@@ -143,6 +143,19 @@ def _model_dir_gone(model_dir, tf):
     return not tf.io.gfile.exists(model_dir)
   except tf.errors.OpError:  # Its file system cannot say: not known gone.
     return False
+
+
+def _names_path(error, path):
+  """Whether `error` (or an exception it chains) names `path`: a failure on
+  model_dir's files, not the user's own error while model_dir was still to
+  be made (it is made when training starts)."""
+  seen = set()
+  while error is not None and id(error) not in seen:
+    seen.add(id(error))
+    if path in str(error):
+      return True
+    error = error.__cause__ or error.__context__
+  return False
 
 
 def _model_dir_deleted(error, model_dir):
