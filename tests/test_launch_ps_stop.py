@@ -153,8 +153,11 @@ class LaunchPsStopTest(parameterized.TestCase):
     self.assertEqual(marker, dict(marker, reason="preempted",
                                   global_step=step), detail)
     self.assertNotIn("lost peer ps/0", launcher.out.text(), detail)
+    # The ps served until its trainers stopped: it says so, or, once they
+    # exited, the launcher's own stop signal (a second one) ended it.
     self.assertRegex(launcher.out.text(),
-                     r"\[ps/0\] .*ps \| ps/0 \| every trainer stopped",
+                     r"\[ps/0\] .*(ps \| ps/0 \| every trainer stopped|"
+                     r"preempt \| ps/0 \| SIGTERM again: exiting now)",
                      detail)
     return step
 

@@ -60,7 +60,7 @@ def _check_symlinks(model_dir):
   path = os.sep
   for name in os.path.abspath(model_dir).split(os.sep):  # local-fs: preflight
     path = os.path.join(path, name)
-    if not os.path.islink(path) or os.path.exists(path):
+    if not os.path.islink(path) or os.path.exists(path):  # local-fs: links
       continue
     try:
       os.stat(path)  # local-fs: preflight

@@ -180,7 +180,7 @@ def _target(url):
 def _post(endpoint, body, timeout_secs):
   """POSTs `body` (bytes); returns None on 200, else why it failed."""
   try:
-    with open(endpoint.token_path, encoding="utf-8") as f:
+    with open(endpoint.token_path, encoding="utf-8") as f:  # local-fs: token
       token = f.read().strip()
   except OSError as e:
     return f"cannot read the token file {endpoint.token_path}: {e}"
