@@ -452,6 +452,19 @@ class StrategyJobsTest(absltest.TestCase):
     tf_config_checks.check_strategy_jobs(
         "collective", {"worker": ["h:1"]}, source="TF_CONFIG")
 
+  def test_one_machine_strategy_refuses_two_trainers_with_a_fix(self):
+    two = {"chief": ["c:1"], "worker": ["w:1"], "ps": ["p:1"]}
+    with self.assertRaisesRegex(
+        errors.NotSupportedError,
+        r"^The strategy is mirrored, a single-machine strategy, but the "
+        r"cluster has 2 training tasks \(\['chief', 'ps', 'worker'\]\); .*"
+        r"Fix: use the collective strategy"):
+      tf_config_checks.check_one_machine_strategy("mirrored", two)
+    # One trainer (ps tasks do not train), or a multi-worker strategy: fine.
+    tf_config_checks.check_one_machine_strategy(
+        "one_device", {"chief": ["c:1"], "ps": ["p:1"]})
+    tf_config_checks.check_one_machine_strategy("collective", two)
+
 
 class RemoteClusterTest(parameterized.TestCase):
 
