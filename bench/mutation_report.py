@@ -12,8 +12,10 @@ an exit status, and replaces only the generated section of docs/MUTATION.md
 """
 
 import argparse
+import ast
 import configparser
 import datetime
+import difflib
 import json
 import os
 import sys
@@ -51,8 +53,35 @@ def _modules(setup_cfg):
           if line.strip()]
 
 
+def _functions(mutated_path):
+  """{function name: source} of mutmut's copy of a module (its mutants)."""
+  if not os.path.exists(mutated_path):
+    return {}
+  with open(mutated_path, encoding="utf-8") as f:
+    text = f.read()
+  return {node.name: ast.get_source_segment(text, node)
+          for node in ast.walk(ast.parse(text))
+          if isinstance(node, ast.FunctionDef) and "__mutmut_" in node.name}
+
+
+def change_of(functions, mutant):
+  """The mutant's change as "old -> new" (one line each, stripped)."""
+  name = mutant.rsplit(".", 1)[-1]
+  original = functions.get(name.rsplit("__mutmut_", 1)[0] + "__mutmut_orig")
+  if original is None or name not in functions:
+    return "(source not found)"
+  diff = list(difflib.ndiff(original.splitlines()[1:],
+                            functions[name].splitlines()[1:]))
+  old = " / ".join(d[2:].strip() for d in diff if d.startswith("- "))
+  new = " / ".join(d[2:].strip() for d in diff if d.startswith("+ "))
+  return f"{old} -> {new}"
+
+
 def scores(root):
-  """{module path: ({status: count}, [surviving mutant names])}."""
+  """{module path: ({status: count}, [(mutant, status, change)])}.
+
+  The mutants listed are those run and not killed.
+  """
   result = {}
   for module in _modules(os.path.join(root, "setup.cfg")):
     meta_path = os.path.join(root, "mutants", module + ".meta")
@@ -62,12 +91,13 @@ def scores(root):
           "`nice -n 19 mutmut run --max-children 1` first")
     with open(meta_path, encoding="utf-8") as f:
       exit_codes = json.load(f)["exit_code_by_key"]
+    functions = _functions(os.path.join(root, "mutants", module))
     counts = dict.fromkeys(_COLUMNS, 0)
     survivors = []
     for name, code in sorted(exit_codes.items()):
       counts[status_of(code)] += 1
-      if status_of(code) != "killed":
-        survivors.append((name, status_of(code)))
+      if status_of(code) not in ("killed", "not checked"):
+        survivors.append((name, status_of(code), change_of(functions, name)))
     result[module] = (counts, survivors)
   return result
 
@@ -75,19 +105,26 @@ def scores(root):
 def render(module_scores, day):
   """The generated section: a table of scores and the mutants not killed."""
   lines = [BEGIN, "", f"Results of {day} (`python -m bench.mutation_report`).",
-           "", "| module | " + " | ".join(_COLUMNS) + " | total | score |",
+           "", "| module | " + " | ".join(_COLUMNS) + " | total | killed of run |",
            "|---" * (len(_COLUMNS) + 3) + "|"]
   for module, (counts, _) in module_scores.items():
     total = sum(counts.values())
-    score = f"{100 * counts['killed'] / total:.0f} %" if total else "-"
+    run = total - counts["not checked"]
+    score = f"{100 * counts['killed'] / run:.0f} %" if run else "-"
     lines.append(f"| `{module}` | " +
                  " | ".join(str(counts[c]) for c in _COLUMNS) +
                  f" | {total} | {score} |")
-  lines += ["", "Mutants not killed (`mutmut show NAME` prints the change):",
-            ""]
+  lines += ["", "Mutants run and not killed, with their change (`mutmut show "
+            "NAME` prints it as a diff):", ""]
   for _, survivors in module_scores.values():
-    lines += [f"- `{name}` ({status})" for name, status in survivors]
+    lines += [f"- `{name}` ({status}): `{_cut(change)}`"
+              for name, status, change in survivors]
   return "\n".join(lines + ["", END])
+
+
+def _cut(text, limit=150):
+  text = text.replace("`", "'")
+  return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def write_section(path, section):

@@ -13,6 +13,18 @@ only_mutate =
     pkg/b.py
 """
 
+# mutmut's copy of a module holds the original and each mutant as functions.
+_MUTATED_A = """
+def x__mutmut_orig(n):
+  if n > 1:
+    return n
+
+
+def x__mutmut_2(n):
+  if n >= 1:
+    return n
+"""
+
 
 class MutationReportTest(absltest.TestCase):
 
@@ -32,6 +44,9 @@ class MutationReportTest(absltest.TestCase):
         "pkg/a.py": {"a.x__mutmut_1": 1, "a.x__mutmut_2": 0,
                      "a.x__mutmut_3": 36, "a.x__mutmut_4": 3},
         "pkg/b.py": {"b.y__mutmut_1": None, "b.y__mutmut_2": 1}})
+    with open(os.path.join(root, "mutants", "pkg", "a.py"), "w",
+              encoding="utf-8") as f:
+      f.write(_MUTATED_A)
     out = os.path.join(root, "MUTATION.md")
     with open(out, "w", encoding="utf-8") as f:
       f.write("# Mutation\n\nhand-written head\n")
@@ -42,10 +57,12 @@ class MutationReportTest(absltest.TestCase):
     self.assertIn("hand-written head", text)
     self.assertEqual(text.count(mutation_report.BEGIN), 1)
     self.assertIn("| `pkg/a.py` | 2 | 1 | 1 | 0 | 0 | 0 | 4 | 50 % |", text)
-    self.assertIn("| `pkg/b.py` | 1 | 0 | 0 | 0 | 1 | 0 | 2 | 50 % |", text)
-    self.assertIn("- `a.x__mutmut_2` (survived)", text)
+    # The score is of the mutants run: b.y__mutmut_1 was not.
+    self.assertIn("| `pkg/b.py` | 1 | 0 | 0 | 0 | 1 | 0 | 2 | 100 % |", text)
+    self.assertIn("- `a.x__mutmut_2` (survived): `if n > 1: -> if n >= 1:`",
+                  text)
     self.assertIn("- `a.x__mutmut_3` (timeout)", text)
-    self.assertIn("- `b.y__mutmut_1` (not checked)", text)
+    self.assertNotIn("b.y__mutmut_1`", text)
     self.assertNotIn("a.x__mutmut_1`", text)
 
   def test_missing_results_name_the_module_and_the_command(self):
