@@ -50,6 +50,9 @@ setuptools.setup(
                  "pytest-xdist>=3",
                  # tests/test_python_versions: python_requires is honoured.
                  "vermin>=1.6"],
+        # docs/MUTATION.md: mutation testing of the TF_CONFIG parsing and the
+        # TaskPlan (setup.cfg [mutmut]); a test tool, never needed to run.
+        "mutation": ["mutmut>=3,<4"],
     },
     entry_points={
         "console_scripts": [

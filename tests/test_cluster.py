@@ -370,6 +370,31 @@ class DerivedFactsTest(parameterized.TestCase):
                  for i in range(len(addresses)))
     self.assertEqual(ids, list(range(9)))
 
+  def test_master_is_global_id_0_before_other_jobs(self):
+    # "a" sorts before "master": the master still comes first.
+    with_a = dict(_MASTER, a=["a:1"])
+    self.assertEqual(
+        [cluster.global_id_in_cluster(_info(with_a, job, 0))
+         for job in ("master", "a", "worker", "ps")], [0, 1, 2, 4])
+
+  def test_is_chief_default_is_without_a_strategy(self):
+    # tf.estimator 2.15: without a strategy worker 0 of a chief-less
+    # cluster is not the chief.
+    worker_0 = _info(_WORKERS, "worker", 0)
+    self.assertFalse(cluster.is_chief(worker_0))
+    self.assertTrue(cluster.is_chief(worker_0, True))
+
+  @parameterized.named_parameters(
+      ("local", {}, None, False, "grpc://e:1"),
+      ("evaluator", _FULL, "evaluator", False, "grpc://e:1"),
+      ("evaluator_strategy", _FULL, "evaluator", True, ""))
+  def test_derive_passes_the_eval_session_master_on(
+      self, cluster_dict, task_type, has_strategy, expected):
+    info = _info(cluster_dict, task_type, 0,
+                 eval_session_master="grpc://e:1")
+    self.assertEqual(cluster.derive(info, has_strategy=has_strategy)
+                     .evaluation_master, expected)
+
   @parameterized.parameters(None, cluster.ClusterInfo(model_dir="/m"))
   def test_local(self, info):
     facts = cluster.derive(info, has_strategy=True)
@@ -426,6 +451,19 @@ class StrategyJobsTest(absltest.TestCase):
           "parameter_server", {"worker": ["h:1"]}, source="TF_CONFIG")
     tf_config_checks.check_strategy_jobs(
         "collective", {"worker": ["h:1"]}, source="TF_CONFIG")
+
+  def test_one_machine_strategy_refuses_two_trainers_with_a_fix(self):
+    two = {"chief": ["c:1"], "worker": ["w:1"], "ps": ["p:1"]}
+    with self.assertRaisesRegex(
+        errors.NotSupportedError,
+        r"^The strategy is mirrored, a single-machine strategy, but the "
+        r"cluster has 2 training tasks \(\['chief', 'ps', 'worker'\]\); .*"
+        r"Fix: use the collective strategy"):
+      tf_config_checks.check_one_machine_strategy("mirrored", two)
+    # One trainer (ps tasks do not train), or a multi-worker strategy: fine.
+    tf_config_checks.check_one_machine_strategy(
+        "one_device", {"chief": ["c:1"], "ps": ["p:1"]})
+    tf_config_checks.check_one_machine_strategy("collective", two)
 
 
 class RemoteClusterTest(parameterized.TestCase):

@@ -1,0 +1,76 @@
+"""bench.mutation_report: docs/MUTATION.md's scores come from mutmut's files."""
+
+import json
+import os
+
+from absl.testing import absltest
+
+from bench import mutation_report
+
+_SETUP_CFG = """[mutmut]
+only_mutate =
+    pkg/a.py
+    pkg/b.py
+"""
+
+# mutmut's copy of a module holds the original and each mutant as functions.
+_MUTATED_A = """
+def x__mutmut_orig(n):
+  if n > 1:
+    return n
+
+
+def x__mutmut_2(n):
+  if n >= 1:
+    return n
+"""
+
+
+class MutationReportTest(absltest.TestCase):
+
+  def _repo(self, exit_codes_by_module):
+    root = self.create_tempdir().full_path
+    with open(os.path.join(root, "setup.cfg"), "w", encoding="utf-8") as f:
+      f.write(_SETUP_CFG)
+    for module, exit_codes in exit_codes_by_module.items():
+      path = os.path.join(root, "mutants", module + ".meta")
+      os.makedirs(os.path.dirname(path), exist_ok=True)
+      with open(path, "w", encoding="utf-8") as f:
+        json.dump({"exit_code_by_key": exit_codes}, f)
+    return root
+
+  def test_counts_each_status_and_names_the_mutants_not_killed(self):
+    root = self._repo({
+        "pkg/a.py": {"a.x__mutmut_1": 1, "a.x__mutmut_2": 0,
+                     "a.x__mutmut_3": 36, "a.x__mutmut_4": 3},
+        "pkg/b.py": {"b.y__mutmut_1": None, "b.y__mutmut_2": 1}})
+    with open(os.path.join(root, "mutants", "pkg", "a.py"), "w",
+              encoding="utf-8") as f:
+      f.write(_MUTATED_A)
+    out = os.path.join(root, "MUTATION.md")
+    with open(out, "w", encoding="utf-8") as f:
+      f.write("# Mutation\n\nhand-written head\n")
+    self.assertEqual(mutation_report.main(["--root", root, "--out", out]), 0)
+    mutation_report.main(["--root", root, "--out", out])  # idempotent
+    with open(out, encoding="utf-8") as f:
+      text = f.read()
+    self.assertIn("hand-written head", text)
+    self.assertEqual(text.count(mutation_report.BEGIN), 1)
+    self.assertIn("| `pkg/a.py` | 2 | 1 | 1 | 0 | 0 | 0 | 4 | 50 % |", text)
+    # The score is of the mutants run: b.y__mutmut_1 was not.
+    self.assertIn("| `pkg/b.py` | 1 | 0 | 0 | 0 | 1 | 0 | 2 | 100 % |", text)
+    self.assertIn("- `a.x__mutmut_2` (survived): `if n > 1: -> if n >= 1:`",
+                  text)
+    self.assertIn("- `a.x__mutmut_3` (timeout)", text)
+    self.assertNotIn("b.y__mutmut_1`", text)
+    self.assertNotIn("a.x__mutmut_1`", text)
+
+  def test_missing_results_name_the_module_and_the_command(self):
+    root = self._repo({"pkg/a.py": {"a.x__mutmut_1": 1}})
+    with self.assertRaisesRegex(FileNotFoundError,
+                                r"pkg/b\.py.*mutmut run --max-children 1"):
+      mutation_report.scores(root)
+
+
+if __name__ == "__main__":
+  absltest.main()
