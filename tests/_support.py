@@ -15,6 +15,7 @@ loads no TensorFlow (tests of TF-free modules such as harness.launch use
 it); the helpers that need TensorFlow import it when called.
 """
 
+import ast
 import glob
 import json
 import os
@@ -380,3 +381,12 @@ def copy_model_dir_files(source_dir, model_dir):
   for name in os.listdir(source_dir):
     if os.path.isfile(os.path.join(source_dir, name)):
       shutil.copy(os.path.join(source_dir, name), model_dir)
+
+
+def printed_literal(output, tag):
+  """The Python literal after `tag ` on the first line of `output` that
+  starts so (a test program's printed result)."""
+  for line in output.splitlines():
+    if line.startswith(tag + " "):
+      return ast.literal_eval(line[len(tag) + 1:])
+  raise AssertionError(f"no '{tag} ...' line in:\n{output[-3000:]}")

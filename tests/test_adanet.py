@@ -8,7 +8,6 @@ and exports on TF 2.21 (tests/programs/adanet_ensemble.py). Skipped unless
 AdaNet is installed (README: AdaNet; .ci/run's library leg installs it).
 """
 
-import ast
 import glob
 import importlib.util
 import os
@@ -26,12 +25,6 @@ _MISSING = [name for name in ("adanet",)
             if importlib.util.find_spec(name) is None]
 
 
-def _printed(output, tag):
-  """The Python literal after `tag ` on the program's line that starts so."""
-  for line in output.splitlines():
-    if line.startswith(tag + " "):
-      return ast.literal_eval(line[len(tag) + 1:])
-  raise AssertionError(f"no '{tag} ...' line in:\n{output[-3000:]}")
 
 
 @pytest.mark.slow
@@ -46,7 +39,7 @@ class AdaNetTest(absltest.TestCase):
     self.assertEqual(result.returncode, 0, result.description)
     self.assertTrue(os.path.exists(
         os.path.join(model_dir, "model.ckpt-200.index")), result.description)
-    metrics = _printed(result.stdout, "eval")
+    metrics = _support.printed_literal(result.stdout, "eval")
     self.assertEqual(metrics["global_step"], 200)
     # BinaryClassHead's Keras metrics, read by AdaNet as pairs.
     for key in ("accuracy", "auc", "average_loss", "loss"):
@@ -54,7 +47,7 @@ class AdaNetTest(absltest.TestCase):
     self.assertGreater(metrics["accuracy"], 0.8, metrics)
     self.assertLen(glob.glob(os.path.join(model_dir, "export", "*",
                                           "saved_model.pb")), 1)
-    positive = _printed(result.stdout, "positive")
+    positive = _support.printed_literal(result.stdout, "positive")
     self.assertGreater(positive[0], 0.5, positive)
     self.assertLess(positive[1], 0.5, positive)
 

@@ -7,7 +7,6 @@ Evaluation under a distribution strategy groups the replicas' updates
 (tests/programs/keras_metric_replicas.py, in its own process).
 """
 
-import ast
 import os
 import sys
 
@@ -23,11 +22,6 @@ _PROGRAM = os.path.join(conftest.REPO_ROOT, "tests", "programs",
                         "keras_metric_replicas.py")
 
 
-def _printed(output, tag):
-  for line in output.splitlines():
-    if line.startswith(tag + " "):
-      return ast.literal_eval(line[len(tag) + 1:])
-  raise AssertionError(f"no '{tag} ...' line in:\n{output[-3000:]}")
 
 
 class KerasMetricPairTest(absltest.TestCase):
@@ -122,9 +116,9 @@ class KerasMetricReplicasTest(absltest.TestCase):
   def test_replicas_updates_are_grouped(self):
     result = _support.run([sys.executable, _PROGRAM], timeout_secs=300)
     self.assertEqual(result.returncode, 0, result.description)
-    self.assertEqual(_printed(result.stdout, "pair_types"),
+    self.assertEqual(_support.printed_literal(result.stdout, "pair_types"),
                      {"own": "tuple", "shared": "tuple"})
-    results = _printed(result.stdout, "results")
+    results = _support.printed_literal(result.stdout, "results")
     self.assertAlmostEqual(results["own"], 15.0)  # mean(10, 20)
     self.assertAlmostEqual(results["shared"], 1.5)  # mean(1, 2)
     self.assertAlmostEqual(results["loss"], 150.0)  # mean(100, 200)

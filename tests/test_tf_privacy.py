@@ -7,7 +7,6 @@ exports on TF 2.21 (tests/programs/tfp_dp_dnn.py). Skipped unless it is
 installed (README: TensorFlow Privacy; .ci/run's library leg installs it).
 """
 
-import ast
 import glob
 import importlib.util
 import os
@@ -26,12 +25,6 @@ _MISSING = [name for name in ("tensorflow_privacy", "dp_accounting",
             if importlib.util.find_spec(name) is None]
 
 
-def _printed(output, tag):
-  """The Python literal after `tag ` on the program's line that starts so."""
-  for line in output.splitlines():
-    if line.startswith(tag + " "):
-      return ast.literal_eval(line[len(tag) + 1:])
-  raise AssertionError(f"no '{tag} ...' line in:\n{output[-3000:]}")
 
 
 @pytest.mark.slow
@@ -46,16 +39,16 @@ class TfPrivacyTest(absltest.TestCase):
     self.assertEqual(result.returncode, 0, result.description)
     self.assertTrue(os.path.exists(
         os.path.join(model_dir, "model.ckpt-300.index")), result.description)
-    metrics = _printed(result.stdout, "eval")
+    metrics = _support.printed_literal(result.stdout, "eval")
     self.assertEqual(metrics["global_step"], 300)
     # The v1 binary head's metrics, as 2.15's.
     for key in ("accuracy", "auc", "average_loss", "label/mean", "loss"):
       self.assertIn(key, metrics)
     self.assertGreater(metrics["accuracy"], 0.8, metrics)
-    self.assertEqual(_printed(result.stdout, "gauge"), "DNN")
+    self.assertEqual(_support.printed_literal(result.stdout, "gauge"), "DNN")
     self.assertLen(glob.glob(os.path.join(model_dir, "export", "*",
                                           "saved_model.pb")), 1)
-    positive = _printed(result.stdout, "positive")
+    positive = _support.printed_literal(result.stdout, "positive")
     self.assertGreater(positive[0], 0.5, positive)
     self.assertLess(positive[1], 0.5, positive)
 

@@ -9,7 +9,6 @@ TF Ranking leg installs it and sets HARNESS_REQUIRE_TF_RANKING=1, which
 turns the skip into a failure.
 """
 
-import ast
 import glob
 import importlib.util
 import os
@@ -28,12 +27,6 @@ _MISSING = [name for name in ("tensorflow_ranking", "tensorflow_serving")
 _REQUIRED = os.environ.get("HARNESS_REQUIRE_TF_RANKING") == "1"
 
 
-def _printed(output, tag):
-  """The Python literal after `tag ` on the program's line that starts so."""
-  for line in output.splitlines():
-    if line.startswith(tag + " "):
-      return ast.literal_eval(line[len(tag) + 1:])
-  raise AssertionError(f"no '{tag} ...' line in:\n{output[-3000:]}")
 
 
 @pytest.mark.slow
@@ -50,24 +43,24 @@ class TfRankingTest(absltest.TestCase):
     self.assertEqual(result.returncode, 0, result.description)
     self.assertTrue(os.path.exists(
         os.path.join(model_dir, "model.ckpt-200.index")), result.description)
-    metrics = _printed(result.stdout, "eval")
+    metrics = _support.printed_literal(result.stdout, "eval")
     self.assertEqual(metrics["global_step"], 200)
     for key in ("metric/ndcg", "metric/mrr", "loss"):
       self.assertIn(key, metrics)
     self.assertLen(glob.glob(os.path.join(model_dir, "export", "*",
                                           "saved_model.pb")), 1)
     # The served model ranks the document with the largest x first.
-    scores = _printed(result.stdout, "scores")
+    scores = _support.printed_literal(result.stdout, "scores")
     self.assertLen(scores, 3)
     self.assertEqual(scores.index(max(scores)), 1, scores)
     # The groupwise path, the same way.
     groupwise_dir = os.path.join(model_dir, "groupwise")
-    metrics = _printed(result.stdout, "groupwise_eval")
+    metrics = _support.printed_literal(result.stdout, "groupwise_eval")
     self.assertEqual(metrics["global_step"], 200)
     self.assertIn("metric/ndcg", metrics)
     self.assertLen(glob.glob(os.path.join(groupwise_dir, "export", "*",
                                           "saved_model.pb")), 1)
-    scores = _printed(result.stdout, "groupwise_scores")
+    scores = _support.printed_literal(result.stdout, "groupwise_scores")
     self.assertLen(scores, 3)
     self.assertEqual(scores.index(max(scores)), 1, scores)
 
