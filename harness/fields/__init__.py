@@ -11,6 +11,12 @@ flag, the environment fallback); `field` what an entry says. RunConfig
 (`harness.run_config.config`), the binary's `JobConfig` and flags
 (`harness.cli.job_config`, `harness.cli.flag_definitions`) and the core
 modules that need a default or a check read them here.
+
+A new field is one `table.FIELDS` entry, one line in RunConfig's signature
+(`name=_D("name")`, in the table's order: tests/test_fields.py says where
+it is missing) and the code that reads `config.name`; its property,
+`replace()` key, check, docs, JobConfig field, RunConfig argument and flag
+follow from the entry.
 """
 
 from harness.fields.field import Field
