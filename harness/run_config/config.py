@@ -35,10 +35,10 @@ from absl import logging
 
 from harness import cluster
 from harness import errors
+from harness import fields
 from harness.cluster import env_knobs
 from harness.cluster import jobs
 from harness.cluster import restart_attempt as restart_attempt_lib
-from harness import fields
 from harness.run_config import checks
 from harness.run_config import distribution
 from harness.state import paths
