@@ -66,7 +66,9 @@ class Flag:
 
   def __post_init__(self):
     if self.kind not in FLAG_KINDS:
-      raise ValueError(f"Flag kind {self.kind!r} is not one of {FLAG_KINDS}.")
+      raise ValueError(f"Flag kind {self.kind!r} is not one of {FLAG_KINDS}. "
+                       "Fix: use one of them (harness.cli.flag_definitions "
+                       "defines a flag of each).")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
