@@ -19,6 +19,7 @@ from harness.cli import job_config
 from harness.cli import tensorboard_server
 from harness.cluster import env_knobs
 from harness.cluster import listen
+from harness.cluster.strategy_kind import StrategyKind
 from harness.core import input_modes
 
 __all__ = ["FLAG_VALUES", "BARE_VALUES"]
@@ -322,7 +323,7 @@ def _validate_checkpoint_frequency(values):
 def _validate_devices_for_strategy(values):
   strategy, gpus = values["strategy"], values["num_gpus_per_worker"]
   return _check(
-      gpus <= 1 or strategy not in ("default", "one_device"),
+      gpus <= 1 or not StrategyKind(strategy).single_device,
       f"the {strategy} strategy trains on one device. Fix: "
       "--strategy=mirrored (one machine) or collective (several) to use "
       f"{gpus} devices, or --num_gpus_per_worker=1.")

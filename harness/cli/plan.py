@@ -179,21 +179,16 @@ def _role(job, info):
 
 
 def _replicas(job, info):
-  """`num_replicas_in_sync`: devices per worker for mirrored, central_storage
-  and parameter_server (whose workers update asynchronously), times the
-  training tasks for collective, 1 for default and one_device."""
-  if job.strategy in (StrategyKind.DEFAULT, StrategyKind.ONE_DEVICE):
-    return 1
-  if job.strategy != StrategyKind.COLLECTIVE:
-    return job.num_devices_per_worker
+  """`num_replicas_in_sync`: the kind's `replicas` for the devices per
+  worker and the trainers of the cluster the job trains on."""
   if job.remote_cluster:
     cluster = job.remote_cluster
   elif info is not None and info.has_cluster:
     cluster = info.cluster
   else:
     cluster = {}
-  trainers = cluster_lib.num_trainers(cluster)
-  return job.num_devices_per_worker * max(1, trainers)
+  return StrategyKind(job.strategy).replicas(
+      job.num_devices_per_worker, cluster_lib.num_trainers(cluster))
 
 
 def _cluster_facts(job, info, skip):

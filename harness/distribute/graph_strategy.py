@@ -1,9 +1,10 @@
-"""TF2 strategy objects -> the tf.compat.v1 classes graph mode trains with.
+"""The tf.compat.v1 strategy classes graph mode trains with, per kind.
 
-`to_graph_strategy` rebuilds a TF2 strategy as its v1 equivalent (same
-devices, same collective options) inside a throwaway graph; `make_strategy`
-(in `strategies`) and the mapping share `local_resolver`, the cluster-less
-resolver that keeps constructors from reading TF_CONFIG.
+`build` makes a buildable kind's v1 strategy on a task's devices (for
+`strategies.make_strategy`); `to_graph_strategy` rebuilds a TF2 strategy as
+its v1 equivalent (same devices, same collective options) inside a
+throwaway graph. Both use `local_resolver`, the cluster-less resolver that
+keeps constructors from reading TF_CONFIG.
 """
 
 from absl import logging
@@ -14,7 +15,7 @@ from harness._tf import tf
 from harness.cluster.strategy_kind import StrategyKind
 from harness.core.strategy_classifier import strategy_kind
 
-__all__ = ["to_graph_strategy", "is_v1", "local_resolver"]
+__all__ = ["build", "to_graph_strategy", "is_v1", "local_resolver"]
 
 
 def is_v1(strategy):
@@ -27,6 +28,43 @@ def local_resolver(num_gpus):
   return tf.distribute.cluster_resolver.SimpleClusterResolver(
       tf.train.ClusterSpec({}), num_accelerators={"GPU": num_gpus},
       rpc_layer="grpc")
+
+
+def _build_collective(devices, device_type):
+  strategy = tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy(
+      cluster_resolver=local_resolver(_num_gpus(devices, device_type)))
+  if (len(devices), device_type) != (
+      _tf_private.collective_num_devices_per_worker(strategy)):
+    _tf_private.reinitialize_collective_local(strategy, devices)
+  return strategy
+
+
+def _num_gpus(devices, device_type):
+  return len(devices) if device_type == "GPU" else 0
+
+
+# Each buildable kind's v1 class on one task's devices (no cluster yet).
+_BUILDERS = {
+    StrategyKind.MIRRORED: lambda devices, _: (
+        tf.compat.v1.distribute.MirroredStrategy(devices=devices)),
+    StrategyKind.ONE_DEVICE: lambda devices, _: (
+        tf.compat.v1.distribute.OneDeviceStrategy(devices[0])),
+    StrategyKind.CENTRAL_STORAGE: lambda devices, _: (
+        tf.compat.v1.distribute.experimental.CentralStorageStrategy(
+            compute_devices=devices, parameter_device="/device:CPU:0")),
+    StrategyKind.PARAMETER_SERVER: lambda devices, device_type: (
+        tf.compat.v1.distribute.experimental.ParameterServerStrategy(
+            cluster_resolver=local_resolver(
+                _num_gpus(devices, device_type)))),
+    StrategyKind.COLLECTIVE: _build_collective,
+}
+
+
+def build(kind, devices, device_type):
+  """A v1 strategy of the buildable `kind` on `devices` ("/device:CPU:0",
+  ...) of `device_type`, in the caller's graph (`strategies.make_strategy`
+  checks the arguments first)."""
+  return _BUILDERS[kind](devices, device_type)
 
 
 def _num_visible_gpus():
@@ -60,11 +98,12 @@ def _v1_central_storage(strategy):
       parameter_device=strategy.extended.parameter_devices[0])
 
 
+# Each kind whose TF2 class has a graph-mode (tf.compat.v1) twin.
 _TO_V1 = {
-    "collective": _v1_collective,
-    "mirrored": _v1_mirrored,
-    "one_device": _v1_one_device,
-    "central_storage": _v1_central_storage,
+    StrategyKind.COLLECTIVE: _v1_collective,
+    StrategyKind.MIRRORED: _v1_mirrored,
+    StrategyKind.ONE_DEVICE: _v1_one_device,
+    StrategyKind.CENTRAL_STORAGE: _v1_central_storage,
 }
 
 
@@ -94,7 +133,7 @@ def to_graph_strategy(strategy, *, kind=None):
     NotSupportedError: for TPU and unknown TF2 strategy classes.
   """
   kind = None if strategy is None else kind or strategy_kind(strategy)
-  if kind in (None, StrategyKind.DEFAULT):
+  if kind is None or kind.no_op:
     return None
   if is_v1(strategy):
     return strategy

@@ -33,8 +33,6 @@ from harness import cluster as cluster_lib
 from harness import errors
 from harness._tf import tf
 from harness.cluster import listen
-from harness.cluster.strategy_kind import IN_GRAPH_KINDS
-from harness.cluster.strategy_kind import StrategyKind
 from harness.core import preemption
 from harness.core import stop_signal
 from harness.core import train_loop
@@ -78,7 +76,7 @@ def start_delay(config):
   2.15's rule, up to that). Chief and collective workers never wait.
   """
   kind = config.strategy_kind
-  if config.is_chief or kind == StrategyKind.COLLECTIVE:
+  if config.is_chief or (kind is not None and kind.lockstep):
     return 0
   max_delay = config.experimental_max_worker_delay_secs
   if not max_delay:
@@ -196,7 +194,7 @@ def train_in_cluster(model, input_fn, *, hooks=None, steps=None,
   config = model.config
   strategy = config.train_distribute
   kind = config.strategy_kind
-  if kind in IN_GRAPH_KINDS and not config.is_chief:
+  if kind is not None and kind.in_graph and not config.is_chief:
     raise errors.ClusterConfigError(
         f"{type(strategy).__name__} is an in-graph, single-process strategy, "
         f"but this task is {config.task_label} of a multi-worker TF_CONFIG "
@@ -206,7 +204,7 @@ def train_in_cluster(model, input_fn, *, hooks=None, steps=None,
   target, session_config, strategy, _ = prepare_task(config)
   context = train_loop.TrainContext(
       master=target, is_chief=config.is_chief,
-      should_init=config.is_chief or kind == StrategyKind.COLLECTIVE,
+      should_init=config.is_chief or (kind is not None and kind.lockstep),
       session_config=session_config, task_label=config.task_label)
   # The chief clears an earlier run's end mark once it holds the lease
   # (train_loop); a trainer refused it (or that lost it) writes nothing.

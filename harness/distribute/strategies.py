@@ -40,11 +40,11 @@ from harness import errors
 from harness import run_config
 from harness._tf import tf
 from harness.cluster import tf_config_checks
-from harness.cluster.strategy_kind import BUILDABLE_KINDS
+from harness.cluster import strategy_kind as strategy_kind_lib
 from harness.cluster.strategy_kind import StrategyKind
 from harness.core.strategy_classifier import strategy_kind
 from harness.distribute.graph_strategy import is_v1
-from harness.distribute.graph_strategy import local_resolver
+from harness.distribute.graph_strategy import build
 
 __all__ = ["make_strategy", "configure_for_task", "install_evaluator_guard",
            "DEVICE_TYPES", "training_cluster", "check_devices",
@@ -92,48 +92,26 @@ def make_strategy(kind, *, num_devices_per_worker=1, device_type="CPU",
       not fit the kind.
     NotSupportedError: a single-machine kind for a multi-machine cluster.
   """
-  if kind not in BUILDABLE_KINDS:
+  if kind not in strategy_kind_lib.BUILDABLE_KINDS:
     raise errors.ConfigError(
         f"Unknown strategy kind {kind!r}: valid kinds are "
-        f"{', '.join(BUILDABLE_KINDS)}.")
+        f"{', '.join(strategy_kind_lib.BUILDABLE_KINDS)}.")
+  kind = StrategyKind(kind)
   check_devices(num_devices_per_worker, device_type, allow_none=False)
   count = num_devices_per_worker
-  if kind == StrategyKind.ONE_DEVICE and count != 1:
+  if kind.single_device and not kind.no_op and count != 1:
     raise errors.ConfigError(
         f"The one_device strategy uses one device, but "
         f"num_devices_per_worker is {count}. Fix: use mirrored for {count} "
         "devices, or num_devices_per_worker=1.")
-  if kind == StrategyKind.PARAMETER_SERVER and device_type == "CPU" and count > 1:
+  if kind.needs_ps and device_type == "CPU" and count > 1:
     raise errors.NotSupportedError(_PS_CPU_DEVICES.format(count=count))
   devices = [f"/device:{device_type}:{i}" for i in range(count)]
   with tf.Graph().as_default():
-    strategy = None if kind == StrategyKind.DEFAULT else _build(
-        kind, devices, device_type)
+    strategy = None if kind.no_op else build(kind, devices, device_type)
   # The cluster it will train on (`harness.main` passes none: its plan
   # checked the flags' cluster).
   _check_cluster_fits(kind, training_cluster(cluster))
-  return strategy
-
-
-def _build(kind, devices, device_type):
-  """A strategy of `kind` on `devices` (checked by `make_strategy`)."""
-  v1 = tf.compat.v1.distribute
-  num_gpus = len(devices) if device_type == "GPU" else 0
-  if kind == StrategyKind.MIRRORED:
-    return v1.MirroredStrategy(devices=devices)
-  if kind == StrategyKind.ONE_DEVICE:
-    return v1.OneDeviceStrategy(devices[0])
-  if kind == StrategyKind.CENTRAL_STORAGE:
-    return v1.experimental.CentralStorageStrategy(
-        compute_devices=devices, parameter_device="/device:CPU:0")
-  if kind == StrategyKind.PARAMETER_SERVER:
-    return v1.experimental.ParameterServerStrategy(
-        cluster_resolver=local_resolver(num_gpus))
-  strategy = v1.experimental.MultiWorkerMirroredStrategy(
-      cluster_resolver=local_resolver(num_gpus))
-  if (len(devices), device_type) != (
-      _tf_private.collective_num_devices_per_worker(strategy)):
-    _tf_private.reinitialize_collective_local(strategy, devices)
   return strategy
 
 
@@ -193,7 +171,7 @@ def configure_for_task(strategy, *, cluster, task_type, task_id,
   """
   check_devices(num_devices_per_worker, device_type, allow_none=True)
   kind = None if strategy is None else kind or strategy_kind(strategy)
-  if kind not in (None, "default") and not is_v1(strategy):
+  if kind is not None and not kind.no_op and not is_v1(strategy):
     raise errors.ConfigError(
         f"configure_for_task needs a tf.compat.v1 strategy, got the TF2 "
         f"{type(strategy).__name__}. Fix: pass to_graph_strategy(strategy).")
@@ -222,25 +200,26 @@ def _configure_kind(strategy, kind, config, jobs, task_type, task_id, count,
     (devices per worker or None, their type): a collective strategy keeps
     its own when `count` is None.
   """
-  if kind == StrategyKind.COLLECTIVE:
+  if kind is None or kind.no_op:
+    if jobs and cluster_lib.PS in jobs:  # No strategy: replica_device_setter.
+      del config.device_filters[:]
+      config.device_filters.extend(
+          ["/job:ps", f"/job:{task_type}/task:{task_id}"])
+  elif kind.lockstep:
     if count is None:  # Keep the strategy's own devices (make_strategy's).
       count, device_type = _tf_private.collective_num_devices_per_worker(
           strategy)
     _configure_collective(strategy, config, jobs, task_type, task_id, count,
                           device_type)
-  elif kind == StrategyKind.PARAMETER_SERVER and jobs:
+  elif kind.needs_ps and jobs:
     if count is not None and device_type == "CPU" and count > 1:
       raise errors.NotSupportedError(_PS_CPU_DEVICES.format(count=count))
     if count is not None and device_type == "GPU":
       _tf_private.set_ps_gpus_per_worker(strategy, count)
     with tf.Graph().as_default():
       strategy.configure(config, jobs, task_type, task_id)
-  elif kind not in (None, "default"):
+  else:
     strategy.configure(config)
-  elif jobs and cluster_lib.PS in jobs:  # No strategy: replica_device_setter.
-    del config.device_filters[:]
-    config.device_filters.extend(
-        ["/job:ps", f"/job:{task_type}/task:{task_id}"])
   return count, device_type
 
 
@@ -354,7 +333,7 @@ def cpu_devices_per_worker(strategy, *, kind=None):
     The number of CPU replicas on one worker, or 1.
   """
   kind = None if strategy is None else kind or strategy_kind(strategy)
-  if kind in (None, "default"):
+  if kind is None or kind.no_op:
     return 1
   devices = strategy.extended.worker_devices
   num_cpus = sum(1 for device in devices
