@@ -15,7 +15,7 @@ from harness._tf import tf
 from harness.cluster.strategy_kind import StrategyKind
 from harness.core.strategy_classifier import strategy_kind
 
-__all__ = ["build", "to_graph_strategy", "is_v1", "local_resolver"]
+__all__ = ["build", "to_graph_strategy", "v1_of", "is_v1", "local_resolver"]
 
 
 def is_v1(strategy):
@@ -132,8 +132,15 @@ def to_graph_strategy(strategy, *, kind=None):
       `ClusterCoordinator`, not in graph mode) or a non-strategy.
     NotSupportedError: for TPU and unknown TF2 strategy classes.
   """
-  kind = None if strategy is None else kind or strategy_kind(strategy)
-  if kind is None or kind.no_op:
+  if strategy is None:
+    return None
+  return v1_of(strategy, kind or strategy_kind(strategy))
+
+
+def v1_of(strategy, kind):
+  """`to_graph_strategy` for a `strategy` of a known `kind` (a RunConfig's
+  `strategy_kind`), None for None: nothing is classified again."""
+  if strategy is None or kind.no_op:
     return None
   if is_v1(strategy):
     return strategy

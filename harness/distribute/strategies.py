@@ -26,8 +26,11 @@ without TensorFlow's private distribute coordinator::
 
 Collective workers all initialise (their initialisers broadcast from the
 first worker); parameter-server trainers other than the chief wait for it.
-The `--strategy` flag builds a strategy with `make_strategy`. An evaluator
-process calls `install_evaluator_guard(os.environ)` before user code runs.
+The `--strategy` flag builds a strategy with `make_strategy`. A RunConfig's
+task (`roles.prepare_task`), whose cluster `cluster.validate` checked before
+training, is configured by `configure_checked`, which checks nothing again.
+An evaluator process calls `install_evaluator_guard(os.environ)` before user
+code runs.
 """
 
 import copy
@@ -46,7 +49,8 @@ from harness.core.strategy_classifier import strategy_kind
 from harness.distribute.graph_strategy import is_v1
 from harness.distribute.graph_strategy import build
 
-__all__ = ["make_strategy", "configure_for_task", "install_evaluator_guard",
+__all__ = ["make_strategy", "configure_for_task", "configure_checked",
+           "install_evaluator_guard",
            "DEVICE_TYPES", "training_cluster", "check_devices",
            "cpu_devices_per_worker"]
 
@@ -177,19 +181,52 @@ def configure_for_task(strategy, *, cluster, task_type, task_id,
         f"{type(strategy).__name__}. Fix: pass to_graph_strategy(strategy).")
   jobs = training_cluster(cluster)
   _check_cluster_fits(kind, jobs)
-  config = copy.deepcopy(session_config or
-                         run_config.get_default_session_config())
   if jobs:
     _check_task(jobs, task_type, task_id)
+  config, _ = configure_checked(
+      strategy, kind=kind, jobs=jobs, task_type=task_type, task_id=task_id,
+      session_config=session_config,
+      num_devices_per_worker=num_devices_per_worker, device_type=device_type)
+  return config
+
+
+def configure_checked(strategy, *, kind, jobs, task_type, task_id,
+                      session_config=None, num_devices_per_worker=None,
+                      device_type="CPU"):
+  """`configure_for_task` for a task whose facts were checked before.
+
+  For a RunConfig's task (`cluster.validate` ran before training: the task
+  is in the cluster and the strategy's jobs fit it; `roles.prepare_task`
+  applies the one-machine rule) and for a remote client's tasks. Nothing
+  is checked or classified again.
+
+  Args:
+    strategy: a tf.compat.v1 strategy of `kind`, or None (then `kind` is
+      None too).
+    kind: `strategy`'s `StrategyKind` (`RunConfig.strategy_kind`).
+    jobs: {job: [address, ...]}, the training jobs (no evaluator), {} for
+      local training.
+    task_type, task_id, session_config, num_devices_per_worker,
+      device_type: as for `configure_for_task`, already valid.
+
+  Returns:
+    (a new `tf.compat.v1.ConfigProto`, the CPU devices this task needs:
+    its `device_count` for N > 1, else 1).
+
+  Raises:
+    NotSupportedError: N > 1 CPU devices with parameter servers.
+  """
+  config = copy.deepcopy(session_config or
+                         run_config.get_default_session_config())
   count, device_type = _configure_kind(
       strategy, kind, config, jobs, task_type, task_id,
       num_devices_per_worker, device_type)
-  num_cpus = cpu_devices_per_worker(strategy, kind=kind)
+  num_cpus = _cpu_devices(strategy, kind)
   if device_type == "CPU" and count is not None:
     num_cpus = max(num_cpus, count)
   if num_cpus > 1:
     config.device_count["CPU"] = num_cpus
-  return config
+  return config, num_cpus
 
 
 def _configure_kind(strategy, kind, config, jobs, task_type, task_id, count,
@@ -291,14 +328,12 @@ def training_cluster(cluster):
   Returns:
     {job: [address, ...]}, {} for None.
   """
-  if not cluster:
-    return {}
-  if hasattr(cluster, "as_dict"):
+  if isinstance(cluster, tf.train.ClusterSpec):
     cluster = cluster.as_dict()
   elif isinstance(cluster, cluster_lib.ClusterInfo):
     cluster = cluster.cluster
-  return {str(job): list(addresses) for job, addresses in cluster.items()
-          if job != cluster_lib.EVALUATOR and addresses}
+  return {str(job): list(addresses) for job, addresses in (
+      cluster or {}).items() if job != cluster_lib.EVALUATOR and addresses}
 
 
 def check_devices(num_devices_per_worker, device_type, allow_none):
@@ -332,7 +367,13 @@ def cpu_devices_per_worker(strategy, *, kind=None):
   Returns:
     The number of CPU replicas on one worker, or 1.
   """
-  kind = None if strategy is None else kind or strategy_kind(strategy)
+  if strategy is None:
+    return 1
+  return _cpu_devices(strategy, kind or strategy_kind(strategy))
+
+
+def _cpu_devices(strategy, kind):
+  """`cpu_devices_per_worker` for a known `kind` (None: no strategy)."""
   if kind is None or kind.no_op:
     return 1
   devices = strategy.extended.worker_devices
