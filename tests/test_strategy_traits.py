@@ -37,13 +37,6 @@ class StrategyTraitsTest(parameterized.TestCase):
     self.assertEqual({name for name in _TRAITS if getattr(kind, name)},
                      true_traits)
 
-  @parameterized.parameters(
-      ("default", 4, 3, 1), ("one_device", 1, 3, 1), ("mirrored", 4, 3, 4),
-      ("central_storage", 2, 1, 2), ("parameter_server", 2, 5, 2),
-      ("collective", 2, 3, 6), ("collective", 2, 0, 2))
-  def test_replicas(self, kind, devices, trainers, replicas):
-    self.assertEqual(StrategyKind(kind).replicas(devices, trainers), replicas)
-
   def test_the_side_tuples_come_from_the_traits(self):
     self.assertEqual(strategy_kind.BUILDABLE_KINDS,
                      (_K.DEFAULT, _K.MIRRORED, _K.COLLECTIVE,

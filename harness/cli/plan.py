@@ -179,16 +179,22 @@ def _role(job, info):
 
 
 def _replicas(job, info):
-  """`num_replicas_in_sync`: the kind's `replicas` for the devices per
-  worker and the trainers of the cluster the job trains on."""
+  """`num_replicas_in_sync`: 1 on a single device, devices per worker times
+  the training tasks in lockstep (collective), else the devices per worker
+  (a parameter server's workers update on their own)."""
+  kind = StrategyKind(job.strategy)
+  if kind.single_device:
+    return 1
+  if not kind.lockstep:
+    return job.num_devices_per_worker
   if job.remote_cluster:
     cluster = job.remote_cluster
   elif info is not None and info.has_cluster:
     cluster = info.cluster
   else:
     cluster = {}
-  return StrategyKind(job.strategy).replicas(
-      job.num_devices_per_worker, cluster_lib.num_trainers(cluster))
+  trainers = cluster_lib.num_trainers(cluster)
+  return job.num_devices_per_worker * max(1, trainers)
 
 
 def _cluster_facts(job, info, skip):

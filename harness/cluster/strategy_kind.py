@@ -9,8 +9,8 @@ a strategy object (that needs TensorFlow, this module does not).
 Code asks a kind what it does, never which kind it is::
 
     kind = StrategyKind.of("collective")
-    kind.lockstep                      # True: every worker initialises
-    kind.replicas(devices=2, trainers=3)   # 6
+    kind.lockstep         # True: every worker initialises, all step together
+    kind.single_device    # False: one replica per device
 
 A kind's behaviour is its row in `_TRAITS`. A new kind is a member, its row,
 its `--strategy` spellings (`cli/flag_parsers.py`), its builder
@@ -90,14 +90,6 @@ class StrategyKind(str, enum.Enum):
     """All replicas in one graph of one task: in a cluster, only the chief
     trains (a one-machine kind, or no strategy at all)."""
     return self.one_machine or self.no_op
-
-  def replicas(self, devices, trainers):
-    """`num_replicas_in_sync` for `devices` per task and `trainers` tasks:
-    1 on one device, devices x trainers in lockstep, else `devices` (a
-    parameter server's workers update on their own)."""
-    if self.single_device:
-      return 1
-    return devices * max(1, trainers) if self.lockstep else devices
 
 
 _K = StrategyKind

@@ -1,10 +1,10 @@
-"""The tf.compat.v1 strategy classes graph mode trains with, per kind.
+"""TF2 strategy objects -> the tf.compat.v1 classes graph mode trains with.
 
-`build` makes a buildable kind's v1 strategy on a task's devices (for
-`strategies.make_strategy`); `to_graph_strategy` rebuilds a TF2 strategy as
-its v1 equivalent (same devices, same collective options) inside a
-throwaway graph. Both use `local_resolver`, the cluster-less resolver that
-keeps constructors from reading TF_CONFIG.
+`to_graph_strategy` rebuilds a TF2 strategy as its v1 equivalent (same
+devices, same collective options) inside a throwaway graph (`v1_of` when
+the kind is known); `make_strategy` (in `strategies`) and the mapping share
+`local_resolver`, the cluster-less resolver that keeps constructors from
+reading TF_CONFIG.
 """
 
 from absl import logging
@@ -15,7 +15,7 @@ from harness._tf import tf
 from harness.cluster.strategy_kind import StrategyKind
 from harness.core.strategy_classifier import strategy_kind
 
-__all__ = ["build", "to_graph_strategy", "v1_of", "is_v1", "local_resolver"]
+__all__ = ["to_graph_strategy", "v1_of", "is_v1", "local_resolver"]
 
 
 def is_v1(strategy):
@@ -28,43 +28,6 @@ def local_resolver(num_gpus):
   return tf.distribute.cluster_resolver.SimpleClusterResolver(
       tf.train.ClusterSpec({}), num_accelerators={"GPU": num_gpus},
       rpc_layer="grpc")
-
-
-def _build_collective(devices, device_type):
-  strategy = tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy(
-      cluster_resolver=local_resolver(_num_gpus(devices, device_type)))
-  if (len(devices), device_type) != (
-      _tf_private.collective_num_devices_per_worker(strategy)):
-    _tf_private.reinitialize_collective_local(strategy, devices)
-  return strategy
-
-
-def _num_gpus(devices, device_type):
-  return len(devices) if device_type == "GPU" else 0
-
-
-# Each buildable kind's v1 class on one task's devices (no cluster yet).
-_BUILDERS = {
-    StrategyKind.MIRRORED: lambda devices, _: (
-        tf.compat.v1.distribute.MirroredStrategy(devices=devices)),
-    StrategyKind.ONE_DEVICE: lambda devices, _: (
-        tf.compat.v1.distribute.OneDeviceStrategy(devices[0])),
-    StrategyKind.CENTRAL_STORAGE: lambda devices, _: (
-        tf.compat.v1.distribute.experimental.CentralStorageStrategy(
-            compute_devices=devices, parameter_device="/device:CPU:0")),
-    StrategyKind.PARAMETER_SERVER: lambda devices, device_type: (
-        tf.compat.v1.distribute.experimental.ParameterServerStrategy(
-            cluster_resolver=local_resolver(
-                _num_gpus(devices, device_type)))),
-    StrategyKind.COLLECTIVE: _build_collective,
-}
-
-
-def build(kind, devices, device_type):
-  """A v1 strategy of the buildable `kind` on `devices` ("/device:CPU:0",
-  ...) of `device_type`, in the caller's graph (`strategies.make_strategy`
-  checks the arguments first)."""
-  return _BUILDERS[kind](devices, device_type)
 
 
 def _num_visible_gpus():
