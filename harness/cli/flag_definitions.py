@@ -14,11 +14,12 @@ TensorFlow.
 
 from absl import flags
 
+from harness import fields
 from harness.cli import flag_parsers
 from harness.cli import job_config
 from harness.cli import tensorboard_server
-from harness import fields
 from harness.cluster import listen
+from harness.cluster.strategy_kind import StrategyKind
 from harness.fields import field as field_lib
 
 __all__ = ["FLAG_VALUES", "BARE_VALUES"]
@@ -269,7 +270,7 @@ def _validate_checkpoint_frequency(values):
 def _validate_devices_for_strategy(values):
   strategy, gpus = values["strategy"], values["num_gpus_per_worker"]
   return _check(
-      gpus <= 1 or strategy not in ("default", "one_device"),
+      gpus <= 1 or not StrategyKind(strategy).single_device,
       f"the {strategy} strategy trains on one device. Fix: "
       "--strategy=mirrored (one machine) or collective (several) to use "
       f"{gpus} devices, or --num_gpus_per_worker=1.")
