@@ -16,7 +16,6 @@ import dataclasses
 from typing import Any, Mapping
 
 from harness import errors
-from harness.cli import plan as plan_lib
 from harness.cluster import env_knobs
 from harness.cluster import strategy_kind
 from harness.core import input_modes
@@ -45,11 +44,9 @@ class JobConfig:
   only the user's overrides, already coerced to the defaults' types;
   `batch_size` is the GLOBAL batch size (None: the input_fn's default);
   `eval_steps` None evaluates the whole eval input; `model_dir` None means
-  TF_CONFIG's model_dir, else a new temporary directory (logged).
-  `plan`, the one field that is not a flag (nor an argument), is the job's
-  `harness.cli.plan.TaskPlan` (TF_CONFIG parsed, every rule checked) as
-  `harness.cli.flags.parse` made it; None makes `run_job` plan the job from
-  its `environ`. It is left out of comparisons.
+  TF_CONFIG's model_dir, else a new temporary directory (logged). The
+  facts of its process (TF_CONFIG, role, model_dir, ...) are not here but
+  in its plan (`harness.cli.plan.TaskPlan`), passed beside it.
   """
   # What to train.
   model_fn: str = "mnist_cnn"
@@ -111,12 +108,6 @@ class JobConfig:
   verbosity: str = "info"
   dry_run: bool = False
   keep_model_dir: bool = False
-  # Not a flag, not given: the job's plan, as `harness.cli.flags.parse`
-  # made it for this very object (a `dataclasses.replace` copy, whose facts
-  # may differ, starts without one: `run_job` plans it again).
-  plan: plan_lib.TaskPlan | None = dataclasses.field(
-      default=None, init=False, compare=False, repr=False)
-
   def __post_init__(self):
     for name, values, valid in (("mode", [self.mode], MODES),
                                 ("strategy", [self.strategy], STRATEGIES),
@@ -148,9 +139,8 @@ class JobConfig:
 # Every field's default: the flags' defaults and `--help` read them here.
 DEFAULTS = JobConfig()
 
-# The fields that are flags (all but `plan`), in declaration order.
-FLAG_NAMES = tuple(f.name for f in dataclasses.fields(JobConfig)
-                   if f.name != "plan")
+# The fields, each a flag, in declaration order.
+FLAG_NAMES = tuple(f.name for f in dataclasses.fields(JobConfig))
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
