@@ -38,7 +38,6 @@ from absl import logging
 from harness import cluster
 from harness import errors
 from harness.cluster import env_knobs
-from harness.cluster import jobs
 from harness.cluster import restart_attempt as restart_attempt_lib
 from harness.core import input_modes
 from harness.core import live_metrics
@@ -113,11 +112,9 @@ class RunConfig:
   Distributed properties come from TF_CONFIG (read from `environ`, default
   `os.environ`, once, at construction); see `harness.cluster.tf_config`.
 
-  Harness addition: `strategy_kind`, the read-only `StrategyKind` of
-  `train_distribute` (None without one; a str enum, so it equals
-  "collective", "mirrored", ...), classified once at construction (and
-  again by `replace()`); code holding a RunConfig reads it instead of
-  classifying the strategy again.
+  Harness additions: `strategy_kind`, the `StrategyKind` of
+  `train_distribute` (None without one), classified once; `plan`, this
+  process's `harness.task_plan.TaskPlan`, which the task properties read.
   """
 
   def __init__(self,
@@ -157,7 +154,8 @@ class RunConfig:
                input_pipeline=input_modes.DEFAULT,
                xla=False,
                environ=None,
-               cluster_info=cluster.FROM_ENVIRON):
+               cluster_info=cluster.FROM_ENVIRON,
+               plan=None):
     """Constructs a RunConfig; arguments as tf.estimator 2.15's, plus:
 
     Args (harness additions, keyword-only):
@@ -220,12 +218,17 @@ class RunConfig:
         TF_CONFIG"): TF_CONFIG is then not read again (`harness.main`
         parses it once, at its edge). The other variables are still
         read from `os.environ`. Not together with `environ`.
+      plan: the caller's `harness.task_plan.TaskPlan` (`harness.main`'s):
+        its TF_CONFIG, model_dir and knobs are taken as decided, nothing
+        is read or planned again. Not with `environ` or `cluster_info`.
 
     Raises:
       ConfigError: a value breaks 2.15's rules (both save_checkpoints_steps
         and save_checkpoints_secs set, negative counts, ...).
       ClusterConfigError: TF_CONFIG is malformed or inconsistent.
     """
+    if plan is not None:  # Decided by the caller: nothing read again.
+      cluster_info, model_dir = plan.cluster_info, model_dir or plan.model_dir
     if cluster_info is not cluster.FROM_ENVIRON and environ is not None:
       checks.fail("RunConfig takes TF_CONFIG from `environ` or, already "
                   "parsed, from `cluster_info`, not both.", "pass one of "
@@ -241,22 +244,28 @@ class RunConfig:
     self._values = {k: arguments[k]
                     for k in _CONSTRUCTOR_ARGS + _HARNESS_FIELDS}
     # The one model_dir rule (harness.state.paths), RunConfig's half.
-    self._values["model_dir"], _ = paths.merge_model_dirs(
-        run_config=model_dir, tf_config=info.model_dir if info else None)
-    # The fallback variables, read once here (the edge).
-    self._env_knobs = {knob.name: environ.get(knob.env, "")
-                       for knob in checks.ENV_KNOBS}
-    self._restart_attempt = restart_attempt_lib.from_environ(environ)
+    self._values["model_dir"], self._model_dir_source = (
+        paths.merge_model_dirs(run_config=model_dir,
+                               tf_config=info.model_dir if info else None))
+    if plan is not None and self._values["model_dir"] == plan.model_dir:
+      self._model_dir_source = plan.model_dir_source
+    # The fallback variables, read once here (the edge); the plan resolves
+    # them (a bad one fails now, in `_derive`, not mid-training).
+    self._plan_environ = {
+        name: environ[name] for name in (
+            *(k.env for k in checks.ENV_KNOBS),
+            restart_attempt_lib.RESTART_ATTEMPT_ENV) if name in environ}
     checks.validate_properties(self._values)
-    for knob in checks.ENV_KNOBS:  # A bad variable fails now, not mid-training.
-      self._knob_secs(knob)
+    self._given_plan = plan
     self._derive()
 
   def _derive(self):
     """Computes strategies, cluster facts and session_config from values
     (`distribution.derive`); the TPU RunConfig extends it."""
-    derived = distribution.derive(self._values, self._cluster_info,
-                                  previous=getattr(self, "_derived", None))
+    derived = distribution.derive(
+        self._values, self._cluster_info,
+        previous=getattr(self, "_derived", None), plan=self._given_plan,
+        environ=self._plan_environ, model_dir_source=self._model_dir_source)
     self._derived = derived
     # Own attributes: the TPU RunConfig sets them from its cluster resolver.
     self._cluster_spec = derived.cluster_spec
@@ -266,13 +275,7 @@ class RunConfig:
     """Returns a new RunConfig with the given properties replaced.
 
     Allowed: the constructor's arguments (2.15's list) and harness's
-    keyword-only fields (`steps_per_loop`, `remote_connect_timeout_secs`,
-    `eval_poll_secs`, `eval_idle_timeout_secs`, `peer_timeout_secs`,
-    `restart_wait_secs`, `force_takeover`, `bind_address`,
-    `remote_claim_timeout_secs`, `max_runs_without_progress`,
-    `stop_timeout_secs`, `input_timeout_secs`, `metrics_port`,
-    `metrics_bind`, `input_pipeline`, `xla`).
-    Setting one of `save_checkpoints_steps` / `save_checkpoints_secs` to a
+    keyword-only fields (`_HARNESS_FIELDS`). Setting one of `save_checkpoints_steps` / `save_checkpoints_secs` to a
     value clears the other. TF_CONFIG is not read again.
 
     Raises:
@@ -291,6 +294,8 @@ class RunConfig:
     checks.validate_properties(values)
     new = copy.copy(self)
     new._values = values  # pylint: disable=protected-access
+    if "model_dir" in kwargs:  # The plan names where it came from.
+      new._model_dir_source = paths.FROM_RUN_CONFIG  # pylint: disable=protected-access
     new._run_check = distribution.RunCheck()  # pylint: disable=protected-access
     new._derive()  # pylint: disable=protected-access
     return new
@@ -304,12 +309,6 @@ class RunConfig:
                    for k, v in self._values.items()}
     new._derive()  # pylint: disable=protected-access
     return new  # Same values: shares `_run_check` (copy.copy).
-
-  def _knob_secs(self, knob):
-    """The field's value, else its variable (read at construction), else
-    its default."""
-    return env_knobs.resolve_secs(self._values[knob.name], knob,
-                                  {knob.env: self._env_knobs[knob.name]})
 
   # The user's values.
   model_dir = _value("model_dir")
@@ -331,10 +330,8 @@ class RunConfig:
   remote_connect_timeout_secs = _value("remote_connect_timeout_secs")
   eval_poll_secs = _value("eval_poll_secs")
   eval_idle_timeout_secs = _value("eval_idle_timeout_secs")
-  peer_timeout_secs = property(
-      lambda self: self._knob_secs(env_knobs.PEER_TIMEOUT))
-  restart_wait_secs = property(
-      lambda self: self._knob_secs(env_knobs.RESTART_WAIT))
+  peer_timeout_secs = property(lambda self: self.plan.peer_timeout_secs)
+  restart_wait_secs = property(lambda self: self.plan.restart_wait_secs)
   force_takeover = _value("force_takeover")
   bind_address = _value("bind_address")
   remote_claim_timeout_secs = _value("remote_claim_timeout_secs")
@@ -345,7 +342,7 @@ class RunConfig:
   metrics_bind = _value("metrics_bind")
   input_pipeline = _value("input_pipeline")
   xla = _value("xla")
-  restart_attempt = property(lambda self: self._restart_attempt)
+  restart_attempt = property(lambda self: self.plan.restart_attempt)
 
   # Derived from the values and TF_CONFIG (`distribution.derive`).
   train_distribute = _derived("train_distribute")
@@ -374,15 +371,15 @@ class RunConfig:
     return self._cluster_info
 
   @property
+  def plan(self):
+    """This process's `harness.task_plan.TaskPlan` (harness addition)."""
+    return self._derived.plan
+
+  @property
   def task_label(self):
     """This process in logs and markers (harness addition): "worker/1";
     "client" driving a remote cluster; "local" outside any cluster."""
-    if self.remote_cluster is not None:
-      return jobs.CLIENT_LABEL
-    if self.task_type and (self.cluster_spec.as_dict() or
-                           self.task_type == jobs.EVALUATOR):
-      return jobs.task_label(self.task_type, self.task_id)
-    return jobs.LOCAL_LABEL
+    return self._derived.plan.task_label
 
   @property
   def remote_cluster(self):
