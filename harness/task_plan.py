@@ -159,27 +159,27 @@ def plan_task(info, *, environ, strategy=None, has_strategy=None,
   kind = StrategyKind(strategy or StrategyKind.DEFAULT)
   if has_strategy is None:
     has_strategy = kind != StrategyKind.DEFAULT
-  problems = []
-  knobs, attempt = _waiting(environ, problems, peer_timeout_secs=(
-      peer_timeout_secs), restart_wait_secs=restart_wait_secs)
-  if not remote_cluster:  # A client's rules are its caller's (their words).
-    problems += _cluster_problems(
-        info, has_strategy=has_strategy,
-        strategy_kind=kind if has_strategy else None,
-        require_cluster_for_task=require_cluster_for_task)
+  # A client's rules are its caller's (in their words).
+  problems = [] if remote_cluster else _cluster_problems(
+      info, has_strategy=has_strategy,
+      strategy_kind=kind if has_strategy else None,
+      require_cluster_for_task=require_cluster_for_task)
   role = _role(info, remote_cluster)
   facts = cluster_lib.derive(None if remote_cluster else info,
                              has_strategy=has_strategy or bool(remote_cluster))
+  replicas = _replicas(kind, num_devices_per_worker, info, remote_cluster)
+  waiting = []  # The waiting knobs' problems come first (RunConfig's order).
+  knobs, attempt = _waiting(environ, waiting, peer_timeout_secs=(
+      peer_timeout_secs), restart_wait_secs=restart_wait_secs)
   return TaskPlan(
       cluster_info=info, remote_cluster=remote_cluster, role=role,
       task_label=(cluster_lib.CLIENT_LABEL if role == Role.CLIENT else
                   cluster_lib.LOCAL_LABEL if info is None else
                   info.task_label),
       is_chief=facts.is_chief, facts=facts, model_dir=model_dir,
-      model_dir_source=model_dir_source, strategy=kind,
-      replicas=_replicas(kind, num_devices_per_worker, info, remote_cluster),
+      model_dir_source=model_dir_source, strategy=kind, replicas=replicas,
       eval_poll_secs=float(eval_poll_secs), restart_attempt=attempt,
-      problems=tuple(problems), **knobs)
+      problems=tuple(waiting + problems), **knobs)
 
 
 def _waiting(environ, problems, **values):

@@ -235,10 +235,11 @@ def validate(info, *, has_strategy, strategy_kind=None,
              require_cluster_for_task=False):
   """Checks that `info` can run: 2.15's rules and everything harness needs.
 
-  Called where a bad value would otherwise fail late or hang: before
-  training (`Estimator.train`, `train_and_evaluate`), at server start, in
-  `harness.main`'s plan and in `harness.launch`. (`RunConfig` only
-  applies `validate_run_config`.)
+  Called once per process, by its plan (`harness.task_plan.plan_task`,
+  for `harness.main` and every RunConfig), which keeps the error for the
+  moment 2.15 raised it: before training (`Estimator.train`,
+  `train_and_evaluate`). Server starts and `harness.launch` call
+  `check_servable`.
 
   Args:
     info: a `ClusterInfo` (None passes: local training).
