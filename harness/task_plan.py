@@ -3,7 +3,7 @@
     from harness import task_plan
 
     plan = task_plan.plan_task(info, strategy="collective", model_dir="/m",
-                               environ=os.environ)
+                               eval_poll_secs=1.0, environ=os.environ)
     plan.role, plan.task_label, plan.is_chief, plan.replicas
     task_plan.raise_problem(plan, task_plan.Stage.TRAIN)  # 2.15's error
 
@@ -133,7 +133,7 @@ def raise_problem(plan, stage, rule=None):
 def plan_task(info, *, environ, strategy=None, has_strategy=None,
               remote_cluster=None, num_devices_per_worker=1, model_dir=None,
               model_dir_source=paths.FROM_NOTHING, peer_timeout_secs=None,
-              restart_wait_secs=None, eval_poll_secs=env_knobs.EVAL_POLL_SECS,
+              restart_wait_secs=None, eval_poll_secs,
               require_cluster_for_task=False):
   """The `TaskPlan` of this process; its broken rules in `plan.problems`.
 

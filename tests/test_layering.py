@@ -26,19 +26,32 @@ RULES = {
     "cluster": (TENSORFLOW + EXAMPLES + (
         "harness.state", "harness.core", "harness.distribute", "harness.cli",
         "harness.export", "harness.canned", "harness.tpu", "harness.estimator",
-        "harness.run_config", "harness.training") + BINARIES,
+        "harness.run_config", "harness.training", "harness.fields")
+                + BINARIES,
                 "cluster/ is TF_CONFIG text -> facts: errors and itself only, "
                 "no TensorFlow"),
+    # RunConfig's harness fields (default, check, docs, flag), declared
+    # once: below core/, RunConfig and cli/, which read them.
+    "fields": (TENSORFLOW + EXAMPLES + (
+        "harness.state", "harness.core", "harness.distribute", "harness.cli",
+        "harness.export", "harness.canned", "harness.tpu", "harness.estimator",
+        "harness.run_config", "harness.training", "harness.spec",
+        "harness.hooks", "harness.compat") + BINARIES,
+               "fields/ is the field table: errors and cluster/ only, no "
+               "TensorFlow"),
     "state": (EXAMPLES + (
         "harness.core", "harness.distribute", "harness.cli", "harness.export",
         "harness.canned", "harness.tpu", "harness.estimator",
-        "harness.training", "harness.run_config", "harness._tf_private")
-              + BINARIES,
+        "harness.training", "harness.run_config", "harness._tf_private",
+        "harness.fields") + BINARIES,
               "state/ is model_dir files: errors, _tf, cluster/ and itself"),
+    # core/ reads a harness field's default and check from fields/, never
+    # run_config/ (the one arrow back up, gone: issue 40).
     "core": (EXAMPLES + (
         "harness.cli", "harness.distribute", "harness.canned", "harness.tpu",
         "harness.estimator", "harness.training", "harness.compat",
-        "harness.keras_lib", "harness.hooks") + BINARIES,
+        "harness.keras_lib", "harness.hooks", "harness.run_config")
+             + BINARIES,
              "core/ builds graphs and runs sessions; the Estimator, the "
              "roles and the binaries call it, never the other way"),
     "distribute": (EXAMPLES + ("harness.cli", "harness.canned", "harness.tpu",
@@ -76,8 +89,7 @@ RULES = {
                "server/ is the standard-server binary: cli/, cluster/, "
                "distribute/ and TensorFlow, no model code, and nothing "
                "imports a binary"),
-    # The RunConfig package: an API module like the top-level ones (core/
-    # may import it).
+    # The RunConfig package: an API module like the top-level ones.
     "run_config": (EXAMPLES + ("harness.cli",) + BINARIES,
                    "run_config/ is RunConfig, an API module: it never imports "
                    "cli/ or the binaries"),
@@ -87,7 +99,8 @@ RULES = {
         f"harness.{name}" for name in (
             "cluster", "state", "core", "distribute", "cli", "export",
             "canned", "tpu", "estimator", "training", "run_config", "spec",
-            "hooks", "early_stopping", "compat", "errors")) + BINARIES,
+            "hooks", "early_stopping", "compat", "errors", "fields"))
+                    + BINARIES,
                     "_tf_private/ wraps TensorFlow internals; it knows "
                     "nothing of harness but `_tf`"),
     # EstimatorSpec, ModeKeys, calling model_fn / input_fn: an API module
@@ -445,6 +458,25 @@ class LayeringTest(absltest.TestCase):
   def test_core_importing_distribute_fails(self):
     self.assertLen(layering_violations(
         "core/x.py", "from harness.distribute import roles\n"), 1)
+
+  def test_core_importing_run_config_fails(self):
+    # The arrow back up that issue 40 removed: a field's default or check
+    # comes from fields/, the RunConfig class never from core/.
+    for source in ("from harness import run_config as run_config_lib\n",
+                   "from harness.run_config import checks\n"):
+      self.assertLen(layering_violations("core/train_graph.py", source), 1,
+                     source)
+
+  def test_fields_importing_tensorflow_or_above_fails(self):
+    for source in ("from harness._tf import tf\n",
+                   "from harness.core import stall\n",
+                   "from harness.run_config import checks\n",
+                   "from harness.cli import job_config\n"):
+      self.assertLen(layering_violations("fields/table.py", source), 1,
+                     source)
+    self.assertEqual(layering_violations(
+        "fields/table.py", "from harness import errors\n"
+        "from harness.cluster import listen\n"), [])
 
   def test_cluster_importing_tensorflow_fails(self):
     for source in ("import tensorflow as tf\n",

@@ -20,11 +20,8 @@ import numbers
 
 from harness import errors
 
-__all__ = ["Knob", "PEER_TIMEOUT", "RESTART_WAIT", "EVAL_POLL_SECS",
-           "NotGiven", "FROM_ENVIRON", "resolve_secs", "check_secs"]
-
-# How often the evaluator task looks for a new checkpoint (seconds).
-EVAL_POLL_SECS = 1.0
+__all__ = ["Knob", "PEER_TIMEOUT", "RESTART_WAIT", "NotGiven", "FROM_ENVIRON",
+           "resolve_secs", "check_secs"]
 
 
 class NotGiven(enum.Enum):

@@ -13,7 +13,7 @@ from absl import logging
 
 from harness import _tf_private
 from harness import errors
-from harness import run_config as run_config_lib
+from harness import fields
 from harness import spec as spec_lib
 from harness._tf import tf
 from harness.cluster.strategy_kind import StrategyKind
@@ -84,7 +84,7 @@ class TrainGraph:
 def _loop_size(config, is_dataset):
   """(K the loop is built for, auto's (bound, reason) or None)."""
   requested = config.steps_per_loop
-  auto = requested == run_config_lib.STEPS_PER_LOOP_AUTO
+  auto = requested == fields.STEPS_PER_LOOP_AUTO
   bound, reason = (auto_loop.cadence_bound(config) if auto else
                    (requested, None))
   size = step_loop.check_input(is_dataset, bound, auto=auto)

@@ -325,13 +325,8 @@ def run_ps(estimator, *, poll_secs=_PS_POLL_SECS,
   with _signals_recorded(received), stop_signal.STOP_SIGNAL.finishing(
       "serving its trainers until they stopped"):
     while True:
-      if received:
-        signalled_at = signalled_at or _announce_stop(
-            estimator.model_dir, config.task_label, received[0], clock,
-            grace_secs)
-        _exit_once_trainers_stopped(estimator.model_dir, config.task_label,
-                                    trainers, received[0],
-                                    clock() - signalled_at > grace_secs)
+      # The end mark first: a stop signal that comes once training finished
+      # (harness.launch stopping its ps) ends a finished run, exit 0.
       marker = _training_end(estimator.model_dir, config, started, clock)
       if marker is not None:
         marked_at = marked_at or clock()
@@ -340,6 +335,13 @@ def run_ps(estimator, *, poll_secs=_PS_POLL_SECS,
         if done == set(trainers) or clock() - marked_at > grace_secs:
           _leave(config.task_label, marker, sorted(set(trainers) - done))
           return None, []
+      if received:
+        signalled_at = signalled_at or _announce_stop(
+            estimator.model_dir, config.task_label, received[0], clock,
+            grace_secs)
+        _exit_once_trainers_stopped(estimator.model_dir, config.task_label,
+                                    trainers, received[0],
+                                    clock() - signalled_at > grace_secs)
       sleep(poll_secs)
 
 
