@@ -3,10 +3,13 @@ plan (harness.task_plan.plan_task, below both doors)."""
 
 import dataclasses
 import json
+from unittest import mock
 
 from absl.testing import absltest
 from absl.testing import parameterized
 
+from harness import cluster as cluster_lib
+from harness import errors
 from harness import run_config as run_config_lib
 from harness import task_plan
 from harness.cli import flags
@@ -75,6 +78,23 @@ class BothDoorsTest(parameterized.TestCase):
     self.assertEqual(dataclasses.replace(
         config.plan, model_dir_source=paths.FROM_ARGUMENT), binary)
     self.assertEqual(binary.task_label, "worker/0")
+
+  def test_run_config_takes_the_binary_s_plan_as_it_is(self):
+    environ = _tf_config(_CLUSTER, "worker")
+    binary = flags.parse(
+        ["--model_fn=linear", "--input_fn=constant",
+         "--strategy=parameter_server"],
+        environ=environ, gpu_count=lambda: 0).plan
+    strategy = strategies.make_strategy("parameter_server")
+    with mock.patch.object(cluster_lib, "validate") as validate:
+      config = run_config_lib.RunConfig(train_distribute=strategy, plan=binary)
+      run_config_lib.check_supported_config(config)
+    validate.assert_not_called()  # Planned once, by the binary.
+    self.assertEqual(config.plan, binary)
+    self.assertEqual((config.model_dir, config.task_label, config.is_chief),
+                     ("/shared/m", "worker/0", False))
+    with self.assertRaisesRegex(errors.ConfigError, "not both"):
+      run_config_lib.RunConfig(model_dir="/other", plan=binary)
 
 
 if __name__ == "__main__":

@@ -159,7 +159,8 @@ class RunConfig:
         read from `os.environ`. Not together with `environ`.
       plan: the caller's `harness.task_plan.TaskPlan` (`harness.main`'s):
         its TF_CONFIG, model_dir and knobs are taken as decided, nothing
-        is read or planned again. Not with `environ` or `cluster_info`.
+        is read or planned again. Not with `model_dir`, `environ` or
+        `cluster_info`.
 
     Raises:
       ConfigError: a value breaks 2.15's rules (both save_checkpoints_steps
@@ -167,7 +168,10 @@ class RunConfig:
       ClusterConfigError: TF_CONFIG is malformed or inconsistent.
     """
     if plan is not None:  # Decided by the caller: nothing read again.
-      cluster_info, model_dir = plan.cluster_info, model_dir or plan.model_dir
+      if model_dir is not None:
+        checks.fail("RunConfig takes model_dir from `plan` or from "
+                    "`model_dir`, not both.", "pass the plan alone.")
+      cluster_info = plan.cluster_info
     if cluster_info is not cluster.FROM_ENVIRON and environ is not None:
       checks.fail("RunConfig takes TF_CONFIG from `environ` or, already "
                   "parsed, from `cluster_info`, not both.", "pass one of "
@@ -182,12 +186,12 @@ class RunConfig:
     self._run_check = distribution.RunCheck()
     self._values = {k: arguments[k]
                     for k in _CONSTRUCTOR_ARGS + _HARNESS_FIELDS}
-    # The one model_dir rule (harness.state.paths), RunConfig's half.
+    # The one model_dir rule (harness.state.paths), RunConfig's half; a
+    # given plan has applied it.
     self._values["model_dir"], self._model_dir_source = (
+        (plan.model_dir, plan.model_dir_source) if plan is not None else
         paths.merge_model_dirs(run_config=model_dir,
                                tf_config=info.model_dir if info else None))
-    if plan is not None and self._values["model_dir"] == plan.model_dir:
-      self._model_dir_source = plan.model_dir_source
     # The fallback variables, read once here (the edge); the plan resolves
     # them (a bad one fails now, in `_derive`, not mid-training).
     self._plan_environ = {
