@@ -62,7 +62,7 @@ def _role_text(plan):
 def describe(job, plan, *, model_dir=None, full=False):
   """The start-up banner; with `full`, also every field (the dry run).
 
-  `plan` is the job's `harness.cli.plan.TaskPlan`; `model_dir` the resolved
+  `plan` is the job's `harness.task_plan.TaskPlan`; `model_dir` the resolved
   one (None: the plan's, else "a new temporary directory").
   """
   model_dir = model_dir or plan.model_dir or "(a new temporary directory)"
@@ -134,7 +134,7 @@ def run_job(job, *, plan=None, environ=None, out=None):
   Args:
     job: a `job_config.JobConfig` (from `harness.cli.flags.parse`, or built
       directly).
-    plan: the job's `harness.cli.plan.TaskPlan` as `flags.parse` returned
+    plan: the job's `harness.task_plan.TaskPlan` as `flags.parse` returned
       it; None plans `job` here from `environ` (the same rules).
     environ: mapping read for TF_CONFIG and the variables of
       `harness.cluster.env_knobs` when `plan` is None (default

@@ -57,7 +57,7 @@ class JobConfig:
   `eval_steps` None evaluates the whole eval input; `model_dir` None means
   TF_CONFIG's model_dir, else a new temporary directory (logged). The
   facts of its process (TF_CONFIG, role, model_dir, ...) are not here but
-  in its plan (`harness.cli.plan.TaskPlan`), passed beside it.
+  in its plan (`harness.task_plan.TaskPlan`), passed beside it.
   """
   # What to train.
   model_fn: str = "mnist_cnn"
@@ -157,7 +157,7 @@ class JobResult:
 
 def run_config_kwargs(job, plan):
   """The RunConfig arguments that come from `job`'s fields and its `plan`
-  (a `harness.cli.plan.TaskPlan`: the waiting knobs, resolved once); no
+  (a `harness.task_plan.TaskPlan`: the waiting knobs, resolved once); no
   strategy, model_dir or session_config. One place, compared with the
   flags' defaults by tests."""
   kwargs = dict(

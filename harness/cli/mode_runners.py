@@ -7,9 +7,9 @@
         job.mode](estimator, job, plan)
 
 `build_estimator` makes the RunConfig (strategy, checkpoints, and the
-facts of the job's `harness.cli.plan.TaskPlan`: TF_CONFIG as parsed once,
-the waiting knobs) and the Estimator (--model_dir as its argument,
-TF_CONFIG's through the RunConfig: the plan's model_dir); each runner
+job's `harness.task_plan.TaskPlan` carried as it is: TF_CONFIG as parsed
+once, the waiting knobs, the model_dir) and the Estimator (the plan's
+model_dir, logged with its source); each runner
 builds the input_fns (global batch size) and exporters of its mode.
 evaluate / predict / export are one-process jobs: in a TF_CONFIG cluster
 the chief runs them in-process, as a local job (no server runs for them,

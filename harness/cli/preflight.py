@@ -110,7 +110,7 @@ def preflight(job_config, plan):
 
   Args:
     job_config: a `JobConfig`.
-    plan: its `harness.cli.plan.TaskPlan` (as `flags.parse` made it).
+    plan: its `harness.task_plan.TaskPlan` (as `flags.parse` made it).
 
   Raises:
     ConfigError: model_dir (or its export/ folder) cannot be written.
