@@ -71,8 +71,8 @@ class ExitPauseTest(absltest.TestCase):
     lines = process.output.splitlines()
     order = [_index(lines, text) for text in (
         "train | local | step 3/3",
-        "train | local | closing the session: waiting for TensorFlow to stop "
-        "its input pipeline (no bound)",
+        "train | local | closing the session: waits for its input pipeline "
+        "(no bound)",
         "train | local | session closed after ",
         "lease | local | released")]
     self.assertEqual(order, sorted(order), process.description)
@@ -94,9 +94,9 @@ class ExitPauseTest(absltest.TestCase):
     for task in ("worker/0", "worker/1"):
       said = [_time_of(lines, text) for text in (
           f"train | {task} | step 3/3",
-          f"train | {task} | closing the session: waiting for TensorFlow to "
-          "stop its input pipeline and its work with the peers (at most "
-          f"{_PEER_TIMEOUT_SECS} s, --peer_timeout_secs)",
+          f"train | {task} | closing the session: waits for its input "
+          f"pipeline and peers (at most {_PEER_TIMEOUT_SECS} s, "
+          "--peer_timeout_secs)",
           f"train | {task} | the session did not close in "
           f"{_PEER_TIMEOUT_SECS} s",
           f"launch | {task} exited with 0")]

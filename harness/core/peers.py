@@ -126,9 +126,9 @@ def close_within(sess, *, label, bound_secs=None, notice_secs=NOTICE_SECS,
   if thread.is_alive():
     limit = (f"at most {bound_secs:g} s, --peer_timeout_secs"
              if bound_secs else "no bound")
-    logging.info("train | %s | closing the session: waiting for TensorFlow "
-                 "to stop its input pipeline%s (%s)", label,
-                 " and its work with the peers" if bound_secs else "", limit)
+    logging.info("train | %s | closing the session: waits for its input "
+                 "pipeline%s (%s)", label, " and peers" if bound_secs else "",
+                 limit)
     thread.join(None if not bound_secs else max(
         0.0, bound_secs - (clock() - start)))
     if thread.is_alive():
