@@ -190,7 +190,8 @@ _EVAL_POLL_SECS = _secs(
     "this many seconds (--throttle_secs only spaces evaluations).")
 _PEER_TIMEOUT_SECS = _secs(
     "peer_timeout_secs", "A training step of a multi-task job fails after "
-    "this many seconds without its peers", env_knobs.PEER_TIMEOUT)
+    "this many seconds without its peers; the training session's close at "
+    "the end waits as long at most", env_knobs.PEER_TIMEOUT)
 _RESTART_WAIT_SECS = _secs(
     "restart_wait_secs", "How long the evaluator and ps tasks wait for a "
     "preempted or failed chief to come back", env_knobs.RESTART_WAIT)
