@@ -228,12 +228,12 @@ def _role(info, remote_cluster):
 
 
 def _replicas(kind, devices, info, remote_cluster):
-  """`num_replicas_in_sync`: devices per worker for mirrored, central_storage
-  and parameter_server (whose workers update asynchronously), times the
-  training tasks for collective, 1 for default and one_device."""
-  if kind in (StrategyKind.DEFAULT, StrategyKind.ONE_DEVICE):
+  """`num_replicas_in_sync`: 1 on a single device, devices per worker times
+  the training tasks in lockstep (collective), else the devices per worker
+  (a parameter server's workers update on their own)."""
+  if kind.single_device:
     return 1
-  if kind != StrategyKind.COLLECTIVE:
+  if not kind.lockstep:
     return devices
   if remote_cluster:
     jobs = remote_cluster

@@ -30,6 +30,7 @@ from harness._tf import tf
 from harness.cli import flags
 from harness.cli import mode_runners
 from harness.launch import ports
+from tests import _processes
 from tests import conftest
 
 _MAX_STEPS = 30
@@ -196,7 +197,7 @@ def _run_tasks(test, model_dir, mode, jobs):
     env = conftest.child_env({"cluster": cluster,
                               "task": {"type": job, "index": 0}})
     with open(os.path.join(logs, job), "w") as log:
-      procs[f"{job}/0"] = subprocess.Popen(
+      procs[f"{job}/0"] = _processes.popen(
           command, env=env, cwd=conftest.REPO_ROOT, stdout=log,
           stderr=subprocess.STDOUT, start_new_session=True)
   codes = {}

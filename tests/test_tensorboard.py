@@ -23,6 +23,7 @@ from harness import errors
 from harness.cli import flags
 from harness.cli import job as job_lib
 from harness.cli import tensorboard_server
+from tests import _processes
 from tests import _support
 from tests import conftest
 
@@ -322,7 +323,7 @@ class ServerTest(absltest.TestCase):
     command = shlex.split(printed.group(1)) + ["--host", "127.0.0.1",
                                                "--port", "0"]
     with tempfile.TemporaryFile() as log:
-      server = subprocess.Popen(  # pylint: disable=consider-using-with
+      server = _processes.popen(
           command, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
           start_new_session=True)
       _stop_group(self, server.pid)

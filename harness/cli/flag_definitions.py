@@ -14,10 +14,10 @@ TensorFlow.
 
 from absl import flags
 
+from harness import fields
 from harness.cli import flag_parsers
 from harness.cli import job_config
 from harness.cli import tensorboard_server
-from harness import fields
 from harness.cluster import listen
 from harness.fields import field as field_lib
 

@@ -31,9 +31,6 @@ from harness.state import paths
 
 __all__ = ["plan_task", "plan_with_problems"]
 
-# Strategies that train on one device (more GPUs would sit idle).
-_ONE_DEVICE_KINDS = (StrategyKind.DEFAULT, StrategyKind.ONE_DEVICE)
-
 
 def plan_task(job, *, environ=None, gpu_count=None):
   """The `TaskPlan` of `job` in this process, or ConfigError.
@@ -169,7 +166,7 @@ def _device_problems(job, replicas, gpu_count, skip):
   """The GPUs the flags ask for, and the batch over the `replicas`."""
   problems = []
   gpus = job.num_gpus_per_worker
-  if gpus > 1 and job.strategy in _ONE_DEVICE_KINDS and not (
+  if gpus > 1 and StrategyKind(job.strategy).single_device and not (
       {"strategy", "num_gpus_per_worker"} & set(skip)):
     return [f"flags strategy={job.strategy}, num_gpus_per_worker={gpus}: the "
             f"{job.strategy} strategy trains on one device. Fix: "

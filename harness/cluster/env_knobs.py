@@ -7,11 +7,11 @@
 
 Each knob is a `RunConfig` field and a `harness.main` flag
 (`peer_timeout_secs`, `restart_wait_secs`). When the field is None the
-documented environment variable is the fallback, read once by the
-process's plan (`harness.task_plan.plan_task`, which the binary and
-`RunConfig` both call), then the default below. The defaults live here only: the flags'
-help text, `RunConfig`, `harness.core.preemption` and the docs take them from
-here. No TensorFlow here.
+documented environment variable is the fallback, then the default below:
+resolved once a process, by its plan (`harness.task_plan.plan_task`, which
+`harness.main` and `RunConfig` both call). The defaults live here only:
+the flags' help text, `RunConfig`, `harness.core.preemption` and the docs
+take them from here. No TensorFlow here.
 """
 
 import dataclasses
@@ -28,7 +28,7 @@ class NotGiven(enum.Enum):
   """harness's "not given" defaults, in one place and one style: the members
   of this enum (their `is` identity survives copy and pickle; a repr that
   says what the default does)."""
-  # `RunConfig(cluster_info=)`: TF_CONFIG read by RunConfig itself.
+  # `RunConfig(cluster_info=)`: TF_CONFIG not parsed by the caller.
   FROM_ENVIRON = "TF_CONFIG read from the environment"
   # `RunConfig(save_checkpoints_steps=, save_checkpoints_secs=)`.
   CHECKPOINT_DEFAULT = "2.15's checkpoint cadence"

@@ -237,9 +237,10 @@ def validate(info, *, has_strategy, strategy_kind=None,
 
   Called once per process, by its plan (`harness.task_plan.plan_task`,
   for `harness.main` and every RunConfig), which keeps the error for the
-  moment 2.15 raised it: before training (`Estimator.train`,
-  `train_and_evaluate`). Server starts and `harness.launch` call
-  `check_servable`.
+  moment 2.15 raised it: before training (`run_config.
+  check_supported_config`, from `Estimator.train` and
+  `train_and_evaluate`). A server start (`python -m harness.server`,
+  `harness.launch`) applies `check_servable`.
 
   Args:
     info: a `ClusterInfo` (None passes: local training).

@@ -16,7 +16,6 @@ from harness import errors
 from harness import fields
 from harness import spec as spec_lib
 from harness._tf import tf
-from harness.cluster.strategy_kind import StrategyKind
 from harness.core import auto_loop
 from harness.core import input_pipeline
 from harness.core import step_loop
@@ -201,8 +200,8 @@ def build_distributed(strategy, call_model_fn, input_fn, params, config):
   return TrainGraph(spec=looped.spec, input_hooks=input_hooks,
                     global_step=global_step, steps_per_loop=steps_per_loop,
                     loop=looped, auto_bound=auto_bound,
-                    same_k_everywhere=(
-                        config.strategy_kind == StrategyKind.COLLECTIVE),
+                    same_k_everywhere=bool(
+                        config.strategy_kind and config.strategy_kind.lockstep),
                     examples_per_step=looped.examples_per_step)
 
 

@@ -55,7 +55,6 @@ from harness import _tf_private
 from harness import errors
 from harness import run_config as run_config_lib
 from harness._tf import tf
-from harness.cluster.strategy_kind import StrategyKind
 from harness.core import stop_signal
 from harness.core import train_loop
 from harness.core import trainer
@@ -127,7 +126,7 @@ def _task_strategy(graph_strategy, kind, cluster, job, index, session_config,
         "cluster runs threads that cannot be copied. Fix: build it without "
         "TF_CONFIG in the client (e.g. harness.distribute.strategies.make_strategy).") \
         from e
-  if kind == StrategyKind.COLLECTIVE:
+  if kind.lockstep:  # All-reduce: keys apart from other clients'.
     _tf_private.set_collective_key_base(strategy, key_base)
   config = strategies.configure_for_task(
       strategy, cluster=cluster, task_type=job, task_id=index,
@@ -136,7 +135,7 @@ def _task_strategy(graph_strategy, kind, cluster, job, index, session_config,
 
 
 def _num_cpu_devices(graph_strategy, kind):
-  if kind != StrategyKind.COLLECTIVE:
+  if not kind.lockstep:
     return 1
   return strategies.cpu_devices_per_worker(graph_strategy, kind=kind)
 
@@ -217,7 +216,7 @@ def _train_claimed(model, input_fn, cluster, graph_strategy, chief, claims, *,
     is_chief = (job, index) == chief
     context = train_loop.TrainContext(
         master=f"grpc://{cluster[job][index]}", is_chief=is_chief,
-        should_init=is_chief or kind == StrategyKind.COLLECTIVE,
+        should_init=is_chief or kind.lockstep,
         session_config=task_config, task_label=f"remote {job}/{index}")
     runs.append(_TaskRun(
         model, input_fn, context, strategy, steps=steps,
