@@ -21,7 +21,6 @@ from harness import errors
 from harness import run_config as run_config_lib
 from harness._tf import tf
 from harness.cluster import env_knobs
-from harness.cluster import jobs
 from harness.core import evaluation
 from harness.core import live_metrics
 from harness.core import preemption
@@ -184,9 +183,7 @@ def run_continuous(estimator, train_spec, eval_spec, *,
   sleep = sleep or time.sleep
   config = _knobs(estimator)
   live_metrics.serve(port=config.metrics_port, bind=config.metrics_bind,
-                     task_label=jobs.task_label(config.task_type or
-                                                jobs.EVALUATOR,
-                                                config.task_id or 0),
+                     task_label=config.task_label,  # The plan's.
                      attempt=config.restart_attempt)
   if idle_timeout_secs is _FROM_CONFIG:
     idle_timeout_secs = config.eval_idle_timeout_secs
