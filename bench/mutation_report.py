@@ -20,6 +20,8 @@ import json
 import os
 import sys
 
+from bench import mutation_triage
+
 __all__ = ["BEGIN", "END", "status_of", "scores", "render", "write_section"]
 
 BEGIN = "<!-- bench.mutation_report: generated section begins -->"
@@ -59,26 +61,49 @@ def _functions(mutated_path):
     return {}
   with open(mutated_path, encoding="utf-8") as f:
     text = f.read()
-  return {node.name: ast.get_source_segment(text, node)
+  lines = text.splitlines()
+  # By line numbers: ast.get_source_segment re-splits the text each call.
+  return {node.name: "\n".join(lines[node.lineno - 1:node.end_lineno])
           for node in ast.walk(ast.parse(text))
           if isinstance(node, ast.FunctionDef) and "__mutmut_" in node.name}
 
 
-def change_of(functions, mutant):
-  """The mutant's change as "old -> new" (one line each, stripped)."""
+def _sources(functions, mutant):
+  """(original, mutant) source of a mutant's function, or (None, None)."""
   name = mutant.rsplit(".", 1)[-1]
   original = functions.get(name.rsplit("__mutmut_", 1)[0] + "__mutmut_orig")
   if original is None or name not in functions:
+    return None, None
+  return original, functions[name]
+
+
+def change_of(functions, mutant):
+  """The mutant's change as "old -> new" (one line each, stripped)."""
+  original, mutated = _sources(functions, mutant)
+  if original is None:
     return "(source not found)"
   diff = list(difflib.ndiff(original.splitlines()[1:],
-                            functions[name].splitlines()[1:]))
+                            mutated.splitlines()[1:]))
   old = " / ".join(d[2:].strip() for d in diff if d.startswith("- "))
   new = " / ".join(d[2:].strip() for d in diff if d.startswith("+ "))
   return f"{old} -> {new}"
 
 
+def category_of(functions, mutant, status, change):
+  """mutation_triage's category of a mutant run and not killed.
+
+  Only a mutant whose tests ran and passed ("survived") can be explained;
+  one no test ran, or that timed out, is "unexplained".
+  """
+  original, mutated = _sources(functions, mutant)
+  if status != "survived" or original is None:
+    return "unexplained"
+  return mutation_triage.classify(mutant.rsplit("__mutmut_", 1)[0],
+                                  original, mutated, change)
+
+
 def scores(root):
-  """{module path: ({status: count}, [(mutant, status, change)])}.
+  """{module path: ({status: count}, [(mutant, status, change, category)])}.
 
   The mutants listed are those run and not killed.
   """
@@ -96,8 +121,11 @@ def scores(root):
     survivors = []
     for name, code in sorted(exit_codes.items()):
       counts[status_of(code)] += 1
-      if status_of(code) not in ("killed", "not checked"):
-        survivors.append((name, status_of(code), change_of(functions, name)))
+      status = status_of(code)
+      if status not in ("killed", "not checked"):
+        change = change_of(functions, name)
+        survivors.append((name, status, change,
+                          category_of(functions, name, status, change)))
     result[module] = (counts, survivors)
   return result
 
@@ -114,11 +142,20 @@ def render(module_scores, day):
     lines.append(f"| `{module}` | " +
                  " | ".join(str(counts[c]) for c in _COLUMNS) +
                  f" | {total} | {score} |")
-  lines += ["", "Mutants run and not killed, with their change (`mutmut show "
-            "NAME` prints it as a diff):", ""]
+  lines += ["", "Mutants run and not killed, by category "
+            "(`bench/mutation_triage.py` states each rule):", "",
+            "| module | " + " | ".join(mutation_triage.CATEGORIES) + " |",
+            "|---" * (len(mutation_triage.CATEGORIES) + 1) + "|"]
+  for module, (_, survivors) in module_scores.items():
+    found = [s[3] for s in survivors]
+    lines.append(f"| `{module}` | " + " | ".join(
+        str(found.count(c)) for c in mutation_triage.CATEGORIES) + " |")
+  lines += ["", "The unexplained ones, with their change (`mutmut show NAME` "
+            "prints it as a diff):", ""]
   for _, survivors in module_scores.values():
     lines += [f"- `{name}` ({status}): `{_cut(change)}`"
-              for name, status, change in survivors]
+              for name, status, change, category in survivors
+              if category == "unexplained"]
   return "\n".join(lines + ["", END])
 
 

@@ -497,6 +497,143 @@ class RemoteClusterTest(parameterized.TestCase):
       cluster.parse_remote_cluster(text)
 
 
+class MutantGuardTest(parameterized.TestCase):
+  """Behaviour that surviving mutants (docs/MUTATION.md) changed unseen."""
+
+  def test_object_cluster_keys_are_read_in_index_order(self):
+    jobs = {str(i): f"h{i}:2222" for i in reversed(range(11))}
+    info = cluster.parse_tf_config({"cluster": {"worker": jobs}})
+    self.assertEqual(info.cluster["worker"],
+                     [f"h{i}:2222" for i in range(11)])
+
+  @parameterized.parameters(({"0": "h0:1", "x": "h1:1"},), ({"1": "h1:1"},))
+  def test_object_cluster_keys_not_indices_are_a_type_error(self, jobs):
+    with self.assertRaisesRegex(errors.ClusterConfigTypeError,
+                                r'^TF_CONFIG cluster\["worker"\]'):
+      cluster.parse_tf_config({"cluster": {"worker": jobs}})
+
+  def test_model_dir_of_a_wrong_type_is_a_type_error(self):
+    with self.assertRaises(errors.ClusterConfigTypeError):
+      cluster.parse_tf_config({"model_dir": 3})
+
+  def test_to_json_is_the_same_text_whatever_the_job_order(self):
+    a = cluster.ClusterInfo(cluster={"worker": ["h1:1"], "chief": ["h0:1"]})
+    b = cluster.ClusterInfo(cluster={"chief": ["h0:1"], "worker": ["h1:1"]})
+    self.assertEqual(a.to_json(), b.to_json())
+
+  def test_address_of_a_listed_and_an_unlisted_task(self):
+    info = _info({"chief": ["h0:1"], "worker": ["h1:1", "h2:1"]})
+    self.assertEqual(info.address("chief", 0), "h0:1")
+    self.assertEqual(info.address("worker", 1), "h2:1")
+    for job, index in (("ps", 0), ("worker", 2), ("worker", -1)):
+      with self.assertRaisesRegex(errors.ClusterConfigError, "has no task"):
+        info.address(job, index)
+
+  def test_json_error_shows_the_bad_line_and_keeps_the_decoder_message(self):
+    text = '{"cluster": {},\n "task": {"type": "worker",, "index": 0}}'
+    with self.assertRaises(cluster.TFConfigJSONError) as raised:
+      cluster.parse_tf_config(text)
+    message = str(raised.exception)
+    self.assertIn('\n   "task": {"type": "worker",, "index": 0}}\n', message)
+    self.assertNotIn('{"cluster": {},\n', message.split("\n", 1)[1])
+    self.assertIn("TF_CONFIG must be a JSON object", message)
+    self.assertEqual(raised.exception.msg, "Expecting property name enclosed "
+                     "in double quotes")
+
+  @parameterized.parameters("h:65536", "h:0")
+  def test_port_out_of_range_is_refused(self, address):
+    with self.assertRaisesRegex(errors.ClusterConfigError, "1..65535"):
+      cluster.validate(_info({"chief": [address]}, "chief"), has_strategy=False)
+    cluster.validate(_info({"chief": ["h:65535"]}, "chief"), has_strategy=False)
+
+  def test_remote_cluster_errors_name_the_flag(self):
+    for text, pattern in (('{"1x": ["h:1"]}', "^--remote_cluster job name"),
+                          ('{"worker": "h:1"}', "^--remote_cluster: cluster")):
+      with self.assertRaisesRegex(errors.ClusterConfigError,
+                                  "(?m)" + pattern):
+        cluster.parse_remote_cluster(text)
+
+  def test_task_index_one_past_the_end_under_a_strategy(self):
+    info = _info({"worker": ["h0:1", "h1:1"]}, "worker", 2)
+    with self.assertRaisesRegex(
+        errors.ClusterConfigError, r"exceeds the maximum id of worker\.(?s:.*)"
+        r'cluster\["worker"\] has 2 addresses \(valid index 0\.\.1\)'):
+      cluster.validate(info, has_strategy=True)
+
+  def test_two_chiefs_under_a_strategy_give_the_coordinator_sentence(self):
+    info = _info({"chief": ["h0:1", "h1:1"]}, "chief", 0)
+    with self.assertRaisesRegex(errors.ClusterConfigError,
+                                "^There must be at most one 'chief' job."):
+      cluster.validate(info, has_strategy=True)
+
+  def test_run_config_refuses_two_chiefs(self):
+    info = _info({"chief": ["h0:1", "h1:1"]}, "chief", 0)
+    with self.assertRaisesRegex(errors.ClusterConfigError,
+                                'must have only one "chief" node'):
+      cluster.validate_run_config(info, has_strategy=False)
+
+  def test_unknown_task_type_message_prints_the_cluster_spec(self):
+    info = _info({"chief": ["h0:1"]}, "boss", 0)
+    with self.assertRaisesRegex(errors.ClusterConfigError,
+                                r"cluster_spec:\nClusterSpec\(\{'chief'"):
+      cluster.validate(info, has_strategy=False)
+
+  def test_each_check_of_validate_names_the_source(self):
+    for config, kind, pattern in (
+        ({"1x": ["h:1"], "chief": ["h0:1"]}, None, "job name '1x'"),
+        ({"chief": ["h0:1"], "worker": ["h0:1"]}, None, "same address"),
+        ({"chief": ["h0:1"], "evaluator": ["e:1", "f:1"]}, None,
+         'evaluator"] lists 2'),
+        ({"chief": ["h0:1"]}, "parameter_server", 'no "ps" job')):
+      info = cluster.parse_tf_config({"cluster": config, "task": {
+          "type": "chief", "index": 0}}, source="flag --tf_config")
+      with self.assertRaisesRegex(errors.ClusterConfigError,
+                                  "(?m)^flag --tf_config:? .*" + pattern):
+        cluster.validate(info, has_strategy=False, strategy_kind=kind)
+
+  def test_task_without_cluster_is_refused_only_when_asked(self):
+    task_only = cluster.parse_tf_config({"task": {"type": "worker"}})
+    cluster.validate(task_only, has_strategy=False)
+    cluster.validate(cluster.parse_tf_config({"environment": "cloud"}),
+                     has_strategy=False, require_cluster_for_task=True)
+    with self.assertRaisesRegex(errors.ClusterConfigError, 'but no "cluster"'):
+      cluster.validate(task_only, has_strategy=False,
+                       require_cluster_for_task=True)
+
+  def test_a_key_only_somewhat_like_cluster_is_not_called_a_typo(self):
+    info = cluster.parse_tf_config({"cluster_specs": {}})
+    cluster.validate(info, has_strategy=False)
+    with self.assertRaisesRegex(errors.ClusterConfigError,
+                                "has a key 'clustr' but no 'cluster'"):
+      cluster.validate(cluster.parse_tf_config({"clustr": {}}),
+                       has_strategy=False)
+
+
+class CheckServableTest(parameterized.TestCase):
+
+  def test_a_listed_task_and_an_unlisted_evaluator_pass(self):
+    check_servable = cluster.check_servable
+    check_servable(_info({"chief": ["h0:1"], "worker": ["h1:1"]}, "worker", 0))
+    check_servable(_info({"chief": ["h0:1"]}, "evaluator", 0))
+
+  @parameterized.parameters(
+      ({"worker": ["h0:1"]}, "worker", 1, r'^TF_CONFIG task \{"type": '
+       r'"worker", "index": 1\} is not in the cluster: cluster\["worker"\] '
+       r"has 1 addresses \(valid index 0\.\.0\)"),
+      ({"worker": ["h0:1"]}, "ps", 0, 'cluster\\["ps"\\] has 0 addresses'),
+      ({"worker": ["h0:1"]}, "worker", -1, "is not in the cluster"),
+      ({"worker": ["h0:1"], "9": ["h1:1"]}, "worker", 0,
+       "^TF_CONFIG job name '9'"),
+      ({"worker": ["h0:1", "h0:1"]}, "worker", 0, "^TF_CONFIG.*same address"),
+      ({"worker": ["h0:1"], "chief": ["h1:1", "h2:1"]}, "worker", 0,
+       '(?s)only one "chief".*^TF_CONFIG: '))
+  def test_refused(self, cluster_dict, task_type, task_id, pattern):
+    info = cluster.ClusterInfo(cluster=cluster_dict, task_type=task_type,
+                       task_id=task_id)
+    with self.assertRaisesRegex(errors.ClusterConfigError, "(?m)" + pattern):
+      cluster.check_servable(info)
+
+
 class NoTensorFlowTest(absltest.TestCase):
 
   def test_module_imports_no_tensorflow(self):

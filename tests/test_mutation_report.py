@@ -4,8 +4,10 @@ import json
 import os
 
 from absl.testing import absltest
+from absl.testing import parameterized
 
 from bench import mutation_report
+from bench import mutation_triage
 
 _SETUP_CFG = """[mutmut]
 only_mutate =
@@ -70,6 +72,42 @@ class MutationReportTest(absltest.TestCase):
     with self.assertRaisesRegex(FileNotFoundError,
                                 r"pkg/b\.py.*mutmut run --max-children 1"):
       mutation_report.scores(root)
+
+
+_ORIGINAL = """def f(n, source):
+  if n > 1:
+    fail(source, f"n is {n}: too many.", "use one.")
+  log.warning("n is %d", n)
+  return {"n": n}
+"""
+
+
+class TriageTest(parameterized.TestCase):
+
+  @parameterized.parameters(
+      ('f"n is {n}: too many."', 'f"XXn is {n}: too many.XX"'),
+      ('"use one."', 'None'),
+      ('"n is %d"', '"N IS %D"'))
+  def test_a_literal_of_a_raised_or_logged_message_is_message_text(
+      self, old, new):
+    mutant = _ORIGINAL.replace(old, new)
+    self.assertEqual(mutation_triage.classify("m.f", _ORIGINAL, mutant, ""),
+                     "message text")
+
+  @parameterized.parameters(
+      ("n > 1", "n >= 1"),            # behaviour
+      ('{"n": n}', '{"XXnXX": n}'),   # a literal outside any message
+      ("{n}: too", "{n + 1}: too"),   # an f-string's expression
+      ("fail(source,", "fail(None,"))  # not a literal
+  def test_other_changes_are_unexplained(self, old, new):
+    mutant = _ORIGINAL.replace(old, new)
+    self.assertEqual(mutation_triage.classify("m.f", _ORIGINAL, mutant, ""),
+                     "unexplained")
+
+  def test_a_listed_change_is_equivalent(self):
+    (key, change), = list(mutation_triage.EQUIVALENT)[:1]
+    self.assertEqual(mutation_triage.classify(key, "", "", change),
+                     "equivalent")
 
 
 if __name__ == "__main__":
