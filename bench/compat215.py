@@ -195,6 +195,9 @@ def read_results(scratch):
     if meta["timed_out"]:
       problems.append(f"{stem}: cut off after {meta['seconds']} s; rerun it "
                       f"alone: --files={stem} --file_timeout_secs=...")
+    elif meta["exit_status"] < 0:
+      problems.append(f"{stem}: pytest was killed by signal "
+                      f"{-meta['exit_status']}; rerun it: --files={stem}")
     lines_path = os.path.join(scratch, f"{stem}.jsonl")
     lines = []
     if os.path.exists(lines_path):
