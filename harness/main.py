@@ -40,7 +40,6 @@ from harness.cli import flags
 from harness.cli import job
 from harness.cli import legacy_imports
 from harness.cli import preflight
-from harness.cluster import jobset_env
 from harness.cli import log_format
 from harness.core import stop_signal
 
@@ -90,7 +89,7 @@ def _export_derived_tf_config(info, environ):
   Strategies read TF_CONFIG from the environment themselves, so the one
   harness built from the pod's place (no TF_CONFIG set) is exported.
   """
-  if info is not None and info.source == jobset_env.SOURCE and not (
+  if info is not None and info.from_pod_place and not (
       environ.get("TF_CONFIG") or "").strip():
     environ["TF_CONFIG"] = info.to_json()
     logging.info("TF_CONFIG built from the JobSet pod's place: task %s",

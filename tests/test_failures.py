@@ -27,6 +27,7 @@ from absl.testing import parameterized
 import pytest
 
 from harness import errors
+from harness import fields
 from harness.cli import job_config
 from harness.cluster import peer_wait
 from harness.core import stall
@@ -119,9 +120,9 @@ class ProgressWatchTest(absltest.TestCase):
     from harness import run_config  # pylint: disable=g-import-not-at-top
     params = inspect.signature(run_config.RunConfig).parameters
     self.assertEqual(params["max_runs_without_progress"].default,
-                     stall.DEFAULT_MAX_RUNS_WITHOUT_PROGRESS)
+                     fields.default("max_runs_without_progress"))
     self.assertEqual(job_config.JobConfig().max_runs_without_progress,
-                     stall.DEFAULT_MAX_RUNS_WITHOUT_PROGRESS)
+                     fields.default("max_runs_without_progress"))
     # JobConfig mirrors tf.estimator's RunConfig default (7200 s).
     self.assertEqual(job_config.JobConfig().session_creation_timeout_secs,
                      params["session_creation_timeout_secs"].default)

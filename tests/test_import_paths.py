@@ -87,7 +87,7 @@ SPLIT_MODULE_NAMES = {
         "RunConfig": "harness.run_config.config",
         **dict.fromkeys(("DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS",
                          "DEFAULT_REMOTE_CLAIM_TIMEOUT_SECS",
-                         "STEPS_PER_LOOP_AUTO"), "harness.run_config.checks"),
+                         "STEPS_PER_LOOP_AUTO"), "harness.fields.table"),
         **dict.fromkeys(("DistributeConfig", "TaskType",
                          "get_default_session_config",
                          "check_supported_config", "INDEPENDENT_WORKER",

@@ -12,10 +12,10 @@ from absl.testing import parameterized
 import numpy as np
 
 from harness import errors
+from harness import fields
 from harness import estimator as estimator_lib
 from harness import spec as spec_lib
 from harness._tf import tf
-from harness.core import input_modes
 from harness.core import input_pipeline
 from harness.run_config import RunConfig
 from harness.run_config import distribution
@@ -84,7 +84,7 @@ class TunedDatasetTest(absltest.TestCase):
     """The tuned dataset's ops come at the hook's begin(), after model_fn:
     the graph model_fn sees is as_written's, op for op."""
     names, hooks = {}, {}
-    for mode in input_modes.INPUT_PIPELINES:
+    for mode in fields.INPUT_PIPELINES:
       with tf.Graph().as_default() as graph:
         _, _, hooks[mode] = input_pipeline.parse_input_fn_result(
             _pipeline(), mode)
@@ -151,8 +151,8 @@ class TrainedResultTest(parameterized.TestCase):
   @parameterized.named_parameters(("one_step_a_run", 1),
                                   ("four_steps_a_run", 4))
   def test_same_training_result_at_a_fixed_seed(self, steps_per_loop):
-    written = self._train(input_modes.AS_WRITTEN, steps_per_loop)
-    tuned = self._train(input_modes.TUNED, steps_per_loop)
+    written = self._train(fields.AS_WRITTEN, steps_per_loop)
+    tuned = self._train(fields.TUNED, steps_per_loop)
     self.assertEqual(sorted(written[0]), sorted(tuned[0]))
     for name, value in written[0].items():
       np.testing.assert_array_equal(value, tuned[0][name], err_msg=name)
@@ -160,7 +160,7 @@ class TrainedResultTest(parameterized.TestCase):
     np.testing.assert_array_equal(np.stack(written[2]), np.stack(tuned[2]))
 
   def test_default_is_tuned_and_checked(self):
-    self.assertEqual(RunConfig().input_pipeline, input_modes.TUNED)
+    self.assertEqual(RunConfig().input_pipeline, fields.TUNED)
     self.assertEqual(
         RunConfig().replace(input_pipeline="as_written").input_pipeline,
         "as_written")

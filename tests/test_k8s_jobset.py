@@ -420,6 +420,10 @@ class TfConfigFromPlaceTest(parameterized.TestCase):
         info = cluster.from_environ(env)  # The one parse path.
         self.assertEqual(json.loads(info.to_json()), derived)
         self.assertEqual(info.source, jobset_env.SOURCE)
+        # What harness.main reads to export it for TensorFlow's readers.
+        self.assertTrue(info.from_pod_place)
+        self.assertFalse(cluster.from_environ(
+            {"TF_CONFIG": info.to_json()}).from_pod_place)
 
   def test_acceptance_tasks_and_addresses(self):
     pods = _jobset_pods(k8s.render(_config(

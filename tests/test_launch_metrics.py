@@ -143,22 +143,26 @@ class LaunchScrapeTest(parameterized.TestCase):
     if port != "auto":
       self.assertEqual(urls["worker/1"], f"http://127.0.0.1:{port + 1}/metrics")
     for task, url in urls.items():
+      # The task serves before it records its step: wait for the step, a
+      # series labelled by this task (another task's endpoint never has it).
+      key = ("harness_global_step", task, None)
       series = _support.wait_for(
-          lambda url=url: _scrape_or_none(url), _BOUND_SECS,
-          f"{task}'s endpoint {url}", details=out.getvalue)
-      self.assertEqual(series[("harness_global_step", task, None)],
-                       int(task[-1]) + 10, out.getvalue())
+          lambda url=url, key=key: _scrape_with(url, key), _BOUND_SECS,
+          f"{task}'s step at its endpoint {url}", details=out.getvalue)
+      self.assertEqual(series[key], int(task[-1]) + 10, out.getvalue())
     open(stop, "w").close()
     runner.join(_BOUND_SECS * 2)
     self.assertEqual(result.get("status"), 0, out.getvalue())
     self.assertNotIn("Address already in use", out.getvalue())
 
 
-def _scrape_or_none(url):
+def _scrape_with(url, key):
+  """The endpoint's series once they hold `key`; None before (or no answer)."""
   try:
-    return test_live_metrics.scrape(url) or None
+    series = test_live_metrics.scrape(url)
   except OSError:
     return None
+  return series if key in series else None
 
 
 if __name__ == "__main__":

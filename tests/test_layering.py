@@ -26,19 +26,32 @@ RULES = {
     "cluster": (TENSORFLOW + EXAMPLES + (
         "harness.state", "harness.core", "harness.distribute", "harness.cli",
         "harness.export", "harness.canned", "harness.tpu", "harness.estimator",
-        "harness.run_config", "harness.training") + BINARIES,
+        "harness.run_config", "harness.training", "harness.fields")
+                + BINARIES,
                 "cluster/ is TF_CONFIG text -> facts: errors and itself only, "
                 "no TensorFlow"),
+    # RunConfig's harness fields (default, check, docs, flag), declared
+    # once: below core/, RunConfig and cli/, which read them.
+    "fields": (TENSORFLOW + EXAMPLES + (
+        "harness.state", "harness.core", "harness.distribute", "harness.cli",
+        "harness.export", "harness.canned", "harness.tpu", "harness.estimator",
+        "harness.run_config", "harness.training", "harness.spec",
+        "harness.hooks", "harness.compat") + BINARIES,
+               "fields/ is the field table: errors and cluster/ only, no "
+               "TensorFlow"),
     "state": (EXAMPLES + (
         "harness.core", "harness.distribute", "harness.cli", "harness.export",
         "harness.canned", "harness.tpu", "harness.estimator",
-        "harness.training", "harness.run_config", "harness._tf_private")
-              + BINARIES,
+        "harness.training", "harness.run_config", "harness._tf_private",
+        "harness.fields") + BINARIES,
               "state/ is model_dir files: errors, _tf, cluster/ and itself"),
+    # core/ reads a harness field's default and check from fields/, never
+    # run_config/ (the one arrow back up, gone: issue 40).
     "core": (EXAMPLES + (
         "harness.cli", "harness.distribute", "harness.canned", "harness.tpu",
         "harness.estimator", "harness.training", "harness.compat",
-        "harness.keras_lib", "harness.hooks") + BINARIES,
+        "harness.keras_lib", "harness.hooks", "harness.run_config")
+             + BINARIES,
              "core/ builds graphs and runs sessions; the Estimator, the "
              "roles and the binaries call it, never the other way"),
     "distribute": (EXAMPLES + ("harness.cli", "harness.canned", "harness.tpu",
@@ -76,8 +89,7 @@ RULES = {
                "server/ is the standard-server binary: cli/, cluster/, "
                "distribute/ and TensorFlow, no model code, and nothing "
                "imports a binary"),
-    # The RunConfig package: an API module like the top-level ones (core/
-    # may import it).
+    # The RunConfig package: an API module like the top-level ones.
     "run_config": (EXAMPLES + ("harness.cli",) + BINARIES,
                    "run_config/ is RunConfig, an API module: it never imports "
                    "cli/ or the binaries"),
@@ -87,7 +99,8 @@ RULES = {
         f"harness.{name}" for name in (
             "cluster", "state", "core", "distribute", "cli", "export",
             "canned", "tpu", "estimator", "training", "run_config", "spec",
-            "hooks", "early_stopping", "compat", "errors")) + BINARIES,
+            "hooks", "early_stopping", "compat", "errors", "fields"))
+                    + BINARIES,
                     "_tf_private/ wraps TensorFlow internals; it knows "
                     "nothing of harness but `_tf`"),
     # EstimatorSpec, ModeKeys, calling model_fn / input_fn: an API module
@@ -114,7 +127,7 @@ RULES = {
 # Modules outside cluster/, launch/ and k8s/ that import no TensorFlow
 # either (the CLI's text paths start in milliseconds).
 TF_FREE_MODULES = ("errors.py", "state/paths.py",
-                   "cli/bad_flags.py",
+                   "cli/binary_flags.py",
                    "cli/tensorboard_server.py", "cli/legacy_imports.py",
                    "core/stall.py", "core/auto_loop.py",
                    "core/live_metrics.py",
@@ -377,6 +390,43 @@ def tree_violations():
   return found
 
 
+def _top_level_names(source):
+  """The names a module defines itself (def, class, assignment)."""
+  names = set()
+  for node in ast.parse(source).body:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                         ast.ClassDef)):
+      names.add(node.name)
+    elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+      targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+      names.update(n.id for target in targets for n in ast.walk(target)
+                   if isinstance(n, ast.Name))
+  return names
+
+
+def door_hand_ons(sources):
+  """A package door (`__init__.py`) takes each name from the module that
+  defines it, not through another module that imported it."""
+  found = []
+  for relative, source in sorted(sources.items()):
+    if not relative.endswith("__init__.py"):
+      continue
+    for node in ast.parse(source).body:
+      if not (isinstance(node, ast.ImportFrom) and node.module and
+              node.module.startswith("harness.")):
+        continue
+      base = "/".join(node.module.split(".")[1:])
+      module = sources.get(base + ".py")
+      if module is None:
+        continue  # A package, or not harness's own module.
+      defined = _top_level_names(module)
+      found += [f"{relative}: {alias.name} from {node.module}, which does "
+                "not define it (import it from the module that does)"
+                for alias in node.names if alias.name not in defined and
+                base + "/" + alias.name + ".py" not in sources]
+  return found
+
+
 # Issue 27: no module over MAX_MODULE_LINES, none excepted.
 MAX_MODULE_LINES = 400
 
@@ -431,7 +481,7 @@ class LayeringTest(absltest.TestCase):
     self.assertEqual(layering_violations(
         "server/serve.py", "from harness._tf import tf\n"
         "from harness.distribute import task_servers\n"
-        "from harness.cli import bad_flags\n"
+        "from harness.cli import binary_flags\n"
         "from harness.server import cli\n"), [])
     self.assertLen(layering_violations(
         "server/serve.py", "from harness.core import trainer\n"), 1)
@@ -445,6 +495,25 @@ class LayeringTest(absltest.TestCase):
   def test_core_importing_distribute_fails(self):
     self.assertLen(layering_violations(
         "core/x.py", "from harness.distribute import roles\n"), 1)
+
+  def test_core_importing_run_config_fails(self):
+    # The arrow back up that issue 40 removed: a field's default or check
+    # comes from fields/, the RunConfig class never from core/.
+    for source in ("from harness import run_config as run_config_lib\n",
+                   "from harness.run_config import checks\n"):
+      self.assertLen(layering_violations("core/train_graph.py", source), 1,
+                     source)
+
+  def test_fields_importing_tensorflow_or_above_fails(self):
+    for source in ("from harness._tf import tf\n",
+                   "from harness.core import stall\n",
+                   "from harness.run_config import checks\n",
+                   "from harness.cli import job_config\n"):
+      self.assertLen(layering_violations("fields/table.py", source), 1,
+                     source)
+    self.assertEqual(layering_violations(
+        "fields/table.py", "from harness import errors\n"
+        "from harness.cluster import listen\n"), [])
 
   def test_cluster_importing_tensorflow_fails(self):
     for source in ("import tensorflow as tf\n",
@@ -467,8 +536,8 @@ class LayeringTest(absltest.TestCase):
 
   def test_tensorflow_in_a_listed_tf_free_module_fails(self):
     self.assertLen(tensorflow_imports(
-        "cli/bad_flags.py", "def f():\n  from harness._tf import tf\n"), 1)
-    self.assertEqual(tensorflow_imports("cli/bad_flags.py", "import json\n"),
+        "cli/binary_flags.py", "def f():\n  from harness._tf import tf\n"), 1)
+    self.assertEqual(tensorflow_imports("cli/binary_flags.py", "import json\n"),
                      [])
 
   def test_reaching_into_another_modules_private_name_fails(self):
@@ -496,6 +565,20 @@ class LayeringTest(absltest.TestCase):
                                    "small.py": "x = 1\n"}),
                      ["core/big.py: 401 lines (cap 400; split it by job, "
                       "see docs/ARCHITECTURE.md)"])
+
+  def test_doors_take_names_from_their_definitions(self):
+    self.assertEqual(door_hand_ons(harness_sources()), [])
+
+  def test_a_door_taking_a_name_second_hand_fails(self):
+    sources = {
+        "export/__init__.py": "from harness.export.outputs import Out\n"
+                              "from harness.export.kinds import Kind\n",
+        "export/outputs.py": "from harness.export.kinds import Out\n",
+        "export/kinds.py": "class Out:\n  pass\nKind = int\n",
+    }
+    self.assertEqual(door_hand_ons(sources), [
+        "export/__init__.py: Out from harness.export.outputs, which does not "
+        "define it (import it from the module that does)"])
 
   def test_no_import_cycle(self):
     self.assertEqual(import_cycles(import_graph(harness_sources())), [])
@@ -568,7 +651,7 @@ class LayeringTest(absltest.TestCase):
     self.assertLen(layering_violations(
         "launch/cli.py", "from harness._tf import tf\n"), 1)
     self.assertEqual(layering_violations(
-        "launch/cli.py", "from harness.cli import bad_flags\n"
+        "launch/cli.py", "from harness.cli import binary_flags\n"
         "from harness.launch import supervisor\n"), [])
     self.assertLen(layering_violations(
         "cli/job.py", "from harness.launch import ports\n"), 1)

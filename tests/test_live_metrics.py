@@ -16,6 +16,7 @@ from absl.testing import absltest
 import pytest
 
 from harness import errors
+from harness import fields
 from harness.cli import flags
 from harness.cli import job_config
 from harness.cli import results_text
@@ -168,9 +169,9 @@ class LiveMetricsTest(absltest.TestCase):
         live_metrics.serve(port=taken.getsockname()[1], task_label="local")
     for bad in (-1, 65536, "9464", True):
       with self.assertRaisesRegex(errors.ConfigError, "metrics_port="):
-        live_metrics.check_metrics_port(bad)
+        fields.check_metrics_port(bad)
     with self.assertRaisesRegex(errors.ConfigError, "metrics_bind=''"):
-      live_metrics.check_metrics_bind("")
+      fields.check_metrics_bind("")
 
   def test_closing_summary_names_the_url(self):
     result = job_config.JobResult(mode="train", task="local",

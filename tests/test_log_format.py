@@ -2,7 +2,9 @@
 (date, thread, file:line) at --verbosity=debug."""
 
 import logging as std_logging
+import os
 import re
+from unittest import mock
 
 from absl import logging
 from absl.testing import absltest
@@ -59,6 +61,19 @@ class LogFormatTest(absltest.TestCase):
     long_word = "/x" * 100  # Unbreakable: alone on its line, whole.
     self.assertIn("\n    " + long_word, log_format.fold("e: " + "w " * 70 +
                                                       long_word))
+
+  def test_fold_leaves_room_for_the_launchers_task_prefix(self):
+    # harness.launch puts "[evaluator/0] " before each line of that task.
+    error = "harness.main: TrainingPreemptedError: " + "word " * 60
+    with mock.patch.dict(os.environ, {"HARNESS_TASK": "evaluator/0"}):
+      folded = log_format.fold(error)
+    prefixed = ["[evaluator/0] " + line for line in folded.splitlines()]
+    self.assertGreater(len(prefixed), 1)
+    self.assertTrue(all(len(line) <= 160 for line in prefixed), prefixed)
+    self.assertTrue(any(len(line) > 150 for line in prefixed), prefixed)
+    with mock.patch.dict(os.environ, clear=True):  # Not under launch.
+      widest = max(map(len, log_format.fold(error).splitlines()))
+    self.assertBetween(widest, 147, 160)
 
 
 if __name__ == "__main__":

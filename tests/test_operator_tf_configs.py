@@ -33,6 +33,7 @@ from harness._tf import tf
 from harness.cli import flags
 from harness.cli import plan as plan_lib
 from harness.cluster import peer_wait
+from harness.cluster import tf_config_checks
 from harness.core import preemption
 from harness.core import train_loop
 from harness.distribute import roles
@@ -235,6 +236,55 @@ class OperatorRefusalTest(parameterized.TestCase):
                   gpu_count=lambda: 0)
     for word in words:
       self.assertIn(word, str(raised.exception))
+
+
+class StrategySetupTrustsTheChecksTest(parameterized.TestCase):
+  """`prepare_task` trusts `cluster.validate` (run before training) and
+  keeps the one rule validate lacks: one machine, one trainer."""
+
+  _TWO_TRAINERS = {"cluster": {"chief": ["127.0.0.1:2001"],
+                               "worker": ["127.0.0.1:2002"]},
+                   "task": {"type": "chief", "index": 0}}
+
+  def setUp(self):
+    super().setUp()
+    self.enter_context(mock.patch.object(roles, "_PREPARED", []))
+    self.enter_context(mock.patch.dict(os.environ))
+    os.environ["TF_CONFIG"] = json.dumps(self._TWO_TRAINERS)
+    _RecordingServer.started = []
+    server_module = sys.modules[tf.distribute.Server.__module__]
+    self.enter_context(mock.patch.object(
+        server_module, tf.distribute.Server.__name__,
+        type("Recorder", (_RecordingServer,), {})))
+
+  def _checked_config(self, kind):
+    config = harness.RunConfig(model_dir="/shared/model",
+                               train_distribute=strategies.make_strategy(kind))
+    harness.run_config.check_supported_config(config)  # Before training.
+    return config
+
+  @parameterized.parameters("mirrored", "central_storage")
+  def test_binary_and_run_config_refuse_one_machine_on_two_trainers(
+      self, kind):
+    with self.assertRaisesRegex(errors.FlagError, "single-machine strategy"):
+      flags.parse(_BASE + [f"--strategy={kind}"], environ=dict(os.environ),
+                  gpu_count=lambda: 0)
+    config = self._checked_config(kind)
+    with self.assertRaisesRegex(errors.NotSupportedError,
+                                f"^The strategy is {kind}, a single-machine "
+                                "strategy, but the cluster has 2 training"):
+      roles.prepare_task(config)
+    self.assertEqual(_RecordingServer.started, [])
+
+  @parameterized.parameters("collective", "default")
+  def test_the_strategy_jobs_rule_is_not_run_again(self, kind):
+    config = self._checked_config(kind)
+    with mock.patch.object(
+        tf_config_checks, "check_strategy_jobs",
+        wraps=tf_config_checks.check_strategy_jobs) as rule:
+      prepared = roles.prepare_task(config)
+    rule.assert_not_called()
+    self.assertEqual(prepared.server.address, "127.0.0.1:2001")
 
 
 if __name__ == "__main__":

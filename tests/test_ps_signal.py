@@ -77,6 +77,20 @@ class PsSignalTest(absltest.TestCase):
     self.assertIn("the grace ran out (chief/0 still training)",
                   str(raised.exception))
 
+  def test_a_stop_after_training_finished_ends_the_run_not_a_preemption(self):
+    # harness.launch stops its ps once every trainer exited 0: the chief's
+    # end mark and the trainers' done records are there, so the ps leaves
+    # as at a finished run (exit 0), records no stop, and raises nothing.
+    run_state.write_task_started(self.model_dir, "chief/0")
+    run_state.write_task_done(self.model_dir, "chief/0")
+    run_state.write_training_stopped(self.model_dir, "finished", 200)
+    with self.assertLogs(level="INFO") as logs:
+      self.assertEqual(self._run_ps(lambda: None), (None, []))
+    self.assertFalse(os.path.exists(os.path.join(
+        self.model_dir, "task_stopping-ps-0")), "a stop recorded")
+    self.assertTrue(any("training ended (finished); exiting" in line
+                        for line in logs.output), logs.output)
+
 
 if __name__ == "__main__":
   absltest.main()

@@ -46,6 +46,14 @@ class InterruptedErrorTest(absltest.TestCase):
     error = remote.interrupted_error(self.create_tempdir().full_path)
     self.assertIn("and no checkpoint yet.", str(error))
 
+  def test_names_the_tasks_still_stopping(self):
+    # The client gave up waiting: the chief may still save a newer step.
+    error = remote.interrupted_error(self.create_tempdir().full_path,
+                                     "SIGTERM", ["worker/0"])
+    self.assertIn("training was preempted (SIGTERM)", str(error))
+    self.assertIn("and no checkpoint yet so far (worker/0 still stopping).",
+                  str(error))
+
 
 @pytest.mark.slow
 class ClientCtrlCTest(absltest.TestCase):

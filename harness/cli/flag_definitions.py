@@ -14,12 +14,13 @@ TensorFlow.
 
 from absl import flags
 
+from harness import fields
 from harness.cli import flag_parsers
 from harness.cli import job_config
 from harness.cli import tensorboard_server
-from harness.cluster import env_knobs
 from harness.cluster import listen
-from harness.core import input_modes
+from harness.cluster.strategy_kind import StrategyKind
+from harness.fields import field as field_lib
 
 __all__ = ["FLAG_VALUES", "BARE_VALUES"]
 
@@ -94,32 +95,6 @@ _CPU_STAND_IN = flags.DEFINE_bool(
 _REMOTE_CLUSTER = flags.DEFINE(
     flag_parsers.RemoteClusterParser(), "remote_cluster", None, "Train as a client of "
     "these servers: worker=h:p,h:p;ps=h:p or JSON.", flag_values=_FLAGS)
-_REMOTE_CONNECT_TIMEOUT_SECS = _int(
-    "remote_connect_timeout_secs", 1, "a positive number of seconds.",
-    "With --remote_cluster: fail if a server does not answer (connect, "
-    "device list) within this many seconds.")
-_REMOTE_CLAIM_TIMEOUT_SECS = _int(
-    "remote_claim_timeout_secs", 1, "a positive number of seconds.",
-    "With --remote_cluster: this client's claim of the servers expires this "
-    "long after its last renewal; a second client is refused meanwhile, and "
-    "the servers restart once it expires.")
-# One writer per model_dir (harness.state.lease).
-_FORCE_TAKEOVER = flags.DEFINE_bool(
-    "force_takeover", _D.force_takeover, "Train even while another live "
-    "trainer holds model_dir's lease (it stops at its next refresh). A dead "
-    "or stale holder's lease is taken over without this flag.",
-    flag_values=_FLAGS)
-_BIND_ADDRESS = flags.DEFINE_string(
-    "bind_address", _D.bind_address, "Where this TF_CONFIG task's server "
-    "listens. Default: its cluster address's host, which TensorFlow 2.21 "
-    "cannot honour (it listens on every interface; a warning says so); '*' "
-    "acknowledges all interfaces. One host is refused.", flag_values=_FLAGS)
-flags.register_validator(
-    "bind_address", lambda value: value in (None, "", "*", "0.0.0.0", "::")
-    or _check(False, "TensorFlow 2.21 cannot listen on one address (it binds "
-              "every interface). Fix: leave it out, or use '*'; restrict "
-              "access with harness.launch's network namespace, a firewall or "
-              "the k8s NetworkPolicy."), flag_values=_FLAGS)
 # Steps and batches.
 _MAX_STEPS = _int(
     "max_steps", 1, "a global step to stop at, e.g. --max_steps=1000 "
@@ -132,12 +107,6 @@ _EVAL_STEPS = _int(
 _BATCH_SIZE = _int(
     "batch_size", 1, "a positive global batch size.", "GLOBAL batch size, "
     "split over the replicas (default: the input_fn's).")
-# --steps_per_loop: its own block below (an integer or "auto").
-# A train_op that never advances the global step (issue 19.4).
-_MAX_RUNS_WITHOUT_PROGRESS = _int(
-    "max_runs_without_progress", 1, "a positive number of session.run "
-    "calls.", "Stop training with an error after this many session.run calls "
-    "leave the global step unchanged.")
 _SESSION_CREATION_TIMEOUT_SECS = _int(
     "session_creation_timeout_secs", 1, "a positive number of seconds.",
     "A trainer waits this long for the cluster tasks it needs (logging "
@@ -165,43 +134,8 @@ _THROTTLE_SECS = _int(
 _START_DELAY_SECS = _int(
     "start_delay_secs", 0, "0 starts evaluating at once.",
     "The evaluator task waits this long before its first evaluation.")
-_EVAL_IDLE_TIMEOUT_SECS = _int(
-    "eval_idle_timeout_secs", 1, "a positive number of seconds, or leave it "
-    "out to wait as long as training may resume.", "The evaluator task gives "
-    "up after this long without a new checkpoint (default: waits).")
-# Evaluator polling and waiting for peers (defaults: harness.cluster.env_knobs).
-
-
-def _secs(name, help_text, fallback=None):
-  """DEFINE_float of seconds > 0 (None passes: the `fallback` applies)."""
-  holder = flags.DEFINE_float(
-      name, getattr(_D, name), help_text + (
-          f" (default: ${fallback.env}, else {fallback.default:g})"
-          if fallback else ""), flag_values=_FLAGS)
-  flags.register_validator(
-      name, lambda value: value is None or _check(
-          value > 0, "must be > 0 seconds. Fix: give a positive number, or "
-          "leave the flag out for its default."), flag_values=_FLAGS)
-  return holder
-
-
-_EVAL_POLL_SECS = _secs(
-    "eval_poll_secs", "The evaluator task looks for a new checkpoint every "
-    "this many seconds (--throttle_secs only spaces evaluations).")
-_PEER_TIMEOUT_SECS = _secs(
-    "peer_timeout_secs", "A training step of a multi-task job fails after "
-    "this many seconds without its peers", env_knobs.PEER_TIMEOUT)
-_RESTART_WAIT_SECS = _secs(
-    "restart_wait_secs", "How long the evaluator and ps tasks wait for a "
-    "preempted or failed chief to come back", env_knobs.RESTART_WAIT)
-_STOP_TIMEOUT_SECS = _secs(
-    "stop_timeout_secs", "After a first SIGTERM/SIGINT, a trainer whose step "
-    "does not end within this many seconds logs where it is blocked and "
-    "exits without the final checkpoint (a checkpoint save or an export in "
-    "progress is not cut)")
-_INPUT_TIMEOUT_SECS = _secs(
-    "input_timeout_secs", "A local trainer fails when its first batch has "
-    "not come after this many seconds (default: waits, logging every 10 s)")
+# harness's RunConfig fields: below, each flag as `harness.fields`
+# declares it.
 _EXPORTERS = flags.DEFINE_list(
     "exporters", list(_D.exporters), "SavedModel exporters to run after "
     "evaluations: comma list of " + ",".join(job_config.EXPORTERS) + ".",
@@ -233,35 +167,49 @@ _KEEP_MODEL_DIR = flags.DEFINE_bool(
     "run without --model_dir (removed at the end of a successful run, and "
     "when empty).", flag_values=_FLAGS)
 
-# steps_per_loop: K >= 1, or "auto" (K from the first steps' timing).
-_STEPS_PER_LOOP = flags.DEFINE(
-    flag_parsers.StepsPerLoopParser(), "steps_per_loop", _D.steps_per_loop,
-    "Training steps inside one session.run: an integer >= 1, or auto (K "
-    "from the measured time of the first steps, bounded by the summary, "
-    "logging and checkpoint cadence; 1 where a hook needs every step).",
-    flag_values=_FLAGS)
 
-# Speed: the input pipeline and XLA (RunConfig's fields of the same names).
-_INPUT_PIPELINE = flags.DEFINE_enum(
-    "input_pipeline", _D.input_pipeline, input_modes.INPUT_PIPELINES,
-    "tuned: the input_fn's dataset gets a final prefetch(AUTOTUNE) and "
-    "order-keeping tf.data options (same elements, same order); "
-    "as_written: used as returned, as tf.estimator did.", flag_values=_FLAGS)
-_XLA = flags.DEFINE_bool(
-    "xla", _D.xla, "Compile the graph with XLA auto-clustering "
-    "(global_jit_level ON_1; on CPU also --tf_xla_cpu_global_jit).",
-    flag_values=_FLAGS)
 
-# Live Prometheus metrics (harness.core.live_metrics).
-_METRICS_PORT = flags.DEFINE_integer(
-    "metrics_port", _D.metrics_port, "Serve live Prometheus metrics (step, "
-    "steps/s, examples/s, loss, ETA, checkpoint age, last eval) at "
-    "http://BIND:PORT/metrics from each task; 0: off.", lower_bound=0,
-    upper_bound=65535, flag_values=_FLAGS)
-_METRICS_BIND = flags.DEFINE_string(
-    "metrics_bind", _D.metrics_bind, "Address --metrics_port listens on; "
-    "0.0.0.0 lets another host (a Prometheus scraper) read it.",
-    flag_values=_FLAGS)
+def _secs(name, help_text, fallback=None):
+  """DEFINE_float of seconds > 0 (None passes: the `fallback` applies)."""
+  holder = flags.DEFINE_float(
+      name, getattr(_D, name), help_text + (
+          f" (default: ${fallback.env}, else {fallback.default:g})"
+          if fallback else ""), flag_values=_FLAGS)
+  flags.register_validator(
+      name, lambda value: value is None or _check(
+          value > 0, "must be > 0 seconds. Fix: give a positive number, or "
+          "leave the flag out for its default."), flag_values=_FLAGS)
+  return holder
+
+
+# One definer a `harness.fields.field` flag kind: field -> FlagHolder.
+_DEFINERS = {
+    field_lib.INT: lambda f: _int(f.name, f.flag.minimum, f.flag.fix,
+                                  f.flag.help),
+    field_lib.SECS: lambda f: _secs(f.name, f.flag.help, f.env),
+    field_lib.BOOL: lambda f: flags.DEFINE_bool(
+        f.name, getattr(_D, f.name), f.flag.help, flag_values=_FLAGS),
+    field_lib.STRING: lambda f: flags.DEFINE_string(
+        f.name, getattr(_D, f.name), f.flag.help, flag_values=_FLAGS),
+    field_lib.ENUM: lambda f: flags.DEFINE_enum(
+        f.name, getattr(_D, f.name), f.flag.choices, f.flag.help,
+        flag_values=_FLAGS),
+    field_lib.PORT: lambda f: flags.DEFINE_integer(
+        f.name, getattr(_D, f.name), f.flag.help, lower_bound=0,
+        upper_bound=65535, flag_values=_FLAGS),
+    field_lib.STEPS_PER_LOOP: lambda f: flags.DEFINE(
+        flag_parsers.StepsPerLoopParser(), f.name, getattr(_D, f.name),
+        f.flag.help, flag_values=_FLAGS),
+}
+_FIELD_FLAGS = {field.name: _DEFINERS[field.flag.kind](field)
+                for field in fields.FIELDS}
+# The flags' own wording of two fields' rules (RunConfig's is the table's).
+flags.register_validator(
+    "bind_address", lambda value: value in (None, "", "*", "0.0.0.0", "::")
+    or _check(False, "TensorFlow 2.21 cannot listen on one address (it binds "
+              "every interface). Fix: leave it out, or use '*'; restrict "
+              "access with harness.launch's network namespace, a firewall or "
+              "the k8s NetworkPolicy."), flag_values=_FLAGS)
 flags.register_validator(
     "metrics_bind", lambda value: _check(
         not listen.host_problem(value), f"{listen.host_problem(value)}. "
@@ -322,7 +270,7 @@ def _validate_checkpoint_frequency(values):
 def _validate_devices_for_strategy(values):
   strategy, gpus = values["strategy"], values["num_gpus_per_worker"]
   return _check(
-      gpus <= 1 or strategy not in ("default", "one_device"),
+      gpus <= 1 or not StrategyKind(strategy).single_device,
       f"the {strategy} strategy trains on one device. Fix: "
       "--strategy=mirrored (one machine) or collective (several) to use "
       f"{gpus} devices, or --num_gpus_per_worker=1.")

@@ -35,7 +35,7 @@ from absl import flags
 
 from harness import cluster as cluster_lib
 from harness import errors
-from harness.cli import bad_flags
+from harness.cli import binary_flags
 from harness.cli import flag_definitions
 from harness.cli import job_config
 from harness.cli import plan as plan_lib
@@ -348,4 +348,4 @@ def help_text():
   """Usage and every flag with its help and default."""
   return ("Usage: python -m harness.main [--flag=value ...]\n\n"
           "Trains, evaluates, predicts with or exports a model_fn.\n\n"
-          + "flags:\n" + bad_flags.flag_help(_FLAGS, list(_FLAGS)))
+          + "flags:\n" + binary_flags.flag_help(_FLAGS, list(_FLAGS)))

@@ -72,8 +72,7 @@ def describe(job, plan, *, model_dir=None, full=False):
   devices = job.num_devices_per_worker
   stand_in = " standing in for GPUs" if job.cpu_stand_in and (
       job.num_gpus_per_worker) else ""
-  in_sync = "a worker, async" if job.strategy == "parameter_server" else (
-      "in sync")
+  in_sync = "a worker, async" if plan.strategy.asynchronous else "in sync"
   batch = "the input_fn's default" if job.batch_size is None else (
       f"global {job.batch_size}, per replica {job.batch_size // replicas}")
   role = _role_text(plan)

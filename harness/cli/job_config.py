@@ -8,21 +8,19 @@
     job_config.run_config_kwargs(job, plan)  # the RunConfig arguments
 
 The flags of `harness.cli.flags` are this dataclass's fields (one for one,
-`FLAG_NAMES`); `harness.cli.job` runs it. No TensorFlow here: the flags,
-`--help` and the dry run need none.
+`FLAG_NAMES`); `harness.cli.job` runs it. harness's own RunConfig fields
+are not written here: they come from `harness.fields` (names, types, the
+binary's defaults, their RunConfig arguments). No TensorFlow here: the
+flags, `--help` and the dry run need none.
 """
 
 import dataclasses
 from typing import Any, Mapping
 
 from harness import errors
+from harness import fields
 from harness.cli import plan as plan_lib
-from harness.cluster import env_knobs
 from harness.cluster import strategy_kind
-from harness.core import input_modes
-from harness.core import live_metrics
-from harness.core import stall
-from harness.core import stop_signal
 
 __all__ = [
     "MODES", "STRATEGIES", "VERBOSITIES", "EXPORTERS",
@@ -36,12 +34,25 @@ VERBOSITIES = ("quiet", "info", "debug")
 EXPORTERS = ("latest", "best", "final")
 
 
+def _with_run_config_fields(cls):
+  """`cls` with harness's RunConfig fields (`harness.fields`) added after
+  its own, typed and with the binary's defaults; before `dataclass`."""
+  annotations = cls.__dict__["__annotations__"]
+  for field in fields.FIELDS:
+    annotations[field.name] = field.type
+    setattr(cls, field.name, field.flag_default)
+  return cls
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
+@_with_run_config_fields
 class JobConfig:
   """Everything one `python -m harness.main` run does; the flags' values.
 
   Attributes mirror the flags of `harness.cli.flags` one for one (same names,
-  same units); see `python -m harness.main --help` for each. `params` holds
+  same units); see `python -m harness.main --help` for each. The fields of
+  `harness.fields` (steps_per_loop, the timeouts, metrics_port, xla, ...)
+  follow the ones written below. `params` holds
   only the user's overrides, already coerced to the defaults' types;
   `batch_size` is the GLOBAL batch size (None: the input_fn's default);
   `eval_steps` None evaluates the whole eval input; `model_dir` None means
@@ -66,16 +77,10 @@ class JobConfig:
   num_gpus_per_worker: int = 0
   cpu_stand_in: bool = False
   remote_cluster: Mapping[str, list[str]] | None = None
-  remote_connect_timeout_secs: int = 30
-  force_takeover: bool = False
-  bind_address: str | None = None
-  remote_claim_timeout_secs: int = 15
   # Steps and batches.
   max_steps: int | None = 1000
   eval_steps: int | None = 100
   batch_size: int | None = None
-  steps_per_loop: int | str = "auto"  # The binary's default: fast.
-  max_runs_without_progress: int = stall.DEFAULT_MAX_RUNS_WITHOUT_PROGRESS
   # RunConfig's (tf.estimator's) default; tests/test_failures.py pins them.
   session_creation_timeout_secs: int = 7200
   # Checkpoints and summaries.
@@ -87,25 +92,10 @@ class JobConfig:
   # Evaluation and export.
   throttle_secs: int = 600
   start_delay_secs: int = 0
-  eval_idle_timeout_secs: int | None = None
-  eval_poll_secs: float = env_knobs.EVAL_POLL_SECS
   exporters: tuple[str, ...] = ()
-  # Waiting for peers (None: the variable named in harness.cluster.env_knobs, else
-  # its default).
-  peer_timeout_secs: float | None = None
-  restart_wait_secs: float | None = None
-  # Stopping (harness.core.stop_signal) and a hung first batch.
-  stop_timeout_secs: float = stop_signal.DEFAULT_STOP_TIMEOUT_SECS
-  input_timeout_secs: float | None = None
   # TensorBoard (port None: not started; 0: a free port).
   tensorboard: int | None = None
   tensorboard_keep: bool = False
-  # Speed (RunConfig's input_pipeline and xla).
-  input_pipeline: str = input_modes.DEFAULT
-  xla: bool = False
-  # Live Prometheus metrics (harness.core.live_metrics; port 0: off).
-  metrics_port: int = live_metrics.DEFAULT_METRICS_PORT
-  metrics_bind: str = live_metrics.DEFAULT_METRICS_BIND
   # Run control.
   tf_random_seed: int | None = None
   verbosity: str = "info"
@@ -184,24 +174,11 @@ def run_config_kwargs(job, plan):
       save_summary_steps=job.save_summary_steps,
       keep_checkpoint_max=job.keep_checkpoint_max,
       log_step_count_steps=job.log_step_count_steps,
-      steps_per_loop=job.steps_per_loop,
-      remote_connect_timeout_secs=float(job.remote_connect_timeout_secs),
-      eval_poll_secs=plan.eval_poll_secs,
-      eval_idle_timeout_secs=job.eval_idle_timeout_secs,
-      peer_timeout_secs=plan.peer_timeout_secs,
-      restart_wait_secs=plan.restart_wait_secs,
-      force_takeover=job.force_takeover,
-      bind_address=job.bind_address,
-      remote_claim_timeout_secs=float(job.remote_claim_timeout_secs),
-      max_runs_without_progress=job.max_runs_without_progress,
-      stop_timeout_secs=float(job.stop_timeout_secs),
-      input_timeout_secs=(None if job.input_timeout_secs is None
-                          else float(job.input_timeout_secs)),
-      metrics_port=job.metrics_port,
-      metrics_bind=job.metrics_bind,
-      input_pipeline=job.input_pipeline,
-      xla=job.xla,
       session_creation_timeout_secs=job.session_creation_timeout_secs)
+  for field in fields.FIELDS:  # harness's own, as `harness.fields` says.
+    value = getattr(plan if field.flag.from_plan else job, field.name)
+    convert = field.flag.to_run_config
+    kwargs[field.name] = value if convert is None else convert(value)
   if job.save_checkpoints_steps is not None:
     kwargs["save_checkpoints_steps"] = job.save_checkpoints_steps
   elif job.save_checkpoints_secs is not None:

@@ -17,10 +17,13 @@ line outside a JobSet, are unchanged::
 
 A binary's final error may run longer than a person reads in one line:
 `fold` breaks it at spaces into lines of at most 160 characters, each
-continuation indented under the line it continues.
+continuation indented under the line it continues; under `harness.launch`
+(`$HARNESS_TASK` set), which puts `[<task>] ` before each line, 160 with
+that prefix.
 """
 
 import logging as std_logging
+import os
 import re
 import textwrap
 import time
@@ -35,9 +38,16 @@ __all__ = ["AttemptLabel", "CompactFormatter", "LINE_WIDTH", "WarnOnce",
 LINE_WIDTH = 160  # The most characters of a line a person reads.
 
 
-def fold(text, width=LINE_WIDTH):
+def fold(text, width=None):
   """`text` with each line over `width` broken at spaces (words kept whole,
-  a longer one alone), continuations indented 4 more than their line."""
+  a longer one alone), continuations indented 4 more than their line.
+
+  `width` defaults to LINE_WIDTH less the `[<task>] ` harness.launch puts
+  before each line of its task (`$HARNESS_TASK`).
+  """
+  if width is None:
+    task = os.environ.get("HARNESS_TASK")
+    width = LINE_WIDTH - (len(task) + 3 if task else 0)
   out = []
   for line in text.splitlines() or [""]:
     if len(line) <= width:

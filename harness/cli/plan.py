@@ -179,12 +179,13 @@ def _role(job, info):
 
 
 def _replicas(job, info):
-  """`num_replicas_in_sync`: devices per worker for mirrored, central_storage
-  and parameter_server (whose workers update asynchronously), times the
-  training tasks for collective, 1 for default and one_device."""
-  if job.strategy in (StrategyKind.DEFAULT, StrategyKind.ONE_DEVICE):
+  """`num_replicas_in_sync`: 1 on a single device, devices per worker times
+  the training tasks in lockstep (collective), else the devices per worker
+  (a parameter server's workers update on their own)."""
+  kind = StrategyKind(job.strategy)
+  if kind.single_device:
     return 1
-  if job.strategy != StrategyKind.COLLECTIVE:
+  if not kind.lockstep:
     return job.num_devices_per_worker
   if job.remote_cluster:
     cluster = job.remote_cluster

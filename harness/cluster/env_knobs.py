@@ -7,8 +7,9 @@
 
 Each knob is a `RunConfig` field and a `harness.main` flag
 (`peer_timeout_secs`, `restart_wait_secs`). When the field is None the
-documented environment variable is the fallback, read once by `RunConfig`
-(the edge), then the default below. The defaults live here only: the flags'
+documented environment variable is the fallback, then the default below:
+resolved once a run, by `harness.main`'s plan (which hands `RunConfig` the
+number) or, for a job written in Python, by `RunConfig`. The defaults live here only: the flags'
 help text, `RunConfig`, `harness.core.preemption` and the docs take them from
 here. No TensorFlow here.
 """
@@ -19,18 +20,15 @@ import numbers
 
 from harness import errors
 
-__all__ = ["Knob", "PEER_TIMEOUT", "RESTART_WAIT", "EVAL_POLL_SECS",
-           "NotGiven", "FROM_ENVIRON", "resolve_secs", "check_secs"]
-
-# How often the evaluator task looks for a new checkpoint (seconds).
-EVAL_POLL_SECS = 1.0
+__all__ = ["Knob", "PEER_TIMEOUT", "RESTART_WAIT", "NotGiven", "FROM_ENVIRON",
+           "resolve_secs", "check_secs"]
 
 
 class NotGiven(enum.Enum):
   """harness's "not given" defaults, in one place and one style: the members
   of this enum (their `is` identity survives copy and pickle; a repr that
   says what the default does)."""
-  # `RunConfig(cluster_info=)` and `JobConfig.cluster_info`.
+  # `RunConfig(cluster_info=)`: TF_CONFIG not parsed by the caller.
   FROM_ENVIRON = "TF_CONFIG read from the environment"
   # `RunConfig(save_checkpoints_steps=, save_checkpoints_secs=)`.
   CHECKPOINT_DEFAULT = "2.15's checkpoint cadence"

@@ -87,6 +87,9 @@ class ClusterInfo:
     eval_session_master: TF_CONFIG "eval_session_master", or None.
     source: where the value came from, used in error messages ("TF_CONFIG",
       "--tf_config flag"); not compared.
+    from_pod_place: built by harness from a JobSet pod's place (no
+      TF_CONFIG was set), so TensorFlow's own readers have yet to see it;
+      not compared.
   """
   cluster: dict[str, list[str]] = dataclasses.field(default_factory=dict)
   task_type: str | None = None
@@ -98,6 +101,7 @@ class ClusterInfo:
   session_master: str | None = None
   eval_session_master: str | None = None
   source: str = dataclasses.field(default=TF_CONFIG_ENV, compare=False)
+  from_pod_place: bool = dataclasses.field(default=False, compare=False)
   # Facts of the raw text that only `validate` needs.
   has_index: bool = dataclasses.field(default=True, compare=False)
   unknown_keys: tuple = dataclasses.field(default=(), compare=False)
@@ -313,8 +317,9 @@ def from_environ(environ):
   """
   text = environ.get(TF_CONFIG_ENV)
   if not (text or "").strip() and jobset_env.in_jobset_pod(environ):
-    return parse_tf_config(jobset_env.tf_config_dict(environ),
-                           source=jobset_env.SOURCE)
+    return dataclasses.replace(
+        parse_tf_config(jobset_env.tf_config_dict(environ),
+                        source=jobset_env.SOURCE), from_pod_place=True)
   return parse_tf_config(text, source=TF_CONFIG_ENV)
 
 

@@ -15,7 +15,6 @@ from harness.cluster.jobs import EVALUATOR
 from harness.cluster.jobs import MASTER
 from harness.cluster.jobs import PS
 from harness.cluster.jobs import num_trainers
-from harness.cluster.strategy_kind import LOCAL_KINDS
 from harness.cluster.strategy_kind import StrategyKind
 
 __all__ = ["fail", "fail_215", "task_json", "check_addresses",
@@ -108,9 +107,6 @@ def check_job_counts(cluster, source):
               "addresses.", "run one evaluator.")
 
 
-_MULTI_WORKER_KINDS = (StrategyKind.COLLECTIVE, StrategyKind.PARAMETER_SERVER)
-
-
 def check_strategy_jobs(strategy_kind, cluster, *, source):
   """The one statement of the collective / parameter-server job rules.
 
@@ -129,19 +125,22 @@ def check_strategy_jobs(strategy_kind, cluster, *, source):
     ClusterConfigError: a "ps" job under collective, none under
       parameter_server, or a legacy "master" job under either.
   """
-  if strategy_kind == StrategyKind.COLLECTIVE and PS in cluster:
+  kind = StrategyKind.of(strategy_kind)
+  if kind is None:
+    return
+  if kind.refuses_ps and PS in cluster:
     fail(source, f'cluster has a "ps" job {cluster[PS]} but the strategy is '
          "collective (MultiWorkerMirroredStrategy), which keeps variables on"
          " the workers and needs no parameter servers.", 'drop the "ps" job,'
          " or use ParameterServerStrategy.")
-  if strategy_kind in _MULTI_WORKER_KINDS and MASTER in cluster:
+  if kind.multi_worker and MASTER in cluster:
     fail(source, f'cluster has a legacy "master" job {cluster[MASTER]} but the'
          f" strategy is {strategy_kind}, whose cluster may only have chief, "
          "worker and ps jobs (TensorFlow's multi-worker strategies refuse a "
          '"master" when they are configured for the task).',
          'train without a strategy (--strategy=default: the "master" is the '
          'chief, as in tf.estimator), or rename "master" to "chief".')
-  if strategy_kind == StrategyKind.PARAMETER_SERVER and PS not in cluster:
+  if kind.needs_ps and PS not in cluster:
     where = (f'cluster {sorted(cluster)} has no "ps" job' if cluster else
              "names no cluster (neither TF_CONFIG nor a remote cluster does)")
     fail(source, f"{where} but the strategy is ParameterServerStrategy, "
@@ -162,7 +161,8 @@ def check_one_machine_strategy(strategy_kind, cluster):
       and more than one chief / worker / master task.
   """
   trainers = num_trainers(cluster)
-  if strategy_kind in LOCAL_KINDS and trainers > 1:
+  kind = StrategyKind.of(strategy_kind)
+  if kind is not None and kind.one_machine and trainers > 1:
     raise errors.NotSupportedError(
         f"The strategy is {strategy_kind}, a single-machine strategy, but "
         f"the cluster has {trainers} training tasks ({sorted(cluster)}); "

@@ -236,9 +236,10 @@ def validate(info, *, has_strategy, strategy_kind=None,
   """Checks that `info` can run: 2.15's rules and everything harness needs.
 
   Called where a bad value would otherwise fail late or hang: before
-  training (`Estimator.train`, `train_and_evaluate`), at server start, in
-  `harness.main`'s plan and in `harness.launch`. (`RunConfig` only
-  applies `validate_run_config`.)
+  training (`run_config.check_supported_config`, from `Estimator.train` and
+  `train_and_evaluate`) and in `harness.main`'s plan. (`RunConfig` only
+  applies `validate_run_config`; a server start, `python -m harness.server`
+  and `harness.launch`, applies `check_servable`.)
 
   Args:
     info: a `ClusterInfo` (None passes: local training).

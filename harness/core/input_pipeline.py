@@ -21,9 +21,9 @@ from absl import logging
 
 from harness import errors
 from harness import spec as spec_lib
-from harness.core.input_modes import AS_WRITTEN
-from harness.core.input_modes import TUNED
 from harness._tf import tf
+from harness.fields import AS_WRITTEN
+from harness.fields import TUNED
 
 __all__ = [
     "TUNED_OPTIONS",

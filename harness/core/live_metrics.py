@@ -24,18 +24,15 @@ from absl import logging
 import prometheus_client
 
 from harness import errors
+from harness import fields
 from harness.cluster import jobs
-from harness.cluster import listen
 
 __all__ = [
-    "DEFAULT_METRICS_BIND", "DEFAULT_METRICS_PORT", "IDLE_TIMEOUT_SECS",
-    "check_metrics_port", "check_metrics_bind", "serve", "url", "stop",
+    "IDLE_TIMEOUT_SECS", "serve", "url", "stop",
     "record_progress", "record_examples_rate", "record_session_start",
     "record_checkpoint", "record_eval", "ATTEMPT_LABEL",
 ]
 
-DEFAULT_METRICS_PORT = 0  # Off.
-DEFAULT_METRICS_BIND = "127.0.0.1"  # Loopback: no other machine can scrape.
 # A connection that sends no request within this long is closed (each one
 # holds a server thread; a scraper's request comes at once).
 IDLE_TIMEOUT_SECS = 10.0
@@ -44,28 +41,6 @@ _LOCK = threading.Lock()
 _STATE = {"server": None, "url": None, "task": None, "gauges": None,
           "attempt": None}
 ATTEMPT_LABEL = "attempt"  # The JobSet restart attempt, when there is one.
-
-
-def check_metrics_port(port, source="metrics_port"):
-  """Returns `port` if it is an int in 0..65535 (0: off), else raises."""
-  if isinstance(port, bool) or not isinstance(port, int) or not (
-      0 <= port <= 65535):
-    raise errors.ConfigError(
-        f"{source}={port!r}: the live metrics port must be an int in "
-        "0..65535 (0: no metrics endpoint). Fix: pass e.g. 9464.")
-  return port
-
-
-def check_metrics_bind(bind, source="metrics_bind"):
-  """Returns `bind` if it is an IP address or host name, else raises."""
-  problem = listen.host_problem(bind)
-  if problem:
-    raise errors.ConfigError(
-        f"{source}={bind!r} {problem}: the live metrics endpoint needs an "
-        f"address to listen on. Fix: pass {DEFAULT_METRICS_BIND!r} (this "
-        "machine only) or '0.0.0.0' (every interface, for a scraper on "
-        "another host).")
-  return bind
 
 
 def _make_gauges(registry, *, with_attempt):
@@ -118,7 +93,7 @@ def _closing_idle(handler_class, idle_timeout_secs):
   return _IdleBounded
 
 
-def serve(*, port, bind=DEFAULT_METRICS_BIND, task_label="local",
+def serve(*, port, bind=fields.default("metrics_bind"), task_label="local",
           environ=None, attempt=None, idle_timeout_secs=IDLE_TIMEOUT_SECS):
   """Starts this process's metrics endpoint once; returns its URL.
 
@@ -141,8 +116,8 @@ def serve(*, port, bind=DEFAULT_METRICS_BIND, task_label="local",
   Raises:
     ConfigError: the port or address is invalid, or the port is taken.
   """
-  check_metrics_port(port)
-  check_metrics_bind(bind)
+  fields.check_metrics_port(port)
+  fields.check_metrics_bind(bind)
   if not port:
     return None
   with _LOCK:

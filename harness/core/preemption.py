@@ -34,7 +34,6 @@ from harness import errors
 from harness._tf import tf
 from harness.cluster import env_knobs
 from harness.cluster import peer_wait
-from harness.cluster.strategy_kind import StrategyKind
 from harness.core import peer_watch
 from harness.core import peers
 from harness.core.guard_hook import GuardHook
@@ -155,7 +154,8 @@ class TrainingGuard:
                   context.task_label != cluster_lib.LOCAL_LABEL)
     if in_cluster and config.cluster_spec:
       cluster = config.cluster_spec.as_dict()
-      collective = config.strategy_kind == StrategyKind.COLLECTIVE
+      collective = bool(config.strategy_kind and
+                        config.strategy_kind.lockstep)
     return cls(task_label=context.task_label, is_chief=context.is_chief,
                model_dir=model_dir, cluster=cluster, collective=collective,
                peer_timeout_secs=config.peer_timeout_secs,

@@ -16,6 +16,7 @@ import time
 
 from absl import logging
 
+from harness import _tf_private
 from harness import errors
 from harness._tf import tf
 from harness.core import live_metrics
@@ -31,9 +32,17 @@ def loss_and_step_hook(loss, global_step, every_n_steps):
   """tf.estimator 2.15's own line, `loss = 0.69, step = 0 (0.366 sec)`, which
   scripts and dashboards grep (TensorFlow's logger, INFO), every
   `every_n_steps` runs on every task; after the chief's `global_step/sec`
-  line of the same step when added after the chief's hooks, as in 2.15."""
+  line of the same step when added after the chief's hooks, as in 2.15.
+
+  The step is the graph's registered read of the global step (train_graph:
+  made before the model's ops, so the step before the run's increment, as
+  2.15 printed it), not the variable, whose read a busy machine may order
+  after the increment (`step = 101`).
+  """
+  cached = global_step.graph.get_collection(_tf_private.GLOBAL_STEP_READ_KEY)
   return tf.compat.v1.train.LoggingTensorHook(
-      {"loss": loss, "step": global_step}, every_n_iter=every_n_steps)
+      {"loss": loss, "step": cached[0] if cached else global_step},
+      every_n_iter=every_n_steps)
 
 
 def _format_eta(secs):

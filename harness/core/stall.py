@@ -1,4 +1,4 @@
-"""Training that makes no progress: the rule, its default and its message.
+"""Training that makes no progress: the watch and its message.
 
 A `train_op` that never advances the global step (`optimizer.minimize(loss)`
 without `global_step=`, the most common Estimator mistake) would train
@@ -11,28 +11,15 @@ counts the `session.run` calls since the global step last moved and raises
     watch.observe(step)      # after each session.run: raises once stalled
 
 `harness.core.watchdog.NoProgressHook` feeds it the global step of every run
-(`RunConfig(max_runs_without_progress=N)`, flag `--max_runs_without_progress`).
-This module imports no TensorFlow.
+(`RunConfig(max_runs_without_progress=N)`, flag `--max_runs_without_progress`;
+its default and check are the field's, `harness.fields`). This module imports
+no TensorFlow.
 """
 
 from harness import errors
+from harness import fields
 
-__all__ = ["DEFAULT_MAX_RUNS_WITHOUT_PROGRESS", "ProgressWatch",
-           "check_max_runs"]
-
-# session.run calls without a global-step change before training stops.
-DEFAULT_MAX_RUNS_WITHOUT_PROGRESS = 100
-
-
-def check_max_runs(value, source="max_runs_without_progress"):
-  """Returns `value` if it is None or an int >= 1, else raises ConfigError."""
-  if value is None or (isinstance(value, int) and not isinstance(value, bool)
-                       and value >= 1):
-    return value
-  raise errors.ConfigError(
-      f"`{source}` must be a whole number of session.run calls >= 1 (or "
-      f"None to never stop a run that makes no progress), given: {value!r}. "
-      f"Fix: use e.g. {DEFAULT_MAX_RUNS_WITHOUT_PROGRESS}.")
+__all__ = ["ProgressWatch"]
 
 
 class ProgressWatch:
@@ -46,7 +33,7 @@ class ProgressWatch:
         training; None: never stop.
       task_label: "local", "chief/0", ... for the message.
     """
-    self._max_runs = check_max_runs(max_runs)
+    self._max_runs = fields.check_max_runs(max_runs)
     self._task_label = task_label
     self._step = None
     self._runs = 0

@@ -31,13 +31,14 @@ import threading
 from absl import logging
 
 from harness import errors
+from harness import fields
 
 __all__ = ["STOP_SIGNALS", "StopSignal", "STOP_SIGNAL", "Terminated",
            "notify_preemption", "DEFAULT_STOP_TIMEOUT_SECS", "exit_status"]
 
 # Seconds from the first SIGTERM/SIGINT to the next step boundary before the
-# process exits without its final checkpoint (RunConfig / --stop_timeout_secs).
-DEFAULT_STOP_TIMEOUT_SECS = 10.0
+# process exits without its final checkpoint (harness.fields' default).
+DEFAULT_STOP_TIMEOUT_SECS = fields.default("stop_timeout_secs")
 
 
 def exit_status(signal_name):

@@ -13,10 +13,9 @@ from absl import logging
 
 from harness import _tf_private
 from harness import errors
-from harness import run_config as run_config_lib
+from harness import fields
 from harness import spec as spec_lib
 from harness._tf import tf
-from harness.cluster.strategy_kind import StrategyKind
 from harness.core import auto_loop
 from harness.core import input_pipeline
 from harness.core import step_loop
@@ -84,7 +83,7 @@ class TrainGraph:
 def _loop_size(config, is_dataset):
   """(K the loop is built for, auto's (bound, reason) or None)."""
   requested = config.steps_per_loop
-  auto = requested == run_config_lib.STEPS_PER_LOOP_AUTO
+  auto = requested == fields.STEPS_PER_LOOP_AUTO
   bound, reason = (auto_loop.cadence_bound(config) if auto else
                    (requested, None))
   size = step_loop.check_input(is_dataset, bound, auto=auto)
@@ -201,8 +200,8 @@ def build_distributed(strategy, call_model_fn, input_fn, params, config):
   return TrainGraph(spec=looped.spec, input_hooks=input_hooks,
                     global_step=global_step, steps_per_loop=steps_per_loop,
                     loop=looped, auto_bound=auto_bound,
-                    same_k_everywhere=(
-                        config.strategy_kind == StrategyKind.COLLECTIVE),
+                    same_k_everywhere=bool(
+                        config.strategy_kind and config.strategy_kind.lockstep),
                     examples_per_step=looped.examples_per_step)
 
 

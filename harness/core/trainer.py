@@ -18,7 +18,6 @@ from typing import Any, Callable, Optional
 from absl import logging
 
 from harness import errors
-from harness import run_config as run_config_lib
 from harness import spec as spec_lib
 from harness._tf import tf
 from harness.core import loop_spec
@@ -47,7 +46,7 @@ class TrainModel:
   call_model_fn: Callable[..., spec_lib.EstimatorSpec]
   params: dict
   model_dir: str
-  config: run_config_lib.RunConfig
+  config: Any  # A harness.run_config.RunConfig (core/ does not import it).
   device_fn: Optional[Callable[..., Any]] = None
   warm_start: Optional[Callable[[], None]] = None
 

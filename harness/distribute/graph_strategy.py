@@ -1,9 +1,10 @@
 """TF2 strategy objects -> the tf.compat.v1 classes graph mode trains with.
 
 `to_graph_strategy` rebuilds a TF2 strategy as its v1 equivalent (same
-devices, same collective options) inside a throwaway graph; `make_strategy`
-(in `strategies`) and the mapping share `local_resolver`, the cluster-less
-resolver that keeps constructors from reading TF_CONFIG.
+devices, same collective options) inside a throwaway graph (`v1_of` when
+the kind is known); `make_strategy` (in `strategies`) and the mapping share
+`local_resolver`, the cluster-less resolver that keeps constructors from
+reading TF_CONFIG.
 """
 
 from absl import logging
@@ -14,7 +15,7 @@ from harness._tf import tf
 from harness.cluster.strategy_kind import StrategyKind
 from harness.core.strategy_classifier import strategy_kind
 
-__all__ = ["to_graph_strategy", "is_v1", "local_resolver"]
+__all__ = ["to_graph_strategy", "v1_of", "is_v1", "local_resolver"]
 
 
 def is_v1(strategy):
@@ -60,11 +61,12 @@ def _v1_central_storage(strategy):
       parameter_device=strategy.extended.parameter_devices[0])
 
 
+# Each kind whose TF2 class has a graph-mode (tf.compat.v1) twin.
 _TO_V1 = {
-    "collective": _v1_collective,
-    "mirrored": _v1_mirrored,
-    "one_device": _v1_one_device,
-    "central_storage": _v1_central_storage,
+    StrategyKind.COLLECTIVE: _v1_collective,
+    StrategyKind.MIRRORED: _v1_mirrored,
+    StrategyKind.ONE_DEVICE: _v1_one_device,
+    StrategyKind.CENTRAL_STORAGE: _v1_central_storage,
 }
 
 
@@ -93,8 +95,15 @@ def to_graph_strategy(strategy, *, kind=None):
       `ClusterCoordinator`, not in graph mode) or a non-strategy.
     NotSupportedError: for TPU and unknown TF2 strategy classes.
   """
-  kind = None if strategy is None else kind or strategy_kind(strategy)
-  if kind in (None, StrategyKind.DEFAULT):
+  if strategy is None:
+    return None
+  return v1_of(strategy, kind or strategy_kind(strategy))
+
+
+def v1_of(strategy, kind):
+  """`to_graph_strategy` for a `strategy` of a known `kind` (a RunConfig's
+  `strategy_kind`), None for None: nothing is classified again."""
+  if strategy is None or kind.no_op:
     return None
   if is_v1(strategy):
     return strategy

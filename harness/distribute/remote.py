@@ -55,7 +55,6 @@ from harness import _tf_private
 from harness import errors
 from harness import run_config as run_config_lib
 from harness._tf import tf
-from harness.cluster.strategy_kind import StrategyKind
 from harness.core import stop_signal
 from harness.core import train_loop
 from harness.core import trainer
@@ -70,7 +69,6 @@ from harness.state import checkpoints
 __all__ = ["interrupted_error", "train_remote"]
 
 _STOP_SECS = 30.0  # How long stopping the other tasks after an error takes.
-_INTERRUPT_SECS = 5.0  # The same after Ctrl-C or SIGTERM.
 _WAIT_LOG_SECS = 60.0
 _CLOSE_LOG_SECS = 5.0  # Say what the client waits for after this long.
 _MAX_KEY_BASE = 2**21  # Group keys are int32 on the servers: base * 1000.
@@ -128,7 +126,7 @@ def _task_strategy(graph_strategy, kind, cluster, job, index, session_config,
         "cluster runs threads that cannot be copied. Fix: build it without "
         "TF_CONFIG in the client (e.g. harness.distribute.strategies.make_strategy).") \
         from e
-  if kind == StrategyKind.COLLECTIVE:
+  if kind.lockstep:  # All-reduce: keys apart from other clients'.
     _tf_private.set_collective_key_base(strategy, key_base)
   config = strategies.configure_for_task(
       strategy, cluster=cluster, task_type=job, task_id=index,
@@ -137,7 +135,7 @@ def _task_strategy(graph_strategy, kind, cluster, job, index, session_config,
 
 
 def _num_cpu_devices(graph_strategy, kind):
-  if kind != StrategyKind.COLLECTIVE:
+  if not kind.lockstep:
     return 1
   return strategies.cpu_devices_per_worker(graph_strategy, kind=kind)
 
@@ -218,7 +216,7 @@ def _train_claimed(model, input_fn, cluster, graph_strategy, chief, claims, *,
     is_chief = (job, index) == chief
     context = train_loop.TrainContext(
         master=f"grpc://{cluster[job][index]}", is_chief=is_chief,
-        should_init=is_chief or kind == StrategyKind.COLLECTIVE,
+        should_init=is_chief or kind.lockstep,
         session_config=task_config, task_label=f"remote {job}/{index}")
     runs.append(_TaskRun(
         model, input_fn, context, strategy, steps=steps,
@@ -232,8 +230,9 @@ def _train_claimed(model, input_fn, cluster, graph_strategy, chief, claims, *,
   logging.info("remote | client | training on %d task(s): %s (chief %s/%d)",
                len(runs), ", ".join(r.label for r in runs), *chief)
   try:
-    return _run_all(runs, stop, config.session_creation_timeout_secs,
-                    claims)[0]
+    return _run_all(runs, stop, config, claims, model.model_dir)[0]
+  except errors.TrainingPreemptedError:  # _run_all's, after the tasks' stop.
+    raise
   except KeyboardInterrupt as e:  # The tasks were asked to stop.
     raise interrupted_error(model.model_dir) from e
   except (stop_signal.Terminated, Exception) as e:  # pylint: disable=W0718
@@ -243,13 +242,17 @@ def _train_claimed(model, input_fn, cluster, graph_strategy, chief, claims, *,
     raise interrupted_error(model.model_dir, "SIGTERM") from e
 
 
-def interrupted_error(model_dir, signal_name="SIGINT"):
+def interrupted_error(model_dir, signal_name="SIGINT", still_stopping=()):
   """The error of a client stopped by SIGINT (Ctrl-C) or SIGTERM while
-  training (harness.main exits 130 or 143)."""
+  training (harness.main exits 130 or 143); `still_stopping`: the tasks
+  that had not ended their step (and the chief its save) when it gave up
+  waiting, so the checkpoint named may not be the last."""
   step = checkpoints.global_step_of(
       checkpoints.latest_usable_checkpoint(model_dir))
   saved = ("no checkpoint yet" if step is None else
            f"the newest checkpoint is at step {step}")
+  if still_stopping:
+    saved += f" so far ({', '.join(still_stopping)} still stopping)"
   how = "interrupted" if signal_name == "SIGINT" else "preempted"
   error = errors.TrainingPreemptedError(
       f"client: training was {how} ({signal_name}); the tasks were asked to "
@@ -267,6 +270,7 @@ class _TaskRun:
                start_timeout_secs, claims):
     self.label = context.task_label.split()[-1]
     self.ready = threading.Event()
+    self.done = threading.Event()  # Set when the thread's work has ended.
     self.result = None
     self.error = None
     self.failed_at = None
@@ -291,17 +295,29 @@ class _TaskRun:
                       type(e).__name__, e)
     finally:
       self.ready.set()  # A task that stops early is not waited for either.
+      self.done.set()
+
+  def running(self):
+    # Not thread.is_alive(): a join() interrupted by Ctrl-C can leave it
+    # False for a thread that still runs (CPython, Python <= 3.12).
+    return not self.done.is_set()
 
 
-def _run_all(runs, stop, session_creation_timeout_secs, claims):
-  """Runs every task's thread; stops all on the first error and raises it."""
+def _run_all(runs, stop, config, claims, model_dir):
+  """Runs every task's thread; stops all on the first error and raises it.
+
+  On Ctrl-C or SIGTERM the tasks are asked to stop after their step and
+  waited for up to `config.stop_timeout_secs`; then the error that names the
+  newest checkpoint is raised (TrainingPreemptedError).
+  """
+  session_creation_timeout_secs = config.session_creation_timeout_secs
   for run in runs:
     run.thread.start()
   started = time.monotonic()
   next_log = started + _WAIT_LOG_SECS
   close_logged = False
   try:
-    while any(run.thread.is_alive() for run in runs):
+    while any(run.running() for run in runs):
       if claims.lost:
         _stop(runs, stop, "claim lost", _STOP_SECS)
         raise errors.RemoteClusterBusyError(
@@ -331,12 +347,15 @@ def _run_all(runs, stop, session_creation_timeout_secs, claims):
         close_logged = True
         logging.info(
             "remote | client | waiting for %s to end (closing a training "
-            "session: tf.data's autotuning can hold it up to 60 s)", ", ".join(r.label for r in runs if r.thread.is_alive()))
-      runs[0].thread.join(0.2)
-  except (KeyboardInterrupt, stop_signal.Terminated):
-    _stop(runs, stop, "interrupted" if stop_signal.STOP_SIGNAL.terminated_in
-          is None else "preempted (SIGTERM)", _INTERRUPT_SECS)
-    raise
+            "session: tf.data's autotuning can hold it up to 60 s)",
+            ", ".join(r.label for r in runs if r.running()))
+      runs[0].done.wait(0.2)
+  except (KeyboardInterrupt, stop_signal.Terminated) as e:
+    sigterm = stop_signal.STOP_SIGNAL.terminated_in is not None
+    stuck = _stop(runs, stop, "preempted (SIGTERM)" if sigterm else
+                  "interrupted", config.stop_timeout_secs)
+    raise interrupted_error(model_dir, "SIGTERM" if sigterm else "SIGINT",
+                            stuck) from e
   failed = _first_failed(runs)
   if failed is not None:
     raise failed.error
@@ -350,7 +369,8 @@ def _first_failed(runs):
 
 
 def _stop(runs, stop, why, timeout_secs):
-  """Asks every task to stop after its current step; waits `timeout_secs`.
+  """Asks every task to stop after its current step; waits `timeout_secs`;
+  returns the labels of the tasks still running then.
 
   Nothing is aborted on the servers. A collective task waiting in an
   all-reduce for a failed peer never finishes its step: it is left behind
@@ -358,15 +378,17 @@ def _stop(runs, stop, why, timeout_secs):
   servers for later clients, see the module docstring).
   """
   stop.set()
-  alive = [r.label for r in runs if r.thread.is_alive()]
+  alive = [r.label for r in runs if r.running()]
   if not alive:
-    return
+    return []
   logging.warning("remote | client | %s: stopping %s (waiting up to %g s)",
                   why, ", ".join(alive), timeout_secs)
   deadline = time.monotonic() + timeout_secs
   for run in runs:
-    run.thread.join(max(0.0, deadline - time.monotonic()))
-  stuck = [r.label for r in runs if r.thread.is_alive()]
+    run.done.wait(max(0.0, deadline - time.monotonic()))
+  stuck = [r.label for r in runs if r.running()]
   if stuck:
-    logging.warning("remote | client | %s did not stop (waiting in a step "
-                    "for a peer); leaving them behind", ", ".join(stuck))
+    logging.warning("remote | client | %s did not stop within %g s (in a "
+                    "step, a save, or waiting for a peer); leaving them "
+                    "behind", ", ".join(stuck), timeout_secs)
+  return stuck

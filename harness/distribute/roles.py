@@ -21,7 +21,6 @@ The evaluator's loop is `harness.distribute.evaluator.run_continuous`.
 
 import collections
 import contextlib
-import os
 import signal
 import threading
 import time
@@ -31,10 +30,7 @@ from absl import logging
 from harness import _tf_private
 from harness import cluster as cluster_lib
 from harness import errors
-from harness._tf import tf
-from harness.cluster import listen
-from harness.cluster.strategy_kind import IN_GRAPH_KINDS
-from harness.cluster.strategy_kind import StrategyKind
+from harness.cluster import tf_config_checks
 from harness.core import preemption
 from harness.core import stop_signal
 from harness.core import train_loop
@@ -78,7 +74,7 @@ def start_delay(config):
   2.15's rule, up to that). Chief and collective workers never wait.
   """
   kind = config.strategy_kind
-  if config.is_chief or kind == StrategyKind.COLLECTIVE:
+  if config.is_chief or (kind is not None and kind.lockstep):
     return 0
   max_delay = config.experimental_max_worker_delay_secs
   if not max_delay:
@@ -105,80 +101,62 @@ def prepare_task(config):
   task finds the same task prepared: the strategy is configured once and
   one server serves the task's port for the life of the process.
 
+  It trusts what `run_config.check_supported_config` checked before
+  training (`cluster.validate`: the task is in the cluster, the strategy's
+  jobs fit it) and applies the one rule that is not part of it: a
+  one-machine strategy refuses several trainers.
+
   Returns:
     A `PreparedTask`.
 
   Raises:
+    NotSupportedError: a one-machine strategy in a cluster of several
+      trainers.
     ClusterConfigError: the server cannot start (port taken, bad address).
   """
   # A ps only serves: the strategy is the trainers' business.
   strategy = (None if config.task_type == cluster_lib.PS else
               config.train_distribute)
-  cluster = strategies.training_cluster(config.cluster_spec)
+  jobs = _training_jobs(config)
   server_class = _tf_private.server_class()
   # The server class is part of the key: a program that stands a fake
   # server class in (as 2.15's tests do) gets a server of that class.
   key = (config.task_type, config.task_id, id(strategy), id(server_class),
-         tuple(sorted((job, tuple(tasks)) for job, tasks in cluster.items())))
+         tuple(sorted((job, tuple(tasks)) for job, tasks in jobs.items())))
   for prepared_key, prepared, _ in _PREPARED:
     if prepared_key == key:
       return prepared
-  prepared = _prepare(config, strategy, cluster, server_class)
+  prepared = _prepare(config, strategy, jobs, server_class)
   # The entry holds the strategy and the server class (in the server), so
   # that their ids are not reused while they are part of a key.
   _PREPARED.append((key, prepared, server_class))
   return prepared
 
 
-def _prepare(config, strategy, cluster, server_class):
-  """`prepare_task`'s work: strategy, session config, server."""
+def _training_jobs(config):
+  """{job: [address, ...]} of the task's training cluster (RunConfig's
+  `cluster_spec` holds no evaluator)."""
+  return {job: list(tasks)
+          for job, tasks in config.cluster_spec.as_dict().items() if tasks}
+
+
+def _prepare(config, strategy, jobs, server_class):
+  """`prepare_task`'s work: the rule, the strategy, the server."""
   preemption.fail_fast_rpcs()  # Before the first RPC: no hang on dead peers.
-  # A collective strategy built eagerly under TF_CONFIG already serves this
-  # task's port: use that server instead of failing to start a second.
-  target = task_servers.in_process_server_target(
-      strategy, cluster=cluster, task_type=config.task_type,
-      task_id=config.task_id)
-  kind = config.strategy_kind
-  graph_strategy = graph_strategy_lib.to_graph_strategy(strategy, kind=kind)
-  if config.task_type == cluster_lib.PS:
-    session_config = None
-  else:
-    session_config = strategies.configure_for_task(
-        graph_strategy, cluster=cluster, task_type=config.task_type,
-        task_id=config.task_id, session_config=config.session_config,
-        kind=kind)
-  address = cluster[config.task_type][config.task_id]
-  if target:
-    _log_listening(config, address, f"using the strategy's server {target}, "
-                   "listening on")
-    return PreparedTask(target, session_config, graph_strategy, None)
-  server_config = task_servers.server_config_for(
-      session_config, cluster=cluster, task_type=config.task_type,
-      num_devices_per_worker=strategies.cpu_devices_per_worker(
-          graph_strategy, kind=kind))
-  try:
-    # Created unstarted, then started, through the class's defining module
-    # (as tf.estimator did with `server_lib.Server`).
-    server = server_class(
-        tf.train.ClusterSpec(cluster), job_name=config.task_type,
-        task_index=config.task_id, config=server_config,
-        protocol=config.protocol, start=False)
-    server.start()
-  except (tf.errors.OpError, ValueError) as e:
-    raise errors.ClusterConfigError(
-        f"Cannot start the server of {config.task_label} on {address!r}: {e}. "
-        "Fix: free the port, or give this task another address in "
-        "TF_CONFIG.") from e
-  _log_listening(config, address, "listening on")
-  return PreparedTask(server.target, session_config, graph_strategy, server)
-
-
-def _log_listening(config, address, what):
-  line, warning = listen.describe(address, environ=os.environ,
-                                  bind_address=config.bind_address)
-  logging.info("server | %s | %s %s", config.task_label, what, line)
-  if warning:
-    logging.warning("server | %s | %s", config.task_label, warning)
+  kind = None if strategy is None else config.strategy_kind
+  tf_config_checks.check_one_machine_strategy(kind, jobs)
+  graph_strategy = graph_strategy_lib.v1_of(strategy, kind)
+  session_config, num_cpus = None, 1
+  if config.task_type != cluster_lib.PS:
+    session_config, num_cpus = strategies.configure_checked(
+        graph_strategy, kind=kind, jobs=jobs, task_type=config.task_type,
+        task_id=config.task_id, session_config=config.session_config)
+  # The user's strategy, not its graph twin: a collective strategy built
+  # eagerly under TF_CONFIG already serves this task's port.
+  target, server = task_servers.serve_task(
+      config, strategy, jobs=jobs, session_config=session_config,
+      num_cpu_devices=num_cpus, server_class=server_class)
+  return PreparedTask(target, session_config, graph_strategy, server)
 
 
 def train_in_cluster(model, input_fn, *, hooks=None, steps=None,
@@ -196,7 +174,7 @@ def train_in_cluster(model, input_fn, *, hooks=None, steps=None,
   config = model.config
   strategy = config.train_distribute
   kind = config.strategy_kind
-  if kind in IN_GRAPH_KINDS and not config.is_chief:
+  if kind is not None and kind.in_graph and not config.is_chief:
     raise errors.ClusterConfigError(
         f"{type(strategy).__name__} is an in-graph, single-process strategy, "
         f"but this task is {config.task_label} of a multi-worker TF_CONFIG "
@@ -206,7 +184,7 @@ def train_in_cluster(model, input_fn, *, hooks=None, steps=None,
   target, session_config, strategy, _ = prepare_task(config)
   context = train_loop.TrainContext(
       master=target, is_chief=config.is_chief,
-      should_init=config.is_chief or kind == StrategyKind.COLLECTIVE,
+      should_init=config.is_chief or (kind is not None and kind.lockstep),
       session_config=session_config, task_label=config.task_label)
   # The chief clears an earlier run's end mark once it holds the lease
   # (train_loop); a trainer refused it (or that lost it) writes nothing.
@@ -248,7 +226,7 @@ def _stop_with_ps(model_dir, config):
   """While the body trains: a ps that announces its stop (SIGTERM) stops
   this trainer after its current step, the chief saving, as a preemption
   would: the variables on that ps are saved before it goes."""
-  cluster = strategies.training_cluster(config.cluster_spec)
+  cluster = _training_jobs(config)
   ps_labels = [cluster_lib.task_label(cluster_lib.PS, i)
                for i in range(len(cluster.get(cluster_lib.PS, ())))]
   if not ps_labels:
@@ -313,7 +291,7 @@ def run_ps(estimator, *, poll_secs=_PS_POLL_SECS,
   config = estimator.config
   started = clock()
   prepare_task(config)  # Serves from its own threads from now on.
-  cluster = strategies.training_cluster(config.cluster_spec)
+  cluster = _training_jobs(config)
   trainers = [cluster_lib.task_label(job, i)
               for job in cluster_lib.TRAINER_JOBS
               for i in range(len(cluster.get(job, ())))]
@@ -325,13 +303,8 @@ def run_ps(estimator, *, poll_secs=_PS_POLL_SECS,
   with _signals_recorded(received), stop_signal.STOP_SIGNAL.finishing(
       "serving its trainers until they stopped"):
     while True:
-      if received:
-        signalled_at = signalled_at or _announce_stop(
-            estimator.model_dir, config.task_label, received[0], clock,
-            grace_secs)
-        _exit_once_trainers_stopped(estimator.model_dir, config.task_label,
-                                    trainers, received[0],
-                                    clock() - signalled_at > grace_secs)
+      # The end mark first: a stop signal that comes once training finished
+      # (harness.launch stopping its ps) ends a finished run, exit 0.
       marker = _training_end(estimator.model_dir, config, started, clock)
       if marker is not None:
         marked_at = marked_at or clock()
@@ -340,6 +313,13 @@ def run_ps(estimator, *, poll_secs=_PS_POLL_SECS,
         if done == set(trainers) or clock() - marked_at > grace_secs:
           _leave(config.task_label, marker, sorted(set(trainers) - done))
           return None, []
+      if received:
+        signalled_at = signalled_at or _announce_stop(
+            estimator.model_dir, config.task_label, received[0], clock,
+            grace_secs)
+        _exit_once_trainers_stopped(estimator.model_dir, config.task_label,
+                                    trainers, received[0],
+                                    clock() - signalled_at > grace_secs)
       sleep(poll_secs)
 
 

@@ -26,8 +26,11 @@ without TensorFlow's private distribute coordinator::
 
 Collective workers all initialise (their initialisers broadcast from the
 first worker); parameter-server trainers other than the chief wait for it.
-The `--strategy` flag builds a strategy with `make_strategy`. An evaluator
-process calls `install_evaluator_guard(os.environ)` before user code runs.
+The `--strategy` flag builds a strategy with `make_strategy`. A RunConfig's
+task (`roles.prepare_task`), whose cluster `cluster.validate` checked before
+training, is configured by `configure_checked`, which checks nothing again.
+An evaluator process calls `install_evaluator_guard(os.environ)` before user
+code runs.
 """
 
 import copy
@@ -40,13 +43,14 @@ from harness import errors
 from harness import run_config
 from harness._tf import tf
 from harness.cluster import tf_config_checks
-from harness.cluster.strategy_kind import BUILDABLE_KINDS
+from harness.cluster import strategy_kind as strategy_kind_lib
 from harness.cluster.strategy_kind import StrategyKind
 from harness.core.strategy_classifier import strategy_kind
 from harness.distribute.graph_strategy import is_v1
 from harness.distribute.graph_strategy import local_resolver
 
-__all__ = ["make_strategy", "configure_for_task", "install_evaluator_guard",
+__all__ = ["make_strategy", "configure_for_task", "configure_checked",
+           "install_evaluator_guard",
            "DEVICE_TYPES", "training_cluster", "check_devices",
            "cpu_devices_per_worker"]
 
@@ -92,23 +96,23 @@ def make_strategy(kind, *, num_devices_per_worker=1, device_type="CPU",
       not fit the kind.
     NotSupportedError: a single-machine kind for a multi-machine cluster.
   """
-  if kind not in BUILDABLE_KINDS:
+  if kind not in strategy_kind_lib.BUILDABLE_KINDS:
     raise errors.ConfigError(
         f"Unknown strategy kind {kind!r}: valid kinds are "
-        f"{', '.join(BUILDABLE_KINDS)}.")
+        f"{', '.join(strategy_kind_lib.BUILDABLE_KINDS)}.")
+  kind = StrategyKind(kind)
   check_devices(num_devices_per_worker, device_type, allow_none=False)
   count = num_devices_per_worker
-  if kind == StrategyKind.ONE_DEVICE and count != 1:
+  if kind.single_device and not kind.no_op and count != 1:
     raise errors.ConfigError(
         f"The one_device strategy uses one device, but "
         f"num_devices_per_worker is {count}. Fix: use mirrored for {count} "
         "devices, or num_devices_per_worker=1.")
-  if kind == StrategyKind.PARAMETER_SERVER and device_type == "CPU" and count > 1:
+  if kind.needs_ps and device_type == "CPU" and count > 1:
     raise errors.NotSupportedError(_PS_CPU_DEVICES.format(count=count))
   devices = [f"/device:{device_type}:{i}" for i in range(count)]
   with tf.Graph().as_default():
-    strategy = None if kind == StrategyKind.DEFAULT else _build(
-        kind, devices, device_type)
+    strategy = None if kind.no_op else _build(kind, devices, device_type)
   # The cluster it will train on (`harness.main` passes none: its plan
   # checked the flags' cluster).
   _check_cluster_fits(kind, training_cluster(cluster))
@@ -116,7 +120,7 @@ def make_strategy(kind, *, num_devices_per_worker=1, device_type="CPU",
 
 
 def _build(kind, devices, device_type):
-  """A strategy of `kind` on `devices` (checked by `make_strategy`)."""
+  """A v1 strategy of `kind` on `devices` (checked by `make_strategy`)."""
   v1 = tf.compat.v1.distribute
   num_gpus = len(devices) if device_type == "GPU" else 0
   if kind == StrategyKind.MIRRORED:
@@ -193,25 +197,53 @@ def configure_for_task(strategy, *, cluster, task_type, task_id,
   """
   check_devices(num_devices_per_worker, device_type, allow_none=True)
   kind = None if strategy is None else kind or strategy_kind(strategy)
-  if kind not in (None, "default") and not is_v1(strategy):
+  if kind is not None and not kind.no_op and not is_v1(strategy):
     raise errors.ConfigError(
         f"configure_for_task needs a tf.compat.v1 strategy, got the TF2 "
         f"{type(strategy).__name__}. Fix: pass to_graph_strategy(strategy).")
   jobs = training_cluster(cluster)
   _check_cluster_fits(kind, jobs)
-  config = copy.deepcopy(session_config or
-                         run_config.get_default_session_config())
   if jobs:
     _check_task(jobs, task_type, task_id)
+  config, _ = configure_checked(
+      strategy, kind=kind, jobs=jobs, task_type=task_type, task_id=task_id,
+      session_config=session_config,
+      num_devices_per_worker=num_devices_per_worker, device_type=device_type)
+  return config
+
+
+def configure_checked(strategy, *, kind, jobs, task_type, task_id,
+                      session_config=None, num_devices_per_worker=None,
+                      device_type="CPU"):
+  """`configure_for_task` for a task whose facts were checked before.
+
+  For a RunConfig's task (`cluster.validate` ran before training: the task
+  is in the cluster and the strategy's jobs fit it; `roles.prepare_task`
+  applies the one-machine rule) and for a remote client's tasks. Nothing
+  is checked or classified again.
+
+  Args: `strategy` a tf.compat.v1 strategy of `kind` (a `StrategyKind`), or
+    both None; `jobs` {job: [address, ...]}, the training jobs ({}: local);
+    the rest as for `configure_for_task`, already valid.
+
+  Returns:
+    (a new `tf.compat.v1.ConfigProto`, the CPU devices this task needs:
+    its `device_count` for N > 1, else 1).
+
+  Raises:
+    NotSupportedError: N > 1 CPU devices with parameter servers.
+  """
+  config = copy.deepcopy(session_config or
+                         run_config.get_default_session_config())
   count, device_type = _configure_kind(
       strategy, kind, config, jobs, task_type, task_id,
       num_devices_per_worker, device_type)
-  num_cpus = cpu_devices_per_worker(strategy, kind=kind)
+  num_cpus = _cpu_devices(strategy, kind)
   if device_type == "CPU" and count is not None:
     num_cpus = max(num_cpus, count)
   if num_cpus > 1:
     config.device_count["CPU"] = num_cpus
-  return config
+  return config, num_cpus
 
 
 def _configure_kind(strategy, kind, config, jobs, task_type, task_id, count,
@@ -222,25 +254,26 @@ def _configure_kind(strategy, kind, config, jobs, task_type, task_id, count,
     (devices per worker or None, their type): a collective strategy keeps
     its own when `count` is None.
   """
-  if kind == StrategyKind.COLLECTIVE:
+  if kind is None or kind.no_op:
+    if jobs and cluster_lib.PS in jobs:  # No strategy: replica_device_setter.
+      del config.device_filters[:]
+      config.device_filters.extend(
+          ["/job:ps", f"/job:{task_type}/task:{task_id}"])
+  elif kind.lockstep:
     if count is None:  # Keep the strategy's own devices (make_strategy's).
       count, device_type = _tf_private.collective_num_devices_per_worker(
           strategy)
     _configure_collective(strategy, config, jobs, task_type, task_id, count,
                           device_type)
-  elif kind == StrategyKind.PARAMETER_SERVER and jobs:
+  elif kind.needs_ps and jobs:
     if count is not None and device_type == "CPU" and count > 1:
       raise errors.NotSupportedError(_PS_CPU_DEVICES.format(count=count))
     if count is not None and device_type == "GPU":
       _tf_private.set_ps_gpus_per_worker(strategy, count)
     with tf.Graph().as_default():
       strategy.configure(config, jobs, task_type, task_id)
-  elif kind not in (None, "default"):
+  else:
     strategy.configure(config)
-  elif jobs and cluster_lib.PS in jobs:  # No strategy: replica_device_setter.
-    del config.device_filters[:]
-    config.device_filters.extend(
-        ["/job:ps", f"/job:{task_type}/task:{task_id}"])
   return count, device_type
 
 
@@ -312,14 +345,12 @@ def training_cluster(cluster):
   Returns:
     {job: [address, ...]}, {} for None.
   """
-  if not cluster:
-    return {}
-  if hasattr(cluster, "as_dict"):
+  if isinstance(cluster, tf.train.ClusterSpec):
     cluster = cluster.as_dict()
   elif isinstance(cluster, cluster_lib.ClusterInfo):
     cluster = cluster.cluster
-  return {str(job): list(addresses) for job, addresses in cluster.items()
-          if job != cluster_lib.EVALUATOR and addresses}
+  return {str(job): list(addresses) for job, addresses in (
+      cluster or {}).items() if job != cluster_lib.EVALUATOR and addresses}
 
 
 def check_devices(num_devices_per_worker, device_type, allow_none):
@@ -353,8 +384,14 @@ def cpu_devices_per_worker(strategy, *, kind=None):
   Returns:
     The number of CPU replicas on one worker, or 1.
   """
-  kind = None if strategy is None else kind or strategy_kind(strategy)
-  if kind in (None, "default"):
+  if strategy is None:
+    return 1
+  return _cpu_devices(strategy, kind or strategy_kind(strategy))
+
+
+def _cpu_devices(strategy, kind):
+  """`cpu_devices_per_worker` for a known `kind` (None: no strategy)."""
+  if kind is None or kind.no_op:
     return 1
   devices = strategy.extended.worker_devices
   num_cpus = sum(1 for device in devices

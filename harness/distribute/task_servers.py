@@ -1,9 +1,10 @@
 """A task's server: its config (for a training task's in-process server and
-for `python -m harness.server`), or the one the user's strategy already
-started.
+for `python -m harness.server`), the one the user's strategy already
+started, or one started for a cluster task (`serve_task`).
 """
 
 import copy
+import os
 
 from absl import logging
 
@@ -11,10 +12,11 @@ from harness import _tf_private
 from harness import cluster as cluster_lib
 from harness import errors
 from harness._tf import tf
+from harness.cluster import listen
 from harness.distribute.strategies import check_devices
 from harness.distribute.strategies import training_cluster
 
-__all__ = ["server_config_for", "in_process_server_target"]
+__all__ = ["server_config_for", "in_process_server_target", "serve_task"]
 
 
 def server_config_for(session_config, *, cluster, task_type,
@@ -61,11 +63,18 @@ def server_config_for(session_config, *, cluster, task_type,
     num_cpu_devices = count if device_type == "CPU" and not is_ps else 1
   if num_gpus is None:
     num_gpus = count if device_type == "GPU" else 0
+  return _server_config(session_config, training_cluster(cluster), task_type,
+                        num_cpu_devices, num_gpus)
+
+
+def _server_config(session_config, jobs, task_type, num_cpu_devices,
+                   num_gpus):
+  """`server_config_for` with its numbers decided (and valid)."""
+  is_ps = task_type == cluster_lib.PS
   config = copy.deepcopy(session_config or tf.compat.v1.ConfigProto())
   config.device_count.clear()
   config.device_count["CPU"] = num_cpu_devices
   config.device_count["GPU"] = 0 if is_ps else num_gpus
-  jobs = training_cluster(cluster)
   if not config.experimental.collective_group_leader:
     for job in (cluster_lib.CHIEF, cluster_lib.WORKER):
       if jobs.get(job):
@@ -121,9 +130,16 @@ def in_process_server_target(strategy, *, cluster, task_type, task_id,
   Raises:
     ConfigError: the running server has fewer CPU devices than asked for.
   """
+  return _running_target(strategy, training_cluster(cluster), task_type,
+                         task_id, num_devices_per_worker, device_type)
+
+
+def _running_target(strategy, jobs, task_type, task_id,
+                    num_devices_per_worker, device_type):
+  """`in_process_server_target` for the training `jobs`."""
   if strategy is None or not _tf_private.started_in_process_server(strategy):
     return None
-  address = training_cluster(cluster)[task_type][task_id]
+  address = jobs[task_type][task_id]
   available = _num_local_cpus(task_type, task_id)
   if device_type == "CPU" and (num_devices_per_worker or 1) > available:
     raise errors.ConfigError(
@@ -138,3 +154,63 @@ def in_process_server_target(strategy, *, cluster, task_type, task_id,
   logging.info("strategy | %s/%d | the strategy already serves %s; not "
                "starting another server", task_type, task_id, address)
   return f"grpc://{address}"
+
+
+def serve_task(config, strategy, *, jobs, session_config, num_cpu_devices,
+               server_class):
+  """This task's server: the user's strategy's own, or one started here.
+
+  Args:
+    config: the task's RunConfig (task, protocol, bind_address).
+    strategy: the user's strategy (before `to_graph_strategy`), or None.
+    jobs: {job: [address, ...]}, the training jobs.
+    session_config: what `strategies.configure_checked` returned, or None
+      (a ps task).
+    num_cpu_devices: the CPU devices the task's sessions use, >= 1.
+    server_class: the class to start (`tf.distribute.Server`'s own).
+
+  Returns:
+    (the session target, the server started here or None).
+
+  Raises:
+    ClusterConfigError: the server cannot start (port taken, bad address).
+  """
+  address = jobs[config.task_type][config.task_id]
+  target = _running_target(strategy, jobs, config.task_type, config.task_id,
+                           None, "CPU")
+  server = None
+  if not target:
+    server = _start_server(config, address, _server_config(
+        session_config, jobs, config.task_type,
+        1 if config.task_type == cluster_lib.PS else num_cpu_devices, 0),
+                           jobs, server_class)
+    target = server.target
+  _log_listening(config, address, "listening on" if server else (
+      f"using the strategy's server {target}, listening on"))
+  return target, server
+
+
+def _start_server(config, address, server_config, jobs, server_class):
+  """Starts a `server_class` server for the task (`serve_task`)."""
+  try:
+    # Created unstarted, then started, through the class's defining module
+    # (as tf.estimator did with `server_lib.Server`).
+    server = server_class(
+        tf.train.ClusterSpec(jobs), job_name=config.task_type,
+        task_index=config.task_id, config=server_config,
+        protocol=config.protocol, start=False)
+    server.start()
+  except (tf.errors.OpError, ValueError) as e:
+    raise errors.ClusterConfigError(
+        f"Cannot start the server of {config.task_label} on {address!r}: {e}. "
+        "Fix: free the port, or give this task another address in "
+        "TF_CONFIG.") from e
+  return server
+
+
+def _log_listening(config, address, what):
+  line, warning = listen.describe(address, environ=os.environ,
+                                  bind_address=config.bind_address)
+  logging.info("server | %s | %s %s", config.task_label, what, line)
+  if warning:
+    logging.warning("server | %s | %s", config.task_label, warning)

@@ -14,7 +14,6 @@ from absl import logging
 from harness import errors
 from harness import estimator as estimator_lib
 from harness._tf import tf
-from harness.cluster.strategy_kind import StrategyKind
 from harness.early_stopping import stop_hooks as early_stopping_hooks
 from harness.state import run_state
 
@@ -77,7 +76,7 @@ def make_early_stopping_hook(estimator, should_stop_fn, run_every_secs=60,
         f"`should_stop_fn` must be callable, given: {should_stop_fn!r}.")
   config = estimator.config
   strategy = config.train_distribute
-  if config.strategy_kind == StrategyKind.COLLECTIVE:
+  if config.strategy_kind and config.strategy_kind.lockstep:
     if run_every_secs:
       raise errors.ConfigError(
           "run_every_secs should not be set when using "

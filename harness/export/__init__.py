@@ -17,12 +17,12 @@ SavedModel writer lives in `harness.export.writer`. The experimental names
 # Experimental names (TrainOutput, SupervisedInputReceiver, ...) are imported
 # for `from harness.export import X`, not listed in __all__.
 # pylint: disable=unused-import
-from harness.export.outputs import ClassificationOutput
-from harness.export.outputs import EvalOutput
-from harness.export.outputs import ExportOutput
-from harness.export.outputs import PredictOutput
-from harness.export.outputs import RegressionOutput
-from harness.export.outputs import TrainOutput
+from harness.export.output_classes import ClassificationOutput
+from harness.export.output_classes import EvalOutput
+from harness.export.output_classes import ExportOutput
+from harness.export.output_classes import PredictOutput
+from harness.export.output_classes import RegressionOutput
+from harness.export.output_classes import TrainOutput
 from harness.export.receivers import build_parsing_serving_input_receiver_fn
 from harness.export.receivers import build_raw_serving_input_receiver_fn
 from harness.export.receivers import build_raw_supervised_input_receiver_fn

@@ -23,7 +23,7 @@ import sys
 from absl import flags
 
 from harness import errors
-from harness.cli import bad_flags
+from harness.cli import binary_flags
 from harness.cli import log_format
 from harness.k8s import entrypoint
 from harness.k8s import manifests
@@ -121,10 +121,10 @@ def main(argv, *, environ=None, stdout=None, stderr=None):
         raise errors.FlagError(f"tf-config takes no arguments: {argv[2:]}.")
       stdout.write(entrypoint.tf_config_from_environ(environ) + "\n")
       return 0
-    if bad_flags.wants_help(list(argv[1:])):
+    if binary_flags.wants_help(list(argv[1:])):
       flag_values = _flag_values()
       stdout.write(_HELP + "\nflags:\n"
-                   + bad_flags.flag_help(flag_values, list(flag_values))
+                   + binary_flags.flag_help(flag_values, list(flag_values))
                    + "\n")
       return 0
     config = parse_args(argv)

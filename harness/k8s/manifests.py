@@ -199,18 +199,31 @@ def render(config):
   Returns:
     A list of dicts, one per object.
   """
-  if config.standalone:
-    return _standalone(config)
-  if config.uses_jobset:  # The evaluator is one of its replicatedJobs.
-    objects = (jobset.render_trainjob(config)
-               if config.output == "trainjob" else jobset.render_jobset(config))
-  else:
-    objects = _tfjob(config) if config.tfjob else _training(config)
-    if config.evaluator:
-      objects.append(_evaluator_job(config))
-  if config.tensorboard:
+  objects = _RENDERERS[config.output](config)
+  if config.tensorboard and not config.standalone:
     objects += _tensorboard(config)
   return objects
+
+
+def _with_evaluator_job(render_tasks):
+  """`render_tasks`, then the evaluator's own Job when there is one."""
+  def render_all(config):
+    objects = render_tasks(config)
+    if config.evaluator:
+      objects.append(_evaluator_job(config))
+    return objects
+  return render_all
+
+
+# `--output` (`config.OUTPUTS`) -> the objects of its tasks. A JobSet or
+# TrainJob holds the evaluator as one of its replicatedJobs.
+_RENDERERS = {
+    "jobset": jobset.render_jobset,
+    "trainjob": jobset.render_trainjob,
+    "jobs": _with_evaluator_job(_training),
+    "tfjob": _with_evaluator_job(_tfjob),
+    "servers": _standalone,
+}
 
 
 def _command_lines(args, width=_HEADER_WIDTH):

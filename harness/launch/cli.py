@@ -51,7 +51,7 @@ from absl import flags
 
 from harness import cluster as cluster_lib
 from harness import errors
-from harness.cli import bad_flags as cli
+from harness.cli import binary_flags
 from harness.cli import tensorboard_server
 from harness.cluster import listen
 from harness.launch import metrics_ports
@@ -338,19 +338,19 @@ evaluator task exited 0 (ps tasks are then stopped); a failed task's status
 def _help_text(flag):
   names = [holder.name for holder in vars(flag).values()]
   return (f"{_USAGE}\n\n{_HELP}\nflags:\n"
-          + cli.flag_help(flags.FLAGS, names))
+          + binary_flags.flag_help(flags.FLAGS, names))
 
 
 def _tensorboard(flag, command):
   """One TensorBoard for the cluster (`--tensorboard`), or a null context."""
   if flag.tensorboard.value is None:
     if flag.tensorboard_keep.value:
-      cli.usage_error("launch", "--tensorboard_keep keeps the server that "
-                      "--tensorboard starts: add --tensorboard.", _USAGE)
+      binary_flags.usage_error("launch", "--tensorboard_keep keeps the server "
+                               "that --tensorboard starts: add --tensorboard.", _USAGE)
     return contextlib.nullcontext()
   model_dir = tensorboard_server.model_dir_in_command(command)
   if not model_dir:
-    cli.usage_error(
+    binary_flags.usage_error(
         "launch", f"--tensorboard={flag.tensorboard.value}: the command "
         "after `--` passes no --model_dir to serve. Fix: add "
         "--model_dir=<shared path> to the command.", _USAGE)
@@ -362,7 +362,7 @@ def _tensorboard(flag, command):
 def _main(flag, argv):
   command = argv[1:]
   if not command:
-    cli.usage_error(
+    binary_flags.usage_error(
         "launch", "no command: put the command every task runs after `--`.",
         _USAGE)
   stop_event = threading.Event()
@@ -384,7 +384,7 @@ def _main(flag, argv):
           grace_secs=flag.grace_secs.value, stop_event=stop_event,
           network_isolation=flag.network_isolation.value)
   except errors.ConfigError as e:
-    cli.usage_error("launch", str(e), _USAGE)
+    binary_flags.usage_error("launch", str(e), _USAGE)
   if received and status == 130:
     status = 128 + received[0]
   sys.exit(status)
@@ -393,7 +393,7 @@ def _main(flag, argv):
 def run():
   """Console-script entry point (`harness-launch`), as `python -m`."""
   flag = _define_flags()
-  parse = cli.flags_parser("launch", _USAGE, lambda: _help_text(flag))
+  parse = binary_flags.flags_parser("launch", _USAGE, lambda: _help_text(flag))
   app.run(functools.partial(_main, flag),
           flags_parser=lambda argv: parse(
               tensorboard_server.expand_bare_flag(argv)))

@@ -13,13 +13,13 @@ session config, `check_supported_config`) and `model_dir`
 (`resolve_model_dir`, the Estimator's model_dir merge).
 
 `__all__` is what `tensorflow_estimator.python.estimator.run_config`
-forwards (`harness.compat.aliases`); harness's own constants are
-importable here too, outside it.
+forwards (`harness.compat.aliases`); harness's own constants (defined in
+`harness.fields`) are importable here too, outside it.
 """
 
-from harness.run_config.checks import DEFAULT_REMOTE_CLAIM_TIMEOUT_SECS
-from harness.run_config.checks import DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS
-from harness.run_config.checks import STEPS_PER_LOOP_AUTO
+from harness.fields import DEFAULT_REMOTE_CLAIM_TIMEOUT_SECS
+from harness.fields import DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS
+from harness.fields import STEPS_PER_LOOP_AUTO
 from harness.run_config.config import RunConfig
 from harness.run_config.distribution import check_supported_config
 from harness.run_config.distribution import DistributeConfig

@@ -7,8 +7,9 @@
 
 `harness.run_config.RunConfig` keeps its values in one dict; its
 constructor and `replace()` run `validate_properties` on it (2.15's message
-first, then the value and the fix): one named check per field or group of
-fields, in a fixed order (the first broken rule is the one reported). Also
+first, then the value and the fix): 2.15's rules, then each harness field's
+check from `harness.fields`, in a fixed order (the first broken rule is the
+one reported). Also
 here: 2.15's save_checkpoints_steps / _secs rule (constructor and
 replace()), the strategy given in two places, `remote_cluster` in its three
 spellings, and the short TF_CONFIG line RunConfig logs.
@@ -19,32 +20,18 @@ import numbers
 
 from harness import cluster
 from harness import errors
+from harness import fields
 from harness._tf import tf
-from harness.cluster import env_knobs
-from harness.cluster import listen
-from harness.core import input_modes
-from harness.core import live_metrics
-from harness.core import stall
-from harness.core import stop_signal
+from harness.fields import field as field_lib
 from harness.spec import fn_args
 
 __all__ = [
-    "DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS", "STEPS_PER_LOOP_AUTO",
-    "DEFAULT_REMOTE_CLAIM_TIMEOUT_SECS", "ENV_KNOBS", "fail",
-    "checkpoint_cadence", "replaced_checkpoint_cadence", "validate_properties",
+    "ENV_KNOBS", "fail", "checkpoint_cadence", "replaced_checkpoint_cadence", "validate_properties",
     "merged_strategy", "normalize_remote_cluster", "tf_config_summary",
 ]
 
-# Bound of each start-up check of a remote_cluster's servers (seconds).
-DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS = 30.0
-# steps_per_loop's value for "choose K from the first steps' timing"
-# (harness/core/auto_loop.py).
-STEPS_PER_LOOP_AUTO = "auto"
-# How long a standalone client's claim of its servers outlives its last
-# renewal (seconds); see harness.distribute.server_claim.
-DEFAULT_REMOTE_CLAIM_TIMEOUT_SECS = 15.0
 # Knobs whose None falls back to an environment variable, then a default.
-ENV_KNOBS = (env_knobs.PEER_TIMEOUT, env_knobs.RESTART_WAIT)
+ENV_KNOBS = tuple(f.env for f in fields.FIELDS if f.env is not None)
 # The TF_CONFIG log line's bound (the full JSON goes to DEBUG).
 SUMMARY_CHARS = 150
 _SAVE_CKPT_ERR = (
@@ -90,10 +77,9 @@ _LEGACY_RULES = (
 
 
 def fail(message, fix, value=None):
-  """Raises ConfigError: `message` (2.15's sentence), the value, the fix."""
-  given = "" if value is None else f" Given: {value!r}."
-  message = message if message.endswith((".", " ")) else message + "."
-  raise errors.ConfigError(f"{message}{given} Fix: {fix}")
+  """Raises ConfigError: `message` (2.15's sentence), the value, the fix
+  (the form of `harness.fields`' checks)."""
+  field_lib.fail(message, fix, value)
 
 
 def checkpoint_cadence(steps, secs, unset):
@@ -161,118 +147,15 @@ def _check_legacy_properties(values):
       fail(message, fix, value)
 
 
-def _check_steps_per_loop(values):
-  """`steps_per_loop`: an int >= 1 (not a bool) or "auto"."""
-  steps = values["steps_per_loop"]
-  if steps != STEPS_PER_LOOP_AUTO and (
-      isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or
-      steps < 1):
-    fail("steps_per_loop must be an integer >= 1 (training steps run "
-         f"inside one session.run) or {STEPS_PER_LOOP_AUTO!r} (harness "
-         "picks K from the first steps' timing).",
-         "use 1 for one step per run.", steps)
+def _check_harness_fields(values):
+  """harness's own fields, in the table's order (`harness.fields`)."""
+  for field in fields.FIELDS:
+    field.check(values[field.name])
 
 
-def _positive_secs(value):
-  """True for a real number of seconds > 0 (a bool is not one)."""
-  return (not isinstance(value, bool) and isinstance(value, numbers.Real)
-          and value > 0)
-
-
-def _check_remote_connect_timeout(values):
-  """`remote_connect_timeout_secs`: seconds > 0."""
-  timeout = values["remote_connect_timeout_secs"]
-  if not _positive_secs(timeout):
-    fail("remote_connect_timeout_secs must be a number of seconds > 0 (how "
-         "long the servers of remote_cluster may take to answer).",
-         f"use e.g. {DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS:g}.", timeout)
-
-
-def _check_wait_secs(values):
-  """The evaluator's polling and idle bound, then the peer / restart waits
-  (None: their environment variable, then their default)."""
-  env_knobs.check_secs("eval_poll_secs", values["eval_poll_secs"],
-                       example=env_knobs.EVAL_POLL_SECS)
-  env_knobs.check_secs("eval_idle_timeout_secs",
-                       values["eval_idle_timeout_secs"], allow_none=True,
-                       example=600)
-  for knob in ENV_KNOBS:
-    env_knobs.check_secs(knob.name, values[knob.name], allow_none=True,
-                         example=knob.default)
-
-
-def _check_force_takeover(values):
-  """`force_takeover`: a bool."""
-  if not isinstance(values["force_takeover"], bool):
-    fail("force_takeover must be True or False (take over model_dir's "
-         "lease from a live trainer).", "use False unless the other "
-         "trainer is gone.", values["force_takeover"])
-
-
-def _check_bind_address(values):
-  """`bind_address`: None or "*" (`harness.cluster.listen`'s rule)."""
-  listen.check_bind_address(values["bind_address"])
-
-
-def _check_remote_claim_timeout(values):
-  """`remote_claim_timeout_secs`: seconds > 0."""
-  claim = values["remote_claim_timeout_secs"]
-  if not _positive_secs(claim):
-    fail("remote_claim_timeout_secs must be a number of seconds > 0 (how "
-         "long a standalone client's claim of its servers outlives its "
-         "last renewal).",
-         f"use e.g. {DEFAULT_REMOTE_CLAIM_TIMEOUT_SECS:g}.", claim)
-
-
-def _check_stop_bounds(values):
-  """What ends a training run that makes no progress: the stall count, the
-  stop timeout after a signal, the wait for the first batch."""
-  stall.check_max_runs(values["max_runs_without_progress"])
-  env_knobs.check_secs("stop_timeout_secs", values["stop_timeout_secs"],
-                       example=stop_signal.DEFAULT_STOP_TIMEOUT_SECS)
-  env_knobs.check_secs("input_timeout_secs", values["input_timeout_secs"],
-                       allow_none=True, example=600)
-
-
-def _check_metrics_endpoint(values):
-  """`metrics_port` and `metrics_bind` (`harness.core.live_metrics`)."""
-  live_metrics.check_metrics_port(values["metrics_port"])
-  live_metrics.check_metrics_bind(values["metrics_bind"])
-
-
-def _check_input_pipeline(values):
-  """`input_pipeline`: one of `input_modes.INPUT_PIPELINES`."""
-  if values["input_pipeline"] not in input_modes.INPUT_PIPELINES:
-    fail("input_pipeline must be one of "
-         f"{', '.join(input_modes.INPUT_PIPELINES)}.", "use "
-         f"{input_modes.TUNED!r} (prefetch and order-keeping tf.data "
-         f"options) or {input_modes.AS_WRITTEN!r} (the input_fn's "
-         "dataset as returned).", values["input_pipeline"])
-
-
-def _check_xla(values):
-  """`xla`: a bool."""
-  if not isinstance(values["xla"], bool):
-    fail("xla must be True or False (XLA auto-clustering of the graph).",
-         "use False unless bench figures show XLA helps your model.",
-         values["xla"])
-
-
-# validate_properties' order: 2.15's fields, then harness's in the order
-# they were added. The first broken rule is the one reported: keep it.
-_CHECKS = (
-    _check_legacy_properties,
-    _check_steps_per_loop,
-    _check_remote_connect_timeout,
-    _check_wait_secs,
-    _check_force_takeover,
-    _check_bind_address,
-    _check_remote_claim_timeout,
-    _check_stop_bounds,
-    _check_metrics_endpoint,
-    _check_input_pipeline,
-    _check_xla,
-)
+# validate_properties' order: 2.15's fields, then harness's in the table's
+# order. The first broken rule is the one reported: keep it.
+_CHECKS = (_check_legacy_properties, _check_harness_fields)
 
 
 def merged_strategy(values, name):

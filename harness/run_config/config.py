@@ -7,13 +7,10 @@ Usage::
     config.is_chief, config.num_worker_replicas, config.cluster_spec
     config = config.replace(keep_checkpoint_max=10)
 
-`RunConfig` keeps 2.15's constructor (plus keyword-only `steps_per_loop`,
-`remote_connect_timeout_secs`, the evaluator's `eval_poll_secs` and
-`eval_idle_timeout_secs`, `peer_timeout_secs`, `restart_wait_secs`,
-`force_takeover`, `bind_address`, `remote_claim_timeout_secs`,
-`max_runs_without_progress`, `stop_timeout_secs`, `input_timeout_secs`,
-`metrics_port`, `metrics_bind`, `input_pipeline`, `xla` and `environ`),
-properties (and `restart_attempt`), `replace()` allow-list and messages.
+`RunConfig` keeps 2.15's constructor (plus keyword-only harness fields,
+each declared once in `harness.fields` with its default, check and docs,
+and `environ` / `cluster_info`), properties (and `restart_attempt`),
+`replace()` allow-list and messages.
 It is a thin shell over data: the user's values (`run_config.checks`), the
 `ClusterInfo` read once from TF_CONFIG (`harness.cluster.tf_config`), and
 facts derived from both (`harness.run_config.distribution`). Unlike 2.15:
@@ -32,22 +29,18 @@ facts derived from both (`harness.run_config.distribution`). Unlike 2.15:
 
 import copy
 import os
+import textwrap
 
 from absl import logging
 
 from harness import cluster
 from harness import errors
+from harness import fields
 from harness.cluster import env_knobs
 from harness.cluster import jobs
 from harness.cluster import restart_attempt as restart_attempt_lib
-from harness.core import input_modes
-from harness.core import live_metrics
-from harness.core import stall
-from harness.core import stop_signal
 from harness.run_config import checks
 from harness.run_config import distribution
-from harness.run_config.checks import DEFAULT_REMOTE_CLAIM_TIMEOUT_SECS
-from harness.run_config.checks import DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS
 from harness.state import paths
 
 __all__ = ["RunConfig"]
@@ -62,15 +55,11 @@ _CONSTRUCTOR_ARGS = (
     "experimental_max_worker_delay_secs", "session_creation_timeout_secs",
     "checkpoint_save_graph_def")
 # 2.15's list (everything the constructor takes) plus harness's own fields.
-_HARNESS_FIELDS = ("steps_per_loop", "remote_connect_timeout_secs",
-                   "eval_poll_secs", "eval_idle_timeout_secs",
-                   "peer_timeout_secs", "restart_wait_secs",
-                   "force_takeover", "bind_address",
-                   "remote_claim_timeout_secs",
-                   "max_runs_without_progress", "stop_timeout_secs",
-                   "input_timeout_secs", "metrics_port", "metrics_bind",
-                   "input_pipeline", "xla")
+_HARNESS_FIELDS = fields.NAMES
 _DEFAULT_REPLACEABLE_LIST = list(_CONSTRUCTOR_ARGS) + list(_HARNESS_FIELDS)
+_D = fields.default  # The keyword-only defaults below are the table's.
+
+
 def _read_cluster_info(environ, cluster_info):
   """The ClusterInfo of this run: `cluster_info`, or TF_CONFIG of `environ`
   read now (None: no TF_CONFIG); logged in one short line."""
@@ -139,80 +128,30 @@ class RunConfig:
                session_creation_timeout_secs=7200,
                checkpoint_save_graph_def=True,
                *,
-               steps_per_loop=1,
-               remote_connect_timeout_secs=DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS,
-               eval_poll_secs=env_knobs.EVAL_POLL_SECS,
-               eval_idle_timeout_secs=None,
-               peer_timeout_secs=None,
-               restart_wait_secs=None,
-               force_takeover=False,
-               bind_address=None,
-               remote_claim_timeout_secs=DEFAULT_REMOTE_CLAIM_TIMEOUT_SECS,
-               max_runs_without_progress=(
-                   stall.DEFAULT_MAX_RUNS_WITHOUT_PROGRESS),
-               stop_timeout_secs=stop_signal.DEFAULT_STOP_TIMEOUT_SECS,
-               input_timeout_secs=None,
-               metrics_port=live_metrics.DEFAULT_METRICS_PORT,
-               metrics_bind=live_metrics.DEFAULT_METRICS_BIND,
-               input_pipeline=input_modes.DEFAULT,
-               xla=False,
+               # harness.fields, in its order (tests/test_fields.py).
+               steps_per_loop=_D("steps_per_loop"),
+               remote_connect_timeout_secs=_D("remote_connect_timeout_secs"),
+               eval_poll_secs=_D("eval_poll_secs"),
+               eval_idle_timeout_secs=_D("eval_idle_timeout_secs"),
+               peer_timeout_secs=_D("peer_timeout_secs"),
+               restart_wait_secs=_D("restart_wait_secs"),
+               force_takeover=_D("force_takeover"),
+               bind_address=_D("bind_address"),
+               remote_claim_timeout_secs=_D("remote_claim_timeout_secs"),
+               max_runs_without_progress=_D("max_runs_without_progress"),
+               stop_timeout_secs=_D("stop_timeout_secs"),
+               input_timeout_secs=_D("input_timeout_secs"),
+               metrics_port=_D("metrics_port"),
+               metrics_bind=_D("metrics_bind"),
+               input_pipeline=_D("input_pipeline"),
+               xla=_D("xla"),
+               # Where TF_CONFIG comes from.
                environ=None,
                cluster_info=cluster.FROM_ENVIRON):
     """Constructs a RunConfig; arguments as tf.estimator 2.15's, plus:
 
-    Args (harness additions, keyword-only):
-      steps_per_loop: training steps run inside one `session.run` (>= 1),
-        or "auto": K from the measured time of the first steps, bounded by
-        the summary, logging and checkpoint cadence (harness.core.auto_loop).
-        Default 1: one step per run, tf.estimator's exact semantics.
-      remote_connect_timeout_secs: with `remote_cluster`, how long each
-        server may take to accept a connection and answer (seconds, > 0).
-      eval_poll_secs: how often the evaluator task looks for a new
-        checkpoint (seconds, > 0); `EvalSpec.throttle_secs` only spaces
-        evaluations.
-      eval_idle_timeout_secs: the evaluator task gives up after this many
-        seconds without a new checkpoint (None: waits while training may
-        resume).
-      peer_timeout_secs: a step of a multi-task job fails after this many
-        seconds without its peers (None: $HARNESS_PEER_TIMEOUT_SECS, else
-        60).
-      restart_wait_secs: how long the evaluator and ps tasks wait for a
-        preempted or failed chief (None: $HARNESS_RESTART_WAIT_SECS, else
-        600).
-      force_takeover: a trainer takes over model_dir's lease even while
-        another live trainer holds it (see `harness.state.lease`).
-      bind_address: where this task's in-process TF server listens: None
-        (the host of its cluster address; TensorFlow 2.21 listens on every
-        interface instead, and a warning says so) or "*" (all interfaces,
-        acknowledged). One host raises NotSupportedError (`harness.cluster.listen`).
-      remote_claim_timeout_secs: with `remote_cluster`, the client's claim
-        of the servers expires this long after its last renewal (renewed
-        every quarter of it); the servers then restart in place, releasing
-        what a killed client left (`harness.distribute.server_claim`), seconds > 0.
-      max_runs_without_progress: training stops with `TrainingStalledError`
-        after this many `session.run` calls leave the global step where it
-        was (a train_op that never advances it); None never stops.
-      stop_timeout_secs: after a first SIGTERM/SIGINT, a training process
-        whose step does not end within this many seconds (a hung input; a
-        save or an export in progress is not cut) logs the stage it is
-        blocked in and exits, without the final checkpoint (seconds > 0).
-      input_timeout_secs: a local training run whose first batch has not
-        arrived (its first session.run has not returned) after this many
-        seconds fails (None: it waits, logging every 10 s).
-      metrics_port: each training (and evaluator) task serves live
-        Prometheus metrics on this port (`harness.core.live_metrics`); 0
-        (default): no endpoint.
-      metrics_bind: the address that endpoint listens on; default
-        127.0.0.1 (this machine only), "0.0.0.0" for a remote scraper.
-      input_pipeline: "tuned" (default): the dataset an input_fn returns
-        for a local graph gets a final `prefetch(AUTOTUNE)` and
-        order-keeping tf.data options (`harness.core.input_pipeline`);
-        its elements and their order are unchanged. "as_written": used as
-        returned, as tf.estimator 2.15 did.
-      xla: compile the graph with XLA auto-clustering
-        (`OptimizerOptions.global_jit_level` ON_1 in session_config; on
-        CPU also `--tf_xla_cpu_global_jit` in TF_XLA_FLAGS, which takes
-        effect only before the process's first session). Default False.
+    Args (harness additions, keyword-only; from `harness.fields`):
+{harness_args}
       environ: mapping read for TF_CONFIG, the two variables above and
         $JOBSET_RESTART_ATTEMPT instead of `os.environ`, once, here.
       cluster_info: TF_CONFIG already parsed by the caller (a
@@ -266,12 +205,7 @@ class RunConfig:
     """Returns a new RunConfig with the given properties replaced.
 
     Allowed: the constructor's arguments (2.15's list) and harness's
-    keyword-only fields (`steps_per_loop`, `remote_connect_timeout_secs`,
-    `eval_poll_secs`, `eval_idle_timeout_secs`, `peer_timeout_secs`,
-    `restart_wait_secs`, `force_takeover`, `bind_address`,
-    `remote_claim_timeout_secs`, `max_runs_without_progress`,
-    `stop_timeout_secs`, `input_timeout_secs`, `metrics_port`,
-    `metrics_bind`, `input_pipeline`, `xla`).
+    keyword-only fields (`harness.fields.NAMES`).
     Setting one of `save_checkpoints_steps` / `save_checkpoints_secs` to a
     value clears the other. TF_CONFIG is not read again.
 
@@ -327,24 +261,7 @@ class RunConfig:
       "experimental_max_worker_delay_secs")
   session_creation_timeout_secs = _value("session_creation_timeout_secs")
   checkpoint_save_graph_def = _value("checkpoint_save_graph_def")
-  steps_per_loop = _value("steps_per_loop")
-  remote_connect_timeout_secs = _value("remote_connect_timeout_secs")
-  eval_poll_secs = _value("eval_poll_secs")
-  eval_idle_timeout_secs = _value("eval_idle_timeout_secs")
-  peer_timeout_secs = property(
-      lambda self: self._knob_secs(env_knobs.PEER_TIMEOUT))
-  restart_wait_secs = property(
-      lambda self: self._knob_secs(env_knobs.RESTART_WAIT))
-  force_takeover = _value("force_takeover")
-  bind_address = _value("bind_address")
-  remote_claim_timeout_secs = _value("remote_claim_timeout_secs")
-  max_runs_without_progress = _value("max_runs_without_progress")
-  stop_timeout_secs = _value("stop_timeout_secs")
-  input_timeout_secs = _value("input_timeout_secs")
-  metrics_port = _value("metrics_port")
-  metrics_bind = _value("metrics_bind")
-  input_pipeline = _value("input_pipeline")
-  xla = _value("xla")
+  # harness's fields: one property each, set below from `harness.fields`.
   restart_attempt = property(lambda self: self._restart_attempt)
 
   # Derived from the values and TF_CONFIG (`distribution.derive`).
@@ -398,3 +315,26 @@ class RunConfig:
     shown = {k: v for k, v in self._values.items() if k != "session_config"}
     return (f"RunConfig({shown}, task={self.task_type}/{self.task_id}, "
             f"is_chief={self.is_chief}, cluster={self._derived.facts.cluster})")
+
+
+def _field_property(field):
+  """RunConfig's property of a `harness.fields` field: the user's value, or
+  for a field with an environment fallback, the resolved seconds."""
+  if field.env is None:
+    return _value(field.name)
+  return property(lambda self: self._knob_secs(field.env))  # pylint: disable=protected-access
+
+
+def _args_doc():
+  """The `Args:` entries of harness's fields, from `harness.fields`."""
+  return "\n".join(textwrap.fill(
+      f"{field.name}: {field.doc}", 76, initial_indent=" " * 6,
+      subsequent_indent=" " * 8) for field in fields.FIELDS)
+
+
+for _field in fields.FIELDS:
+  setattr(RunConfig, _field.name, _field_property(_field))
+del _field
+if RunConfig.__init__.__doc__:  # None under python -OO.
+  RunConfig.__init__.__doc__ = RunConfig.__init__.__doc__.replace(
+      "{harness_args}", _args_doc())

@@ -17,7 +17,7 @@ from absl import logging
 
 from harness import cluster as cluster_lib
 from harness import errors
-from harness.cli import bad_flags
+from harness.cli import binary_flags
 from harness.cli import log_format
 from harness.cluster import listen
 
@@ -89,8 +89,9 @@ def _main(flag, received, argv):
   # absl's full prefix only with absl's --verbosity=1 (debug).
   log_format.use(debug=logging.get_verbosity() >= logging.DEBUG)
   if len(argv) > 1:
-    bad_flags.usage_error("server", f"unexpected arguments {argv[1:]}; this binary "
-                    "takes only flags.")
+    binary_flags.usage_error(
+        "server", f"unexpected arguments {argv[1:]}; this binary takes only "
+        "flags.")
   try:
     bind_address = listen.check_bind_address(flag.bind_address.value,
                                              source="--bind_address")
@@ -100,7 +101,7 @@ def _main(flag, received, argv):
         num_cpu_devices=flag.num_cpu_devices.value,
         num_gpus=flag.num_gpus_per_worker.value, protocol=info.rpc_layer)
   except (errors.ConfigError, errors.NotSupportedError) as e:
-    bad_flags.usage_error("server", str(e))
+    binary_flags.usage_error("server", str(e))
   task = cluster_lib.task_label(info.task_type, info.task_id)
   line, warning = listen.describe(info.task_address, environ=os.environ,
                                   bind_address=bind_address)
@@ -144,7 +145,7 @@ def catch_stop_signals():
 
 def _help_text(flag):
   names = [holder.name for holder in vars(flag).values()]
-  return f"{_HELP}\nflags:\n" + bad_flags.flag_help(flags.FLAGS, names)
+  return f"{_HELP}\nflags:\n" + binary_flags.flag_help(flags.FLAGS, names)
 
 
 def run():
@@ -154,5 +155,5 @@ def run():
   received = catch_stop_signals()
   flag = _define_flags()
   app.run(functools.partial(_main, flag, received),
-          flags_parser=bad_flags.flags_parser("server",
+          flags_parser=binary_flags.flags_parser("server",
                                         help_text=lambda: _help_text(flag)))

@@ -1,11 +1,14 @@
-"""Command-line plumbing shared by the small binaries (launch, server, k8s).
+"""How the binaries answer a bad flag and `--help` (launch, server, k8s).
 
 A bad flag or argument is one line on stderr and exit status 2; `--help`
 prints the binary's own text and its flags (no source paths), exit 0::
 
-    app.run(main, flags_parser=cli.flags_parser("launch", _USAGE, _help))
+    from harness.cli import binary_flags
+
+    app.run(main, flags_parser=binary_flags.flags_parser(
+        "launch", _USAGE, _help))
     ...
-    cli.usage_error("launch", "no command: ...", _USAGE)
+    binary_flags.usage_error("launch", "no command: ...", _USAGE)
 """
 
 import sys
