@@ -25,6 +25,7 @@ from absl import logging
 from harness import errors
 from harness import run_config as run_config_lib
 from harness import spec as spec_lib
+from harness import task_plan
 from harness import warm_start as warm_start_lib
 from harness._tf import tf
 from harness.cluster import jobs
@@ -372,9 +373,8 @@ def _deepcopyable(config):
 
 
 def _is_cluster_trainer(config):
-  return (config.remote_cluster is None and
-          bool(config.cluster_spec.as_dict()) and
-          config.task_type in jobs.TRAINER_JOBS)
+  """A chief, worker or master task of TF_CONFIG: the plan's role."""
+  return config.plan.role == task_plan.Role.TRAINER
 
 
 def _warm_starter(settings):

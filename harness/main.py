@@ -24,6 +24,7 @@ cases). Anything else is a harness bug and
 keeps its traceback.
 """
 
+import gc
 import logging as std_logging
 import os
 import sys
@@ -121,21 +122,20 @@ def main(argv, *, environ=None, handle_signals=False):
   label = "harness.main"
   try:
     try:
-      job_config = flags.parse(argv, environ=environ)
+      job_config, plan = flags.parse(argv, environ=environ)
     except errors.FlagError as e:
       return _fail(e, errors.EXIT_BAD_CONFIG, debug)
     except errors.HarnessError as e:
       return _fail(e, errors.EXIT_FAILED, debug)
     _set_verbosity(job_config.verbosity)
     # In a restarted JobSet, this process's lines show the attempt.
-    log_format.show_attempt(job_config.plan.task_label,
-                            job_config.plan.restart_attempt)
+    log_format.show_attempt(plan.task_label, plan.restart_attempt)
     debug = job_config.verbosity == "debug"
-    label = job_config.plan.task_label
+    label = plan.task_label
     if handle_signals:  # The task's label and bound in the stop's lines.
       stop_signal.STOP_SIGNAL.install_for_process(
           label=label, stop_timeout_secs=float(job_config.stop_timeout_secs))
-    return _run(job_config, environ, debug)
+    return _run(job_config, plan, environ, debug)
   except (stop_signal.Terminated, Exception):  # pylint: disable=broad-except
     # SIGTERM outside the training loop (inside TensorFlow's bindings its
     # exception may come out as another one).
@@ -149,16 +149,17 @@ def main(argv, *, environ=None, handle_signals=False):
         errors.EXIT_PREEMPTED, debug, "SIGTERM")
 
 
-def _run(job_config, environ, debug):
-  """main()'s job, once the flags parsed: its exit status."""
+def _run(job_config, plan, environ, debug):
+  """main()'s job, once the flags parsed (`job_config` and its `plan`): its
+  exit status."""
   stop_signal.STOP_SIGNAL.stage = ("building the job (TensorFlow, the "
                                    "model_fn's graph)")
-  _export_derived_tf_config(job_config.plan.cluster_info, environ)
+  _export_derived_tf_config(plan.cluster_info, environ)
   try:
-    preflight.preflight(job_config, job_config.plan)
+    preflight.preflight(job_config, plan)
     if not job_config.dry_run:
       legacy_imports.install()
-    job.run_job(job_config, environ=environ)
+    job.run_job(job_config, plan=plan)
   except errors.FlagError as e:
     return _fail(e, errors.EXIT_BAD_CONFIG, debug)
   except errors.TrainingPreemptedError as e:
@@ -176,7 +177,7 @@ def _run(job_config, environ, debug):
     if stop_signal.STOP_SIGNAL.terminated_in is not None:
       raise  # SIGTERM's, in TensorFlow's clothes: main() says it.
     label, message = diagnose.explain(
-        e, job_config.plan.model_dir,
+        e, plan.model_dir,
         params=job_config.params)
     if message is None:
       raise  # A harness bug: its traceback is what helps.
@@ -192,14 +193,24 @@ def _parse_absl_defaults(argv):
 
 
 def _main_then_exit(argv):
-  """main(), then, in a cluster task, leaving without interpreter shutdown.
+  """main(), then leaving without the interpreter's long shutdown.
 
-  TensorFlow's in-process gRPC server cannot be stopped; interpreter shutdown
-  then waits 10-20 s in its C++ teardown, and a supervisor would restart a
-  task that lost its peer that much later. Event files, log handlers and
-  the standard streams are flushed first; nothing else is left to finish.
+  Every process: the job is done, its last line printed; what is left is
+  TensorFlow's modules and the job's graphs, hundreds of thousands of
+  objects that interpreter shutdown's full garbage collections walk, one
+  after another, for seconds of silence after the last line (issue 39). The
+  heap is frozen out of those collections (`gc.freeze`): the memory goes
+  back with the process, and atexit handlers, buffered files and module
+  teardown still run (tests/test_exit_pause.py).
+
+  In a cluster task, nothing of shutdown: TensorFlow's in-process gRPC
+  server cannot be stopped; interpreter shutdown then waits 10-20 s in its
+  C++ teardown, and a supervisor would restart a task that lost its peer
+  that much later. Event files, log handlers and the standard streams are
+  flushed first; nothing else is left to finish.
   """
   code = main(argv, handle_signals=True)
+  gc.freeze()
   roles = sys.modules.get("harness.distribute.roles")  # Loaded if it served.
   if roles is None or not roles.serving():
     return code

@@ -29,6 +29,7 @@ import threading
 import time
 
 from harness.launch import ports
+from tests import _processes
 from tests import conftest
 
 # ------------------------------------------------------------------ waiting
@@ -214,7 +215,8 @@ def run(command, *, timeout_secs, env=None, cwd=None):
 
   Args:
     command: argv list.
-    timeout_secs: the bound (subprocess.TimeoutExpired past it).
+    timeout_secs: the bound (subprocess.TimeoutExpired past it, the
+      command and every process it started killed first).
     env: the child's environment; default `conftest.child_env()`.
     cwd: default the repository root.
 
@@ -222,10 +224,19 @@ def run(command, *, timeout_secs, env=None, cwd=None):
     The CompletedProcess (text), with `output` (stdout + stderr) and
     `description` (command, exit status, output tails) for failure messages.
   """
-  process = subprocess.run(
+  proc = _processes.popen(
       command, cwd=cwd or conftest.REPO_ROOT,
-      env=conftest.child_env() if env is None else env, capture_output=True,
-      text=True, timeout=timeout_secs, check=False)
+      env=conftest.child_env() if env is None else env,
+      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE, text=True)
+  try:
+    stdout, stderr = proc.communicate(timeout=timeout_secs)
+  except BaseException:  # The bound (or Ctrl-C): the whole tree goes.
+    _processes.kill_tree(proc)
+    proc.communicate(timeout=_processes.KILL_WAIT_SECS)
+    raise
+  process = subprocess.CompletedProcess(command, proc.returncode, stdout,
+                                        stderr)
   process.output = process.stdout + process.stderr
   process.description = (
       f"command: {command}\nexit: {process.returncode}\n"
@@ -235,7 +246,8 @@ def run(command, *, timeout_secs, env=None, cwd=None):
 
 
 class ChildProcess:
-  """`python ARGS` in its own process group, output collected as it runs.
+  """`python ARGS` in its own process group, output collected as it runs;
+  killed with its descendants when the test ends (tests/_processes.py).
 
       server = ChildProcess(["-m", "harness.server", ...], "server worker/0")
       test.addCleanup(server.kill_group)
@@ -247,12 +259,11 @@ class ChildProcess:
     """`program` (an argv prefix) replaces this Python, e.g. ["bash", "-c"]."""
     self.args, self.name = list(args), name
     self.lines = []
-    self.proc = subprocess.Popen(  # pylint: disable=consider-using-with
+    self.proc = _processes.popen(
         [*(program or [sys.executable]), *self.args],
         env=conftest.child_env(tf_config) if env is None else env,
         cwd=conftest.REPO_ROOT, stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True)
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     self._reader = threading.Thread(target=self._read, daemon=True)
     self._reader.start()
 
@@ -329,12 +340,8 @@ class ChildProcess:
         self.kill_group()
 
   def kill_group(self):
-    if self.proc.poll() is None:
-      try:
-        os.killpg(self.proc.pid, signal.SIGKILL)
-      except ProcessLookupError:
-        pass
-      self.proc.wait(timeout=10)
+    """SIGKILL to the group and every descendant's (bounded)."""
+    _processes.kill_tree(self.proc)
 
 
 def start_servers(test, cluster, num_cpu_devices=1, start_secs=90):

@@ -1,9 +1,14 @@
-"""Shared test fixtures: data paths (../shared fixtures, the shipped MNIST)."""
+"""Shared test fixtures: data paths (../shared fixtures, the shipped MNIST),
+and the end of every child process a test started (tests/_processes.py)."""
 
 import glob
 import json
 import os
 import pathlib
+
+import pytest
+
+from tests import _processes
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHARED_DIR = pathlib.Path(
@@ -18,6 +23,22 @@ from absl import flags as _absl_flags  # pylint: disable=g-import-not-at-top
 
 if not _absl_flags.FLAGS.is_parsed():
   _absl_flags.FLAGS(["pytest"], known_only=True)
+
+
+@pytest.fixture(autouse=True)
+def _no_child_left():
+  """Kills, when a test ends, the children it started and their trees
+  (tests/_processes.py); children of a class's setUpClass live on until
+  the session ends."""
+  mark = _processes.started()
+  yield
+  _processes.kill_started_since(mark)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_child_left_at_the_end():
+  yield
+  _processes.kill_started_since(0)
 
 
 def child_env(tf_config=None, extra=None):

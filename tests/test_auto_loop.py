@@ -167,7 +167,7 @@ class AutoTrainingTest(absltest.TestCase):
 
   def test_binary_default_is_auto(self):
     job = flags.parse(["prog", "--model_fn=linear", "--input_fn=constant"],
-                      environ={}, gpu_count=lambda: 0)
+                      environ={}, gpu_count=lambda: 0).job
     self.assertEqual(job.steps_per_loop, "auto")
 
   def test_auto_lands_on_max_steps_and_checkpoints_and_logs_k(self):

@@ -98,9 +98,10 @@ class BadInputTest(absltest.TestCase):
     """Trains `linear` into model_dir in this process (saves a TF start)."""
     from harness.cli import flags  # pylint: disable=g-import-not-at-top
     from harness.cli import job  # pylint: disable=g-import-not-at-top
-    result = job.run_job(flags.parse(
+    parsed = flags.parse(
         ["harness.main"] + _LINEAR + _TRAIN + [f"--model_dir={self.model_dir}"],
-        environ={}), environ={}, out=io.StringIO())
+        environ={})
+    result = job.run_job(parsed.job, plan=parsed.plan, out=io.StringIO())
     self.assertIsNotNone(result.latest_checkpoint)
 
   # ------------------------------------------------------------ TF_CONFIG

@@ -98,7 +98,7 @@ class DefaultsAgreeTest(absltest.TestCase):
   def test_a_run_without_flags_uses_the_flag_defaults(self):
     job = flags.parse(["harness.main", "--model_fn=linear",
                        "--input_fn=constant"], environ={},
-                      gpu_count=lambda: 0)
+                      gpu_count=lambda: 0).job
     used = _run_values(job)
     for name in sorted(set(job_config.FLAG_NAMES) - _NOT_IN_CONFIG):
       with self.subTest(flag=name):
@@ -119,7 +119,7 @@ class DefaultsAgreeTest(absltest.TestCase):
   def test_job_config_built_directly_runs_the_same_defaults(self):
     direct = _run_values(job_config.JobConfig())
     parsed = _run_values(flags.parse(["harness.main"], environ={},
-                                     gpu_count=lambda: 0))
+                                     gpu_count=lambda: 0).job)
     self.assertEqual(direct, parsed)
 
   def test_throttle_secs_is_estimator_2_15s_default(self):

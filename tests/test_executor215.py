@@ -217,6 +217,14 @@ class EvaluatorLoopTest(absltest.TestCase):
         ["path_1", "path_2"],
         [c.kwargs["checkpoint_path"] for c in est.evaluate.call_args_list])
 
+  def test_a_checkpoint_path_is_passed_on_unread(self):
+    # 2.15 handed latest_checkpoint()'s answer to evaluate() as it was (its
+    # own tests answer with a Mock); naming it in a stage line must not fail.
+    path = mock.Mock()
+    est, (metrics, _) = self._run([path], [{"global_step": 200}])
+    self.assertEqual({"global_step": 200}, metrics)
+    self.assertIs(path, est.evaluate.call_args.kwargs["checkpoint_path"])
+
   def test_listener_hears_every_look(self):
 
     class Listener(training._ContinuousEvalListener):

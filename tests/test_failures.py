@@ -32,6 +32,7 @@ from harness.cli import job_config
 from harness.cluster import peer_wait
 from harness.core import stall
 from harness.launch import ports
+from tests import _processes
 from tests import _support
 from tests import conftest
 
@@ -395,7 +396,7 @@ class InterruptTest(_BinaryTestCase):
 
   def test_sigint_saves_the_current_step_and_exits_130(self):
     model_dir = self.create_tempdir().full_path
-    process = subprocess.Popen(
+    process = _processes.popen(
         [sys.executable, "-m", "harness.main", "--model_fn=linear",
          "--input_fn=constant", "--mode=train", "--max_steps=1000000",
          "--save_checkpoints_steps=1000000", "--log_step_count_steps=20",

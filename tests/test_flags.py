@@ -12,6 +12,7 @@ from absl.testing import absltest
 from absl.testing import parameterized
 
 from harness import errors
+from harness import task_plan
 from harness.cli import flag_parsers
 from harness.cli import flags
 from harness.cli import job as job_lib
@@ -28,9 +29,13 @@ _TF_CONFIG_PS = json.dumps({
     "task": {"type": "worker", "index": 0}})
 
 
-def _parse(*args, environ=None, gpus=0):
+def _parsed(*args, environ=None, gpus=0):
   return flags.parse(_BASE + list(args), environ=environ or {},
                      gpu_count=lambda: gpus)
+
+
+def _parse(*args, environ=None, gpus=0):
+  return _parsed(*args, environ=environ, gpus=gpus).job
 
 
 def _problems(*args, environ=None, gpus=0):
@@ -108,12 +113,10 @@ class ParseTest(parameterized.TestCase):
     self.assertEqual(absl_flags.FLAGS["verbosity"].value, before)
 
   def test_flag_names_are_the_job_config_fields(self):
-    # All but the job's plan (TF_CONFIG and the facts decided from it, as
-    # parse made them): not a flag.
-    names = tuple(f.name for f in dataclasses.fields(job_config.JobConfig))
+    # Every field (the job's plan travels beside it, not in it).
     self.assertEqual(job_config.FLAG_NAMES,
-                     tuple(name for name in names if name != "plan"))
-    self.assertIn("plan", names)
+                     tuple(f.name for f in dataclasses.fields(
+                         job_config.JobConfig)))
     text = flags.help_text()
     for name in job_config.FLAG_NAMES:
       self.assertRegex(text, rf"--(\[no\])?{name}:")
@@ -186,13 +189,13 @@ class ParamsTest(absltest.TestCase):
     job = flags.parse(_BASE + [
         f"--model_fn={model}",
         '--params={"use_bias": false, "units": [2, 3], "rate": 1, '
-        '"anything": {"a": 1}, "num_examples": 4}'], environ={})
+        '"anything": {"a": 1}, "num_examples": 4}'], environ={}).job
     self.assertEqual(job.params, {"use_bias": False, "units": [2, 3],
                                   "rate": 1.0, "anything": {"a": 1},
                                   "num_examples": 4})
     job = flags.parse(_BASE + [f"--model_fn={model}",
                                "--params=use_bias=no,units=[5],steps=9"],
-                      environ={})
+                      environ={}).job
     self.assertEqual(job.params, {"use_bias": False, "units": [5],
                                   "steps": 9})
 
@@ -243,15 +246,14 @@ class EnvironmentTest(absltest.TestCase):
     self.assertEqual((job.device_type, job.num_devices_per_worker), ("GPU", 2))
 
   def test_run_job_plans_a_parsed_job_once_and_others_itself(self):
-    job = _parse("--max_steps=1", "--dry_run")
-    self.assertIsNotNone(job.plan)
+    job, parsed_plan = _parsed("--max_steps=1", "--dry_run")
+    self.assertIsInstance(parsed_plan, task_plan.TaskPlan)
     built = job_config.JobConfig(max_steps=2, dry_run=True)
     copy = dataclasses.replace(job, max_steps=2)
     # Planned by run_job, from its environ (a copy's facts may differ).
-    self.assertEqual((built.plan, copy.plan), (None, None))
     with mock.patch.object(plan_lib, "plan_with_problems",
                            wraps=plan_lib.plan_with_problems) as plan:
-      job_lib.run_job(job, environ={}, out=io.StringIO())
+      job_lib.run_job(job, plan=parsed_plan, environ={}, out=io.StringIO())
       plan.assert_not_called()
       job_lib.run_job(built, environ={}, out=io.StringIO())
       job_lib.run_job(copy, environ={}, out=io.StringIO())
@@ -293,10 +295,10 @@ class EnvironmentTest(absltest.TestCase):
                         "--batch_size=7", environ=environ)
     self.assertIn("flag --batch_size=7: the global batch does not divide "
                   "evenly over 2 replicas", message)
-    job = _parse("--strategy=collective", "--model_dir=/m", "--batch_size=8",
-                 environ=environ)
-    self.assertEqual(job.plan.replicas, 2)
-    self.assertIn("global 8, per replica 4", job_lib.describe(job, job.plan))
+    job, plan = _parsed("--strategy=collective", "--model_dir=/m",
+                        "--batch_size=8", environ=environ)
+    self.assertEqual(plan.replicas, 2)
+    self.assertIn("global 8, per replica 4", job_lib.describe(job, plan))
 
   def test_remote_cluster(self):
     job = _parse("--strategy=ps",
@@ -331,7 +333,8 @@ class ToArgvTest(parameterized.TestCase):
   def test_round_trip(self, args):
     job = _parse(*args)
     argv = flags.to_argv(job)
-    self.assertEqual(flags.parse(argv, environ={}, gpu_count=lambda: 0), job)
+    self.assertEqual(
+        flags.parse(argv, environ={}, gpu_count=lambda: 0).job, job)
     self.assertTrue(all(a.startswith("--") for a in argv), argv)
 
   def test_only_non_defaults(self):

@@ -225,7 +225,7 @@ class RenderTest(parameterized.TestCase):
         environ = dict(pod["env"], TF_CONFIG=pod["tf_config"])
         gpus = container["resources"]["limits"].get("nvidia.com/gpu", 0)
         job = flags.parse(_after(argv, "harness.main"), environ=environ,
-                          gpu_count=lambda n=gpus: n)  # What the pod sees.
+                          gpu_count=lambda n=gpus: n).job  # The pod's.
         self.assertEqual(job.model_dir, config.model_dir_path)
         self.assertEqual(job.num_gpus_per_worker, config.num_gpus_per_worker)
         self.assertEqual(job.max_steps, 20)

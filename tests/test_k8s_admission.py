@@ -28,6 +28,7 @@ from harness import cluster
 from harness import errors
 from harness import k8s
 from harness.k8s import jobset as jobset_lib
+from tests import _processes
 from tests import k8s_admission
 from tests import k8s_trainer_admission
 from tests.test_k8s_jobset import _jobset_pods
@@ -321,7 +322,7 @@ class PodContractTest(parameterized.TestCase):
     env.update({v["name"]: v["value"] for v in container["env"]},
                JOB_COMPLETION_INDEX="1", PYTHONPATH=os.getcwd())
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env["PATH"]
-    proc = subprocess.Popen(
+    proc = _processes.popen(
         container["command"] + ["python", "-c",
                                 "import os; print(os.getpid())"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -452,8 +452,9 @@ class TfConfigFromPlaceTest(parameterized.TestCase):
         args = container["args"]
         self.assertEqual(args[:3], ["python", "-m", "harness.main"])
         gpus = container["resources"]["limits"].get("nvidia.com/gpu", 0)
-        job = flags.parse(args[3:], environ=env, gpu_count=lambda n=gpus: n)
-        info = job.plan.cluster_info
+        job, plan = flags.parse(args[3:], environ=env,
+                                gpu_count=lambda n=gpus: n)
+        info = plan.cluster_info
         self.assertEqual((info.task_type, info.task_id), task)
         cluster.validate(info, has_strategy=strategy is not None,
                          strategy_kind=strategy)

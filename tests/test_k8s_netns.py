@@ -40,6 +40,7 @@ import pytest
 
 from harness import k8s
 from harness.cluster import jobset_env
+from tests import _processes
 from tests import _support
 from tests import k8s_trainer_admission
 
@@ -204,7 +205,7 @@ class PodsInNetnsTest(absltest.TestCase):
     """Namespace 1 reaches namespace 0 by name over the bridge, TCP."""
     (ns0, ip0), (ns1, _) = list(addresses.values())[:2]
     name0 = f"{next(iter(addresses))}.{subdomain}"
-    server = subprocess.Popen(
+    server = _processes.popen(
         ["ip", "netns", "exec", ns0, sys.executable, "-c",
          "import socket; s = socket.create_server(('0.0.0.0', 9)); "
          "s.settimeout(90); c, _ = s.accept(); c.sendall(b'ok')"],
@@ -242,7 +243,7 @@ class PodsInNetnsTest(absltest.TestCase):
         "CUDA_VISIBLE_DEVICES": "-1", **env}
     log_path = self.tmp / f"{hostname}.log"
     with open(log_path, "wb") as log:
-      proc = subprocess.Popen(["ip", "netns", "exec", ns, *argv],
+      proc = _processes.popen(["ip", "netns", "exec", ns, *argv],
                               env=full_env, cwd=_REPO, stdout=log,
                               stderr=subprocess.STDOUT,
                               stdin=subprocess.DEVNULL,

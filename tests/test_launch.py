@@ -18,6 +18,7 @@ from harness import cluster
 from harness import errors
 from harness import launch
 from harness.launch import ports
+from tests import _processes
 from tests import _support
 from tests import conftest
 
@@ -318,7 +319,7 @@ class LaunchCliTest(parameterized.TestCase):
 
   def test_sigterm_stops_all_tasks(self):
     pid_dir = self.create_tempdir().full_path
-    proc = subprocess.Popen(
+    proc = _processes.popen(
         [sys.executable, "-m", "harness.launch", "--workers=2", "--ps=1",
          "--", *_python(f"""
             import os, time

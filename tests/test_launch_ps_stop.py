@@ -24,6 +24,7 @@ import pytest
 from harness import launch
 from harness.core import stop_signal
 from harness.state import run_state
+from tests import _processes
 from tests import _support
 from tests import conftest
 from tests.programs import launch_watch
@@ -49,7 +50,7 @@ class _Launcher:
 
   def __init__(self, command):
     self.out = launch_watch.Lines()
-    self.proc = subprocess.Popen(
+    self.proc = _processes.popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env=conftest.child_env(), cwd=conftest.REPO_ROOT)
     self._reader = threading.Thread(target=self._read, daemon=True)

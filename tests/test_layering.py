@@ -126,7 +126,7 @@ RULES = {
 }
 # Modules outside cluster/, launch/ and k8s/ that import no TensorFlow
 # either (the CLI's text paths start in milliseconds).
-TF_FREE_MODULES = ("errors.py", "state/paths.py",
+TF_FREE_MODULES = ("errors.py", "state/paths.py", "task_plan.py",
                    "cli/binary_flags.py",
                    "cli/tensorboard_server.py", "cli/legacy_imports.py",
                    "core/stall.py", "core/auto_loop.py",

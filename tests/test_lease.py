@@ -21,6 +21,7 @@ from harness._tf import tf
 from harness.state import lease
 from harness.state import lease_file
 from harness.state import processes
+from tests import _processes
 from tests import _support
 from tests import conftest
 
@@ -244,7 +245,7 @@ class TwoTrainersTest(absltest.TestCase):
     log_path = os.path.join(self.create_tempdir().full_path, "holder.log")
     log = open(log_path, "wb")  # pylint: disable=consider-using-with
     self.addCleanup(log.close)
-    proc = subprocess.Popen(command, cwd=conftest.REPO_ROOT,
+    proc = _processes.popen(command, cwd=conftest.REPO_ROOT,
                             env=conftest.child_env(), stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True)
     self.addCleanup(self._kill, proc)

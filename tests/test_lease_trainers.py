@@ -9,7 +9,6 @@ run's, and the first stopped.
 
 import os
 import socket
-import subprocess
 import threading
 import time
 
@@ -22,6 +21,7 @@ from harness.state import lease
 from harness.state import lease_file
 from harness.state import processes
 from harness.state import run_state
+from tests import _processes
 from tests import _support
 
 _WAIT_SECS = 120
@@ -44,7 +44,7 @@ class RefusedTrainerTest(absltest.TestCase):
   def test_refused_trainer_keeps_the_holders_save_in_progress(self):
     model_dir = self.create_tempdir().full_path
     # The live holder: another process of this host, saving checkpoint 36.
-    holder = subprocess.Popen(["sleep", "300"])
+    holder = _processes.popen(["sleep", "300"])
     self.addCleanup(holder.wait, timeout=30)
     self.addCleanup(holder.kill)
     ns, boot = processes.process_space()

@@ -186,13 +186,13 @@ class LiveMetricsTest(absltest.TestCase):
 class MetricsFlagsTest(absltest.TestCase):
 
   def test_flags_reach_run_config_kwargs(self):
-    job = flags.parse(["harness.main", "--metrics_port=9464",
-                       "--metrics_bind=0.0.0.0"], environ={})
-    kwargs = job_config.run_config_kwargs(job, job.plan)
+    job, plan = flags.parse(["harness.main", "--metrics_port=9464",
+                             "--metrics_bind=0.0.0.0"], environ={})
+    kwargs = job_config.run_config_kwargs(job, plan)
     self.assertEqual((kwargs["metrics_port"], kwargs["metrics_bind"]),
                      (9464, "0.0.0.0"))
-    default_job = flags.parse(["harness.main"], environ={})
-    default = job_config.run_config_kwargs(default_job, default_job.plan)
+    default_job, default_plan = flags.parse(["harness.main"], environ={})
+    default = job_config.run_config_kwargs(default_job, default_plan)
     self.assertEqual((default["metrics_port"], default["metrics_bind"]),
                      (0, "127.0.0.1"))
 

@@ -115,7 +115,8 @@ class MainBinaryTest(absltest.TestCase):
 class RunJobTest(absltest.TestCase):
 
   def _job(self, *args):
-    return flags.parse(["harness.main"] + _LINEAR + list(args), environ={})
+    return flags.parse(["harness.main"] + _LINEAR + list(args),
+                       environ={}).job
 
   def test_dry_run_returns_without_running(self):
     out = io.StringIO()
@@ -184,7 +185,7 @@ class TemporaryModelDirTest(absltest.TestCase):
     out = io.StringIO()
     job = flags.parse(["harness.main"] + _LINEAR + [
         "--max_steps=5", "--eval_steps=1", "--params=num_examples=5",
-        *args], environ={})
+        *args], environ={}).job
     with self.assertLogs("absl", level="INFO") as logs:
       result = job_lib.run_job(job, environ={}, out=out)
     lines = [r.getMessage() for r in logs.records

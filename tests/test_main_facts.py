@@ -35,8 +35,8 @@ class OneResolutionTest(absltest.TestCase):
   def _main(self, argv, environ):
     """Runs main; returns (exit status, TF_CONFIG parses, model_dir lines)."""
     parser = mock.Mock(wraps=tf_config.parse_tf_config)
-    # TF_CONFIG's rules: harness.cli.plan and RunConfig's run check call
-    # them through the cluster door.
+    # TF_CONFIG's rules: harness.task_plan calls them through the cluster
+    # door (RunConfig's run check raises what the plan found).
     self.validations = mock.Mock(wraps=cluster_lib.validate)
     out = io.StringIO()
     with mock.patch.object(tf_config, "parse_tf_config", parser), \
@@ -87,9 +87,9 @@ class OneResolutionTest(absltest.TestCase):
                              f"({paths.FROM_TF_CONFIG})"])
     self.assertIn("harness.main | chief/0 | train", out)
     self.assertEqual(_support.checkpoint_step(model_dir), 3)
-    # Checked twice: the job's plan (against the flags) and RunConfig's
-    # run check in Estimator.train (against the strategy object it holds).
-    self.assertEqual(self.validations.call_count, 2)
+    # Checked once: the job's plan, which its RunConfig carries (the run
+    # check in Estimator.train raises what the plan found).
+    self.assertEqual(self.validations.call_count, 1)
 
   def test_train_and_evaluate_chief_checks_its_config_once(self):
     model_dir = self.create_tempdir().full_path
@@ -101,9 +101,9 @@ class OneResolutionTest(absltest.TestCase):
     status, _, _, out = self._main(
         argv, environ={"TF_CONFIG": json.dumps(config)})
     self.assertEqual(status, 0, out)
-    # The plan, then train_and_evaluate's check before the task runs;
-    # its Estimator.train finds that very RunConfig checked.
-    self.assertEqual(self.validations.call_count, 2)
+    # The plan, which train_and_evaluate's check and Estimator.train's
+    # read.
+    self.assertEqual(self.validations.call_count, 1)
 
 
 class TensorFlowFreeEdgeTest(absltest.TestCase):

@@ -51,8 +51,8 @@ class SymlinkPreflightTest(absltest.TestCase):
   the folder above (writable) and passed."""
 
   def _preflight(self, model_dir):
-    job = _parse(f"--model_dir={model_dir}", "--mode=train")
-    preflight.preflight(job, job.plan)
+    job, plan = _parse(f"--model_dir={model_dir}", "--mode=train")
+    preflight.preflight(job, plan)
 
   def test_a_looping_link_on_the_path_is_refused(self):
     root = self.create_tempdir().full_path

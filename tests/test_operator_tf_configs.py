@@ -29,9 +29,9 @@ from absl.testing import parameterized
 
 import harness
 from harness import errors
+from harness import task_plan
 from harness._tf import tf
 from harness.cli import flags
-from harness.cli import plan as plan_lib
 from harness.cluster import peer_wait
 from harness.cluster import tf_config_checks
 from harness.core import preemption
@@ -198,8 +198,8 @@ class OperatorTaskTest(parameterized.TestCase):
     plan = flags.parse(_BASE + [f"--strategy={kind}"],
                        environ={"TF_CONFIG": json.dumps(tasks[label])},
                        gpu_count=lambda: 0).plan
-    role = {"ps": plan_lib.Role.PS, "evaluator": plan_lib.Role.EVALUATOR}.get(
-        task_type, plan_lib.Role.TRAINER)
+    role = {"ps": task_plan.Role.PS, "evaluator": task_plan.Role.EVALUATOR}.get(
+        task_type, task_plan.Role.TRAINER)
     self.assertEqual((plan.role, plan.task_label), (role, label))
     self.assertEqual(plan.model_dir, "/shared/model")
 

@@ -1,6 +1,7 @@
 """The job's TaskPlan: its facts decided once at the door, every problem
 reported together (harness.cli.plan)."""
 
+import io
 import json
 from unittest import mock
 
@@ -9,7 +10,9 @@ from absl.testing import parameterized
 
 from harness import cluster as cluster_lib
 from harness import errors
+from harness import task_plan
 from harness.cli import flags
+from harness.cli import job as job_lib
 from harness.cli import job_config
 from harness.cli import plan as plan_lib
 from harness.state import paths
@@ -43,10 +46,10 @@ def _problems(*args, environ=None):
 class PlanFactsTest(parameterized.TestCase):
 
   @parameterized.named_parameters(
-      ("chief", "chief", 0, plan_lib.Role.TRAINER, "chief/0"),
-      ("worker", "worker", 0, plan_lib.Role.TRAINER, "worker/0"),
-      ("ps", "ps", 0, plan_lib.Role.PS, "ps/0"),
-      ("evaluator", "evaluator", 0, plan_lib.Role.EVALUATOR, "evaluator/0"))
+      ("chief", "chief", 0, task_plan.Role.TRAINER, "chief/0"),
+      ("worker", "worker", 0, task_plan.Role.TRAINER, "worker/0"),
+      ("ps", "ps", 0, task_plan.Role.PS, "ps/0"),
+      ("evaluator", "evaluator", 0, task_plan.Role.EVALUATOR, "evaluator/0"))
   def test_role_and_label_of_each_task(self, task_type, index, role, label):
     job = _parse("--strategy=parameter_server", "--model_dir=/m",
                  environ=_environ(_PS_CLUSTER, task_type, index))
@@ -58,12 +61,12 @@ class PlanFactsTest(parameterized.TestCase):
     local = _parse().plan
     self.assertEqual((local.role, local.task_label, local.cluster_info,
                       local.clustered),
-                     (plan_lib.Role.LOCAL, "local", None, False))
+                     (task_plan.Role.LOCAL, "local", None, False))
     client = _parse("--strategy=collective",
                     "--remote_cluster=worker=127.0.0.1:2222,127.0.0.1:2223"
                     ).plan
     self.assertEqual((client.role, client.task_label, client.replicas),
-                     (plan_lib.Role.CLIENT, "client", 2))
+                     (task_plan.Role.CLIENT, "client", 2))
     self.assertEqual(client.remote_cluster,
                      {"worker": ["127.0.0.1:2222", "127.0.0.1:2223"]})
 
@@ -147,6 +150,25 @@ class PlanProblemsTest(absltest.TestCase):
                                 "flag --model_dir: not given"):
       plan_lib.plan_task(job_config.JobConfig(strategy="collective"),
                          environ=environ)
+
+
+  def test_cross_field_rules_refuse_a_job_built_in_code(self):
+    # The flags' sentences, for a JobConfig that never saw a flag.
+    for job, sentence in (
+        (job_config.JobConfig(strategy="default", num_gpus_per_worker=4,
+                              cpu_stand_in=True, dry_run=True),
+         "flags strategy=default, num_gpus_per_worker=4: the default "
+         "strategy trains on one device. Fix: --strategy=mirrored"),
+        (job_config.JobConfig(remote_cluster={"worker": ["127.0.0.1:2222"]},
+                              dry_run=True),
+         "flags remote_cluster=worker=127.0.0.1:2222, strategy=default: a "
+         "remote cluster is driven through a strategy. Fix: add "
+         "--strategy=parameter_server")):
+      with self.subTest(sentence[:40]):
+        with self.assertRaises(errors.ConfigError) as raised:
+          job_lib.run_job(job, environ={}, out=io.StringIO())
+        self.assertIn(sentence, str(raised.exception))
+        self.assertIn(sentence, _problems(*flags.to_argv(job)))
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from harness._tf import tf
 from harness.cli import flags
 from harness.cli import mode_runners
 from harness.launch import ports
+from tests import _processes
 from tests import conftest
 
 _MAX_STEPS = 30
@@ -196,7 +197,7 @@ def _run_tasks(test, model_dir, mode, jobs):
     env = conftest.child_env({"cluster": cluster,
                               "task": {"type": job, "index": 0}})
     with open(os.path.join(logs, job), "w") as log:
-      procs[f"{job}/0"] = subprocess.Popen(
+      procs[f"{job}/0"] = _processes.popen(
           command, env=env, cwd=conftest.REPO_ROOT, stdout=log,
           stderr=subprocess.STDOUT, start_new_session=True)
   codes = {}
@@ -292,7 +293,7 @@ class OneProcessTaskTest(parameterized.TestCase):
     estimator = self._build("predict", task_type, cluster, index=index)
     with self.assertLogs(level="INFO") as logs:
       result = mode_runners.MODE_RUNNERS["predict"](
-          estimator, self._job, self._job.plan)
+          estimator, self._job, self._plan)
     self.assertEqual(result, (None, [], None))
     self.assertIn(f"predict | {task_type}/{index} | --mode=predict is a "
                   f"one-process job run by {chief}", "\n".join(logs.output))
@@ -306,11 +307,11 @@ class OneProcessTaskTest(parameterized.TestCase):
          **tf_config})}
     model_dir = ([f"--model_dir={self.create_tempdir().full_path}"]
                  if flag_model_dir else [])
-    self._job = flags.parse(
+    self._job, self._plan = flags.parse(
         ["harness.main", f"--mode={mode}", "--model_fn=mnist_mlp",
          "--input_fn=synthetic", "--strategy=parameter_server", *model_dir],
         environ=environ)
-    return mode_runners.build_estimator(self._job, self._job.plan)
+    return mode_runners.build_estimator(self._job, self._plan)
 
 
 class EstimatorTrainTaskTest(parameterized.TestCase):

@@ -19,6 +19,7 @@ from absl.testing import absltest
 from absl.testing import parameterized
 import pytest
 
+from tests import _processes
 from tests import conftest
 
 _GPU_STAND_IN = ("--num_gpus_per_worker=2", "--cpu_stand_in")
@@ -37,7 +38,7 @@ def _command(model_dir, gpus):
 
 def _run_timed(command, env):
   """Runs `command`; returns (exit code, [(monotonic time, line)])."""
-  proc = subprocess.Popen(command, env=env, cwd=conftest.REPO_ROOT,
+  proc = _processes.popen(command, env=env, cwd=conftest.REPO_ROOT,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           text=True, start_new_session=True)
   lines = []

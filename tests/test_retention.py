@@ -13,7 +13,6 @@ import os
 import random
 import re
 import signal
-import subprocess
 import sys
 import time
 
@@ -25,6 +24,7 @@ from harness._tf import tf
 from harness.state import checkpoints
 from harness.state import retention
 import harness
+from tests import _processes
 from tests import _support
 from tests import conftest
 from tests.programs.cluster_job import model_fn as _model_fn
@@ -328,7 +328,7 @@ class BinaryLifecycleTest(absltest.TestCase):
           os.makedirs(path, exist_ok=True)
           _make_old(path)
       with open(log_path, "a") as log:
-        process = subprocess.Popen(
+        process = _processes.popen(
             command, env=conftest.child_env(), cwd=conftest.REPO_ROOT,
             stdout=log, stderr=log, start_new_session=True)
       try:

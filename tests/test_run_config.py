@@ -70,7 +70,8 @@ class SignatureTest(absltest.TestCase):
                                     "input_pipeline": "tuned",
                                     "xla": False,
                                     "environ": None,
-                                    "cluster_info": cluster.FROM_ENVIRON})
+                                    "cluster_info": cluster.FROM_ENVIRON,
+                                    "plan": None})
 
   def test_defaults(self):
     config = rc.RunConfig(environ={})

@@ -315,7 +315,7 @@ class NormalizeModelDirTest(absltest.TestCase):
     job = flags_lib.parse(["--model_fn=tests.programs.no_tf_fns:model_fn",
                            "--input_fn=tests.programs.no_tf_fns:"
                            "make_input_fn", "--model_dir=~/runs/m"],
-                          environ={})
+                          environ={}).job
     self.assertEqual(job.model_dir, os.path.expanduser("~/runs/m"))
     est = harness.Estimator(_model_fn, model_dir="rel/m")
     self.assertEqual(est.model_dir, os.path.join(os.getcwd(), "rel/m"))

@@ -22,6 +22,7 @@ from harness.core import strategy_classifier
 from harness.distribute import graph_strategy as graph_strategy_lib
 from harness.distribute import strategies
 from harness.distribute import task_servers
+from tests import _processes
 from tests import _support
 from tests import conftest
 
@@ -361,7 +362,7 @@ def _run_cluster(test, cluster, *, kind, num_devices=1, steps=10,
                     serve_secs=_PROCESS_TIMEOUT_SECS)
         command = [sys.executable, "-m", "tests.programs.strategy_worker",
                    json.dumps(spec)]
-        procs.append((task_type, task_id, command, subprocess.Popen(
+        procs.append((task_type, task_id, command, _processes.popen(
             command, cwd=_REPO_ROOT, env=conftest.child_env(),
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
     results = {}

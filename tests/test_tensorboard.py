@@ -23,6 +23,7 @@ from harness import errors
 from harness.cli import flags
 from harness.cli import job as job_lib
 from harness.cli import tensorboard_server
+from tests import _processes
 from tests import _support
 from tests import conftest
 
@@ -114,7 +115,8 @@ def _stop_group(test, pid, log_path=None):
 class FlagsTest(absltest.TestCase):
 
   def _parse(self, *args):
-    return flags.parse(["harness.main"] + _LINEAR + list(args), environ={})
+    return flags.parse(["harness.main"] + _LINEAR + list(args),
+                       environ={}).job
 
   def test_bare_flag_is_default_port_and_round_trips(self):
     job = self._parse("--tensorboard")
@@ -122,7 +124,7 @@ class FlagsTest(absltest.TestCase):
     self.assertFalse(job.tensorboard_keep)
     job = self._parse("--tensorboard=0", "--tensorboard_keep")
     self.assertEqual((job.tensorboard, job.tensorboard_keep), (0, True))
-    self.assertEqual(flags.parse(flags.to_argv(job), environ={}), job)
+    self.assertEqual(flags.parse(flags.to_argv(job), environ={}).job, job)
     self.assertIsNone(self._parse().tensorboard)
 
   def test_bad_values_are_reported_with_the_fix(self):
@@ -203,7 +205,7 @@ class EventFilesTest(absltest.TestCase):
         "--max_steps=40", "--save_checkpoints_steps=20",
         "--log_step_count_steps=10", "--save_summary_steps=10",
         "--eval_steps=2", "--throttle_secs=0", f"--model_dir={model_dir}",
-        "--verbosity=quiet"], environ={})
+        "--verbosity=quiet"], environ={}).job
     job_lib.run_job(job, environ={}, out=io.StringIO())
     # A named evaluation goes to eval_<name>/.
     # pylint: disable=g-import-not-at-top
@@ -231,7 +233,7 @@ class EventFilesTest(absltest.TestCase):
     job = flags.parse(["harness.main"] + _LINEAR + [
         "--max_steps=30", "--log_step_count_steps=10", "--mode=train",
         f"--model_dir={model_dir}", "--verbosity=quiet"] + list(args),
-                      environ={})
+                      environ={}).job
     job_lib.run_job(job, environ={}, out=io.StringIO())
     return _scalars(model_dir)
 
@@ -321,7 +323,7 @@ class ServerTest(absltest.TestCase):
     command = shlex.split(printed.group(1)) + ["--host", "127.0.0.1",
                                                "--port", "0"]
     with tempfile.TemporaryFile() as log:
-      server = subprocess.Popen(  # pylint: disable=consider-using-with
+      server = _processes.popen(
           command, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
           start_new_session=True)
       _stop_group(self, server.pid)

@@ -5,7 +5,7 @@
     parsed = flags.parse(
         ["--model_fn=linear", "--input_fn=constant", "--max_steps=10"])
     parsed.plan.task_label, parsed.plan.model_dir   # decided once (cli.plan)
-    result = job.run_job(parsed)
+    result = job.run_job(parsed.job, plan=parsed.plan)
     result.metrics, result.model_dir
 
 `python -m harness.main` is that, plus exit statuses and one-line failure

@@ -19,7 +19,6 @@ from harness.cli import flag_parsers
 from harness.cli import job_config
 from harness.cli import tensorboard_server
 from harness.cluster import listen
-from harness.cluster.strategy_kind import StrategyKind
 from harness.fields import field as field_lib
 
 __all__ = ["FLAG_VALUES", "BARE_VALUES"]
@@ -265,21 +264,5 @@ def _validate_checkpoint_frequency(values):
       "are mutually exclusive. Fix: give only one of them.")
 
 
-@flags.multi_flags_validator(["strategy", "num_gpus_per_worker"],
-                             flag_values=_FLAGS)
-def _validate_devices_for_strategy(values):
-  strategy, gpus = values["strategy"], values["num_gpus_per_worker"]
-  return _check(
-      gpus <= 1 or not StrategyKind(strategy).single_device,
-      f"the {strategy} strategy trains on one device. Fix: "
-      "--strategy=mirrored (one machine) or collective (several) to use "
-      f"{gpus} devices, or --num_gpus_per_worker=1.")
-
-
-@flags.multi_flags_validator(["remote_cluster", "strategy"],
-                             flag_values=_FLAGS)
-def _validate_remote_cluster(values):
-  return _check(
-      not values["remote_cluster"] or values["strategy"] != "default",
-      "a remote cluster is driven through a strategy. Fix: add "
-      "--strategy=parameter_server or --strategy=collective.")
+# The rules across strategy, GPUs and --remote_cluster are the plan's
+# (`harness.cli.plan`), so a JobConfig built in code gets them too.

@@ -2,12 +2,13 @@
 
     from harness.cli import flags
 
-    job = flags.parse(["harness.main", "--model_fn=linear",
-                       "--input_fn=constant", "--strategy=MultiWorkerMirrored"],
-                      environ={"TF_CONFIG": "..."})
-    job.strategy                      # "collective"
-    job.plan.task_label               # "worker/1": TF_CONFIG read once
-    flags.parse(flags.to_argv(job))   # == job
+    job, plan = flags.parse(["harness.main", "--model_fn=linear",
+                             "--input_fn=constant",
+                             "--strategy=MultiWorkerMirrored"],
+                            environ={"TF_CONFIG": "..."})
+    job.strategy                          # "collective"
+    plan.task_label                       # "worker/1": TF_CONFIG read once
+    flags.parse(flags.to_argv(job)).job   # == job
 
 `parse` needs no `absl.app`: it raises `harness.errors.FlagError` listing
 every problem of the command line in absl's ``flag --x=y: why`` form (bad
@@ -30,11 +31,13 @@ import json
 import os
 import re
 import threading
+import typing
 
 from absl import flags
 
 from harness import cluster as cluster_lib
 from harness import errors
+from harness import task_plan
 from harness.cli import binary_flags
 from harness.cli import flag_definitions
 from harness.cli import job_config
@@ -42,11 +45,17 @@ from harness.cli import plan as plan_lib
 from harness.cli import registry
 from harness.state import paths
 
-__all__ = ["parse", "to_argv", "help_text", "visible_gpu_count"]
+__all__ = ["ParsedJob", "parse", "to_argv", "help_text", "visible_gpu_count"]
 
 _FLAGS = flag_definitions.FLAG_VALUES
 _BARE_VALUES = flag_definitions.BARE_VALUES
 _LOCK = threading.Lock()
+
+
+class ParsedJob(typing.NamedTuple):
+  """What `parse` returns: the `JobConfig` and its `TaskPlan`."""
+  job: job_config.JobConfig
+  plan: task_plan.TaskPlan
 
 
 # ------------------------------------------------------------------ parsing
@@ -244,9 +253,10 @@ def parse(argv, *, environ=None, gpu_count=None):
       `visible_gpu_count(environ)`).
 
   Returns:
-    A `JobConfig`; its `plan` (`harness.cli.plan.TaskPlan`) holds TF_CONFIG
-    as read here and every fact decided from it, so nothing after this
-    reads TF_CONFIG or decides them again.
+    A `ParsedJob`: the `JobConfig`, and its plan (`harness.cli.plan.
+    TaskPlan`), which holds TF_CONFIG as read here and the facts decided
+    from it; pass it on (`run_job(job, plan=plan)`) so TF_CONFIG is not
+    read again.
 
   Raises:
     FlagError: listing every problem found, one a line.
@@ -281,8 +291,7 @@ def parse(argv, *, environ=None, gpu_count=None):
         f"{len(problems)} problem(s) with the flags of harness.main:\n  "
         + "\n  ".join(p.replace("\n", "\n    ") for p in problems)
         + "\nRun `python -m harness.main --help` for every flag.")
-  object.__setattr__(job, "plan", plan)  # Frozen: set once, here.
-  return job
+  return ParsedJob(job, plan)
 
 
 # --------------------------------------------------------------- rendering

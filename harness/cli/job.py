@@ -12,8 +12,8 @@ The library entry point behind `python -m harness.main`::
         environ=os.environ)
     result.metrics["loss"], result.latest_checkpoint, result.export_paths
 
-`run_job` plans the job (`harness.cli.plan`) unless `flags.parse` did,
-then (`harness.cli.mode_runners`) builds the RunConfig, Estimator,
+`run_job` plans the job (`harness.cli.plan`) unless given its plan (as
+`flags.parse` returns it), then (`harness.cli.mode_runners`) builds the RunConfig, Estimator,
 input_fns (global batch size) and exporters and does what `mode` says. It prints one start-up
 banner, the evaluation results as a table and a final summary to `out`;
 progress lines come from the Estimator's `ProgressLoggerHook`. `JobConfig`
@@ -29,13 +29,12 @@ import sys
 
 from absl import logging
 
-from harness import cluster as cluster_lib
+from harness import task_plan
 from harness.cli import job_config
 from harness.cli import plan as plan_lib
 from harness.cli import results_text
 from harness.cli import tensorboard_server
 from harness.cluster import restart_attempt
-from harness.cluster.strategy_kind import StrategyKind
 from harness.core import trainer_status
 
 # RunConfig's checkpoint interval when neither save_checkpoints_steps nor
@@ -50,10 +49,10 @@ __all__ = ["run_job", "describe"]
 
 
 def _role_text(plan):
-  if plan.role == plan_lib.Role.CLIENT:
+  if plan.role == task_plan.Role.CLIENT:
     jobs = ", ".join(f"{j}: {len(a)}" for j, a in plan.remote_cluster.items())
     return f"client of remote cluster {{{jobs}}} (--remote_cluster)"
-  if plan.role == plan_lib.Role.LOCAL:
+  if plan.role == task_plan.Role.LOCAL:
     return "local (no TF_CONFIG cluster)"
   jobs = ", ".join(f"{j}: {len(a)}"
                    for j, a in plan.cluster_info.cluster.items())
@@ -63,7 +62,7 @@ def _role_text(plan):
 def describe(job, plan, *, model_dir=None, full=False):
   """The start-up banner; with `full`, also every field (the dry run).
 
-  `plan` is the job's `harness.cli.plan.TaskPlan`; `model_dir` the resolved
+  `plan` is the job's `harness.task_plan.TaskPlan`; `model_dir` the resolved
   one (None: the plan's, else "a new temporary directory").
   """
   model_dir = model_dir or plan.model_dir or "(a new temporary directory)"
@@ -77,7 +76,7 @@ def describe(job, plan, *, model_dir=None, full=False):
       f"global {job.batch_size}, per replica {job.batch_size // replicas}")
   role = _role_text(plan)
   label = restart_attempt.label(plan.task_label, plan.restart_attempt)
-  if plan.role == plan_lib.Role.PS and not full:
+  if plan.role == task_plan.Role.PS and not full:
     # A ps serves the trainers' variables: no model, input or batch here.
     return "\n".join([f"harness.main | {label} | serves variables",
                       f"  {'task:':<11} {role}",
@@ -125,20 +124,20 @@ def _show(value):
   return value
 
 
-
-
 # ----------------------------------------------------------------- running
 
 
-def run_job(job, *, environ=None, out=None):
+def run_job(job, *, plan=None, environ=None, out=None):
   """Runs `job`: trains, evaluates, predicts or exports as `job.mode` says.
 
   Args:
     job: a `job_config.JobConfig` (from `harness.cli.flags.parse`, or built
       directly).
+    plan: the job's `harness.task_plan.TaskPlan` as `flags.parse` returned
+      it; None plans `job` here from `environ` (the same rules).
     environ: mapping read for TF_CONFIG and the variables of
-      `harness.cluster.env_knobs` unless `job.plan` holds the job's plan
-      already (`flags.parse` sets it; default `os.environ`).
+      `harness.cluster.env_knobs` when `plan` is None (default
+      `os.environ`).
     out: text stream for the banner, results and summary (default stdout).
 
   Returns:
@@ -151,7 +150,7 @@ def run_job(job, *, environ=None, out=None):
   out = sys.stdout if out is None else out
   # The job's plan: flags.parse made it; a job built in code is planned
   # here, its GPUs counted by TensorFlow as it runs.
-  plan = job.plan or plan_lib.plan_task(job, environ=environ)
+  plan = plan or plan_lib.plan_task(job, environ=environ)
   label = plan.task_label
   if job.dry_run:
     _emit(out, describe(job, plan, full=True))
@@ -196,10 +195,8 @@ def run_job(job, *, environ=None, out=None):
 def _is_cluster_voice(plan):
   """The one process of a job that speaks for it: the chief (or worker 0
   without one), the local process, or the client of a remote cluster."""
-  return plan.role == plan_lib.Role.CLIENT or (
-      cluster_lib.is_chief(plan.cluster_info,
-                           plan.strategy != StrategyKind.DEFAULT) and
-      plan.role != plan_lib.Role.EVALUATOR)
+  return plan.role == task_plan.Role.CLIENT or (
+      plan.is_chief and plan.role != task_plan.Role.EVALUATOR)
 
 
 @contextlib.contextmanager

@@ -19,7 +19,6 @@ from typing import Any, Mapping
 
 from harness import errors
 from harness import fields
-from harness.cli import plan as plan_lib
 from harness.cluster import strategy_kind
 
 __all__ = [
@@ -56,11 +55,9 @@ class JobConfig:
   only the user's overrides, already coerced to the defaults' types;
   `batch_size` is the GLOBAL batch size (None: the input_fn's default);
   `eval_steps` None evaluates the whole eval input; `model_dir` None means
-  TF_CONFIG's model_dir, else a new temporary directory (logged).
-  `plan`, the one field that is not a flag (nor an argument), is the job's
-  `harness.cli.plan.TaskPlan` (TF_CONFIG parsed, every rule checked) as
-  `harness.cli.flags.parse` made it; None makes `run_job` plan the job from
-  its `environ`. It is left out of comparisons.
+  TF_CONFIG's model_dir, else a new temporary directory (logged). The
+  facts of its process (TF_CONFIG, role, model_dir, ...) are not here but
+  in its plan (`harness.task_plan.TaskPlan`), passed beside it.
   """
   # What to train.
   model_fn: str = "mnist_cnn"
@@ -101,11 +98,6 @@ class JobConfig:
   verbosity: str = "info"
   dry_run: bool = False
   keep_model_dir: bool = False
-  # Not a flag, not given: the job's plan, as `harness.cli.flags.parse`
-  # made it for this very object (a `dataclasses.replace` copy, whose facts
-  # may differ, starts without one: `run_job` plans it again).
-  plan: plan_lib.TaskPlan | None = dataclasses.field(
-      default=None, init=False, compare=False, repr=False)
 
   def __post_init__(self):
     for name, values, valid in (("mode", [self.mode], MODES),
@@ -138,9 +130,8 @@ class JobConfig:
 # Every field's default: the flags' defaults and `--help` read them here.
 DEFAULTS = JobConfig()
 
-# The fields that are flags (all but `plan`), in declaration order.
-FLAG_NAMES = tuple(f.name for f in dataclasses.fields(JobConfig)
-                   if f.name != "plan")
+# The fields, each a flag, in declaration order.
+FLAG_NAMES = tuple(f.name for f in dataclasses.fields(JobConfig))
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -166,7 +157,7 @@ class JobResult:
 
 def run_config_kwargs(job, plan):
   """The RunConfig arguments that come from `job`'s fields and its `plan`
-  (a `harness.cli.plan.TaskPlan`: the waiting knobs, resolved once); no
+  (a `harness.task_plan.TaskPlan`: the waiting knobs, resolved once); no
   strategy, model_dir or session_config. One place, compared with the
   flags' defaults by tests."""
   kwargs = dict(

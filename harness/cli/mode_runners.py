@@ -7,9 +7,9 @@
         job.mode](estimator, job, plan)
 
 `build_estimator` makes the RunConfig (strategy, checkpoints, and the
-facts of the job's `harness.cli.plan.TaskPlan`: TF_CONFIG as parsed once,
-the waiting knobs) and the Estimator (--model_dir as its argument,
-TF_CONFIG's through the RunConfig: the plan's model_dir); each runner
+job's `harness.task_plan.TaskPlan` carried as it is: TF_CONFIG as parsed
+once, the waiting knobs, the model_dir) and the Estimator (the plan's
+model_dir, logged with its source); each runner
 builds the input_fns (global batch size) and exporters of its mode.
 evaluate / predict / export are one-process jobs: in a TF_CONFIG cluster
 the chief runs them in-process, as a local job (no server runs for them,
@@ -31,10 +31,10 @@ from harness import errors
 from harness import estimator as estimator_lib
 from harness import export
 from harness import run_config as run_config_lib
+from harness import task_plan
 from harness import training
 from harness._tf import tf
 from harness.cli import job_config
-from harness.cli import plan as plan_lib
 from harness.cli import preflight
 from harness.cli import registry
 from harness.distribute import roles
@@ -66,11 +66,12 @@ def one_process_task(info):
 
 
 def runs_one_process_job(info):
-  """Whether this task runs `ONE_PROCESS_MODES` (the others exit at once)."""
+  """Whether this task runs `ONE_PROCESS_MODES` (the others exit at once):
+  it is `one_process_task`."""
   if info is None or not info.has_cluster:
     return True
-  return info.task_type != cluster_lib.EVALUATOR and cluster_lib.is_chief(
-      info, has_strategy=True)
+  return info.task_type != cluster_lib.EVALUATOR and (
+      info.task_label == one_process_task(info))
 
 
 def _in_process(job, info):
@@ -103,11 +104,12 @@ def _exits_here(job, info):
 
 def build_estimator(job, plan):
   """RunConfig (strategy, cluster, checkpoints) and Estimator for `job`,
-  from its `plan` (`harness.cli.plan.TaskPlan`)."""
+  from its `plan` (`harness.task_plan.TaskPlan`), which the RunConfig
+  carries on."""
   info = plan.cluster_info
-  if plan.role == plan_lib.Role.EVALUATOR:
+  if plan.role == task_plan.Role.EVALUATOR:
     strategies.install_evaluator_guard(None, cluster_info=info)
-  elif plan.role != plan_lib.Role.PS:
+  elif plan.role != task_plan.Role.PS:
     check_gpus_visible(job)
   one_process = plan.clustered and job.mode in ONE_PROCESS_MODES
   if one_process:  # Every task: only the chief runs, none trains.
@@ -126,12 +128,15 @@ def build_estimator(job, plan):
         train_distribute=strategy, remote_cluster=dict(job.remote_cluster))
   else:
     kwargs["train_distribute"] = strategy
-  config = run_config_lib.RunConfig(cluster_info=info, **kwargs)
-  # The plan's model_dir, given where it came from: --model_dir as the
-  # Estimator's argument, TF_CONFIG's in the RunConfig (its one log line
-  # names the source; with neither, the Estimator makes the temporary one).
-  return estimator_lib.Estimator(model_fn, model_dir=job.model_dir,
-                                 config=config, params=params)
+  if one_process:  # A local job of its own (no cluster): planned anew.
+    config = run_config_lib.RunConfig(cluster_info=info, **kwargs)
+    return estimator_lib.Estimator(model_fn, model_dir=job.model_dir,
+                                   config=config, params=params)
+  # The job's plan, passed on: its TF_CONFIG, model_dir and its source
+  # (the Estimator's one log line names it; with none, the Estimator
+  # makes the temporary one).
+  config = run_config_lib.RunConfig(plan=plan, **kwargs)
+  return estimator_lib.Estimator(model_fn, config=config, params=params)
 
 
 def check_gpus_visible(job):
@@ -212,7 +217,7 @@ def export_paths(results):
 
 def _train_and_evaluate(estimator, job, plan):
   params = estimator.params
-  lazy = plan.role == plan_lib.Role.PS
+  lazy = plan.role == task_plan.Role.PS
   train_kwargs, eval_kwargs = job_config.spec_kwargs(job)
   train_spec = training.TrainSpec(
       input_fn_for(job, "train", params, lazy), **train_kwargs)
@@ -226,12 +231,12 @@ def _train_and_evaluate(estimator, job, plan):
 
 
 def _train(estimator, job, plan):
-  if plan.role == plan_lib.Role.PS:
+  if plan.role == task_plan.Role.PS:
     # Estimator.train refuses a ps task (as 2.15): serve the trainers'
     # variables until they finish, as train_and_evaluate's ps does.
     metrics, exports = roles.run_ps(estimator)
     return metrics, exports, None
-  if plan.role == plan_lib.Role.EVALUATOR:
+  if plan.role == task_plan.Role.EVALUATOR:
     logging.warning("train | %s | --mode=train evaluates nothing: this task "
                     "exits (--mode=train_and_evaluate evaluates the "
                     "checkpoints as they come)", plan.task_label)

@@ -1,21 +1,21 @@
-"""`TaskPlan`: what this process is in its job, decided once at the door.
+"""The binary's plan: `harness.task_plan` plus the flags' own problems.
 
     from harness.cli import plan as plan_lib
 
     plan = plan_lib.plan_task(job, environ=os.environ)  # ConfigError: all
     plan.role, plan.task_label, plan.model_dir, plan.replicas
 
-`harness.cli.flags.parse` makes the plan of the job it parsed (its problems
-listed with the flags'); `harness.cli.job.run_job` makes one for a
-`JobConfig` built in code. Either way every rule that crosses the flags,
-TF_CONFIG and this machine runs here, once, and reports every problem
-together. Below the door nothing re-derives these facts: the banner, the
-preflight, the RunConfig (cluster facts, waiting knobs, model_dir) and the
-mode runners read the plan. No TensorFlow.
+`harness.cli.flags.parse` plans the job it parsed (its problems listed
+with the flags'); `harness.cli.job.run_job` plans a `JobConfig` built in
+code the same way. The facts and the cluster rules are
+`harness.task_plan.plan_task`'s, the function RunConfig plans with; this
+module adds what only a command line has: --model_dir against TF_CONFIG's
+in the flags' words, the strategy on --remote_cluster, the GPUs of this
+machine, the global batch over the replicas, and the Kubeflow Trainer
+status endpoint. Every problem is reported together. No TensorFlow.
 """
 
 import dataclasses
-import enum
 import json
 import os
 
@@ -23,69 +23,13 @@ from absl import logging
 
 from harness import cluster as cluster_lib
 from harness import errors
-from harness.cluster import env_knobs
-from harness.cluster import restart_attempt
+from harness import task_plan
 from harness.cluster import tf_config_checks
 from harness.cluster.strategy_kind import StrategyKind
 from harness.core import trainer_status
 from harness.state import paths
 
-__all__ = ["Role", "TaskPlan", "plan_task", "plan_with_problems"]
-
-
-class Role(str, enum.Enum):
-  """What this process does in its job (str() is the bare value)."""
-  __str__ = str.__str__
-  __format__ = str.__format__
-
-  LOCAL = cluster_lib.LOCAL_LABEL  # No cluster: trains (evaluates ...) alone.
-  CLIENT = cluster_lib.CLIENT_LABEL  # Drives --remote_cluster's servers.
-  TRAINER = "trainer"  # A chief, worker or master task of TF_CONFIG.
-  PS = cluster_lib.PS  # Serves the trainers' variables.
-  EVALUATOR = cluster_lib.EVALUATOR  # Evaluates checkpoints as they come.
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class TaskPlan:
-  """The facts of one process of a job, resolved once.
-
-  Attributes:
-    cluster_info: TF_CONFIG as parsed once (`harness.cluster.ClusterInfo`),
-      None without TF_CONFIG.
-    remote_cluster: --remote_cluster's {job: [address]}, or None.
-    role: a `Role`.
-    task_label: "chief/0", "worker/1", "local" or "client": the one label.
-    model_dir: the run's model_dir (--model_dir, else TF_CONFIG's), None:
-      the run makes a temporary one.
-    model_dir_source: where it came from (a `harness.state.paths.FROM_*`).
-    strategy: the `StrategyKind` of --strategy.
-    replicas: `num_replicas_in_sync` of that strategy on this cluster.
-    peer_timeout_secs, restart_wait_secs: the flag, else the variable of
-      `harness.cluster.env_knobs`, else its default (seconds).
-    eval_poll_secs: how often an evaluator looks for a new checkpoint.
-    restart_attempt: $JOBSET_RESTART_ATTEMPT (`harness.cluster.
-      restart_attempt`), None outside a JobSet.
-    trainer_status_endpoint: the Kubeflow Trainer status endpoint of the
-      pod's variables (`harness.core.trainer_status.Endpoint`), None without.
-  """
-  cluster_info: cluster_lib.ClusterInfo | None
-  remote_cluster: dict[str, list[str]] | None
-  role: Role
-  task_label: str
-  model_dir: str | None
-  model_dir_source: str
-  strategy: StrategyKind
-  replicas: int
-  peer_timeout_secs: float
-  restart_wait_secs: float
-  eval_poll_secs: float
-  restart_attempt: int | None = None
-  trainer_status_endpoint: trainer_status.Endpoint | None = None
-
-  @property
-  def clustered(self):
-    """True in a task of a TF_CONFIG cluster."""
-    return self.role in (Role.TRAINER, Role.PS, Role.EVALUATOR)
+__all__ = ["plan_task", "plan_with_problems"]
 
 
 def plan_task(job, *, environ=None, gpu_count=None):
@@ -126,34 +70,22 @@ def plan_with_problems(job, info, *, environ, gpu_count, skip=()):
     (plan, problems): problems as `flag --name=value: why. Fix: ...`
     strings ([]: the plan holds); the plan is what the job would run with.
   """
-  role = _role(job, info)
-  replicas = _replicas(job, info)
-  problems = _device_problems(job, replicas, gpu_count, skip)
-  model_dir, source, more = _cluster_facts(job, info, skip)
-  problems += more
-  knobs = {}
-  for knob in (env_knobs.PEER_TIMEOUT, env_knobs.RESTART_WAIT):
-    try:
-      knobs[knob.name] = env_knobs.resolve_secs(
-          getattr(job, knob.name), knob, environ)
-    except errors.ConfigError as e:
-      problems.append(str(e))
-      knobs[knob.name] = knob.default
-  try:
-    attempt = restart_attempt.from_environ(environ)
-  except errors.ConfigError as e:
-    problems.append(str(e))
-    attempt = None
-  plan = TaskPlan(
-      cluster_info=info, remote_cluster=job.remote_cluster, role=role,
-      task_label=(cluster_lib.CLIENT_LABEL if role == Role.CLIENT else
-                  cluster_lib.LOCAL_LABEL if info is None else
-                  info.task_label),
+  model_dir, source, problems = _model_dir(job, info)
+  plan = task_plan.plan_task(
+      info, environ=environ, strategy=job.strategy,
+      remote_cluster=job.remote_cluster,
+      num_devices_per_worker=job.num_devices_per_worker,
       model_dir=model_dir, model_dir_source=source,
-      strategy=StrategyKind(job.strategy), replicas=replicas,
-      eval_poll_secs=float(job.eval_poll_secs), restart_attempt=attempt,
-      trainer_status_endpoint=_trainer_status_endpoint(environ), **knobs)
-  return plan, problems
+      peer_timeout_secs=job.peer_timeout_secs,
+      restart_wait_secs=job.restart_wait_secs,
+      eval_poll_secs=job.eval_poll_secs, require_cluster_for_task=True)
+  problems = (_device_problems(job, plan.replicas, gpu_count, skip) +
+              _strategy_problems(job, plan, skip) + problems)
+  problems += [str(p.error) for p in plan.problems
+               if p.rule not in (task_plan.RUN_CONFIG_RULES,
+                                 task_plan.CLUSTER_RULES)]
+  return dataclasses.replace(plan, trainer_status_endpoint=(
+      _trainer_status_endpoint(environ))), problems
 
 
 def _trainer_status_endpoint(environ):
@@ -166,48 +98,16 @@ def _trainer_status_endpoint(environ):
     return None
 
 
-def _role(job, info):
-  if job.remote_cluster:
-    return Role.CLIENT
-  if info is None or info.task_label == cluster_lib.LOCAL_LABEL:
-    return Role.LOCAL
-  if info.task_type == cluster_lib.PS:
-    return Role.PS
-  if info.task_type == cluster_lib.EVALUATOR:
-    return Role.EVALUATOR
-  return Role.TRAINER
+def _model_dir(job, info):
+  """--model_dir against TF_CONFIG: (model_dir, its source, problems).
 
-
-def _replicas(job, info):
-  """`num_replicas_in_sync`: 1 on a single device, devices per worker times
-  the training tasks in lockstep (collective), else the devices per worker
-  (a parameter server's workers update on their own)."""
-  kind = StrategyKind(job.strategy)
-  if kind.single_device:
-    return 1
-  if not kind.lockstep:
-    return job.num_devices_per_worker
-  if job.remote_cluster:
-    cluster = job.remote_cluster
-  elif info is not None and info.has_cluster:
-    cluster = info.cluster
-  else:
-    cluster = {}
-  trainers = cluster_lib.num_trainers(cluster)
-  return job.num_devices_per_worker * max(1, trainers)
-
-
-def _cluster_facts(job, info, skip):
-  """TF_CONFIG against the flags: (model_dir, its source, problems).
-
-  The problems: TF_CONFIG's own rules with the strategy, the strategy on
-  its cluster, the remote cluster, a cluster without a shared model_dir.
   The model_dir is --model_dir merged with TF_CONFIG's (the one rule,
-  `harness.state.paths.merge_model_dirs`).
+  `harness.state.paths.merge_model_dirs`); the problems: the two differ,
+  TF_CONFIG names a cluster beside --remote_cluster, or a cluster without
+  a shared model_dir.
   """
   clustered = info is not None and info.has_cluster
-  problems = [] if "strategy" in skip else _strategy_problems(
-      job, info, clustered)
+  problems = []
   tf_dir = info.model_dir if info else None
   try:
     model_dir, source = paths.merge_model_dirs(argument=job.model_dir,
@@ -231,16 +131,20 @@ def _cluster_facts(job, info, skip):
   return model_dir, source, problems
 
 
-def _strategy_problems(job, info, clustered):
-  """TF_CONFIG's rules with --strategy, and the strategy on its cluster."""
-  problems = []
-  has_strategy = job.strategy != StrategyKind.DEFAULT
-  try:
-    cluster_lib.validate(info, has_strategy=has_strategy,
-                         strategy_kind=job.strategy if has_strategy else None,
-                         require_cluster_for_task=True)
-  except errors.ClusterConfigError as e:
-    problems.append(str(e))
+def _strategy_problems(job, plan, skip):
+  """TF_CONFIG's rules with --strategy (the plan's), and the strategy on
+  its cluster or --remote_cluster."""
+  if "strategy" in skip:
+    return []
+  if job.remote_cluster and job.strategy == StrategyKind.DEFAULT:
+    return [f"flags remote_cluster={_remote_text(job.remote_cluster)}, "
+            "strategy=default: a remote cluster is driven through a "
+            "strategy. Fix: add --strategy=parameter_server or "
+            "--strategy=collective."]
+  problems = [str(p.error) for p in plan.problems
+              if p.rule == task_plan.CLUSTER_RULES]
+  info = plan.cluster_info
+  clustered = info is not None and info.has_cluster
   jobs = info.training_cluster if clustered else job.remote_cluster or {}
   source = (f"flag --remote_cluster={json.dumps(job.remote_cluster)}:"
             if job.remote_cluster else f"flag --strategy={job.strategy}:")
@@ -253,10 +157,21 @@ def _strategy_problems(job, info, clustered):
   return problems
 
 
+def _remote_text(remote_cluster):
+  """--remote_cluster's text: "worker=a:1,b:2;ps=c:3"."""
+  return ";".join(f"{j}={','.join(a)}" for j, a in remote_cluster.items())
+
+
 def _device_problems(job, replicas, gpu_count, skip):
   """The GPUs the flags ask for, and the batch over the `replicas`."""
   problems = []
   gpus = job.num_gpus_per_worker
+  if gpus > 1 and StrategyKind(job.strategy).single_device and not (
+      {"strategy", "num_gpus_per_worker"} & set(skip)):
+    return [f"flags strategy={job.strategy}, num_gpus_per_worker={gpus}: the "
+            f"{job.strategy} strategy trains on one device. Fix: "
+            "--strategy=mirrored (one machine) or collective (several) to "
+            f"use {gpus} devices, or --num_gpus_per_worker=1."]
   if job.device_type == "GPU" and "num_gpus_per_worker" not in skip and (
       gpu_count() < gpus):
     problems.append(

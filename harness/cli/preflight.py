@@ -2,7 +2,7 @@
 
     from harness.cli import preflight
 
-    preflight.preflight(job, job.plan)   # ConfigError / CheckpointError
+    preflight.preflight(job, plan)   # ConfigError / CheckpointError
 
 Checks what os.path can see of the job's model_dir (not writable, a
 dangling or looping symbolic link on its path, a file where `export/`
@@ -16,7 +16,7 @@ import glob
 import os
 
 from harness import errors
-from harness.cli import plan as plan_lib
+from harness import task_plan
 from harness.state import paths
 
 __all__ = ["preflight", "existing_ancestor",
@@ -110,7 +110,7 @@ def preflight(job_config, plan):
 
   Args:
     job_config: a `JobConfig`.
-    plan: its `harness.cli.plan.TaskPlan` (as `flags.parse` made it).
+    plan: its `harness.task_plan.TaskPlan` (as `flags.parse` made it).
 
   Raises:
     ConfigError: model_dir (or its export/ folder) cannot be written.
@@ -120,7 +120,7 @@ def preflight(job_config, plan):
   model_dir = plan.model_dir
   if job_config.dry_run or not model_dir or paths.is_url(model_dir):
     return  # A temporary folder, or a file system os.path cannot see.
-  if plan.role == plan_lib.Role.PS:
+  if plan.role == task_plan.Role.PS:
     return  # A ps task never writes model_dir (it may not even mount it).
   _check_name_lengths(model_dir)
   _check_symlinks(model_dir)

@@ -8,10 +8,10 @@
 Each knob is a `RunConfig` field and a `harness.main` flag
 (`peer_timeout_secs`, `restart_wait_secs`). When the field is None the
 documented environment variable is the fallback, then the default below:
-resolved once a run, by `harness.main`'s plan (which hands `RunConfig` the
-number) or, for a job written in Python, by `RunConfig`. The defaults live here only: the flags'
-help text, `RunConfig`, `harness.core.preemption` and the docs take them from
-here. No TensorFlow here.
+resolved once a process, by its plan (`harness.task_plan.plan_task`, which
+`harness.main` and `RunConfig` both call). The defaults live here only:
+the flags' help text, `RunConfig`, `harness.core.preemption` and the docs
+take them from here. No TensorFlow here.
 """
 
 import dataclasses

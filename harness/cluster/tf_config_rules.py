@@ -235,11 +235,12 @@ def validate(info, *, has_strategy, strategy_kind=None,
              require_cluster_for_task=False):
   """Checks that `info` can run: 2.15's rules and everything harness needs.
 
-  Called where a bad value would otherwise fail late or hang: before
-  training (`run_config.check_supported_config`, from `Estimator.train` and
-  `train_and_evaluate`) and in `harness.main`'s plan. (`RunConfig` only
-  applies `validate_run_config`; a server start, `python -m harness.server`
-  and `harness.launch`, applies `check_servable`.)
+  Called once per process, by its plan (`harness.task_plan.plan_task`,
+  for `harness.main` and every RunConfig), which keeps the error for the
+  moment 2.15 raised it: before training (`run_config.
+  check_supported_config`, from `Estimator.train` and
+  `train_and_evaluate`). A server start (`python -m harness.server`,
+  `harness.launch`) applies `check_servable`.
 
   Args:
     info: a `ClusterInfo` (None passes: local training).

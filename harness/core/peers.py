@@ -11,6 +11,10 @@ MonitoredSession's in-place session re-creation::
 
 import re
 import socket
+import threading
+import time
+
+from absl import logging
 
 from harness import cluster as cluster_lib
 from harness import errors
@@ -18,7 +22,8 @@ from harness._tf import tf
 
 __all__ = [
     "MAYBE_PEER_ERRORS", "PEER_ERRORS", "PEER_MESSAGE_RE",
-    "GuardedCreator", "GuardedSession", "Peers", "first_line",
+    "NOTICE_SECS", "GuardedCreator", "GuardedSession", "Peers",
+    "close_within", "first_line",
 ]
 
 PEER_ERRORS = (tf.errors.UnavailableError, tf.errors.AbortedError,
@@ -33,6 +38,8 @@ PEER_MESSAGE_RE = re.compile(
 _TASK_RE = re.compile(r"/job:(\w+)/replica:\d+/task:(\d+)")
 _ADDRESS_RE = re.compile(r"([\w.\-]+:\d{2,5})")
 _PROBE_SECS = 0.5
+# Seconds a session's close may take before a line says what it waits for.
+NOTICE_SECS = 1.0
 
 
 def first_line(error):
@@ -81,6 +88,61 @@ class Peers:
                   in cluster_lib.TRAINER_JOBS)
 
 
+def close_within(sess, *, label, bound_secs=None, notice_secs=NOTICE_SECS,
+                 clock=time.monotonic):
+  """Closes `sess`, the training session; said when that takes a while.
+
+  TensorFlow's close waits for the session's work to stop: its input
+  pipeline's threads (an element in flight, a shuffle buffer refilling),
+  and in a multi-task job its work with the peers, whose calls to a peer
+  that has gone must time out. After the final checkpoint and export that
+  was seconds to a minute of silence (issue 39). Past `notice_secs` one
+  line says what the task waits for and how long at most, and one more
+  says when it closed. Past `bound_secs` (a multi-task job's
+  --peer_timeout_secs; None: no bound) the close goes on in a daemon thread
+  and the task goes on to its end (a cluster task leaves with `os._exit`,
+  `harness.main`).
+
+  Returns:
+    True when the session closed (within the bound).
+
+  Raises:
+    What the session's `close()` raised.
+  """
+  outcome = []
+
+  def close():
+    try:
+      sess.close()
+    except BaseException as e:  # pylint: disable=broad-except
+      outcome.append(e)
+
+  start = clock()
+  thread = threading.Thread(target=close, name="harness-session-close",
+                            daemon=True)
+  thread.start()
+  thread.join(notice_secs if not bound_secs else min(notice_secs,
+                                                        bound_secs))
+  if thread.is_alive():
+    limit = (f"at most {bound_secs:g} s, --peer_timeout_secs"
+             if bound_secs else "no bound")
+    logging.info("train | %s | closing the session: waits for its input "
+                 "pipeline%s (%s)", label, " and peers" if bound_secs else "",
+                 limit)
+    thread.join(None if not bound_secs else max(
+        0.0, bound_secs - (clock() - start)))
+    if thread.is_alive():
+      logging.warning("train | %s | the session did not close in %g s "
+                      "(--peer_timeout_secs); the task ends without waiting "
+                      "for it", label, bound_secs)
+      return False
+    logging.info("train | %s | session closed after %.1f s", label,
+                 clock() - start)
+  if outcome:
+    raise outcome[0]
+  return True
+
+
 class GuardedSession(tf.compat.v1.Session.__mro__[-2]):  # SessionInterface.
   """A raw session whose lost-peer errors become PeerLostError.
 
@@ -122,7 +184,9 @@ class GuardedSession(tf.compat.v1.Session.__mro__[-2]):  # SessionInterface.
 
   def close(self):
     try:
-      self._sess.close()
+      close_within(self._sess, label=self._guard.label,
+                   bound_secs=(self._guard.peer_timeout_secs
+                               if self._guard.multi_task else None))
     finally:
       self._guard.closed()
 

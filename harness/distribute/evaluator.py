@@ -21,7 +21,6 @@ from harness import errors
 from harness import run_config as run_config_lib
 from harness._tf import tf
 from harness.cluster import env_knobs
-from harness.cluster import jobs
 from harness.core import evaluation
 from harness.core import live_metrics
 from harness.core import preemption
@@ -98,7 +97,7 @@ class CheckpointEvaluator:
       return None, []
     try:
       with stop_signal.STOP_SIGNAL.stage_as(
-          f"an evaluation (of {os.path.basename(path)})"):
+          f"an evaluation (of {_file_name(path)})"):
         metrics = self._estimator.evaluate(
             input_fn=self._eval_spec.input_fn, steps=self._eval_spec.steps,
             name=self._eval_spec.name, checkpoint_path=path,
@@ -135,7 +134,7 @@ class CheckpointEvaluator:
     for exporter in self._eval_spec.exporters:
       # An export in progress finishes (a stop signal waits for its end).
       with stop_signal.STOP_SIGNAL.finishing(
-          f"an export ({exporter.name}, {os.path.basename(checkpoint_path)})"):
+          f"an export ({exporter.name}, {_file_name(checkpoint_path)})"):
         results.append(exporter.export(
             estimator=self._estimator,
             export_path=self._export_path(exporter),
@@ -184,9 +183,7 @@ def run_continuous(estimator, train_spec, eval_spec, *,
   sleep = sleep or time.sleep
   config = _knobs(estimator)
   live_metrics.serve(port=config.metrics_port, bind=config.metrics_bind,
-                     task_label=jobs.task_label(config.task_type or
-                                                jobs.EVALUATOR,
-                                                config.task_id or 0),
+                     task_label=config.task_label,  # The plan's.
                      attempt=config.restart_attempt)
   if idle_timeout_secs is _FROM_CONFIG:
     idle_timeout_secs = config.eval_idle_timeout_secs
@@ -371,3 +368,9 @@ def _check_resumed(model_dir, stopped, limit, wall_clock=time.time):
         f"(--restart_wait_secs, RunConfig(restart_wait_secs=), else "
         f"{env_knobs.RESTART_WAIT.env}). Fix: restart the training tasks, "
         "or raise that limit.")
+
+
+def _file_name(path):
+  """The last part of a checkpoint path, for a stage line: whatever the
+  estimator's `latest_checkpoint` returned (2.15 passed it on unread)."""
+  return str(path).rsplit("/", 1)[-1]

@@ -175,7 +175,8 @@ FIELDS = (
           "without its peers (None: $HARNESS_PEER_TIMEOUT_SECS, else 60).",
           flag=Flag(kind=field_lib.SECS, from_plan=True,
                     help="A training step of a multi-task job fails after "
-                    "this many seconds without its peers")),
+                    "this many seconds without its peers; the training "
+                    "session's close at the end waits as long at most")),
     Field(name="restart_wait_secs", default=None, type=float | None,
           env=env_knobs.RESTART_WAIT,
           check=_secs("restart_wait_secs", env_knobs.RESTART_WAIT.default,

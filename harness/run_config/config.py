@@ -37,7 +37,6 @@ from harness import cluster
 from harness import errors
 from harness import fields
 from harness.cluster import env_knobs
-from harness.cluster import jobs
 from harness.cluster import restart_attempt as restart_attempt_lib
 from harness.run_config import checks
 from harness.run_config import distribution
@@ -102,11 +101,9 @@ class RunConfig:
   Distributed properties come from TF_CONFIG (read from `environ`, default
   `os.environ`, once, at construction); see `harness.cluster.tf_config`.
 
-  Harness addition: `strategy_kind`, the read-only `StrategyKind` of
-  `train_distribute` (None without one; a str enum, so it equals
-  "collective", "mirrored", ...), classified once at construction (and
-  again by `replace()`); code holding a RunConfig reads it instead of
-  classifying the strategy again.
+  Harness additions: `strategy_kind`, the `StrategyKind` of
+  `train_distribute` (None without one), classified once; `plan`, this
+  process's `harness.task_plan.TaskPlan`, which the task properties read.
   """
 
   def __init__(self,
@@ -147,7 +144,8 @@ class RunConfig:
                xla=_D("xla"),
                # Where TF_CONFIG comes from.
                environ=None,
-               cluster_info=cluster.FROM_ENVIRON):
+               cluster_info=cluster.FROM_ENVIRON,
+               plan=None):
     """Constructs a RunConfig; arguments as tf.estimator 2.15's, plus:
 
     Args (harness additions, keyword-only; from `harness.fields`):
@@ -159,12 +157,21 @@ class RunConfig:
         TF_CONFIG"): TF_CONFIG is then not read again (`harness.main`
         parses it once, at its edge). The other variables are still
         read from `os.environ`. Not together with `environ`.
+      plan: the caller's `harness.task_plan.TaskPlan` (`harness.main`'s):
+        its TF_CONFIG, model_dir and knobs are taken as decided, nothing
+        is read or planned again. Not with `model_dir`, `environ` or
+        `cluster_info`.
 
     Raises:
       ConfigError: a value breaks 2.15's rules (both save_checkpoints_steps
         and save_checkpoints_secs set, negative counts, ...).
       ClusterConfigError: TF_CONFIG is malformed or inconsistent.
     """
+    if plan is not None:  # Decided by the caller: nothing read again.
+      if model_dir is not None:
+        checks.fail("RunConfig takes model_dir from `plan` or from "
+                    "`model_dir`, not both.", "pass the plan alone.")
+      cluster_info = plan.cluster_info
     if cluster_info is not cluster.FROM_ENVIRON and environ is not None:
       checks.fail("RunConfig takes TF_CONFIG from `environ` or, already "
                   "parsed, from `cluster_info`, not both.", "pass one of "
@@ -179,23 +186,29 @@ class RunConfig:
     self._run_check = distribution.RunCheck()
     self._values = {k: arguments[k]
                     for k in _CONSTRUCTOR_ARGS + _HARNESS_FIELDS}
-    # The one model_dir rule (harness.state.paths), RunConfig's half.
-    self._values["model_dir"], _ = paths.merge_model_dirs(
-        run_config=model_dir, tf_config=info.model_dir if info else None)
-    # The fallback variables, read once here (the edge).
-    self._env_knobs = {knob.name: environ.get(knob.env, "")
-                       for knob in checks.ENV_KNOBS}
-    self._restart_attempt = restart_attempt_lib.from_environ(environ)
+    # The one model_dir rule (harness.state.paths), RunConfig's half; a
+    # given plan has applied it.
+    self._values["model_dir"], self._model_dir_source = (
+        (plan.model_dir, plan.model_dir_source) if plan is not None else
+        paths.merge_model_dirs(run_config=model_dir,
+                               tf_config=info.model_dir if info else None))
+    # The fallback variables, read once here (the edge); the plan resolves
+    # them (a bad one fails now, in `_derive`, not mid-training).
+    self._plan_environ = {
+        name: environ[name] for name in (
+            *(k.env for k in checks.ENV_KNOBS),
+            restart_attempt_lib.RESTART_ATTEMPT_ENV) if name in environ}
     checks.validate_properties(self._values)
-    for knob in checks.ENV_KNOBS:  # A bad variable fails now, not mid-training.
-      self._knob_secs(knob)
+    self._given_plan = plan
     self._derive()
 
   def _derive(self):
     """Computes strategies, cluster facts and session_config from values
     (`distribution.derive`); the TPU RunConfig extends it."""
-    derived = distribution.derive(self._values, self._cluster_info,
-                                  previous=getattr(self, "_derived", None))
+    derived = distribution.derive(
+        self._values, self._cluster_info,
+        previous=getattr(self, "_derived", None), plan=self._given_plan,
+        environ=self._plan_environ, model_dir_source=self._model_dir_source)
     self._derived = derived
     # Own attributes: the TPU RunConfig sets them from its cluster resolver.
     self._cluster_spec = derived.cluster_spec
@@ -225,6 +238,8 @@ class RunConfig:
     checks.validate_properties(values)
     new = copy.copy(self)
     new._values = values  # pylint: disable=protected-access
+    if "model_dir" in kwargs:  # The plan names where it came from.
+      new._model_dir_source = paths.FROM_RUN_CONFIG  # pylint: disable=protected-access
     new._run_check = distribution.RunCheck()  # pylint: disable=protected-access
     new._derive()  # pylint: disable=protected-access
     return new
@@ -238,12 +253,6 @@ class RunConfig:
                    for k, v in self._values.items()}
     new._derive()  # pylint: disable=protected-access
     return new  # Same values: shares `_run_check` (copy.copy).
-
-  def _knob_secs(self, knob):
-    """The field's value, else its variable (read at construction), else
-    its default."""
-    return env_knobs.resolve_secs(self._values[knob.name], knob,
-                                  {knob.env: self._env_knobs[knob.name]})
 
   # The user's values.
   model_dir = _value("model_dir")
@@ -262,7 +271,7 @@ class RunConfig:
   session_creation_timeout_secs = _value("session_creation_timeout_secs")
   checkpoint_save_graph_def = _value("checkpoint_save_graph_def")
   # harness's fields: one property each, set below from `harness.fields`.
-  restart_attempt = property(lambda self: self._restart_attempt)
+  restart_attempt = property(lambda self: self.plan.restart_attempt)
 
   # Derived from the values and TF_CONFIG (`distribution.derive`).
   train_distribute = _derived("train_distribute")
@@ -291,15 +300,15 @@ class RunConfig:
     return self._cluster_info
 
   @property
+  def plan(self):
+    """This process's `harness.task_plan.TaskPlan` (harness addition)."""
+    return self._derived.plan
+
+  @property
   def task_label(self):
     """This process in logs and markers (harness addition): "worker/1";
     "client" driving a remote cluster; "local" outside any cluster."""
-    if self.remote_cluster is not None:
-      return jobs.CLIENT_LABEL
-    if self.task_type and (self.cluster_spec.as_dict() or
-                           self.task_type == jobs.EVALUATOR):
-      return jobs.task_label(self.task_type, self.task_id)
-    return jobs.LOCAL_LABEL
+    return self._derived.plan.task_label
 
   @property
   def remote_cluster(self):
@@ -319,10 +328,10 @@ class RunConfig:
 
 def _field_property(field):
   """RunConfig's property of a `harness.fields` field: the user's value, or
-  for a field with an environment fallback, the resolved seconds."""
+  for a field with an environment fallback, the seconds its plan resolved."""
   if field.env is None:
     return _value(field.name)
-  return property(lambda self: self._knob_secs(field.env))  # pylint: disable=protected-access
+  return property(lambda self: getattr(self.plan, field.name))
 
 
 def _args_doc():

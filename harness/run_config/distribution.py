@@ -17,17 +17,20 @@ cannot train with. Also here: 2.15's `DistributeConfig`, `TaskType` and
 
 import collections
 import copy
+import dataclasses
 import os
 
 from absl import logging
 
 from harness import cluster
 from harness import errors
+from harness import task_plan
 from harness._tf import tf
 from harness.cluster import tf_config_checks
 from harness.cluster.strategy_kind import MULTI_WORKER_KINDS
 from harness.core.strategy_classifier import strategy_kind
 from harness.run_config import checks
+from harness.state import paths
 
 __all__ = [
     "TaskType", "DistributeConfig", "get_default_session_config", "Derived",
@@ -109,10 +112,12 @@ def _distributed_session_config(filters):
 # What RunConfig derives from its values and TF_CONFIG (see `derive`).
 Derived = collections.namedtuple("Derived", [
     "train_distribute", "eval_distribute", "strategy_kind", "remote_cluster",
-    "coordinator_mode", "cluster_spec", "facts", "session_config"])
+    "coordinator_mode", "cluster_spec", "facts", "session_config", "plan",
+    "plan_inputs"])
 
 
-def derive(values, info, previous=None):
+def derive(values, info, previous=None, *, plan=None, environ=None,
+           model_dir_source=None):
   """Strategies, cluster facts and session_config from RunConfig's values.
 
   Args:
@@ -122,6 +127,11 @@ def derive(values, info, previous=None):
       None; its strategy kind is reused when the strategies are the same
       objects (replace() and deepcopy share them), so a strategy is
       classified once.
+    plan: the caller's `harness.task_plan.TaskPlan`, taken as it is (its
+      model_dir aside), or None: planned here.
+    environ: the variables the plan reads (the waiting knobs',
+      $JOBSET_RESTART_ATTEMPT), as RunConfig read them.
+    model_dir_source: where `values["model_dir"]` came from.
 
   Returns:
     A `Derived`.
@@ -134,15 +144,25 @@ def derive(values, info, previous=None):
   """
   train, evaluate, kind = _strategies(values, previous)
   remote = getattr(values["experimental_distribute"], "remote_cluster", None)
+  remote_cluster = None
   if remote is not None:
-    remote_cluster, facts, mode = _standalone_client(remote, train, info)
+    remote_cluster, _, mode = _standalone_client(remote, train, info)
+  inputs = dict(
+      environ=environ or {}, strategy=kind, has_strategy=(
+          train is not None), remote_cluster=remote_cluster,
+      num_devices_per_worker=_devices_per_worker(train),
+      peer_timeout_secs=values["peer_timeout_secs"],
+      restart_wait_secs=values["restart_wait_secs"],
+      eval_poll_secs=values["eval_poll_secs"])
+  plan = _plan(info, inputs, previous or plan, values["model_dir"],
+               model_dir_source or paths.FROM_RUN_CONFIG)
+  # Only what 2.15's RunConfig refused (and the waiting knobs); the rest
+  # is raised before training (check_supported_config), where it matters.
+  task_plan.raise_problem(plan, task_plan.Stage.RUN_CONFIG)
+  facts = plan.facts
+  if remote is not None:
     spec = tf.train.ClusterSpec(remote_cluster)
   else:
-    # Only what 2.15's RunConfig refused; the rest is checked before
-    # training (check_supported_config), where it matters.
-    cluster.validate_run_config(info, has_strategy=train is not None)
-    facts = cluster.derive(info, has_strategy=train is not None)
-    remote_cluster = None
     mode = (INDEPENDENT_WORKER if train is not None and info is not None and
             info.has_cluster and cluster.MASTER not in info.cluster else None)
     spec = tf.train.ClusterSpec(facts.cluster)
@@ -153,7 +173,30 @@ def derive(values, info, previous=None):
   if values["xla"]:
     session_config = with_xla(session_config)
   return Derived(train, evaluate, kind, remote_cluster, mode, spec, facts,
-                 session_config)
+                 session_config, plan, (info, inputs))
+
+
+def _plan(info, inputs, previous, model_dir, model_dir_source):
+  """The plan of `info` and `inputs`: `previous` if it is a `TaskPlan`
+  (the caller's); a copy's (replace(), deepcopy) is its original's, whose
+  model_dir only may differ: planned once."""
+  if isinstance(previous, task_plan.TaskPlan):
+    given = previous
+  elif previous is not None and previous.plan_inputs == (info, inputs):
+    given = previous.plan
+  else:
+    return task_plan.plan_task(info, model_dir=model_dir,
+                               model_dir_source=model_dir_source, **inputs)
+  return dataclasses.replace(given, model_dir=model_dir,
+                             model_dir_source=model_dir_source)
+
+
+def _devices_per_worker(strategy):
+  """The devices `strategy` replicates over on each worker (1 without)."""
+  try:
+    return max(1, len(strategy.extended.worker_devices))
+  except (AttributeError, RuntimeError, ValueError):
+    return 1
 
 
 def _strategies(values, previous):
@@ -217,10 +260,8 @@ def check_supported_config(config):
   run_check = config._run_check  # pylint: disable=protected-access
   if run_check.passed:
     return  # These very values passed (replace() makes a new RunConfig).
-  if config.remote_cluster is None:
-    cluster.validate(config.cluster_info,
-                     has_strategy=config.train_distribute is not None,
-                     strategy_kind=config.strategy_kind)
+  if config.remote_cluster is None:  # The plan ran every TF_CONFIG rule.
+    task_plan.raise_problem(config.plan, task_plan.Stage.TRAIN)
   if config.remote_cluster is not None and (
       config.strategy_kind not in MULTI_WORKER_KINDS):
     raise errors.NotSupportedError(

@@ -3,9 +3,11 @@
     model_dir, config = model_dir.resolve_model_dir(model_dir, config)
 
 `Estimator.__init__` (and `keras_lib.model_to_estimator`) hand their
-`model_dir` argument and `config` here: the result names one model_dir,
-which the RunConfig carries from then on (`harness.state.storage` applies
-the rule and logs where it came from).
+`model_dir` argument and `config` here: the argument is merged with the
+model_dir of the config's plan (`RunConfig.plan`, which names where it came
+from; `harness.state.paths.merge_model_dirs`, once), and the result, which
+the RunConfig carries from then on, logged in one line with its source
+(`harness.state.storage.resolve_model_dir`).
 """
 
 import logging as std_logging
@@ -30,9 +32,9 @@ def resolve_model_dir(constructor_model_dir, config):
     config: a `RunConfig` or None (a default one is made).
 
   Returns:
-    (model_dir, config): model_dir from `harness.state.storage.
-    resolve_model_dir` (the constructor's, else the RunConfig's, else
-    TF_CONFIG's, else a new temporary folder; one log line says which);
+    (model_dir, config): the constructor's model_dir, else the plan's
+    (RunConfig's, else TF_CONFIG's), else a new temporary folder (one log
+    line says which);
     config has that model_dir and, if it had none, the default
     session_config.
 
@@ -49,15 +51,12 @@ def resolve_model_dir(constructor_model_dir, config):
         "pass tf.estimator.RunConfig(...) (harness.RunConfig).")
   if config.session_config is None:
     config = config.replace(session_config=get_default_session_config())
-  info = None if config.remote_cluster else config.cluster_info
-  in_tf_config = info.model_dir if info is not None else None
-  configured = config.model_dir
-  if paths.normalize_model_dir(configured) == paths.normalize_model_dir(
-      in_tf_config):
-    configured = None  # TF_CONFIG's, merged in by RunConfig: say so.
-  model_dir = storage.resolve_model_dir(
-      argument=constructor_model_dir, run_config=configured,
-      tf_config=in_tf_config)
+  plan = config.plan
+  model_dir, source = paths.merge_model_dirs(argument=constructor_model_dir,
+                                             run_config=plan.model_dir)
+  if source == paths.FROM_RUN_CONFIG:  # The plan says where it came from.
+    source = plan.model_dir_source
+  model_dir = storage.resolve_model_dir(model_dir, source)
   if config.model_dir != model_dir:
     config = config.replace(model_dir=model_dir)
   return model_dir, config

@@ -17,8 +17,8 @@ file with `saved_model.pb(txt)` last, so a reader that waits for that file
 (TF Serving, `list_exports`) never sees a partial export. docs/RELIABILITY.md
 lists what each filesystem guarantees. Path normalisation and the model_dir
 rule (no file access, no TensorFlow) are in `harness.state.paths`;
-`resolve_model_dir` applies that rule for a run and makes the temporary
-folder when nothing names one.
+`resolve_model_dir` logs the model_dir that rule picked, or makes the
+temporary folder when nothing named one.
 """
 
 import os
@@ -29,7 +29,6 @@ import uuid
 from absl import logging
 
 from harness._tf import tf
-from harness.state import paths
 
 __all__ = [
     "renames_dirs_atomically",
@@ -226,29 +225,20 @@ def move_dir_into_place(temp_dir, final_dir):
   tf.io.gfile.rmtree(temp_dir)
 
 
-def resolve_model_dir(*, argument=None, run_config=None, tf_config=None):
-  """The model_dir of a run, decided once, and one log line saying why.
+def resolve_model_dir(model_dir, source):
+  """The model_dir of a run, as decided, and one log line saying why.
 
-  `harness.state.paths.merge_model_dirs` picks it from the candidates (the
-  Estimator's `model_dir` argument, which is `--model_dir` under
-  `harness.main`; RunConfig's; TF_CONFIG's) and raises tf.estimator 2.15's
-  errors when they differ. When none names one, a new temporary folder is
-  made: local by definition, so `tempfile` is right (no gfile filesystem
-  makes temporary folders). Logs e.g. ``model_dir | /x (from TF_CONFIG's
-  model_dir)``, at WARNING for a temporary folder (its checkpoints are
-  easily lost), else at INFO.
-
-  Args:
-    argument, run_config, tf_config: as `paths.merge_model_dirs`.
+  `model_dir` and its `source` are what `harness.state.paths.
+  merge_model_dirs` picked (the Estimator's `model_dir` argument, which is
+  `--model_dir` under `harness.main`; RunConfig's; TF_CONFIG's). When none
+  named one (None), a new temporary folder is made: local by definition,
+  so `tempfile` is right (no gfile filesystem makes temporary folders).
+  Logs e.g. ``model_dir | /x (from TF_CONFIG's model_dir)``, at WARNING
+  for a temporary folder (its checkpoints are easily lost), else at INFO.
 
   Returns:
-    The model_dir: normalised, or the new folder's absolute path.
-
-  Raises:
-    ConfigError, ClusterConfigError: as `paths.merge_model_dirs`.
+    The model_dir: as given, or the new folder's absolute path.
   """
-  model_dir, source = paths.merge_model_dirs(
-      argument=argument, run_config=run_config, tf_config=tf_config)
   if model_dir is None:
     model_dir = temporary_model_dir()
     logging.warning("model_dir | %s (%s)", model_dir, source)
