@@ -16,10 +16,14 @@ import shutil
 import subprocess
 import sys
 
-__all__ = ["DEFAULT_VENV_DIR", "ensure", "python_of"]
+__all__ = ["COMPAT_EXTRA", "DEFAULT_VENV_DIR", "ensure", "python_of"]
 
 DEFAULT_VENV_DIR = "/tmp/harness_bench_tf215_venv"
 _PACKAGES = ("tensorflow-cpu==2.15.*", "tensorflow-estimator==2.15.*")
+# What bench.compat215 --reference adds: pytest >= 9 reports absltest's
+# subtests; 2.15's own run had pandas (its pandas tests pass vacuously
+# without it); numpy stays below 2 for TF 2.15.
+COMPAT_EXTRA = ("pytest>=9", "pandas", "numpy<2")
 _CHECK = ("import tensorflow as tf, tensorflow_estimator as e; "
           "assert tf.__version__.startswith('2.15'), tf.__version__; "
           "print(tf.__version__, e.__name__)")
@@ -29,18 +33,27 @@ def python_of(venv_dir):
   return os.path.join(venv_dir, "bin", "python")
 
 
-def _works(python):
+def _works(python, extra=()):
   if not os.path.exists(python):
     return False
-  result = subprocess.run([python, "-c", _CHECK], capture_output=True,
+  check = _CHECK + "".join(
+      f"; import {name.split('>')[0].split('=')[0]}" for name in extra)
+  result = subprocess.run([python, "-c", check], capture_output=True,
                           text=True, timeout=300, check=False)
   return result.returncode == 0
 
 
-def ensure(venv_dir=DEFAULT_VENV_DIR, base_python=None):
-  """Returns the side venv's python, creating the venv if it is missing."""
+def ensure(venv_dir=DEFAULT_VENV_DIR, base_python=None, extra=()):
+  """Returns the side venv's python, creating the venv if it is missing.
+
+  extra: more pip requirements (e.g. COMPAT_EXTRA), installed if missing.
+  """
   python = python_of(venv_dir)
-  if _works(python):
+  if _works(python, extra):
+    return python
+  if extra and _works(python):
+    subprocess.run([python, "-m", "pip", "install", "--quiet", *extra],
+                   check=True, timeout=1800)
     return python
   base_python = base_python or shutil.which("python3.11")
   if base_python is None:
@@ -48,7 +61,8 @@ def ensure(venv_dir=DEFAULT_VENV_DIR, base_python=None):
                      "no wheels for newer Pythons); pass --base_python.")
   subprocess.run([base_python, "-m", "venv", "--clear", venv_dir], check=True,
                  timeout=300)
-  subprocess.run([python, "-m", "pip", "install", "--quiet", *_PACKAGES],
+  subprocess.run([python, "-m", "pip", "install", "--quiet", *_PACKAGES,
+                  *extra],
                  check=True, timeout=1800)
   if not _works(python):
     raise SystemExit(f"{venv_dir}: tensorflow 2.15 does not import after "
