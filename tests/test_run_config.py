@@ -349,6 +349,21 @@ class ModelDirTest(parameterized.TestCase):
         "/a", rc.RunConfig(session_config=mine, environ={}))
     self.assertEqual((config.model_dir, config.session_config), ("/a", mine))
 
+  def test_a_subclass_overriding_model_dir_is_read(self):
+    # 2.15's estimator_test: a RunConfig subclass's model_dir property is
+    # the Estimator's model_dir, and conflicts with the constructor's.
+    class FakeConfig(rc.RunConfig):
+
+      @property
+      def model_dir(self):
+        return "/tmp/from_the_property"
+
+    model_dir, config = rc.resolve_model_dir(None, FakeConfig(environ={}))
+    self.assertEqual((model_dir, config.model_dir),
+                     ("/tmp/from_the_property",) * 2)
+    with self.assertRaisesRegex(errors.ConfigError, "set both in constructor"):
+      rc.resolve_model_dir("/tmp/another", FakeConfig(environ={}))
+
   def test_resolve_conflict(self):
     with self.assertRaisesRegex(
         errors.ConfigError,

@@ -52,9 +52,13 @@ def resolve_model_dir(constructor_model_dir, config):
   if config.session_config is None:
     config = config.replace(session_config=get_default_session_config())
   plan = config.plan
+  # The property, not the plan: a RunConfig subclass may override it (2.15's
+  # own tests do); when it is the plan's, the plan says where it came from.
+  configured = config.model_dir
   model_dir, source = paths.merge_model_dirs(argument=constructor_model_dir,
-                                             run_config=plan.model_dir)
-  if source == paths.FROM_RUN_CONFIG:  # The plan says where it came from.
+                                             run_config=configured)
+  if source == paths.FROM_RUN_CONFIG and paths.normalize_model_dir(
+      configured) == paths.normalize_model_dir(plan.model_dir):
     source = plan.model_dir_source
   model_dir = storage.resolve_model_dir(model_dir, source)
   if config.model_dir != model_dir:
