@@ -39,12 +39,16 @@ def _load():
   return os.getloadavg()[0]
 
 
-def measure(command):
-  """(minutes, pytest's closing line, load before, load after)."""
+def measure(command, log=None):
+  """(minutes, pytest's closing line, load before, load after); pytest's
+  whole output goes to the file `log` when given."""
   load_before, started = _load(), time.monotonic()
   result = subprocess.run(shlex.split(command), cwd=_ROOT, text=True,
                           capture_output=True, timeout=3 * 3600, check=False)
   minutes = (time.monotonic() - started) / 60
+  if log:
+    with open(log, "w", encoding="utf-8") as f:  # local-fs: a bench log
+      f.write(result.stdout + result.stderr)
   summary = (result.stdout.strip().splitlines() or ["(no output)"])[-1]
   return minutes, summary.strip("= "), load_before, _load()
 
@@ -70,13 +74,15 @@ def main(argv=None):
   parser = argparse.ArgumentParser(prog="python -m bench.suite_time",
                                    description=__doc__.split("\n")[0])
   parser.add_argument("--label", default="quiet")
+  parser.add_argument("--log", default=None,
+                      help="a file for pytest's whole output")
   args = parser.parse_args(argv)
   readme_path = os.path.join(_ROOT, "README.md")
   results_path = os.path.join(_ROOT, "bench", "RESULTS.md")
   with open(readme_path, encoding="utf-8") as f:
     readme = f.read()
   command = readme_command(readme)
-  minutes, summary, before, after = measure(command)
+  minutes, summary, before, after = measure(command, args.log)
   with open(results_path, encoding="utf-8") as f:
     rows = _rows(f.read())
   rows[args.label] = (f"| {args.label} | {minutes:.1f} | {summary} | "
