@@ -6,7 +6,9 @@ it printed, log lines and errors included (`_support.long_lines`).
 """
 
 import re
+import shutil
 import sys
+import tempfile
 
 from absl.testing import absltest
 import pytest
@@ -78,7 +80,11 @@ class LineLengthTest(absltest.TestCase):
     cluster = {"worker": [f"127.0.0.1:{ports.pick_free_port()}"
                           for _ in range(2)]}
     servers = _support.start_servers(self, cluster, num_cpu_devices=2)
-    model_dir = self.create_tempdir().full_path
+    # A short folder, near the README's /tmp/NAME: absl's per-test folder
+    # would push the resumed client's cleanup line (the killed client's
+    # temporary checkpoint file, named in full) past the 160 scanned here.
+    model_dir = tempfile.mkdtemp(prefix="hl")
+    self.addCleanup(shutil.rmtree, model_dir, ignore_errors=True)
     result = _support.run([sys.executable,
                            *self._remote_args(cluster, model_dir, 100)],
                           timeout_secs=600)
