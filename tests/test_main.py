@@ -201,7 +201,10 @@ class TemporaryModelDirTest(absltest.TestCase):
     self.assertIn(f"model_dir | removed the temporary {result.model_dir} "
                   "(--keep_model_dir keeps it)", lines)
     self.assertIn(f"{result.model_dir} (temporary: removed;", out)
-    self.assertEqual(os.listdir(self.temp_root), [])
+    # TensorFlow's autograph writes the modules it generates to the temp
+    # folder too, in whichever test of the process converts first.
+    self.assertEqual([n for n in os.listdir(self.temp_root)
+                      if not n.startswith("__autograph_generated_file")], [])
 
   def test_kept_with_keep_model_dir(self):
     result, out, lines = self._run("--keep_model_dir")
