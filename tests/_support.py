@@ -210,6 +210,32 @@ def long_lines(text, limit=LINE_LIMIT):
           if len(line) > limit]
 
 
+def run_timed(command, *, timeout_secs, env=None):
+  """Runs `command` from the repository root, stdin closed, stderr into
+  stdout; returns (exit code or None past `timeout_secs` (its process tree
+  killed), [(arrival monotonic time, line)], monotonic time it ended)."""
+  proc = _processes.popen(
+      command, env=conftest.child_env() if env is None else env,
+      cwd=conftest.REPO_ROOT, stdin=subprocess.DEVNULL,
+      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+  lines = []
+
+  def read():
+    for line in proc.stdout:
+      lines.append((time.monotonic(), line.rstrip("\n")))
+
+  reader = threading.Thread(target=read, daemon=True)
+  reader.start()
+  try:
+    code = proc.wait(timeout=timeout_secs)
+  except subprocess.TimeoutExpired:
+    _processes.kill_tree(proc)
+    code = None
+  ended = time.monotonic()
+  reader.join(30)
+  return code, lines, ended
+
+
 def run(command, *, timeout_secs, env=None, cwd=None):
   """Runs `command` to completion (bounded), from the repository root.
 

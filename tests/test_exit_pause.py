@@ -14,17 +14,13 @@ seconds to a minute, in two waits:
 """
 
 import os
-import subprocess
 import sys
-import threading
 import time
 
 from absl.testing import absltest
 import pytest
 
-from tests import _processes
 from tests import _support
-from tests import conftest
 
 _PROGRAM = os.path.join(os.path.dirname(__file__), "programs", "exit_heap.py")
 _TIMEOUT_SECS = 240
@@ -87,7 +83,8 @@ class ExitPauseTest(absltest.TestCase):
         "--strategy=collective", f"--model_dir={model_dir}",
         f"--peer_timeout_secs={_PEER_TIMEOUT_SECS}",
         f"--params={{\"hold_secs\": {_HELD_SECS}}}"]
-    code, lines = _run_timed(command, _TIMEOUT_SECS)
+    code, lines, _ = _support.run_timed(command,
+                                           timeout_secs=_TIMEOUT_SECS)
     description = f"command: {command}\nexit: {code}\n" + "\n".join(
         f"{t:8.1f} {line}" for t, line in lines[-60:])
     self.assertEqual(code, 0, description)
@@ -116,30 +113,6 @@ def _index(lines, text):
 def _time_of(timed_lines, text):
   """The arrival time of the first line containing `text`; None if none."""
   return next((t for t, line in timed_lines if text in line), None)
-
-
-def _run_timed(command, timeout_secs):
-  """Runs `command` (bounded); returns (exit code or None, [(arrival
-  monotonic time, line)])."""
-  proc = _processes.popen(command, env=conftest.child_env(),
-                          cwd=conftest.REPO_ROOT, stdin=subprocess.DEVNULL,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True)
-  lines = []
-
-  def read():
-    for line in proc.stdout:
-      lines.append((time.monotonic(), line.rstrip("\n")))
-
-  reader = threading.Thread(target=read, daemon=True)
-  reader.start()
-  try:
-    code = proc.wait(timeout=timeout_secs)
-  except subprocess.TimeoutExpired:
-    _processes.kill_tree(proc)
-    code = None
-  reader.join(30)
-  return code, lines
 
 
 if __name__ == "__main__":

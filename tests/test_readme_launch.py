@@ -10,16 +10,13 @@ workers' last line (the evaluator used to sleep throttle_secs=600 first).
 
 import os
 import re
-import subprocess
 import sys
-import threading
-import time
 
 from absl.testing import absltest
 from absl.testing import parameterized
 import pytest
 
-from tests import _processes
+from tests import _support
 from tests import conftest
 
 _GPU_STAND_IN = ("--num_gpus_per_worker=2", "--cpu_stand_in")
@@ -34,30 +31,6 @@ def _command(model_dir, gpus):
            "--strategy=collective"] + (list(_GPU_STAND_IN) if gpus else []) +
           ["--model_fn=mnist_mlp", "--input_fn=synthetic",
            f"--model_dir={model_dir}", "--max_steps=200"])
-
-
-def _run_timed(command, env):
-  """Runs `command`; returns (exit code, [(monotonic time, line)])."""
-  proc = _processes.popen(command, env=env, cwd=conftest.REPO_ROOT,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, start_new_session=True)
-  lines = []
-
-  def read():
-    for line in proc.stdout:
-      lines.append((time.monotonic(), line.rstrip("\n")))
-
-  reader = threading.Thread(target=read, daemon=True)
-  reader.start()
-  try:
-    code = proc.wait(timeout=_BOUND_SECS)
-  except subprocess.TimeoutExpired:
-    os.killpg(proc.pid, 9)  # Our own child's process group only.
-    proc.wait(timeout=30)
-    code = None
-  ended = time.monotonic()
-  reader.join(30)
-  return code, lines, ended
 
 
 @pytest.mark.slow
@@ -81,7 +54,8 @@ class ReadmeLaunchTest(parameterized.TestCase):
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get(
         "PATH", "")
     command = _command(model_dir, gpus)
-    code, lines, ended = _run_timed(command, env)
+    code, lines, ended = _support.run_timed(command, timeout_secs=_BOUND_SECS,
+                                                  env=env)
     text = "\n".join(line for _, line in lines)
     detail = f"{' '.join(command)}\nexit {code}\n{text[-5000:]}"
     self.assertEqual(code, 0, detail)

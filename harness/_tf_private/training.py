@@ -9,6 +9,7 @@ from harness._tf import tf
 
 __all__ = [
     "GLOBAL_STEP_READ_KEY",
+    "global_step_read",
     "SUMMARY_WRITER_INIT_KEY",
     "set_hook_steps_per_run",
     "variable_fetch_tensor",
@@ -44,6 +45,14 @@ def moved_modules():
 # private: no public name; harness registers its own read there (a plain
 # read under strategies, ordered before a steps_per_loop loop).
 GLOBAL_STEP_READ_KEY = "global_step_read_op_cache"
+
+
+def global_step_read(graph=None):
+  """The graph's cached global step read (what TF's hooks fetch), else its
+  global step variable; `graph`: the default graph if None."""
+  graph = graph or tf.compat.v1.get_default_graph()
+  cached = graph.get_collection(GLOBAL_STEP_READ_KEY)
+  return cached[0] if cached else tf.compat.v1.train.get_global_step(graph)
 
 
 # tensorflow.python.ops.summary_ops_v2._SUMMARY_WRITER_INIT_COLLECTION_NAME:

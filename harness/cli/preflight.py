@@ -141,8 +141,8 @@ def preflight(job_config, plan):
         "away, or pass another --model_dir.")
   if job_config.mode in ("evaluate", "predict") and not (
       os.path.isfile(os.path.join(model_dir, "checkpoint")) or
-      # local-fs: preflight; a URL model_dir returned above.
-      glob.glob(os.path.join(glob.escape(model_dir), "*.index"))):
+      glob.glob(os.path.join(glob.escape(model_dir),  # local-fs: not a URL
+                             "*.index"))):
     raise errors.CheckpointError(
         f"--mode={job_config.mode}: --model_dir={model_dir} holds no "
         "checkpoint, so the model would run with untrained weights. Fix: "

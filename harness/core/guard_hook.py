@@ -40,9 +40,7 @@ class GuardHook(tf.compat.v1.train.SessionRunHook):
 
   def begin(self):
     guard = self._guard
-    cached = tf.compat.v1.get_collection(
-        _tf_private.GLOBAL_STEP_READ_KEY)
-    self._step = cached[0] if cached else tf.compat.v1.train.get_global_step()
+    self._step = _tf_private.global_step_read()
     if guard.peer_timeout_secs and guard.multi_task:
       self._options = tf.compat.v1.RunOptions(
           timeout_in_ms=int(guard.peer_timeout_secs * 1000))

@@ -39,9 +39,8 @@ def loss_and_step_hook(loss, global_step, every_n_steps):
   2.15 printed it), not the variable, whose read a busy machine may order
   after the increment (`step = 101`).
   """
-  cached = global_step.graph.get_collection(_tf_private.GLOBAL_STEP_READ_KEY)
   return tf.compat.v1.train.LoggingTensorHook(
-      {"loss": loss, "step": cached[0] if cached else global_step},
+      {"loss": loss, "step": _tf_private.global_step_read(global_step.graph)},
       every_n_iter=every_n_steps)
 
 

@@ -27,16 +27,6 @@ from harness.core import stall
 __all__ = ["NanLossDuringTrainingError", "NanLossHook", "NoProgressHook"]
 
 
-def _global_step_read():
-  """The graph's plain read of the global step (no peer involved).
-
-  Under a strategy or steps_per_loop, train_loop registers it; else TF's
-  own cached read, or the variable.
-  """
-  cached = tf.compat.v1.get_collection(_tf_private.GLOBAL_STEP_READ_KEY)
-  return cached[0] if cached else tf.compat.v1.train.get_global_step()
-
-
 class NanLossDuringTrainingError(
     tf.compat.v1.train.NanLossDuringTrainingError):
   """The loss became NaN; name and `str()` are tf.estimator's.
@@ -72,7 +62,7 @@ class NanLossHook(tf.compat.v1.train.SessionRunHook):
     self._task_label = task_label
 
   def begin(self):
-    self._step = _global_step_read()
+    self._step = _tf_private.global_step_read()
 
   def before_run(self, run_context):
     del run_context
@@ -108,7 +98,7 @@ class NoProgressHook(tf.compat.v1.train.SessionRunHook):
                                       task_label=task_label)
 
   def begin(self):
-    self._step = _global_step_read()
+    self._step = _tf_private.global_step_read()
 
   def after_create_session(self, session, coord):
     del coord
