@@ -12,13 +12,14 @@ python -m harness.main --model_fn=mnist_mlp --input_fn=synthetic ...`.
 """
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 
 from absl.testing import absltest
-from absl.testing import parameterized
 import pytest
 
 from harness import launch
@@ -137,74 +138,109 @@ class StopOrderTest(absltest.TestCase):
 
 
 @pytest.mark.slow
-class LaunchPsStopTest(parameterized.TestCase):
+@pytest.mark.xdist_group("test_launch_ps_stop_LaunchPsStopTest")
+class LaunchPsStopTest(absltest.TestCase):
+  """One model_dir, stopped three ways in turn; each restart is the next run.
 
-  def _start_and_train(self, model_dir, max_steps=1_000_000):
-    launcher = _Launcher(_command(model_dir, max_steps))
-    self.addCleanup(launcher.kill)
-    launch_watch.wait_for(launcher.out, _STEP, _BOUND_SECS)
+  Launcher SIGTERM, then (restarted) launcher Ctrl-C, then (restarted) the ps
+  alone gets SIGTERM; a last restart trains 10 steps more and ends. Each stop
+  is checked on its own run, its resume on the run after it.
+  """
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.model_dir = tempfile.mkdtemp()
+    cls.addClassCleanup(shutil.rmtree, cls.model_dir, ignore_errors=True)
+    cls.runs, cls.failure = [], ""
+    try:
+      for how in ("sigterm", "ctrl_c", "ps"):
+        cls.runs.append(cls._train_and_stop(how))
+      last = cls._start(cls.runs[-1]["step"] + 10)
+      cls.runs.append(dict(code=last.wait(), text=last.out.text(),
+                           starts=last.out.find(_STARTING)))
+    except Exception as e:  # pylint: disable=broad-except
+      cls.failure = f"the shared runs stopped at run {len(cls.runs)}: {e!r}"
+
+  @classmethod
+  def _start(cls, max_steps):
+    launcher = _Launcher(_command(cls.model_dir, max_steps))
+    cls.addClassCleanup(launcher.kill)
     return launcher
 
-  def _assert_saved_where_it_stopped(self, launcher, model_dir, step_seen,
-                                     detail):
-    step = _saved_step(model_dir)
+  @classmethod
+  def _train_and_stop(cls, how):
+    """Starts a run, stops it `how` once the chief logs a step: its facts."""
+    launcher = cls._start(1_000_000)
+    launch_watch.wait_for(launcher.out, _STEP, _BOUND_SECS)
+    run = dict(starts=launcher.out.find(_STARTING), ps_pid=None,
+               step_seen=int(launcher.out.find(_STEP)[-1][1].group(1)))
+    if how == "ps":
+      run["ps_pid"] = _task_pid(cls.model_dir, "ps/0")
+      if run["ps_pid"] is not None:
+        os.kill(run["ps_pid"], signal.SIGTERM)
+    else:
+      launcher.proc.send_signal(
+          signal.SIGTERM if how == "sigterm" else signal.SIGINT)
+    run["code"] = launcher.wait()
+    run["text"] = launcher.out.text()
+    run["step"] = _saved_step(cls.model_dir)
+    run["marker"] = run_state.read_training_stopped(cls.model_dir)
+    return run
+
+  def _run(self, index):
+    self.assertGreater(len(self.runs), index, self.failure)
+    run = self.runs[index]
+    return run, run["text"][-8000:]
+
+  def _assert_saved_where_it_stopped(self, index):
+    run, detail = self._run(index)
+    step = run["step"]
     self.assertIsNotNone(step, detail)
-    self.assertGreaterEqual(step, step_seen, detail)
-    marker = run_state.read_training_stopped(model_dir)
+    self.assertGreaterEqual(step, run["step_seen"], detail)
+    marker = run["marker"]
     self.assertEqual(marker, dict(marker, reason="preempted",
                                   global_step=step), detail)
-    self.assertNotIn("lost peer ps/0", launcher.out.text(), detail)
+    self.assertNotIn("lost peer ps/0", run["text"], detail)
     # The ps served until its trainers stopped: it says so, or, once they
     # exited, the launcher's own stop signal (a second one) ended it.
-    self.assertRegex(launcher.out.text(),
+    self.assertRegex(run["text"],
                      r"\[ps/0\] .*(ps \| ps/0 \| every trainer stopped|"
                      r"preempt \| ps/0 \| SIGTERM again: exiting now)",
                      detail)
-    return step
+    # The next run (a restart on the same model_dir) resumes at that step.
+    restart, detail = self._run(index + 1)
+    self.assertTrue(restart["starts"], detail)
+    self.assertEqual(min(int(m.group(1)) for _, m in restart["starts"]),
+                     step, detail)
 
-  def _assert_restart_resumes_at(self, model_dir, step):
-    launcher = _Launcher(_command(model_dir, step + 10))
-    self.addCleanup(launcher.kill)
-    code = launcher.wait()
-    detail = launcher.out.text()[-8000:]
-    self.assertEqual(code, 0, detail)
-    starts = launcher.out.find(_STARTING)
-    self.assertTrue(starts, detail)
-    self.assertEqual(min(int(m.group(1)) for _, m in starts), step, detail)
-    self.assertGreaterEqual(_saved_step(model_dir), step + 10, detail)
-
-  @parameterized.named_parameters(("sigterm", signal.SIGTERM),
-                                  ("ctrl_c", signal.SIGINT))
-  def test_stopping_the_launcher_saves_the_chiefs_step(self, signum):
-    model_dir = self.create_tempdir().full_path
-    launcher = self._start_and_train(model_dir)
-    step_seen = int(launcher.out.find(_STEP)[-1][1].group(1))
-    launcher.proc.send_signal(signum)
-    code = launcher.wait()
-    detail = launcher.out.text()[-8000:]
-    self.assertEqual(code, 128 + signum, detail)
+  def _assert_launcher_stopped(self, index, signum):
+    run, detail = self._run(index)
+    self.assertEqual(run["code"], 128 + signum, detail)
     self.assertIn("launch | stopping chief/0, worker/0 first (their stop "
                   "checkpoint), then ps/0", detail)
-    step = self._assert_saved_where_it_stopped(launcher, model_dir,
-                                               step_seen, detail)
-    self._assert_restart_resumes_at(model_dir, step)
+    self._assert_saved_where_it_stopped(index)
+
+  def test_stopping_the_launcher_saves_the_chiefs_step_sigterm(self):
+    self._assert_launcher_stopped(0, signal.SIGTERM)
+
+  def test_stopping_the_launcher_saves_the_chiefs_step_ctrl_c(self):
+    self._assert_launcher_stopped(1, signal.SIGINT)
 
   def test_a_preempted_ps_is_a_preempted_peer(self):
-    model_dir = self.create_tempdir().full_path
-    launcher = self._start_and_train(model_dir)
-    ps_pid = _task_pid(model_dir, "ps/0")
-    self.assertIsNotNone(ps_pid, launcher.out.text()[-4000:])
-    step_seen = int(launcher.out.find(_STEP)[-1][1].group(1))
-    os.kill(ps_pid, signal.SIGTERM)
-    code = launcher.wait()
-    detail = launcher.out.text()[-8000:]
+    run, detail = self._run(2)
+    self.assertIsNotNone(run["ps_pid"], detail)
     # The chief stopped as preempted: its status is the launcher's.
-    self.assertEqual(code, stop_signal.exit_status("SIGTERM"), detail)
+    self.assertEqual(run["code"], stop_signal.exit_status("SIGTERM"), detail)
     self.assertRegex(detail, r"\[chief/0\] .*ps/0 is stopping \(SIGTERM\): "
                      "stopping after the current step and saving", detail)
-    step = self._assert_saved_where_it_stopped(launcher, model_dir,
-                                               step_seen, detail)
-    self._assert_restart_resumes_at(model_dir, step)
+    self._assert_saved_where_it_stopped(2)
+
+  def test_the_last_restart_trains_to_its_max_steps_and_ends(self):
+    last, detail = self._run(3)
+    self.assertEqual(last["code"], 0, detail)
+    self.assertGreaterEqual(_saved_step(self.model_dir),
+                            self.runs[2]["step"] + 10, detail)
 
 
 if __name__ == "__main__":
