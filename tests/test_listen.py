@@ -162,7 +162,7 @@ class ReachabilityTest(absltest.TestCase):
     if reason:
       self.skipTest(f"no private network namespace here: {reason}")
     proc, out = self._start(
-        ["-m", "harness.launch", "--workers=1", "--ps=1",
+        ["-m", "harness.launch", "--workers=1",
          "--network_isolation=netns", "--timeout_secs=300", "--",
          sys.executable, "-m", "harness.server"], conftest.child_env())
     space = out.wait_for_match(re.compile(
