@@ -15,8 +15,10 @@ import glob
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 
 from absl.testing import absltest
 from absl.testing import parameterized
@@ -84,12 +86,36 @@ def _assert_one_process_job(test, code, output, detail, mode):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("test_ps_modes_ParameterServerModesTest")
 class ParameterServerModesTest(parameterized.TestCase):
+  """Runs shared by the tests: per strategy, one cluster trains a model_dir
+  (the parameter_server one with an evaluator task too), then the same
+  cluster shape evaluates it; with --strategy=parameter_server it predicts
+  with and exports it as well. Without a strategy those two are the same
+  one-process jobs (the strategy is dropped: `OneProcessTaskTest`), so the
+  evaluation alone shows that the chief restores what its cluster trained.
+  """
 
-  @parameterized.named_parameters(*_STRATEGIES)
-  def test_train_then_evaluate_predict_export(self, strategy_flags):
-    model_dir = self.create_tempdir().full_path
-    code, output, detail = _launch(model_dir, "train", strategy_flags)
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.runs = {}
+    for name, strategy_flags in _STRATEGIES:
+      model_dir = tempfile.mkdtemp()
+      cls.addClassCleanup(shutil.rmtree, model_dir, ignore_errors=True)
+      modes = (("train", "evaluate", "predict", "export")
+               if name == "parameter_server" else ("train", "evaluate"))
+      cls.runs[name] = {"model_dir": model_dir}
+      for mode in modes:
+        cls.runs[name][mode] = _launch(
+            model_dir, mode, strategy_flags,
+            evaluator=name == "parameter_server" and mode == "train")
+
+  @parameterized.named_parameters(*((name, name) for name, _ in _STRATEGIES))
+  def test_train_then_evaluate(self, name):
+    run = self.runs[name]
+    model_dir = run["model_dir"]
+    code, output, detail = run["train"]
     self.assertEqual(code, 0, detail)
     _assert_ended_with_0(self, output, detail, ("chief/0", "worker/0"))
     self.assertIn("ps | ps/0 | serving until chief/0, worker/0 finish",
@@ -109,11 +135,10 @@ class ParameterServerModesTest(parameterized.TestCase):
       self.assertTrue(os.path.exists(
           os.path.join(model_dir, f"task_done-{task}")), detail)
 
-    # The same cluster shape evaluates, predicts with and exports the
-    # checkpoint it left: one-process jobs, done by the chief alone (in
-    # process: predict used to wait for ever on grpc://<chief>, which nobody
-    # served); the worker and the ps exit by themselves.
-    code, output, detail = _launch(model_dir, "evaluate", strategy_flags)
+    # The same cluster shape evaluates the checkpoint it left: a
+    # one-process job, done by the chief alone (in process); the worker and
+    # the ps exit by themselves.
+    code, output, detail = run["evaluate"]
     _assert_one_process_job(self, code, output, detail, "evaluate")
     self.assertIn(f"[chief/0] eval results | chief/0 | global_step {step}",
                   output, detail)
@@ -121,7 +146,12 @@ class ParameterServerModesTest(parameterized.TestCase):
                    detail)
     self.assertNotIn("eval results | worker/0", output, detail)
 
-    code, output, detail = _launch(model_dir, "predict", strategy_flags)
+  def test_then_predict_and_export_parameter_server(self):
+    """predict used to wait for ever on grpc://<chief>, which nobody
+    served: now the chief predicts (and exports) in process."""
+    run = self.runs["parameter_server"]
+    model_dir = run["model_dir"]
+    code, output, detail = run["predict"]
     _assert_one_process_job(self, code, output, detail, "predict")
     wrote = re.findall(r"\[(\S+)\].*predict \| wrote (\d+) predictions to "
                        r"(\S+)", output)
@@ -136,16 +166,15 @@ class ParameterServerModesTest(parameterized.TestCase):
     self.assertGreater(len(lines), 0)
     self.assertIn("probabilities", json.loads(lines[0]), lines[0])
 
-    code, output, detail = _launch(model_dir, "export", strategy_flags)
+    code, output, detail = run["export"]
     _assert_one_process_job(self, code, output, detail, "export")
     exports = glob.glob(os.path.join(model_dir, "export", "saved_model", "*",
                                      "saved_model.pb"))
     self.assertLen(exports, 1, detail)
 
   def test_evaluator_task_exits_in_train_mode(self):
-    model_dir = self.create_tempdir().full_path
-    code, output, detail = _launch(
-        model_dir, "train", ["--strategy=parameter_server"], evaluator=True)
+    run = self.runs["parameter_server"]
+    code, output, detail = run["train"]
     self.assertEqual(code, 0, detail)
     _assert_ended_with_0(self, output, detail,
                          ("chief/0", "worker/0", "evaluator/0"))
@@ -154,8 +183,12 @@ class ParameterServerModesTest(parameterized.TestCase):
     # The evaluator neither trained nor took the trainers' lease.
     self.assertNotIn("train | evaluator/0 | starting at step", output, detail)
     self.assertNotIn("lease | evaluator/0", output, detail)
-    self.assertBetween(_checkpoint_step(self, model_dir, detail), _MAX_STEPS,
-                       _MAX_STEPS + 2)
+    self.assertBetween(_checkpoint_step(self, run["model_dir"], detail),
+                       _MAX_STEPS, _MAX_STEPS + 2)
+
+
+@pytest.mark.slow
+class EveryTaskExitsTest(absltest.TestCase):
 
   def test_every_task_exits_by_itself(self):
     """Without harness.launch (which stops a ps): the ps exits on its own."""
@@ -228,6 +261,7 @@ def _info(cluster, task_type, index=0):
 
 _PS_CLUSTER = {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"],
                "ps": ["127.0.0.1:3"]}
+_PS_STRATEGY = ("--strategy=parameter_server",)
 _NO_CHIEF = {"worker": ["127.0.0.1:1", "127.0.0.1:2"], "ps": ["127.0.0.1:3"]}
 
 
@@ -263,11 +297,15 @@ class OneProcessTaskTest(parameterized.TestCase):
       ("export", "export", _PS_CLUSTER, "chief"),
       ("predict_worker0_without_chief", "predict", _NO_CHIEF, "worker"),
       ("session_master_too", "predict", _PS_CLUSTER, "chief",
-       {"session_master": "grpc://127.0.0.1:9"}))
+       {"session_master": "grpc://127.0.0.1:9"}),
+      ("predict_without_strategy", "predict", _PS_CLUSTER, "chief", None,
+       ()),
+      ("export_without_strategy", "export", _PS_CLUSTER, "chief", None, ()))
   def test_chief_runs_in_process(self, mode, cluster, task_type,
-                                 tf_config=None):
+                                 tf_config=None, strategy=_PS_STRATEGY):
     """The chief's sessions target "": no server runs in its process."""
-    estimator = self._build(mode, task_type, cluster, **(tf_config or {}))
+    estimator = self._build(mode, task_type, cluster, strategy=strategy,
+                            **(tf_config or {}))
     self.assertEqual(estimator.config.master, "")
     self.assertEqual(estimator.config.evaluation_master, "")
     self.assertIsNone(estimator.config.train_distribute)
@@ -301,7 +339,7 @@ class OneProcessTaskTest(parameterized.TestCase):
         os.path.join(estimator.model_dir, "predictions.jsonl")))
 
   def _build(self, mode, task_type, cluster=_PS_CLUSTER, index=0,
-             flag_model_dir=True, **tf_config):
+             flag_model_dir=True, strategy=_PS_STRATEGY, **tf_config):
     environ = {"TF_CONFIG": json.dumps(
         {"cluster": cluster, "task": {"type": task_type, "index": index},
          **tf_config})}
@@ -309,7 +347,7 @@ class OneProcessTaskTest(parameterized.TestCase):
                  if flag_model_dir else [])
     self._job, self._plan = flags.parse(
         ["harness.main", f"--mode={mode}", "--model_fn=mnist_mlp",
-         "--input_fn=synthetic", "--strategy=parameter_server", *model_dir],
+         "--input_fn=synthetic", *strategy, *model_dir],
         environ=environ)
     return mode_runners.build_estimator(self._job, self._plan)
 
