@@ -245,14 +245,17 @@ class RunConfig:
     return new
 
   def __deepcopy__(self, memo):
-    # Strategies hold threads and devices: share them, copy plain data.
+    # Strategies hold threads and devices: share them, copy plain data. The
+    # same values have the same derived facts: the copy carries them (the
+    # plan, the cluster; `Estimator.config` copies on each read) instead of
+    # deriving them again; its session config is its own, as in 2.15.
     new = copy.copy(self)
     shared = ("train_distribute", "eval_distribute", "experimental_distribute",
               "device_fn")
     new._values = {k: v if k in shared else copy.deepcopy(v, memo)  # pylint: disable=protected-access
                    for k, v in self._values.items()}
-    new._derive()  # pylint: disable=protected-access
-    return new  # Same values: shares `_run_check` (copy.copy).
+    new._session_config = copy.deepcopy(self._session_config, memo)  # pylint: disable=protected-access
+    return new  # Shares `_derived` and `_run_check` (copy.copy).
 
   # The user's values.
   model_dir = _value("model_dir")
