@@ -136,7 +136,7 @@ def plan_task(info, *, environ, strategy=None, has_strategy=None,
               remote_cluster=None, num_devices_per_worker=1, model_dir=None,
               model_dir_argument=None, peer_timeout_secs=None,
               restart_wait_secs=None, eval_poll_secs,
-              require_cluster_for_task=False):
+              require_cluster_for_task=False, trainer_status_endpoint=None):
   """The `TaskPlan` of this process; its broken rules in `plan.problems`.
 
   Args:
@@ -158,6 +158,7 @@ def plan_task(info, *, environ, strategy=None, has_strategy=None,
       variable, else the default); eval_poll_secs: seconds.
     require_cluster_for_task: a "task" without a "cluster" breaks a rule
       (the binary's; 2.15 trained locally).
+    trainer_status_endpoint: the binary's Kubeflow Trainer status endpoint.
 
   Returns:
     A `TaskPlan`.
@@ -193,6 +194,7 @@ def plan_task(info, *, environ, strategy=None, has_strategy=None,
       is_chief=facts.is_chief, facts=facts, model_dir=model_dirs[0],
       model_dir_source=model_dirs[1], strategy=kind, replicas=replicas,
       eval_poll_secs=float(eval_poll_secs), restart_attempt=attempt,
+      trainer_status_endpoint=trainer_status_endpoint,
       problems=tuple(waiting + problems), **knobs)
 
 

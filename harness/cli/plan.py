@@ -15,7 +15,6 @@ machine, the global batch over the replicas, and the Kubeflow Trainer
 status endpoint. Every problem is reported together. No TensorFlow.
 """
 
-import dataclasses
 import json
 import os
 
@@ -70,6 +69,7 @@ def plan_with_problems(job, info, *, environ, gpu_count, skip=()):
     (plan, problems): problems as `flag --name=value: why. Fix: ...`
     strings ([]: the plan holds); the plan is what the job would run with.
   """
+  endpoint = _trainer_status_endpoint(environ)
   plan = task_plan.plan_task(
       info, environ=environ, strategy=job.strategy,
       remote_cluster=job.remote_cluster,
@@ -77,14 +77,14 @@ def plan_with_problems(job, info, *, environ, gpu_count, skip=()):
       model_dir_argument=job.model_dir,
       peer_timeout_secs=job.peer_timeout_secs,
       restart_wait_secs=job.restart_wait_secs,
-      eval_poll_secs=job.eval_poll_secs, require_cluster_for_task=True)
+      eval_poll_secs=job.eval_poll_secs, require_cluster_for_task=True,
+      trainer_status_endpoint=endpoint)
+  model_dir_problems = _model_dir_problems(job, plan)
   problems = (_device_problems(job, plan.replicas, gpu_count, skip) +
-              _strategy_problems(job, plan, skip) +
-              _model_dir_problems(job, plan))
+              _strategy_problems(job, plan, skip) + model_dir_problems)
   problems += [str(p.error) for p in plan.problems
                if p.rule not in _IN_FLAG_WORDS]
-  return dataclasses.replace(plan, trainer_status_endpoint=(
-      _trainer_status_endpoint(environ))), problems
+  return plan, problems
 
 
 # The plan's problems reported in the flags' words (below).
