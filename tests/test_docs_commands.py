@@ -280,6 +280,17 @@ class FirstContactDocsTest(absltest.TestCase):
     notice = " ".join((shipped / "README.md").read_text().split())
     self.assertIn("Creative Commons Attribution-Share Alike 3.0", notice)
 
+  def test_ci_runs_the_readmes_test_command_as_written(self):
+    # CI's first leg is the contributor's loop: the same command, the same
+    # flags (-n 2 included), or its time is not the README's.
+    readme = (conftest.REPO_ROOT / "README.md").read_text()
+    block = readme.split("```bash\n", 1)[1].split("```", 1)[0]
+    test_command = block.strip().splitlines()[1]
+    self.assertIn("-m pytest", test_command)
+    ci_lines = [line.strip() for line in
+                (conftest.REPO_ROOT / ".ci" / "run").read_text().splitlines()]
+    self.assertIn(f"run_pytest {test_command} || main_status=$?", ci_lines)
+
   def test_users_read_nothing_of_the_shared_folder(self):
     # ../shared is this project's development machine, not the user's.
     found = []
