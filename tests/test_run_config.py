@@ -66,6 +66,7 @@ class SignatureTest(absltest.TestCase):
                                     "max_runs_without_progress": 100,
                                     "stop_timeout_secs": 10.0,
                                     "input_timeout_secs": None,
+                                    "input_report_secs": 10.0,
                                     "metrics_port": 0,
                                     "metrics_bind": "127.0.0.1",
                                     "input_pipeline": "tuned",
@@ -447,8 +448,8 @@ class ReplaceTest(parameterized.TestCase):
         "'eval_idle_timeout_secs', 'peer_timeout_secs', 'restart_wait_secs', "
         "'force_takeover', 'bind_address', 'remote_claim_timeout_secs', "
         "'max_runs_without_progress', 'stop_timeout_secs', "
-        "'input_timeout_secs', 'metrics_port', 'metrics_bind', "
-        "'input_pipeline', 'xla']."
+        "'input_timeout_secs', 'input_report_secs', 'metrics_port', "
+        "'metrics_bind', 'input_pipeline', 'xla']."
         " Fix: ")
 
   @parameterized.named_parameters(

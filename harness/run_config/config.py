@@ -138,6 +138,7 @@ class RunConfig:
                max_runs_without_progress=_D("max_runs_without_progress"),
                stop_timeout_secs=_D("stop_timeout_secs"),
                input_timeout_secs=_D("input_timeout_secs"),
+               input_report_secs=_D("input_report_secs"),
                metrics_port=_D("metrics_port"),
                metrics_bind=_D("metrics_bind"),
                input_pipeline=_D("input_pipeline"),
