@@ -20,6 +20,7 @@ import tempfile
 import threading
 
 from absl.testing import absltest
+from absl.testing import parameterized
 import pytest
 
 from harness import launch
@@ -139,7 +140,7 @@ class StopOrderTest(absltest.TestCase):
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("test_launch_ps_stop_LaunchPsStopTest")
-class LaunchPsStopTest(absltest.TestCase):
+class LaunchPsStopTest(parameterized.TestCase):
   """One model_dir, stopped three ways in turn; each restart is the next run.
 
   Launcher SIGTERM, then (restarted) launcher Ctrl-C, then (restarted) the ps
@@ -221,11 +222,10 @@ class LaunchPsStopTest(absltest.TestCase):
                   "checkpoint), then ps/0", detail)
     self._assert_saved_where_it_stopped(index)
 
-  def test_stopping_the_launcher_saves_the_chiefs_step_sigterm(self):
-    self._assert_launcher_stopped(0, signal.SIGTERM)
-
-  def test_stopping_the_launcher_saves_the_chiefs_step_ctrl_c(self):
-    self._assert_launcher_stopped(1, signal.SIGINT)
+  @parameterized.named_parameters(("sigterm", 0, signal.SIGTERM),
+                                  ("ctrl_c", 1, signal.SIGINT))
+  def test_stopping_the_launcher_saves_the_chiefs_step(self, index, signum):
+    self._assert_launcher_stopped(index, signum)
 
   def test_a_preempted_ps_is_a_preempted_peer(self):
     run, detail = self._run(2)
