@@ -3,12 +3,15 @@
 TensorFlow's event writer drops every event of a folder it cannot open and
 says so only at --verbosity=debug; `storage.check_writable` probes eval/ (and
 export/<name>) before the first evaluation. The slow tests mount a read-only
-tmpfs on eval/ (root only) and run the real `python -m harness.main`.
+tmpfs on eval/ or bind-mount the model_dir read-only (root only) and run the
+real `python -m harness.main`.
 """
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 from absl.testing import absltest
 import pytest
@@ -50,16 +53,34 @@ def _mount_read_only(test, folder):
                   timeout=30)
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
-class ReadOnlyEvalDirTest(absltest.TestCase):
+def _main(model_dir, mode, *extra, cwd=None):
+  return _support.run(
+      [sys.executable, "-m", "harness.main", "--model_fn=linear",
+       "--input_fn=constant", f"--mode={mode}", f"--model_dir={model_dir}",
+       *extra], timeout_secs=_RUN_SECS, cwd=cwd)
 
-  def _main(self, model_dir, mode, *extra):
-    return _support.run(
-        [sys.executable, "-m", "harness.main", "--model_fn=linear",
-         "--input_fn=constant", f"--mode={mode}", "--max_steps=4",
-         "--eval_steps=2", f"--model_dir={model_dir}", *extra],
-        timeout_secs=_RUN_SECS)
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0,
+                    reason="a read-only tmpfs or bind mount needs root")
+@pytest.mark.xdist_group("test_unwritable_eval_ReadOnlyTest")
+class ReadOnlyTest(absltest.TestCase):
+  """Both tests read one model_dir trained to step 4 (one run, not two)."""
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.trained = tempfile.mkdtemp()
+    cls.train = _main(cls.trained, "train", "--max_steps=4")
+
+  @classmethod
+  def tearDownClass(cls):
+    shutil.rmtree(cls.trained, ignore_errors=True)
+    super().tearDownClass()
+
+  def setUp(self):
+    super().setUp()
+    self.assertEqual(self.train.returncode, 0, self.train.description)
 
   def _assert_one_line(self, proc, eval_dir):
     self.assertEqual(proc.returncode, 1, proc.description)
@@ -72,13 +93,13 @@ class ReadOnlyEvalDirTest(absltest.TestCase):
         "--model_dir in a writable folder.", proc.description)
 
   def test_train_and_evaluate_and_evaluate_fail_with_one_line(self):
-    model_dir = self.create_tempdir().full_path
-    trained = self._main(model_dir, "train")
-    self.assertEqual(trained.returncode, 0, trained.description)
+    model_dir = self.trained
     eval_dir = os.path.join(model_dir, "eval")
     _mount_read_only(self, eval_dir)
-    self._assert_one_line(self._main(model_dir, "evaluate"), eval_dir)
-    both = self._main(model_dir, "train_and_evaluate", "--max_steps=8")
+    self._assert_one_line(_main(model_dir, "evaluate", "--eval_steps=2"),
+                          eval_dir)
+    both = _main(model_dir, "train_and_evaluate", "--max_steps=8",
+                 "--eval_steps=2")
     self._assert_one_line(both, eval_dir)
     # Reported before training: no step past the first run's 4 was taken.
     self.assertEqual(_support.checkpoint_steps(model_dir)[-1], 4,
@@ -86,31 +107,16 @@ class ReadOnlyEvalDirTest(absltest.TestCase):
     self.assertEqual(_support.steps_logged(both.output, "local"), [],
                      both.description)
 
-
-@pytest.mark.slow
-@pytest.mark.skipif(os.geteuid() != 0,
-                    reason="a read-only bind mount needs root")
-class PredictOnReadOnlyModelDirTest(absltest.TestCase):
-
   def test_predictions_go_to_the_current_folder_and_the_log_says_so(self):
-    trained = self.create_tempdir().full_path
-    proc = _support.run(
-        [sys.executable, "-m", "harness.main", "--model_fn=linear",
-         "--input_fn=constant", "--mode=train", "--max_steps=2",
-         f"--model_dir={trained}"], timeout_secs=_RUN_SECS)
-    self.assertEqual(proc.returncode, 0, proc.description)
     model_dir = self.create_tempdir().full_path
-    subprocess.run(["mount", "--bind", trained, model_dir], check=True,
+    subprocess.run(["mount", "--bind", self.trained, model_dir], check=True,
                    timeout=30)
     self.addCleanup(subprocess.run, ["umount", model_dir], check=False,
                     timeout=30)
     subprocess.run(["mount", "-o", "remount,bind,ro", model_dir], check=True,
                    timeout=30)
     here = self.create_tempdir().full_path
-    proc = _support.run(
-        [sys.executable, "-m", "harness.main", "--model_fn=linear",
-         "--input_fn=constant", "--mode=predict", f"--model_dir={model_dir}"],
-        timeout_secs=_RUN_SECS, cwd=here)
+    proc = _main(model_dir, "predict", cwd=here)
     self.assertEqual(proc.returncode, 0, proc.description)
     path = os.path.join(here, "predictions.jsonl")
     self.assertIn(f"wrote 10000 predictions to {path} (not in model_dir)",
