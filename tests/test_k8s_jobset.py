@@ -11,6 +11,7 @@ it is compared with the one today's `--output=jobs` template writes.
 
 import copy
 import dataclasses
+import functools
 import json
 import os
 import pathlib
@@ -40,6 +41,7 @@ _CRD_FILES = {
         "trainer.kubeflow.org_clustertrainingruntimes.yaml",
 }
 _K8S_VERSION = "1.33"
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's
 _IMAGE = "registry.example.com/harness:0.1"
 _LINEAR = ("--model_fn=linear", "--input_fn=constant", "--max_steps=20",
            "--eval_steps=2")
@@ -84,9 +86,10 @@ def _strict(schema):
   return result
 
 
+@functools.lru_cache(maxsize=None)  # A CRD's YAML is up to 800 kB: once.
 def _crd_validator(kind):
   path = _CRDS / _CRD_FILES[kind]
-  crd = yaml.safe_load(path.read_text())
+  crd = yaml.load(path.read_text(), Loader=_YAML_LOADER)
   (version,) = [v for v in crd["spec"]["versions"] if v["served"]]
   schema = _strict(version["schema"]["openAPIV3Schema"])
   api = f"{crd['spec']['group']}/{version['name']}"

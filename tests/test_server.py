@@ -113,6 +113,19 @@ class ServerFlagsTest(parameterized.TestCase):
     self.assertNotIn("Traceback", result.stderr)
 
 
+  def test_bad_flags_exit_before_tensorflow_is_imported(self):
+    # A bad task costs no TensorFlow import (~5 s of CPU on a busy machine).
+    code = ("import sys\nfrom harness.server import cli\n"
+            "sys.argv = ['harness.server', '--cluster_spec=worker=h:1']\n"
+            "try:\n  cli.run()\nfinally:\n"
+            "  print('tensorflow imported:', 'tensorflow' in sys.modules)\n")
+    result = _support.run([sys.executable, "-c", code],
+                          env=conftest.child_env(), timeout_secs=_START_SECS)
+    self.assertEqual(result.returncode, 2, result.stderr)
+    self.assertIn("--job_name is required", _support.flat(result.stderr))
+    self.assertIn("tensorflow imported: False", result.stdout, result.stderr)
+
+
 def _server(name, *args, tf_config=None):
   """A `python -m harness.server ARGS` child (tests._support.ChildProcess)."""
   return _support.ChildProcess(["-m", "harness.server", *args],

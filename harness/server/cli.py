@@ -85,17 +85,20 @@ def _cluster_info(flag, environ):
 
 
 def _main(flag, received, argv):
-  from harness.server import serve  # lazy: TensorFlow, not for --help  # pylint: disable=g-import-not-at-top
   # absl's full prefix only with absl's --verbosity=1 (debug).
   log_format.use(debug=logging.get_verbosity() >= logging.DEBUG)
   if len(argv) > 1:
     binary_flags.usage_error(
         "server", f"unexpected arguments {argv[1:]}; this binary takes only "
         "flags.")
-  try:
+  try:  # Flags and TF_CONFIG first: a bad one fails before TF's import.
     bind_address = listen.check_bind_address(flag.bind_address.value,
                                              source="--bind_address")
     info = _cluster_info(flag, os.environ)
+  except (errors.ConfigError, errors.NotSupportedError) as e:
+    binary_flags.usage_error("server", str(e))
+  from harness.server import serve  # lazy: TensorFlow, not for --help  # pylint: disable=g-import-not-at-top
+  try:
     server = serve.start_server(
         info.cluster, info.task_type, info.task_id,
         num_cpu_devices=flag.num_cpu_devices.value,
