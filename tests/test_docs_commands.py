@@ -22,7 +22,6 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 
@@ -63,6 +62,12 @@ _SKIP = (
     (r"pip install (--no-deps (tensorflow-privacy|adanet)|scipy mpmath)",
      "installs third-party libraries from PyPI into the venv; .ci/run's "
      "library leg does"),
+    (r"^python -m harness\.launch --workers=2 --evaluator -- +python -m "
+     r"harness\.main --strategy=collective --num_gpus_per_worker=2 "
+     r"--cpu_stand_in +--model_fn=mnist_mlp --input_fn=synthetic "
+     r"--model_dir=/tmp/mw --max_steps=200$",
+     "tests/test_readme_launch.py runs this line as written, makes the same "
+     "checks and times the launcher's end"),
     (r"tests/programs/(tfp_dp_dnn|adanet_ensemble)\.py", "needs TF Privacy / "
      "AdaNet (the lines above); tests/test_tf_privacy.py and "
      "tests/test_adanet.py run it when they are installed"),
