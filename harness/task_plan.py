@@ -10,9 +10,10 @@
 The binary (`harness.cli.plan`, which adds the flags' own problems) and
 the library (`harness.RunConfig`) both plan a task here. `plan_task` is
 the one function that decides this process's role, task label and chief
-(2.15's task facts, `harness.cluster.derive`), the replicas and the
-waiting knobs, and runs the cluster rules; the model_dir it records is the
-one `harness.state.paths.merge_model_dirs` picked at the caller's edge.
+(2.15's task facts, `harness.cluster.derive`), the model_dir and where it
+came from (`harness.state.paths.merge_model_dirs`, the one rule, over the
+binary's --model_dir or RunConfig's and TF_CONFIG's), the replicas and the
+waiting knobs, and runs the cluster rules.
 A rule that does not hold is kept as a `Problem` tagged with the moment
 tf.estimator 2.15 raised it (`Stage`): the binary reports every problem at
 once, RunConfig raises each at its moment with 2.15's type and sentence.
@@ -33,7 +34,7 @@ from harness.cluster.strategy_kind import StrategyKind
 from harness.state import paths
 
 __all__ = ["Role", "Stage", "Problem", "TaskPlan", "plan_task",
-           "raise_problem", "RUN_CONFIG_RULES", "CLUSTER_RULES",
+           "raise_problem", "RUN_CONFIG_RULES", "CLUSTER_RULES", "MODEL_DIR",
            "RESTART_ATTEMPT"]
 
 
@@ -68,6 +69,7 @@ class Problem:
 # The rules of `Problem.rule`.
 RUN_CONFIG_RULES = "tf_config_run_config"  # 2.15's RunConfig's (a subset).
 CLUSTER_RULES = "tf_config"  # Every TF_CONFIG rule (cluster.validate).
+MODEL_DIR = "model_dir"  # The model_dirs given agree (merge_model_dirs).
 RESTART_ATTEMPT = "restart_attempt"
 
 
@@ -132,9 +134,9 @@ def raise_problem(plan, stage, rule=None):
 
 def plan_task(info, *, environ, strategy=None, has_strategy=None,
               remote_cluster=None, num_devices_per_worker=1, model_dir=None,
-              model_dir_source=paths.FROM_NOTHING, peer_timeout_secs=None,
+              model_dir_argument=None, peer_timeout_secs=None,
               restart_wait_secs=None, eval_poll_secs,
-              require_cluster_for_task=False):
+              require_cluster_for_task=False, trainer_status_endpoint=None):
   """The `TaskPlan` of this process; its broken rules in `plan.problems`.
 
   Args:
@@ -146,12 +148,17 @@ def plan_task(info, *, environ, strategy=None, has_strategy=None,
       other than DEFAULT); RunConfig passes `train_distribute is not None`.
     remote_cluster: the standalone client's {job: [address]}, or None.
     num_devices_per_worker: devices each trainer replicates over.
-    model_dir, model_dir_source: the model_dir and where it came from, as
-      `harness.state.paths.merge_model_dirs` decided them.
+    model_dir: RunConfig's `model_dir` argument, or None.
+    model_dir_argument: the Estimator's `model_dir` argument (the binary's
+      --model_dir), or None. The plan's model_dir is these and TF_CONFIG's
+      merged (`harness.state.paths.merge_model_dirs`); two that differ are
+      a `Problem` of RunConfig() (2.15's error), the most specific given
+      then taken.
     peer_timeout_secs, restart_wait_secs: the values given (None: the
       variable, else the default); eval_poll_secs: seconds.
     require_cluster_for_task: a "task" without a "cluster" breaks a rule
       (the binary's; 2.15 trained locally).
+    trainer_status_endpoint: the binary's Kubeflow Trainer status endpoint.
 
   Returns:
     A `TaskPlan`.
@@ -171,14 +178,23 @@ def plan_task(info, *, environ, strategy=None, has_strategy=None,
   waiting = []  # The waiting knobs' problems come first (RunConfig's order).
   knobs, attempt = _waiting(environ, waiting, peer_timeout_secs=(
       peer_timeout_secs), restart_wait_secs=restart_wait_secs)
+  try:  # The one model_dir rule.
+    model_dirs = paths.merge_model_dirs(
+        argument=model_dir_argument, run_config=model_dir,
+        tf_config=info.model_dir if info else None)
+  except errors.ConfigError as e:  # First, at RunConfig() (2.15's order).
+    waiting.insert(0, Problem(Stage.RUN_CONFIG, MODEL_DIR, e))
+    model_dirs = ((model_dir_argument, paths.FROM_ARGUMENT)
+                  if model_dir_argument else (model_dir, paths.FROM_RUN_CONFIG))
   return TaskPlan(
       cluster_info=info, remote_cluster=remote_cluster, role=role,
       task_label=(cluster_lib.CLIENT_LABEL if role == Role.CLIENT else
                   cluster_lib.LOCAL_LABEL if info is None else
                   info.task_label),
-      is_chief=facts.is_chief, facts=facts, model_dir=model_dir,
-      model_dir_source=model_dir_source, strategy=kind, replicas=replicas,
+      is_chief=facts.is_chief, facts=facts, model_dir=model_dirs[0],
+      model_dir_source=model_dirs[1], strategy=kind, replicas=replicas,
       eval_poll_secs=float(eval_poll_secs), restart_attempt=attempt,
+      trainer_status_endpoint=trainer_status_endpoint,
       problems=tuple(waiting + problems), **knobs)
 
 

@@ -9,8 +9,8 @@ Usage::
 
 Without a TF_CONFIG cluster it trains locally and evaluates (and exports)
 after each new checkpoint, at most once per `throttle_secs`, and always
-after the last one. With TF_CONFIG, the task's type picks its runner from
-`_RUNNERS` (chief, worker, master, ps, evaluator).
+after the last one. With TF_CONFIG, the role in its plan picks the runner
+(`_RUNNERS`; a trainer's by its task type: chief, worker, master).
 """
 
 import collections
@@ -23,10 +23,12 @@ from harness import errors
 from harness import estimator as estimator_lib
 from harness import run_config as run_config_lib
 from harness import spec as spec_lib
+from harness import task_plan
 from harness._tf import tf
 from harness.cluster import jobs
 from harness.cluster import tf_config
 from harness.core.stop_signal import STOP_SIGNAL
+from harness.distribute import eval_result
 from harness.distribute import evaluator as evaluator_lib
 from harness.distribute import roles
 from harness.distribute import save_listener
@@ -122,10 +124,11 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
   executor = _TrainingExecutor(
       estimator=estimator, train_spec=train_spec, eval_spec=eval_spec)
   config = estimator.config
-  if config.task_type == jobs.EVALUATOR and config.task_id > 0:
+  role, _, task_id = _task_of(config)
+  if role == task_plan.Role.EVALUATOR and task_id > 0:
     raise errors.ClusterConfigError(
         "For distributed training, there can only be one `evaluator` task "
-        f"(with task id 0).  Given task id {config.task_id}\nFix: run one "
+        f"(with task id 0).  Given task id {task_id}\nFix: run one "
         'evaluator with "index": 0 in TF_CONFIG.')
   if isinstance(config, run_config_lib.RunConfig):
     # 2.15's task checks and sentences first, then harness's cluster rules,
@@ -144,22 +147,34 @@ def _check_eval_spec(eval_spec):
         "EvalSpec under harness.compat).")
 
 
-class _ContinuousEvalListener:
-  """2.15's hook into the evaluation loops: the base class does nothing.
+# The runner of each role; a trainer's is `run_<its task type>` (chief,
+# worker, master, or a type a subclass adds a runner for).
+_RUNNERS = {task_plan.Role.LOCAL: "run_local",
+            task_plan.Role.CLIENT: "run_local", task_plan.Role.PS: "run_ps",
+            task_plan.Role.EVALUATOR: "run_evaluator"}
 
-  `before_eval()` returning False skips that evaluation and ends the loop
-  (and training, in `run_local` / `run_master`); `after_eval(eval_result)`
-  gets each `_EvalResult` and ends the loop by returning False.
-  """
 
-  def before_eval(self):
-    """Called before each evaluation; False stops the loop."""
-    return True
+def _task_of(config):
+  """(role, task type, task id) of the task the executor runs: the plan's.
+  2.15's tests hand in stand-ins (a Mock with `task_type` set, a RunConfig
+  subclass, which may override a task property): for those alone, the 2.15
+  properties are read, with 2.15's rule."""
+  if type(config) is run_config_lib.RunConfig:  # Not a subclass.
+    plan = config.plan
+    return plan.role, plan.facts.task_type, plan.facts.task_id
+  task_type = config.task_type
+  if isinstance(config, run_config_lib.RunConfig) and (
+      config.remote_cluster is not None):
+    role = task_plan.Role.CLIENT  # A standalone client: it trains remotely.
+  elif not config.cluster_spec and task_type != jobs.EVALUATOR:
+    role = task_plan.Role.LOCAL  # No TF_CONFIG cluster.
+  else:
+    role = {jobs.PS: task_plan.Role.PS, jobs.EVALUATOR: (
+        task_plan.Role.EVALUATOR)}.get(task_type, task_plan.Role.TRAINER)
+  return role, task_type, config.task_id
 
-  def after_eval(self, eval_result):
-    """Called after each evaluation; False stops the loop."""
-    del eval_result
-    return True
+
+_ContinuousEvalListener = eval_result.ContinuousEvalListener  # 2.15's name.
 
 
 class _TrainingExecutor:
@@ -212,24 +227,22 @@ class _TrainingExecutor:
     return getattr(self, self.task_to_run())()
 
   def task_to_run(self):
-    """The name of this task's `run_<task>` method, after 2.15's checks.
+    """The name of this task's `run_<task>` method, after 2.15's checks:
+    the runner of its plan's role (`_task_of`), a trainer's by its type.
 
     Raises:
       ClusterConfigError (a ValueError): no task type, `local`, or a type
         with no `run_<type>` method (2.15's sentences).
     """
-    config = self._estimator.config
-    if isinstance(config, run_config_lib.RunConfig) and (
-        config.remote_cluster is not None):
-      return "run_local"  # A standalone client: it trains remotely.
-    if not config.cluster_spec and config.task_type != jobs.EVALUATOR:
-      return "run_local"  # No TF_CONFIG cluster.
-    if not config.task_type:
+    role, task_type, _ = _task_of(self._estimator.config)
+    if _RUNNERS.get(role) == "run_local":
+      return "run_local"
+    if not task_type:
       raise errors.ClusterConfigError(
           "`estimator.config` must have task_type set. This usually means "
           "TF_CONFIG environment is not set correctly: it has a cluster but "
           'no "task". Fix: add "task": {"type": ..., "index": ...}.')
-    if config.task_type == "local":
+    if task_type == "local":
       raise errors.ClusterConfigError(
           "`task.type` in TF_CONFIG cannot be `local`. Leaving `cluster` and "
           "`task` properties in TF_CONFIG absent triggers train and evaluate "
@@ -238,12 +251,13 @@ class _TrainingExecutor:
     tasks = [name[len("run_"):] for name in dir(self)
              if name.startswith("run_") and name != "run_local" and
              callable(getattr(self, name))]
-    if config.task_type not in tasks:
+    runner = _RUNNERS.get(role, "run_" + task_type)
+    if runner[len("run_"):] not in tasks:
       raise errors.ClusterConfigError(  # 2.15's sentence, on one line.
-          f"Task type {config.task_type} is not supported. Supported task "
+          f"Task type {task_type} is not supported. Supported task "
           f"types are {tasks}. Fix: use one of those; without `cluster` and "
           "`task` in TF_CONFIG, it trains in this process.")
-    return "run_" + config.task_type
+    return runner
 
   def run_chief(self):
     """The chief: trains, saves checkpoints, marks the end of training."""
@@ -270,8 +284,8 @@ class _TrainingExecutor:
   def run_evaluator(self):
     """The `evaluator` task: evaluate new checkpoints until training ends."""
     _check_eval_spec(self._eval_spec)
-    logging.info("train_and_evaluate | evaluator/0 | watching %s",
-                 self._estimator.model_dir)
+    logging.info("train_and_evaluate | %s | watching %s", jobs.task_label(
+        *_task_of(self._estimator.config)[1:]), self._estimator.model_dir)
     STOP_SIGNAL.stage = "waiting for a new checkpoint (the evaluator)"
     return evaluator_lib.run_continuous(
         self._estimator, self._train_spec, self._eval_spec,

@@ -172,6 +172,26 @@ class DispatchTest(absltest.TestCase):
         harness.EvalSpec(_input_fn, steps=1))
     self.assertEqual(2, metrics["global_step"])
 
+  def test_the_executor_dispatches_on_the_plan(self):
+    # A RunConfig's task is its plan's: the executor reads the plan's role,
+    # not the 2.15 task properties (made to fail here).
+    cases = {"run_chief": _config("chief", 0), "run_worker": _config(
+        "worker", 1), "run_ps": _config("ps", 0), "run_evaluator": _config(
+            "evaluator", 0), "run_local": harness.RunConfig(environ={})}
+
+    def unread(self):
+      raise AssertionError("a 2.15 task property was read")
+
+    for name in ("task_type", "task_id", "cluster_spec"):
+      self.enter_context(mock.patch.object(harness.RunConfig, name,
+                                           property(unread)))
+    for runner, config in cases.items():
+      executor = training._TrainingExecutor(
+          _fake_estimator(config), harness.TrainSpec(_input_fn, max_steps=1),
+          None)
+      with self.subTest(runner=runner):
+        self.assertEqual(runner, executor.task_to_run())
+
   def test_a_subclass_may_add_a_task_type(self):
 
     class Executor(training._TrainingExecutor):

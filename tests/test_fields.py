@@ -28,7 +28,7 @@ _BAD = {
     "peer_timeout_secs": 0, "restart_wait_secs": -5,
     "force_takeover": "yes", "bind_address": "10.0.0.1",
     "remote_claim_timeout_secs": 0, "max_runs_without_progress": 0,
-    "stop_timeout_secs": 0, "input_timeout_secs": 0, "metrics_port": 70000,
+    "stop_timeout_secs": 0, "input_timeout_secs": 0, "input_report_secs": -1, "metrics_port": 70000,
     "metrics_bind": "", "input_pipeline": "fast", "xla": 1,
 }
 _GOOD = {
@@ -37,7 +37,7 @@ _GOOD = {
     "peer_timeout_secs": 5.0, "restart_wait_secs": 9.0,
     "force_takeover": True, "bind_address": "*",
     "remote_claim_timeout_secs": 4, "max_runs_without_progress": 7,
-    "stop_timeout_secs": 3, "input_timeout_secs": 11,
+    "stop_timeout_secs": 3, "input_timeout_secs": 11, "input_report_secs": 2,
     "metrics_port": 9464, "metrics_bind": "0.0.0.0",
     "input_pipeline": fields.AS_WRITTEN, "xla": True,
 }

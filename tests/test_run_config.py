@@ -10,6 +10,7 @@ from unittest import mock
 from absl.testing import absltest
 from absl.testing import parameterized
 
+import harness
 from harness import cluster
 from harness import errors
 from harness import run_config as rc
@@ -65,6 +66,7 @@ class SignatureTest(absltest.TestCase):
                                     "max_runs_without_progress": 100,
                                     "stop_timeout_secs": 10.0,
                                     "input_timeout_secs": None,
+                                    "input_report_secs": 10.0,
                                     "metrics_port": 0,
                                     "metrics_bind": "127.0.0.1",
                                     "input_pipeline": "tuned",
@@ -446,8 +448,8 @@ class ReplaceTest(parameterized.TestCase):
         "'eval_idle_timeout_secs', 'peer_timeout_secs', 'restart_wait_secs', "
         "'force_takeover', 'bind_address', 'remote_claim_timeout_secs', "
         "'max_runs_without_progress', 'stop_timeout_secs', "
-        "'input_timeout_secs', 'metrics_port', 'metrics_bind', "
-        "'input_pipeline', 'xla']."
+        "'input_timeout_secs', 'input_report_secs', 'metrics_port', "
+        "'metrics_bind', 'input_pipeline', 'xla']."
         " Fix: ")
 
   @parameterized.named_parameters(
@@ -513,6 +515,24 @@ class ReplaceTest(parameterized.TestCase):
     self.assertIs(copied.train_distribute, strategy)
     self.assertIsNot(copied.session_config, config.session_config)
     self.assertEqual(copied.session_config, config.session_config)
+
+
+  def test_estimator_config_carries_the_derived_facts(self):
+    # Estimator.config hands out a deep copy on each read: the copy carries
+    # the plan and the cluster facts, nothing is derived again.
+    est = harness.Estimator(
+        lambda features, labels, mode: None,
+        model_dir=self.create_tempdir().full_path,
+        config=rc.RunConfig(environ=_env(_FULL, "worker", 1)))
+    config = est.config
+    with mock.patch.object(rc_config.distribution, "derive") as derive:
+      copies = [est.config for _ in range(3)]
+    derive.assert_not_called()
+    for copied in copies:
+      self.assertIs(config.plan, copied.plan)
+      self.assertEqual((config.task_type, config.task_id, config.master),
+                       (copied.task_type, copied.task_id, copied.master))
+      self.assertIsNot(config.session_config, copied.session_config)
 
 
 class DistributeConfigTest(absltest.TestCase):

@@ -15,7 +15,6 @@ machine, the global batch over the replicas, and the Kubeflow Trainer
 status endpoint. Every problem is reported together. No TensorFlow.
 """
 
-import dataclasses
 import json
 import os
 
@@ -70,22 +69,27 @@ def plan_with_problems(job, info, *, environ, gpu_count, skip=()):
     (plan, problems): problems as `flag --name=value: why. Fix: ...`
     strings ([]: the plan holds); the plan is what the job would run with.
   """
-  model_dir, source, problems = _model_dir(job, info)
+  endpoint = _trainer_status_endpoint(environ)
   plan = task_plan.plan_task(
       info, environ=environ, strategy=job.strategy,
       remote_cluster=job.remote_cluster,
       num_devices_per_worker=job.num_devices_per_worker,
-      model_dir=model_dir, model_dir_source=source,
+      model_dir_argument=job.model_dir,
       peer_timeout_secs=job.peer_timeout_secs,
       restart_wait_secs=job.restart_wait_secs,
-      eval_poll_secs=job.eval_poll_secs, require_cluster_for_task=True)
+      eval_poll_secs=job.eval_poll_secs, require_cluster_for_task=True,
+      trainer_status_endpoint=endpoint)
+  model_dir_problems = _model_dir_problems(job, plan)
   problems = (_device_problems(job, plan.replicas, gpu_count, skip) +
-              _strategy_problems(job, plan, skip) + problems)
+              _strategy_problems(job, plan, skip) + model_dir_problems)
   problems += [str(p.error) for p in plan.problems
-               if p.rule not in (task_plan.RUN_CONFIG_RULES,
-                                 task_plan.CLUSTER_RULES)]
-  return dataclasses.replace(plan, trainer_status_endpoint=(
-      _trainer_status_endpoint(environ))), problems
+               if p.rule not in _IN_FLAG_WORDS]
+  return plan, problems
+
+
+# The plan's problems reported in the flags' words (below).
+_IN_FLAG_WORDS = (task_plan.RUN_CONFIG_RULES, task_plan.CLUSTER_RULES,
+                  task_plan.MODEL_DIR)
 
 
 def _trainer_status_endpoint(environ):
@@ -98,37 +102,28 @@ def _trainer_status_endpoint(environ):
     return None
 
 
-def _model_dir(job, info):
-  """--model_dir against TF_CONFIG: (model_dir, its source, problems).
-
-  The model_dir is --model_dir merged with TF_CONFIG's (the one rule,
-  `harness.state.paths.merge_model_dirs`); the problems: the two differ,
-  TF_CONFIG names a cluster beside --remote_cluster, or a cluster without
-  a shared model_dir.
-  """
+def _model_dir_problems(job, plan):
+  """--model_dir against TF_CONFIG's (the plan merged them), beside
+  --remote_cluster, and a cluster without a shared model_dir."""
+  info = plan.cluster_info
   clustered = info is not None and info.has_cluster
   problems = []
-  tf_dir = info.model_dir if info else None
-  try:
-    model_dir, source = paths.merge_model_dirs(argument=job.model_dir,
-                                               tf_config=tf_dir)
-  except errors.ConfigError:
+  if any(p.rule == task_plan.MODEL_DIR for p in plan.problems):
     problems.append(
         f"flag --model_dir={job.model_dir}: TF_CONFIG's model_dir is "
-        f"{paths.normalize_model_dir(tf_dir)!r}. Fix: drop one of them, or "
-        "make them equal.")
-    model_dir, source = job.model_dir, paths.FROM_ARGUMENT
+        f"{paths.normalize_model_dir(info.model_dir)!r}. Fix: drop one of "
+        "them, or make them equal.")
   if clustered and job.remote_cluster:
     problems.append(
         f"flag --remote_cluster={json.dumps(job.remote_cluster)}: TF_CONFIG "
         f"also names a cluster ({sorted(info.cluster)}). Fix: unset "
         "TF_CONFIG in the client, or drop --remote_cluster.")
-  if clustered and not model_dir:
+  if clustered and not plan.model_dir:
     problems.append(
         "flag --model_dir: not given, and TF_CONFIG names a cluster: every "
         "task needs the same directory (a temporary one would differ). Fix: "
         "pass --model_dir=<shared path>.")
-  return model_dir, source, problems
+  return problems
 
 
 def _strategy_problems(job, plan, skip):

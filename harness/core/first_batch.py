@@ -7,8 +7,8 @@
 
 The first `session.run` of a loop reads input_fn's first batch. While it has
 not returned, a thread logs `train | local | waiting for the first batch ...
-N s` every `REPORT_SECS` (and `waiting for a training step ... N s` for any
-later run that has not returned); with `timeout_secs` (RunConfig /
+N s` every `REPORT_SECS` (RunConfig's `input_report_secs`; and `waiting
+for a training step ... N s` for any later run that has not returned); with `timeout_secs` (RunConfig /
 `--input_timeout_secs`) it logs one ERROR line past the bound and ends the
 process with exit status 1 (the main thread, blocked inside TensorFlow,
 cannot be interrupted). Multi-task jobs have the peer timeout instead.
@@ -19,13 +19,15 @@ import time
 
 from absl import logging
 
+from harness import fields
 from harness._tf import tf
 from harness.core import stop_signal
 
 __all__ = ["REPORT_SECS", "FirstBatchHook"]
 
-# Seconds between two "waiting for the first batch" lines.
-REPORT_SECS = 10.0
+# Seconds between two "waiting for the first batch" lines (RunConfig's
+# `input_report_secs`, `--input_report_secs`).
+REPORT_SECS = fields.default("input_report_secs")
 
 
 class FirstBatchHook(tf.compat.v1.train.SessionRunHook):

@@ -261,7 +261,8 @@ def _assemble_hooks(train_graph, hooks, *, model_dir, config, context,
   if not guard.multi_task:  # A hung input_fn: progress lines, a bound.
     worker_hooks.append(first_batch.FirstBatchHook(
         task_label=context.task_label,
-        timeout_secs=config.input_timeout_secs))
+        timeout_secs=config.input_timeout_secs,
+        report_secs=config.input_report_secs))
   worker_hooks.append(guard.hook)
   return worker_hooks, creator, guard
 

@@ -1,4 +1,4 @@
-"""One evaluation event and its checks (tf.estimator 2.15's `_EvalResult`).
+"""One evaluation event, its checks and its listener (2.15's `_EvalResult`).
 
 Usage::
 
@@ -6,7 +6,8 @@ Usage::
                                     metrics, checkpoint_path)
 
 `CheckpointEvaluator` makes one per look for a checkpoint; a
-`_ContinuousEvalListener`'s `after_eval` receives it.
+`ContinuousEvalListener`'s `after_eval` receives it (2.15's
+`training._ContinuousEvalListener`).
 """
 
 import collections
@@ -16,7 +17,8 @@ from absl import logging
 from harness import errors
 from harness.core import evaluation
 
-__all__ = ["EvalStatus", "EvalResult", "listener_says_stop"]
+__all__ = ["EvalStatus", "EvalResult", "ContinuousEvalListener",
+           "listener_says_stop"]
 
 
 class EvalStatus:
@@ -63,6 +65,24 @@ class EvalResult(collections.namedtuple(
       raise errors.ConfigError(
           "Internal error: `checkpoint_path` should never be empty.")
     return super().__new__(cls, status, metrics, checkpoint_path)
+
+
+class ContinuousEvalListener:
+  """2.15's `training._ContinuousEvalListener`: the base class does nothing.
+
+  `before_eval()` returning False skips that evaluation and ends the loop
+  (and training, in `run_local` / `run_master`); `after_eval(eval_result)`
+  gets each `_EvalResult` and ends the loop by returning False.
+  """
+
+  def before_eval(self):
+    """Called before each evaluation; False stops the loop."""
+    return True
+
+  def after_eval(self, eval_result):
+    """Called after each evaluation; False stops the loop."""
+    del eval_result
+    return True
 
 
 def listener_says_stop(listener, hook, *args):

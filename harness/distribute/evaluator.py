@@ -180,32 +180,19 @@ def run_continuous(estimator, train_spec, eval_spec, *,
     PeerLostError: nothing new for `idle_timeout_secs`, or a preempted or
       failed chief did not come back within `restart_wait_secs`.
   """
-  sleep = sleep or time.sleep
-  config = _knobs(estimator)
-  live_metrics.serve(port=config.metrics_port, bind=config.metrics_bind,
-                     task_label=config.task_label,  # The plan's.
-                     attempt=config.restart_attempt)
-  if idle_timeout_secs is _FROM_CONFIG:
-    idle_timeout_secs = config.eval_idle_timeout_secs
-  poll_secs = poll_secs or config.eval_poll_secs
   model_dir, max_steps = estimator.model_dir, train_spec.max_steps
   evaluator = CheckpointEvaluator(estimator, eval_spec, max_steps)
   evaluator.check_writable()  # Before waiting for the first checkpoint.
-  if eval_spec.start_delay_secs:
-    logging.info("eval | waiting %s s before the first evaluation",
-                 eval_spec.start_delay_secs)
-    sleep(eval_spec.start_delay_secs)
+  config = _knobs(estimator)
+  if idle_timeout_secs is _FROM_CONFIG:
+    idle_timeout_secs = config.eval_idle_timeout_secs
   loop = _ContinuousLoop(
       evaluator, config=config, model_dir=model_dir, max_steps=max_steps,
-      throttle_secs=eval_spec.throttle_secs, poll_secs=poll_secs,
+      throttle_secs=eval_spec.throttle_secs,
+      poll_secs=poll_secs or config.eval_poll_secs,
       idle_timeout_secs=idle_timeout_secs, clock=clock,
       listener=continuous_eval_listener)
-  while True:
-    move = loop.look()
-    if move == _DONE:
-      return evaluator.last_metrics, loop.last_exports
-    if move == _SLEEP:
-      sleep(poll_secs)
+  return loop.run(eval_spec.start_delay_secs, sleep or time.sleep)
 
 
 def _knobs(estimator):
@@ -240,12 +227,32 @@ class _ContinuousLoop:
     self._poll_secs = poll_secs
     self._idle_timeout_secs = idle_timeout_secs
     self._clock = clock
-    # Loop state.
+    # Loop state (its clock starts in `run`, after the start delay).
     self.last_exports = []
-    self._waiting_since = self._next_report = clock()  # "No checkpoint yet".
-    self._last_progress = clock()
+    self._waiting_since = self._next_report = self._last_progress = None
     self._last_eval_started = None
     self._seen, self._said = None, None
+
+  def run(self, start_delay_secs, sleep):
+    """Serves the task's live metrics, waits `start_delay_secs`, then looks
+    every `poll_secs` until done; returns (last metrics, last exports)."""
+    config = self._config
+    live_metrics.serve(port=config.metrics_port, bind=config.metrics_bind,
+                       task_label=config.task_label,  # The plan's.
+                       attempt=config.restart_attempt)
+    if start_delay_secs:
+      logging.info("eval | waiting %s s before the first evaluation",
+                   start_delay_secs)
+      sleep(start_delay_secs)
+    # "No checkpoint yet" and the idle timeout count from now.
+    self._waiting_since = self._next_report = self._clock()
+    self._last_progress = self._clock()
+    while True:
+      move = self.look()
+      if move == _DONE:
+        return self._evaluator.last_metrics, self.last_exports
+      if move == _SLEEP:
+        sleep(self._poll_secs)
 
   def look(self):
     """One look at model_dir: evaluates, exports, reports or gives up.

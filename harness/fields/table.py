@@ -252,11 +252,20 @@ FIELDS = (
           check=_secs("input_timeout_secs", 600, allow_none=True),
           doc="a local training run whose first batch has not arrived (its "
           "first session.run has not returned) after this many seconds "
-          "fails (None: it waits, logging every 10 s).",
+          "fails (None: it waits, logging every `input_report_secs`).",
           flag=Flag(kind=field_lib.SECS, to_run_config=_float_or_none,
                     help="A local trainer fails when its first batch has "
                     "not come after this many seconds (default: waits, "
-                    "logging every 10 s)")),
+                    "logging every --input_report_secs)")),
+    Field(name="input_report_secs", default=10.0, type=float,
+          check=_secs("input_report_secs", 10.0),
+          doc="while a local trainer waits for its first batch (or for any "
+          "later session.run), one `waiting for ...` line every this many "
+          "seconds (seconds > 0).",
+          flag=Flag(kind=field_lib.SECS, to_run_config=float,
+                    help="While a local trainer waits for its first batch "
+                    "(or a later step), one 'waiting for ...' line every "
+                    "this many seconds")),
     Field(name="metrics_port", default=0, type=int, check=check_metrics_port,
           doc="each training (and evaluator) task serves live Prometheus "
           "metrics on this port (`harness.core.live_metrics`); 0 (default): "

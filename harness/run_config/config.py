@@ -138,6 +138,7 @@ class RunConfig:
                max_runs_without_progress=_D("max_runs_without_progress"),
                stop_timeout_secs=_D("stop_timeout_secs"),
                input_timeout_secs=_D("input_timeout_secs"),
+               input_report_secs=_D("input_report_secs"),
                metrics_port=_D("metrics_port"),
                metrics_bind=_D("metrics_bind"),
                input_pipeline=_D("input_pipeline"),
@@ -186,12 +187,11 @@ class RunConfig:
     self._run_check = distribution.RunCheck()
     self._values = {k: arguments[k]
                     for k in _CONSTRUCTOR_ARGS + _HARNESS_FIELDS}
-    # The one model_dir rule (harness.state.paths), RunConfig's half; a
-    # given plan has applied it.
+    # The model_dir is the plan's: RunConfig's merged with TF_CONFIG's by
+    # `task_plan.plan_task` (in `_derive`), or the given plan's.
     self._values["model_dir"], self._model_dir_source = (
         (plan.model_dir, plan.model_dir_source) if plan is not None else
-        paths.merge_model_dirs(run_config=model_dir,
-                               tf_config=info.model_dir if info else None))
+        (model_dir, None))
     # The fallback variables, read once here (the edge); the plan resolves
     # them (a bad one fails now, in `_derive`, not mid-training).
     self._plan_environ = {
@@ -201,6 +201,8 @@ class RunConfig:
     checks.validate_properties(self._values)
     self._given_plan = plan
     self._derive()
+    self._values["model_dir"] = self.plan.model_dir  # Carried from now on.
+    self._model_dir_source = self.plan.model_dir_source
 
   def _derive(self):
     """Computes strategies, cluster facts and session_config from values
@@ -245,14 +247,17 @@ class RunConfig:
     return new
 
   def __deepcopy__(self, memo):
-    # Strategies hold threads and devices: share them, copy plain data.
+    # Strategies hold threads and devices: share them, copy plain data. The
+    # same values have the same derived facts: the copy carries them (the
+    # plan, the cluster; `Estimator.config` copies on each read) instead of
+    # deriving them again; its session config is its own, as in 2.15.
     new = copy.copy(self)
     shared = ("train_distribute", "eval_distribute", "experimental_distribute",
               "device_fn")
     new._values = {k: v if k in shared else copy.deepcopy(v, memo)  # pylint: disable=protected-access
                    for k, v in self._values.items()}
-    new._derive()  # pylint: disable=protected-access
-    return new  # Same values: shares `_run_check` (copy.copy).
+    new._session_config = copy.deepcopy(self._session_config, memo)  # pylint: disable=protected-access
+    return new  # Shares `_derived` and `_run_check` (copy.copy).
 
   # The user's values.
   model_dir = _value("model_dir")

@@ -30,7 +30,6 @@ from harness.cluster import tf_config_checks
 from harness.cluster.strategy_kind import MULTI_WORKER_KINDS
 from harness.core.strategy_classifier import strategy_kind
 from harness.run_config import checks
-from harness.state import paths
 
 __all__ = [
     "TaskType", "DistributeConfig", "get_default_session_config", "Derived",
@@ -131,7 +130,8 @@ def derive(values, info, previous=None, *, plan=None, environ=None,
       model_dir aside), or None: planned here.
     environ: the variables the plan reads (the waiting knobs',
       $JOBSET_RESTART_ATTEMPT), as RunConfig read them.
-    model_dir_source: where `values["model_dir"]` came from.
+    model_dir_source: where `values["model_dir"]` came from; None: it is
+      RunConfig's argument, which the first plan merges with TF_CONFIG's.
 
   Returns:
     A `Derived`.
@@ -155,7 +155,7 @@ def derive(values, info, previous=None, *, plan=None, environ=None,
       restart_wait_secs=values["restart_wait_secs"],
       eval_poll_secs=values["eval_poll_secs"])
   plan = _plan(info, inputs, previous or plan, values["model_dir"],
-               model_dir_source or paths.FROM_RUN_CONFIG)
+               model_dir_source)
   # Only what 2.15's RunConfig refused (and the waiting knobs); the rest
   # is raised before training (check_supported_config), where it matters.
   task_plan.raise_problem(plan, task_plan.Stage.RUN_CONFIG)
@@ -178,15 +178,18 @@ def derive(values, info, previous=None, *, plan=None, environ=None,
 
 def _plan(info, inputs, previous, model_dir, model_dir_source):
   """The plan of `info` and `inputs`: `previous` if it is a `TaskPlan`
-  (the caller's); a copy's (replace(), deepcopy) is its original's, whose
-  model_dir only may differ: planned once."""
+  (the caller's); a copy's (replace()) is its original's, whose model_dir
+  only may differ: planned once. The first plan (no `model_dir_source`)
+  merges `model_dir` with TF_CONFIG's; later ones carry it, as decided
+  then or replaced (2.15's replace() checked nothing)."""
   if isinstance(previous, task_plan.TaskPlan):
     given = previous
   elif previous is not None and previous.plan_inputs == (info, inputs):
     given = previous.plan
+  elif model_dir_source is None:
+    return task_plan.plan_task(info, model_dir=model_dir, **inputs)
   else:
-    return task_plan.plan_task(info, model_dir=model_dir,
-                               model_dir_source=model_dir_source, **inputs)
+    given = task_plan.plan_task(info, **inputs)
   return dataclasses.replace(given, model_dir=model_dir,
                              model_dir_source=model_dir_source)
 

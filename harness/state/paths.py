@@ -66,10 +66,11 @@ def merge_model_dirs(*, argument=None, run_config=None, tf_config=None):
   The candidates, most specific first: the Estimator's `model_dir`
   argument (`harness.main` passes `--model_dir` there), `RunConfig`'s
   `model_dir` argument, TF_CONFIG's "model_dir". Any two that are given
-  must agree; the first one given wins. `RunConfig` merges its two (no
-  `argument`); the Estimator, `harness.main`'s checks and
-  `harness.state.storage.resolve_model_dir` merge all three. Every
-  candidate is normalised (`normalize_model_dir`) before it is compared.
+  must agree; the first one given wins. A task's plan
+  (`harness.task_plan.plan_task`) merges the binary's --model_dir, or
+  RunConfig's, with TF_CONFIG's; the Estimator its argument with its
+  RunConfig's. Every candidate is normalised (`normalize_model_dir`)
+  before it is compared.
 
   Args:
     argument: the Estimator's (or --model_dir's) value, or None.
