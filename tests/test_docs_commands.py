@@ -9,7 +9,9 @@ changed, and why, is the table `_REWRITES`; what cannot run here is
 
 A `harness.server` line is a server the reader starts in another terminal:
 its own case starts it, waits for `listening on` and stops it (exit 0); the
-later commands of its block run with it serving.
+later commands of its block run with it serving. When a later command of its
+block is run, that command's case makes those checks of its servers instead,
+after the command (one start of each server).
 
 Every case also scans what the command printed: no line over 160
 characters (`_support.LINE_LIMIT`), log lines, warnings and errors included.
@@ -20,7 +22,6 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 
@@ -61,6 +62,12 @@ _SKIP = (
     (r"pip install (--no-deps (tensorflow-privacy|adanet)|scipy mpmath)",
      "installs third-party libraries from PyPI into the venv; .ci/run's "
      "library leg does"),
+    (r"^python -m harness\.launch --workers=2 --evaluator -- +python -m "
+     r"harness\.main --strategy=collective --num_gpus_per_worker=2 "
+     r"--cpu_stand_in +--model_fn=mnist_mlp --input_fn=synthetic "
+     r"--model_dir=/tmp/mw --max_steps=200$",
+     "tests/test_readme_launch.py runs this line as written, makes the same "
+     "checks and times the launcher's end"),
     (r"tests/programs/(tfp_dp_dnn|adanet_ensemble)\.py", "needs TF Privacy / "
      "AdaNet (the lines above); tests/test_tf_privacy.py and "
      "tests/test_adanet.py run it when they are installed"),
@@ -119,11 +126,16 @@ def _block_commands(body):
 
 
 def _doc_commands():
-  """Every command of every fenced shell block of the docs, in order."""
+  """Every command of every fenced shell block of the docs, in order.
+
+  A command that two docs show alike (same words, same variables and
+  servers before it: README's standalone-client block is docs/REMOTE.md's
+  walkthrough) is one case, its `doc` naming every place.
+  """
   paths = []
   for pattern in _DOC_GLOBS:
     paths += sorted(conftest.REPO_ROOT.glob(pattern))
-  commands = []
+  commands, first = [], {}
   for path in paths:
     text = path.read_text()
     name = path.relative_to(conftest.REPO_ROOT).as_posix()
@@ -137,10 +149,42 @@ def _doc_commands():
           prelude.append(line)
           continue
         command = _Command(where, line, tuple(prelude), tuple(servers))
-        commands.append(command)
         if command.is_server:
           servers.append(line)
-  return commands
+        key = _same_run_key(command)
+        if key in first:  # Already a case: this place joins its `doc`.
+          index = first[key]
+          commands[index] = dataclasses.replace(
+              commands[index], doc=f"{commands[index].doc}, {where}")
+          continue
+        first[key] = len(commands)
+        commands.append(command)
+  return _fold_servers(commands)
+
+
+def _fold_servers(commands):
+  """Drops a server's own case when a later command of its block runs it.
+
+  That command's case starts the server the same way and, once the command
+  has passed, stops it and checks what the server's case checked (exit 0
+  on SIGTERM, short lines): one start of each server, not one per case.
+  """
+  started = set()
+  for command in commands:
+    if command.is_server or command.skip_reason:
+      continue
+    for index, line in enumerate(command.servers):
+      started.add(_same_run_key(_Command(
+          command.doc, line, command.prelude, command.servers[:index])))
+  return [c for c in commands
+          if not (c.is_server and _same_run_key(c) in started)]
+
+
+def _same_run_key(command):
+  """What a run depends on; spacing between words does not count."""
+  words = lambda text: " ".join(text.split())
+  return (words(command.text), tuple(map(words, command.prelude)),
+          tuple(map(words, command.servers)))
 
 
 _COMMANDS = _doc_commands()
@@ -198,9 +242,9 @@ class _CommandTestCase(parameterized.TestCase):
     tmp = tempfile.mkdtemp(prefix="hd")
     self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
     env, port_map = _env(tmp), {}
-    for line in command.servers:
-      self._start(_Command(command.doc, line, command.prelude, ()), tmp,
-                  port_map, env, f"server for {command.doc}")
+    servers = [self._start(_Command(command.doc, line, command.prelude, ()),
+                           tmp, port_map, env, f"server for {command.doc}")
+               for line in command.servers]
     if command.is_server:
       server = self._start(command, tmp, port_map, env, command.doc)
       code, _ = server.stop(signal.SIGTERM, _SERVER_STOP_SECS)
@@ -225,6 +269,10 @@ class _CommandTestCase(parameterized.TestCase):
     self.assertNotIn("Traceback (most recent call last)", child.output,
                      detail)
     self._assert_short(child.output, command, detail)
+    for server in servers:  # The checks of the servers' folded cases.
+      code, _ = server.stop(signal.SIGTERM, _SERVER_STOP_SECS)
+      self.assertEqual(code, 0, server.describe())
+      self._assert_short(server.output, command, server.describe())
 
   def _assert_short(self, output, command, detail):
     """Issue 24: no line a person reads is over 160 characters."""
@@ -237,7 +285,8 @@ class _CommandTestCase(parameterized.TestCase):
 class DocsCommandsTest(_CommandTestCase):
 
   def test_commands_are_found(self):
-    docs = {c.doc.split(":")[0] for c in _COMMANDS}
+    docs = {place.split(":")[0] for c in _COMMANDS
+            for place in c.doc.split(", ")}
     self.assertIn("README.md", docs)
     self.assertIn("k8s/README.md", docs)
     self.assertIn("docs/REMOTE.md", docs)

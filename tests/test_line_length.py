@@ -2,7 +2,10 @@
 
 Each test runs one command as README.md, docs/ERRORS.md or k8s/README.md
 show it (fewer steps, temporary folders, free ports) and scans every line
-it printed, log lines and errors included (`_support.long_lines`).
+it printed, log lines and errors included (`_support.long_lines`). The
+docs' commands as written are scanned by tests/test_docs_commands.py (the
+README's launch line by tests/test_readme_launch.py); here: what they do
+not run, an error, the render, a killed and resumed standalone client.
 """
 
 import re
@@ -26,16 +29,6 @@ class LineLengthTest(absltest.TestCase):
     self.assertEqual(long, [], f"{len(long)} line(s) over "
                      f"{_support.LINE_LIMIT} characters\n{description}")
 
-  def test_main_job(self):  # README: the synthetic example, fewer steps.
-    model_dir = self.create_tempdir().full_path
-    result = _support.run(
-        _MAIN + ["--model_fn=mnist_mlp", "--input_fn=synthetic",
-                 "--max_steps=50", f"--model_dir={model_dir}"],
-        timeout_secs=600)
-    self.assertEqual(result.returncode, 0, result.description)
-    self.assertIn("train | local | step 50/50", result.output)
-    self.assert_short(result.output, result.description)
-
   def test_one_line_error(self):  # docs/ERRORS.md: an unknown model_fn.
     result = _support.run(_MAIN + ["--model_fn=resnet9000",
                                    "--input_fn=constant"], timeout_secs=300)
@@ -53,18 +46,6 @@ class LineLengthTest(absltest.TestCase):
          "--exporters=latest"], timeout_secs=300)
     self.assertEqual(result.returncode, 0, result.description)
     self.assertIn("# Rendered by: python -m harness.k8s", result.output)
-    self.assert_short(result.output, result.description)
-
-  @pytest.mark.slow
-  def test_launch_cluster(self):  # README: 2 collective workers + evaluator.
-    model_dir = self.create_tempdir().full_path
-    result = _support.run(
-        [sys.executable, "-m", "harness.launch", "--workers=2", "--evaluator",
-         "--", *_MAIN, "--strategy=collective", "--num_gpus_per_worker=2",
-         "--cpu_stand_in", "--model_fn=mnist_mlp", "--input_fn=synthetic",
-         f"--model_dir={model_dir}", "--max_steps=50"], timeout_secs=600)
-    self.assertEqual(result.returncode, 0, result.description)
-    self.assertIn("launch | exit 0", result.output)
     self.assert_short(result.output, result.description)
 
   def _remote_args(self, cluster, model_dir, max_steps):
@@ -85,14 +66,10 @@ class LineLengthTest(absltest.TestCase):
     # temporary checkpoint file, named in full) past the 160 scanned here.
     model_dir = tempfile.mkdtemp(prefix="hl")
     self.addCleanup(shutil.rmtree, model_dir, ignore_errors=True)
-    result = _support.run([sys.executable,
-                           *self._remote_args(cluster, model_dir, 100)],
-                          timeout_secs=600)
-    self.assertEqual(result.returncode, 0, result.description)
-    self.assertIn("harness.main | client |", result.output)
-    self.assert_short(result.output, result.description)
     # README: "Stop the client at any time (Ctrl-C, or kill it) and run the
-    # same command again": the servers restart, the new client resumes.
+    # same command again": the servers restart, the new client resumes and
+    # runs to the end (a whole run's lines: the killed client's start, the
+    # resumed one's steps, evaluation and export).
     killed = _support.ChildProcess(
         self._remote_args(cluster, model_dir, 100000), "killed client")
     self.addCleanup(killed.kill_group)
@@ -103,6 +80,7 @@ class LineLengthTest(absltest.TestCase):
         [sys.executable, *self._remote_args(
             cluster, model_dir, int(step.group(1)) + 100)], timeout_secs=600)
     self.assertEqual(resumed.returncode, 0, resumed.description)
+    self.assertIn("harness.main | client |", resumed.output)
     self.assert_short(killed.output + "\n" + resumed.output,
                       resumed.description)
     for server in servers:

@@ -6,6 +6,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -97,16 +98,19 @@ def _wait_for_series(url, run, tag, want_steps):
       interval_secs=1)
 
 
+def _stop_kept_group(pid, log_path=None):
+  """Stops a TensorBoard a test's command started (its own group)."""
+  try:
+    os.killpg(pid, signal.SIGTERM)
+  except ProcessLookupError:
+    pass
+  if log_path and os.path.exists(log_path):
+    os.remove(log_path)
+
+
 def _stop_group(test, pid, log_path=None):
-  """Stops a TensorBoard this test's command started (its own group)."""
-  def stop():
-    try:
-      os.killpg(pid, signal.SIGTERM)
-    except ProcessLookupError:
-      pass
-    if log_path and os.path.exists(log_path):
-      os.remove(log_path)
-  test.addCleanup(stop)
+  """Stops a TensorBoard this test's command started, when `test` ends."""
+  test.addCleanup(_stop_kept_group, pid, log_path)
 
 
 # ------------------------------------------------------------- fast tests
@@ -290,33 +294,39 @@ class DefaultOutputTest(absltest.TestCase):
 
 @pytest.mark.slow
 @_NEEDS_TB
-class ServerTest(absltest.TestCase):
-  """Real TensorBoard servers on free 127.0.0.1 ports, read over HTTP."""
+@pytest.mark.xdist_group("test_tensorboard_MainRunServerTest")
+class MainRunServerTest(absltest.TestCase):
+  """One `harness.main --tensorboard=0 --tensorboard_keep` run (setUpClass):
+  the server it keeps, and the command its closing summary prints."""
 
-  def test_main_tensorboard_url_serves_the_loss_series(self):
-    model_dir = self.create_tempdir().full_path
-    process = _run([
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.model_dir = tempfile.mkdtemp(prefix="tb")
+    cls.addClassCleanup(shutil.rmtree, cls.model_dir, ignore_errors=True)
+    cls.process = _run([
         sys.executable, "-m", "harness.main"] + _LINEAR + [
             "--max_steps=30", "--save_summary_steps=10", "--mode=train",
-            f"--model_dir={model_dir}", "--tensorboard=0",
+            f"--model_dir={cls.model_dir}", "--tensorboard=0",
             "--tensorboard_keep"])
-    kept = _KEPT_PID.search(process.stdout)
-    if kept:
-      _stop_group(self, int(kept.group(1)), kept.group(2))
+    cls.kept = _KEPT_PID.search(cls.process.stdout)
+    if cls.kept:
+      cls.addClassCleanup(_stop_kept_group, int(cls.kept.group(1)),
+                          cls.kept.group(2))
+
+  def test_main_tensorboard_url_serves_the_loss_series(self):
+    process = self.process
     self.assertEqual(process.returncode, 0, process.description)
     url = _URL.search(process.stdout)
     self.assertIsNotNone(url, process.description)
-    self.assertIsNotNone(kept, process.description)
+    self.assertIsNotNone(self.kept, process.description)
     series = _wait_for_series(url.group(1), ".", "loss", [1, 11, 21])
     # What the server answers is what the event files hold.
     self.assertEqual([(int(step), value) for _, step, value in series],
-                     _scalars(model_dir)["."]["loss"])
+                     _scalars(self.model_dir)["."]["loss"])
 
   def test_printed_command_serves_the_run(self):
-    model_dir = self.create_tempdir().full_path
-    process = _run([sys.executable, "-m", "harness.main"] + _LINEAR + [
-        "--max_steps=20", "--save_summary_steps=10", "--mode=train",
-        f"--model_dir={model_dir}", "--verbosity=quiet"])
+    process = self.process
     self.assertEqual(process.returncode, 0, process.description)
     printed = re.search(r"^  tensorboard: +(.+)$", process.stdout, re.M)
     self.assertIsNotNone(printed, process.description)
@@ -341,6 +351,12 @@ class ServerTest(absltest.TestCase):
     _wait_for_series(url, ".", "loss", [1, 11])
     server.terminate()
     server.wait(timeout=30)
+
+
+@pytest.mark.slow
+@_NEEDS_TB
+class ServerTest(absltest.TestCase):
+  """Real TensorBoard servers on free 127.0.0.1 ports, read over HTTP."""
 
   def test_server_is_stopped_when_the_block_ends(self):
     logdir = self.create_tempdir().full_path
