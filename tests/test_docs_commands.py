@@ -200,9 +200,13 @@ def _rewrite(text, tmp, port_map):
 
 def _env(tmp):
   bin_dir = os.path.dirname(sys.executable)  # This venv's, as activated.
-  return conftest.child_env(extra={
+  env = conftest.child_env(extra={
       "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
       "VIRTUAL_ENV": os.path.dirname(bin_dir), "TMPDIR": tmp})
+  # A reader's shell has none: harness._tf sets it in this test process
+  # once any test imported it, which hid TensorFlow's C++ lines by order.
+  env.pop("TF_CPP_MIN_LOG_LEVEL", None)
+  return env
 
 
 def _case_name(index, command):

@@ -139,7 +139,6 @@ class StopOrderTest(absltest.TestCase):
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("test_launch_ps_stop_LaunchPsStopTest")
 class LaunchPsStopTest(parameterized.TestCase):
   """One model_dir, stopped three ways in turn; each restart is the next run.
 

@@ -86,7 +86,6 @@ def _assert_one_process_job(test, code, output, detail, mode):
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("test_ps_modes_ParameterServerModesTest")
 class ParameterServerModesTest(parameterized.TestCase):
   """Runs shared by the tests: per strategy, one cluster trains a model_dir
   (the parameter_server one with an evaluator task too), then the same

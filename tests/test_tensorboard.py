@@ -294,7 +294,6 @@ class DefaultOutputTest(absltest.TestCase):
 
 @pytest.mark.slow
 @_NEEDS_TB
-@pytest.mark.xdist_group("test_tensorboard_MainRunServerTest")
 class MainRunServerTest(absltest.TestCase):
   """One `harness.main --tensorboard=0 --tensorboard_keep` run (setUpClass):
   the server it keeps, and the command its closing summary prints."""

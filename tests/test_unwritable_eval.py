@@ -63,7 +63,6 @@ def _main(model_dir, mode, *extra, cwd=None):
 @pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0,
                     reason="a read-only tmpfs or bind mount needs root")
-@pytest.mark.xdist_group("test_unwritable_eval_ReadOnlyTest")
 class ReadOnlyTest(absltest.TestCase):
   """Both tests read one model_dir trained to step 4 (one run, not two)."""
 

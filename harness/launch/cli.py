@@ -5,9 +5,9 @@
 
 Every task runs the command after `--` with its own `TF_CONFIG` (the cluster
 on free ports of `--host`, and its task), `HARNESS_TASK=<job>/<index>` and
-`PYTHONUNBUFFERED=1`; the rest of the environment is inherited. Each task is
-the leader of its own process group. Output lines are prefixed by the task,
-`[worker/1] ...`, and the launcher's own lines start with `launch | `.
+`PYTHONUNBUFFERED=1`, `TF_CPP_MIN_LOG_LEVEL=3` unless set; the rest of the
+environment is inherited. Each task leads its own process group. Output
+lines start with the task, `[worker/1] ...`; the launcher's, `launch | `.
 
 `--metrics_port=N` (or `auto`) in the command: a port a task, its URL logged
 and reachable from this machine, namespace or not (`launch/metrics_ports.py`).
@@ -31,8 +31,7 @@ SIGTERM goes to the trainers, after them to ps and evaluator (SIGKILL after
 
 The task supervisor (process groups, restarts, stopping) is
 `launch/supervisor.py`; this module builds the cluster and is the binary
-(`launch/__main__.py` runs `run`). It imports nothing from TensorFlow, so
-that it starts fast.
+(`launch/__main__.py` runs `run`); it imports no TensorFlow (a fast start).
 """
 
 import contextlib
@@ -145,10 +144,11 @@ def _task_env(base, name, tf_config, isolated=False):
   env["TF_CONFIG"] = json.dumps(tf_config)
   env["HARNESS_TASK"] = name
   env["PYTHONUNBUFFERED"] = "1"
+  if env.get("HARNESS_VERBOSITY", "") not in ("debug", "verbose", "tf"):
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TF's C++ lines, as _tf.
+  env.pop(listen.ISOLATION_ENV, None)
   if isolated:
     env[listen.ISOLATION_ENV] = listen.NETNS
-  else:
-    env.pop(listen.ISOLATION_ENV, None)
   return env
 
 
