@@ -53,8 +53,8 @@ def _run_values(job):
           "save_checkpoints_steps", "save_checkpoints_secs",
           "force_takeover", "bind_address", "remote_claim_timeout_secs",
           "max_runs_without_progress", "session_creation_timeout_secs",
-          "stop_timeout_secs", "input_timeout_secs", "metrics_port",
-          "metrics_bind", "input_pipeline", "xla")}
+          "stop_timeout_secs", "input_timeout_secs", "input_report_secs",
+          "metrics_port", "metrics_bind", "input_pipeline", "xla")}
   values.update(max_steps=train_spec.max_steps, eval_steps=eval_spec.steps,
                 throttle_secs=eval_spec.throttle_secs,
                 start_delay_secs=eval_spec.start_delay_secs)

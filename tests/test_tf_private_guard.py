@@ -34,6 +34,8 @@ HARNESS_OBJECTS = {
         "a RunConfig copy made by replace()",
     ("run_config/config.py", "new._model_dir_source"):
         "a RunConfig copy made by replace()",
+    ("run_config/config.py", "new._session_config"):
+        "a RunConfig copy made by deepcopy (Estimator.config)",
     ("run_config/distribution.py", "config._run_check"):
         "a RunConfig: whether its values passed the run check (its package)",
     ("tpu/tpu_config.py", "new._steps_per_loop_given"): "a TPU RunConfig",
