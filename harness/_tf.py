@@ -29,16 +29,14 @@ from absl import flags as absl_flags
 from absl import logging as absl_logging
 
 from harness import errors
+from harness import tf_env
 
 __all__ = ["tf", "ensure_legacy_keras", "check_keras_2", "check_keras_2_model",
            "quiet_tensorflow", "VERBOSITY_ENV"]
 
-VERBOSITY_ENV = "HARNESS_VERBOSITY"
+VERBOSITY_ENV = tf_env.VERBOSITY_ENV
 _LEGACY_KERAS_ENV = "TF_USE_LEGACY_KERAS"
-
-
-def _verbose_requested(environ):
-  return environ.get(VERBOSITY_ENV, "").lower() in ("debug", "verbose", "tf")
+_verbose_requested = tf_env.verbose_requested
 
 
 def _import_tensorflow_quietly(environ):
@@ -46,9 +44,7 @@ def _import_tensorflow_quietly(environ):
   if "tensorflow" in sys.modules or _verbose_requested(environ):
     import tensorflow  # lazy: the one quiet TensorFlow import  # pylint: disable=g-import-not-at-top
     return tensorflow
-  # 3 hides the C++ ERROR lines too ("failed call to cuInit" on every
-  # CPU-only process); real failures still surface as Python exceptions.
-  environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+  tf_env.quiet_cpp_logs(environ)
   try:
     saved_fd = os.dup(2)
   except OSError:  # No usable fd 2 (some embedded interpreters).

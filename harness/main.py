@@ -36,6 +36,7 @@ from absl import flags as absl_flags
 from absl import logging
 
 from harness import errors
+from harness import tf_env
 from harness.cli import diagnose
 from harness.cli import flags
 from harness.cli import job
@@ -63,7 +64,7 @@ def _requested_verbosity(argv):
 
 def _set_verbosity(verbosity):
   log_format.use(debug=verbosity == "debug")
-  os.environ["HARNESS_VERBOSITY"] = verbosity
+  os.environ[tf_env.VERBOSITY_ENV] = verbosity
   logging.set_verbosity(_ABSL_LEVELS.get(verbosity, logging.INFO))
   if verbosity != "debug":  # Raised by tf_keras with the user's frame.
     warnings.filterwarnings(

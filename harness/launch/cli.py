@@ -50,6 +50,7 @@ from absl import flags
 
 from harness import cluster as cluster_lib
 from harness import errors
+from harness import tf_env
 from harness.cli import binary_flags
 from harness.cli import tensorboard_server
 from harness.cluster import listen
@@ -144,8 +145,7 @@ def _task_env(base, name, tf_config, isolated=False):
   env["TF_CONFIG"] = json.dumps(tf_config)
   env["HARNESS_TASK"] = name
   env["PYTHONUNBUFFERED"] = "1"
-  if env.get("HARNESS_VERBOSITY", "") not in ("debug", "verbose", "tf"):
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TF's C++ lines, as _tf.
+  tf_env.quiet_cpp_logs(env)  # As in harness's own processes.
   env.pop(listen.ISOLATION_ENV, None)
   if isolated:
     env[listen.ISOLATION_ENV] = listen.NETNS
