@@ -8,10 +8,11 @@
 The first `session.run` of a loop reads input_fn's first batch. While it has
 not returned, a thread logs `train | local | waiting for the first batch ...
 N s` every `REPORT_SECS` (RunConfig's `input_report_secs`; and `waiting
-for a training step ... N s` for any later run that has not returned); with `timeout_secs` (RunConfig /
-`--input_timeout_secs`) it logs one ERROR line past the bound and ends the
-process with exit status 1 (the main thread, blocked inside TensorFlow,
-cannot be interrupted). Multi-task jobs have the peer timeout instead.
+for a training step ... N s` for any later run that has not returned);
+with `timeout_secs` (RunConfig / `--input_timeout_secs`) it logs one ERROR
+line past the bound and ends the process with exit status 1 (the main
+thread, blocked inside TensorFlow, cannot be interrupted). Multi-task jobs
+have the peer timeout instead.
 """
 
 import threading
