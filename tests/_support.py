@@ -389,6 +389,22 @@ def start_servers(test, cluster, num_cpu_devices=1, start_secs=90):
   return servers
 
 
+def start_class_servers(cls, cluster, num_cpu_devices=1, start_secs=90):
+  """`start_servers` from a setUpClass: one cluster shared by the tests of
+  `cls`, killed by process group when the class ends."""
+
+  class _ClassScope:
+
+    def addCleanup(self, function, *args):  # pylint: disable=invalid-name
+      cls.addClassCleanup(function, *args)
+
+    def assertTrue(self, value, message):  # pylint: disable=invalid-name
+      if not value:
+        raise AssertionError(message)
+
+  return start_servers(_ClassScope(), cluster, num_cpu_devices, start_secs)
+
+
 # ------------------------------------------------------- estimator state
 
 

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import signal
+import socket
 import time
 
 from absl.testing import absltest
@@ -25,6 +26,8 @@ from harness.launch import ports
 from tests import _support
 
 _CLIENT_SECS = 150
+_SIGTERM_START_SECS = 240  # TF start-up on a loaded 2-core machine.
+_STOP_SECS = 60  # The tasks stop after their current step, then exit.
 _LOG_EVERY = 10
 
 
@@ -124,12 +127,35 @@ class ConfigTest(absltest.TestCase):
 
 @pytest.mark.slow
 class RemoteClusterTest(absltest.TestCase):
+  """The README walkthrough's cluster: two servers with 2 CPU devices each,
+  started once for the class; each test drives it with its own clients
+  (one at a time: a cluster has one client) and its own model_dir."""
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.cluster = _support.loopback_cluster(worker=2)
+    cls.servers = _support.start_class_servers(cls, cls.cluster,
+                                               num_cpu_devices=2)
+
+  def _client(self, name, *flags):
+    client = _support.ChildProcess(
+        ["-m", "harness.main", "--model_fn=linear", "--input_fn=constant",
+         f"--remote_cluster={_support.cluster_spec(self.cluster)}",
+         "--strategy=collective", "--num_gpus_per_worker=2",
+         "--cpu_stand_in", "--batch_size=20", *flags], name)
+    self.addCleanup(client.kill_group)
+    return client
+
+  def _assert_servers_up(self):
+    for server in self.servers:  # Stopping a client leaves them running.
+      self.assertIsNone(server.proc.poll(), server.describe())
 
   def test_collective_client_killed_then_resumed(self):
-    # The README walkthrough: two servers with 2 CPU devices each, a client
-    # killed mid-run, a second client that resumes and finishes.
-    cluster = _support.loopback_cluster(worker=2)
-    servers = _support.start_servers(self, cluster, num_cpu_devices=2)
+    # A client killed mid-run, a second one refused while it trains, a
+    # third that resumes and finishes (from TwoClientsTest, once in
+    # tests/test_server_claim.py: one client per cluster).
+    cluster = self.cluster
     model_dir = self.create_tempdir().full_path
     first = _support.ChildProcess(_main_args(cluster, model_dir, 100000),
                                   "client 1")
@@ -138,15 +164,31 @@ class RemoteClusterTest(absltest.TestCase):
         lambda: (_support.checkpoint_step(model_dir) or 0) > 0 and (
             _support.steps_logged(first.output, "remote worker/1")),
         _CLIENT_SECS), first.describe())
-    first.kill_group()
+    refused = _support.ChildProcess(
+        _main_args(cluster, model_dir + "-2", 20), "client 2 (refused)")
+    self.addCleanup(refused.kill_group)
+    self.assertEqual(refused.wait(_CLIENT_SECS), 1, refused.describe())
+    self.assertIn(f"is driven by another client: host {socket.gethostname()}"
+                  f", pid {first.proc.pid}", refused.output,
+                  refused.describe())
+    self.assertNotIn("train | remote", refused.output)
+    self.assertIsNone(first.proc.poll(), first.describe())
+    first.kill_group()  # SIGKILL mid-run: its claims are never released.
     self.assertEqual(first.proc.returncode, -signal.SIGKILL)
     resumed_from = _support.checkpoint_step(model_dir)
     max_steps = resumed_from + 40
     second = _support.ChildProcess(_main_args(cluster, model_dir, max_steps),
-                                   "client 2")
+                                   "client 3")
     self.addCleanup(second.kill_group)
     self.assertEqual(second.wait(_CLIENT_SECS), 0, second.describe())
     output = second.output
+    # It expired the dead client's claims itself, or found them expired
+    # already; either way each server restarted before granting its claim.
+    self.assertRegex(output, "no longer running on this host|claimed 2",
+                     second.describe())
+    for server in self.servers:
+      self.assertIn("restarting this server in place", server.output,
+                    server.describe())
     # Both tasks trained in lock step from the checkpoint to the end.
     for task in ("worker/0", "worker/1"):
       steps = _support.steps_logged(output, f"remote {task}")
@@ -160,9 +202,56 @@ class RemoteClusterTest(absltest.TestCase):
     self.assertRegex(output, r"\n  accuracy +1\n")
     export = re.search(r"\n  export: +(\S+)", output).group(1)
     self.assertTrue(os.path.exists(os.path.join(export, "saved_model.pb")))
-    # The servers never needed a restart.
-    for server in servers:
-      self.assertIsNone(server.proc.poll(), server.describe())
+    # The servers never needed a restart by hand (same pids).
+    self._assert_servers_up()
+
+  def test_sigint_exits_130_naming_the_checkpoint_step(self):
+    # From tests/test_remote_interrupt.py (ClientCtrlCTest).
+    model_dir = self.create_tempdir().full_path
+    client = self._client(
+        "client", "--max_steps=1000000", "--save_checkpoints_steps=20",
+        "--log_step_count_steps=10", "--mode=train",
+        f"--model_dir={model_dir}")
+    self.assertTrue(client.wait_for(
+        lambda: (_support.checkpoint_step(model_dir) or 0) > 0 and (
+            _support.steps_logged(client.output, "remote worker/1")),
+        _CLIENT_SECS), client.describe())
+    code, _ = client.stop(signal.SIGINT, _STOP_SECS)
+    self.assertEqual(code, errors.EXIT_INTERRUPTED, client.describe())
+    step = _support.checkpoint_step(model_dir)
+    self.assertEqual(
+        _support.last_error(client.output),
+        "harness.main: TrainingPreemptedError: client: training was "
+        "interrupted (SIGINT); the tasks were asked to stop after their "
+        f"current step and the newest checkpoint is at step {step}. Fix: run "
+        "the same command again to resume from it.", client.describe())
+    self._assert_servers_up()
+
+  def test_sigterm_one_line_a_save_and_143(self):
+    # From tests/test_stop_stages.py (ClientSigtermTest): on SIGTERM one
+    # line and a save, as on Ctrl-C; before, it died silently.
+    model_dir = self.create_tempdir().full_path
+    child = self._client(
+        "client", "--max_steps=1000000", "--save_checkpoints_steps=100000",
+        "--log_step_count_steps=10", f"--model_dir={model_dir}")
+    self.assertTrue(child.wait_for(
+        lambda: _support.steps_logged(child.output, "remote worker/1"),
+        _SIGTERM_START_SECS), child.describe())
+    before = _support.checkpoint_step(model_dir)
+    # The client's own bound: 5 s for its tasks to stop, then the claims'
+    # release (up to its 30 s timeout when a collective task stopped one
+    # step after its peer and waits in an all-reduce; as on Ctrl-C).
+    code, _ = child.stop(signal.SIGTERM, 90)
+    self.assertEqual(code, errors.EXIT_PREEMPTED, child.describe())
+    step = _support.checkpoint_step(model_dir)
+    self.assertGreater(step, before or 0, child.describe())  # The stop's save.
+    lines = [line for line in child.lines if
+             "harness.main: TrainingPreemptedError: client: training was "
+             "preempted (SIGTERM)" in line]
+    self.assertLen(lines, 1, child.describe())
+    self.assertIn(f"the newest checkpoint is at step {step}. Fix:",
+                  " ".join(child.output.split()))  # The line is folded.
+    self.assertNotIn("Traceback", child.output, child.describe())
 
   def test_parameter_server_library_client(self):
     cluster = _support.loopback_cluster(worker=2, ps=1)

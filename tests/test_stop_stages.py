@@ -5,7 +5,9 @@ every role run as PID 1 of its own PID namespace (a pod) stops on SIGTERM
 within a grace period. Exit status: EXIT_PREEMPTED (143) for SIGTERM.
 
 The slow tests run the real binaries (`python -m harness.main`,
-`python -m harness.server`) with tests/programs/slow_stages.py.
+`python -m harness.server`) with tests/programs/slow_stages.py. A
+standalone client's SIGTERM (one line, a save, 143) is
+tests/test_remote.py::RemoteClusterTest::test_sigterm_one_line_a_save_and_143.
 """
 
 import os
@@ -124,40 +126,6 @@ class EvaluationAfterSigtermTest(absltest.TestCase):
     self.assertGreater(step, 30)
     _one_line(self, child, f"checkpoint at step {step} not evaluated: "
               "stopping on SIGTERM")
-
-
-@pytest.mark.slow
-class ClientSigtermTest(absltest.TestCase):
-  """A standalone client on SIGTERM: one line and a save, as on Ctrl-C;
-  before, it died silently (no line, no save)."""
-
-  def test_one_line_a_save_and_143(self):
-    cluster = _support.loopback_cluster(worker=2)
-    _support.start_servers(self, cluster, num_cpu_devices=2)
-    model_dir = self.create_tempdir().full_path
-    child = _main(
-        self, "--model_fn=linear", "--input_fn=constant",
-        f"--remote_cluster={_support.cluster_spec(cluster)}",
-        "--strategy=collective", "--num_gpus_per_worker=2", "--cpu_stand_in",
-        "--max_steps=1000000", "--save_checkpoints_steps=100000",
-        "--log_step_count_steps=10", "--batch_size=20",
-        f"--model_dir={model_dir}")
-    self.assertTrue(child.wait_for(
-        lambda: _support.steps_logged(child.output, "remote worker/1"),
-        _START_SECS), child.describe())
-    before = _support.checkpoint_step(model_dir)
-    # The client's own bound: 5 s for its tasks to stop, then the claims'
-    # release (up to its 30 s timeout when a collective task stopped one
-    # step after its peer and waits in an all-reduce; as on Ctrl-C).
-    code, _ = child.stop(signal.SIGTERM, 90)
-    self.assertEqual(code, errors.EXIT_PREEMPTED, child.describe())
-    step = _support.checkpoint_step(model_dir)
-    self.assertGreater(step, before or 0, child.describe())  # The stop's save.
-    _one_line(self, child, "harness.main: TrainingPreemptedError: client: "
-              "training was preempted (SIGTERM)")
-    self.assertIn(f"the newest checkpoint is at step {step}. Fix:",
-                  " ".join(child.output.split()))  # The line is folded.
-    self.assertNotIn("Traceback", child.output, child.describe())
 
 
 # ------------------------------------------------------------- PID 1 --
