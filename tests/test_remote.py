@@ -253,46 +253,6 @@ class RemoteClusterTest(absltest.TestCase):
                   " ".join(child.output.split()))  # The line is folded.
     self.assertNotIn("Traceback", child.output, child.describe())
 
-  def test_parameter_server_library_client(self):
-    cluster = _support.loopback_cluster(worker=2, ps=1)
-    servers = _support.start_servers(self, cluster)
-    model_dir = self.create_tempdir().full_path
-    client = _support.ChildProcess(
-        ["-m", "tests.programs.remote_client", f"--model_dir={model_dir}",
-         f"--remote_cluster={json.dumps(cluster)}", "--strategy=ps",
-         "--max_steps=60"], "client")
-    self.addCleanup(client.kill_group)
-    self.assertEqual(client.wait(_CLIENT_SECS), 0, client.describe())
-    # Asynchronous trainers: each may have one step in flight at the end.
-    step = _support.checkpoint_step(model_dir)
-    self.assertBetween(step, 60, 62)
-    for task in ("worker/0", "worker/1"):
-      self.assertNotEmpty(
-          _support.steps_logged(client.output, f"remote {task}"),
-          client.describe())
-    with open(os.path.join(model_dir, "result-client.json")) as f:
-      result = json.load(f)
-    self.assertEqual(result["metrics"]["global_step"], step)
-    self.assertLess(result["metrics"]["mae"], 1.0)
-    self.assertTrue(os.path.exists(
-        os.path.join(result["exports"][-1], "saved_model.pb")))
-    # A failing chief hook: the error reaches the caller, the other task
-    # stops after its step, the servers stay up.
-    failing = _support.ChildProcess(
-        ["-m", "tests.programs.remote_client", f"--model_dir={model_dir}",
-         f"--remote_cluster={json.dumps(cluster)}", "--strategy=ps",
-         f"--max_steps={step + 400}", f"--fail_at_step={step + 20}"],
-        "failing client")
-    self.addCleanup(failing.kill_group)
-    self.assertEqual(failing.wait(_CLIENT_SECS), 1, failing.describe())
-    self.assertIn("remote | worker/0 | failed: ValueError: hook failed",
-                  failing.output)
-    self.assertIn("worker/0 failed: stopping worker/1", failing.output)
-    self.assertNotIn("did not stop", failing.output)
-    self.assertIn("ValueError: hook failed at step", failing.lines[-1])
-    for server in servers:
-      self.assertIsNone(server.proc.poll(), server.describe())
-
   def test_client_of_a_closed_port_exits_1_naming_it(self):
     closed = _closed_address()
     client = _support.ChildProcess(

@@ -1,5 +1,7 @@
 """Tests of harness.server: the config, the library and the real binary."""
 
+import json
+import os
 import signal
 import sys
 
@@ -17,6 +19,7 @@ from tests import conftest
 
 _START_SECS = 90  # TensorFlow's import is slow on a busy 2-core machine.
 _STOP_SECS = 10
+_CLIENT_SECS = 150
 
 
 class ServerConfigTest(parameterized.TestCase):
@@ -134,14 +137,19 @@ def _server(name, *args, tf_config=None):
 
 @pytest.mark.slow
 class ServerClusterTest(absltest.TestCase):
-  """Two workers (one from flags, one from TF_CONFIG) and a ps, as binaries."""
+  """Two workers (one from flags, one from TF_CONFIG) and a ps, as binaries,
+  started once for the class: sessions and a parameter-server library
+  client use them (the tests in name order), then signals stop them."""
 
-  def test_clients_use_the_cluster_and_signals_stop_it(self):
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
     addresses = [ports.address("127.0.0.1", p)
                  for p in ports.pick_free_ports(3)]
     the_cluster = {"worker": addresses[:2], "ps": addresses[2:]}
     spec = _support.cluster_spec(the_cluster)
-    servers = {
+    cls.addresses, cls.the_cluster = addresses, the_cluster
+    cls.servers = {
         "worker/0": _server(
             "worker/0", f"--cluster_spec={spec}", "--job_name=worker",
             "--task_index=0", "--num_cpu_devices=2"),
@@ -150,8 +158,19 @@ class ServerClusterTest(absltest.TestCase):
         "ps/0": _server("ps/0", tf_config={
             "cluster": the_cluster, "task": {"type": "ps", "index": 0}}),
     }
-    for proc in servers.values():
-      self.addCleanup(proc.kill_group)
+    for proc in cls.servers.values():
+      cls.addClassCleanup(proc.kill_group)
+
+  def _wait_serving(self):
+    """Each server listens (again, after any restart in place)."""
+    for task, proc in self.servers.items():
+      self.assertTrue(proc.wait_for(
+          lambda p=proc: p.output.count("listening on") > p.output.count(
+              "restarting this server in place"), _START_SECS),
+                      f"{task}: {proc.describe()}")
+
+  def test_clients_use_the_cluster(self):
+    servers, addresses = self.servers, self.addresses
     # TensorFlow 2.21 listens on every interface; the line says so.
     listening = [f"listening on *:{a.rsplit(':', 1)[1]} (all interfaces; "
                  f"cluster address {a})" for a in addresses]
@@ -197,6 +216,57 @@ class ServerClusterTest(absltest.TestCase):
             timeout_in_ms=30000))
     self.assertEqual([v.tolist() for v in values], [[3.0], [3.0]])
 
+  def test_parameter_server_library_client(self):
+    # From tests/test_remote.py (RemoteClusterTest), on this cluster.
+    self._wait_serving()
+    cluster = self.the_cluster
+    model_dir = self.create_tempdir().full_path
+    client = _support.ChildProcess(
+        ["-m", "tests.programs.remote_client", f"--model_dir={model_dir}",
+         f"--remote_cluster={json.dumps(cluster)}", "--strategy=ps",
+         "--max_steps=60"], "client")
+    self.addCleanup(client.kill_group)
+    self.assertEqual(client.wait(_CLIENT_SECS), 0, client.describe())
+    # Asynchronous trainers: each may have one step in flight at the end.
+    step = _support.checkpoint_step(model_dir)
+    self.assertBetween(step, 60, 62)
+    for task in ("worker/0", "worker/1"):
+      self.assertNotEmpty(
+          _support.steps_logged(client.output, f"remote {task}"),
+          client.describe())
+    with open(os.path.join(model_dir, "result-client.json")) as f:
+      result = json.load(f)
+    self.assertEqual(result["metrics"]["global_step"], step)
+    self.assertLess(result["metrics"]["mae"], 1.0)
+    self.assertTrue(os.path.exists(
+        os.path.join(result["exports"][-1], "saved_model.pb")))
+    # A failing chief hook: the error reaches the caller, the other task
+    # stops after its step, the servers stay up.
+    failing = _support.ChildProcess(
+        ["-m", "tests.programs.remote_client", f"--model_dir={model_dir}",
+         f"--remote_cluster={json.dumps(cluster)}", "--strategy=ps",
+         f"--max_steps={step + 400}", f"--fail_at_step={step + 20}"],
+        "failing client")
+    self.addCleanup(failing.kill_group)
+    self.assertEqual(failing.wait(_CLIENT_SECS), 1, failing.describe())
+    self.assertIn("remote | worker/0 | failed: ValueError: hook failed",
+                  failing.output)
+    self.assertIn("worker/0 failed: stopping worker/1", failing.output)
+    self.assertNotIn("did not stop", failing.output)
+    self.assertIn("ValueError: hook failed at step", failing.lines[-1])
+    # Its claims ended as a failure's: each server restarts in place (same
+    # pid) and serves again.
+    for proc in self.servers.values():
+      self.assertTrue(proc.wait_for_text("restarting this server in place",
+                                         _CLIENT_SECS), proc.describe())
+    self._wait_serving()
+    for proc in self.servers.values():
+      self.assertIsNone(proc.proc.poll(), proc.describe())
+
+  def test_signals_stop_it(self):
+    # Last in name order: the other tests use the servers first.
+    self._wait_serving()
+    servers = self.servers
     stops = {"worker/0": signal.SIGTERM, "worker/1": signal.SIGINT,
              "ps/0": signal.SIGTERM}
     for task, signum in stops.items():
