@@ -285,6 +285,8 @@ class ChildProcess:
     """`program` (an argv prefix) replaces this Python, e.g. ["bash", "-c"]."""
     self.args, self.name = list(args), name
     self.lines = []
+    self.times = []  # Arrival time (time.monotonic()) of each of `lines`.
+    self.ended = None  # time.monotonic() when wait() saw the exit.
     self.proc = _processes.popen(
         [*(program or [sys.executable]), *self.args],
         env=conftest.child_env(tf_config) if env is None else env,
@@ -295,6 +297,7 @@ class ChildProcess:
 
   def _read(self):
     for line in self.proc.stdout:
+      self.times.append(time.monotonic())
       self.lines.append(line.rstrip("\n"))
 
   @property
@@ -337,6 +340,7 @@ class ChildProcess:
     """The exit status; None (and the group killed) past the bound."""
     try:
       code = self.proc.wait(timeout=timeout_secs)
+      self.ended = time.monotonic()
     except subprocess.TimeoutExpired:
       self.kill_group()
       code = None

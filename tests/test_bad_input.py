@@ -296,11 +296,21 @@ class BadInputTest(absltest.TestCase):
     args = [f"--model_fn={_BAD}:raises_value_error", "--input_fn=constant",
             f"--model_dir={self.model_dir}", "--mode=train", "--max_steps=2"]
     result = _run(args + ["--verbosity=quiet"])
-    self.assert_one_error(
+    stderr = self.assert_one_error(
         result, 1, "ValueError: hidden_units must be positive, got -3",
         "raised in the model_fn at tests/programs/bad_model_fns.py:",
         "in raises_value_error", "--verbosity=debug")
     self.assert_model_dir_not_created()
+    # Was test_failures.FailureLineTest.test_model_fn_raising's own run: the
+    # error is the last line, once on stdout and stderr, with a Fix.
+    line = _support.last_error(stderr)
+    self.assertTrue(line.startswith(
+        "harness.main: ValueError: hidden_units must be positive, got -3 "
+        "(raised in the model_fn at tests/programs/bad_model_fns.py:"), line)
+    self.assertIn("Fix:", line)
+    self.assertNotIn("writable", line)
+    self.assertEqual((result[1] + result[2]).count("harness.main:"), 1,
+                     result[1][-2000:] + result[2][-3000:])
     # The user's own exception keeps its traceback under --verbosity=debug.
     rc, _, stderr = _run(args + ["--verbosity=debug"])
     self.assertEqual(rc, 1, stderr[-3000:])

@@ -9,7 +9,9 @@ import glob
 import io
 import json
 import os
+import shutil
 import sys
+import tempfile
 
 from absl.testing import absltest
 import pytest
@@ -41,17 +43,32 @@ _steps_logged = _support.steps_logged
 _eval_steps = conftest.eval_steps
 
 
+def _ckpt_steps(model_dir):
+  return sorted(int(p.rsplit("-", 1)[1].split(".")[0]) for p in
+                glob.glob(os.path.join(model_dir, "model.ckpt-*.index")))
+
+
 @pytest.mark.slow
 class DistributedTest(absltest.TestCase):
+  """The collective tests share one run: 2 workers x 2 devices and an
+  evaluator, 7 steps per session.run, 0.7 s asleep after each run (0.1 s
+  per step: 6 s of training, so that the evaluator sees several of the
+  checkpoints at 0, 20, 40, 60, not only the last). The ps tests run their
+  own clusters."""
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.model_dir = tempfile.mkdtemp()
+    cls.addClassCleanup(shutil.rmtree, cls.model_dir, ignore_errors=True)
+    cls.code, cls.output = _run_cluster(
+        cls.model_dir, "collective",
+        extra=["--devices=2", "--steps_per_loop=7", "--step_secs=0.7"],
+        workers=2, evaluator=True)
 
   def test_collective_two_workers_two_devices_with_evaluator(self):
-    model_dir = self.create_tempdir().full_path
-    # 0.1 s per step: 6 s of training, so that the evaluator sees several
-    # of the checkpoints (at 0, 20, 40, 60), not only the last.
-    code, output = _run_cluster(
-        model_dir, "collective", extra=["--devices=2", "--step_secs=0.1"],
-        workers=2, evaluator=True)
-    self.assertEqual(code, 0, output[-4000:])
+    model_dir, output = self.model_dir, self.output
+    self.assertEqual(self.code, 0, output[-4000:])
     latest = tf.train.latest_checkpoint(model_dir)
     self.assertEqual(int(tf.train.load_variable(latest, "global_step")),
                      _MAX_STEPS)
@@ -63,9 +80,7 @@ class DistributedTest(absltest.TestCase):
         glob.glob(os.path.join(model_dir, "checkpoint*")),
         [os.path.join(model_dir, "checkpoint")])
     self.assertLen(glob.glob(os.path.join(model_dir, "events.out.*")), 1)
-    ckpt_steps = sorted(int(p.rsplit("-", 1)[1].split(".")[0]) for p in
-                        glob.glob(os.path.join(model_dir, "model.ckpt-*.index")))
-    self.assertEqual(ckpt_steps, [0, 20, 40, 60])
+    self.assertEqual(_ckpt_steps(model_dir), [0, 20, 40, 60])
     # The evaluator evaluated several checkpoints, the last one included,
     # and exported the final model.
     steps = _eval_steps(model_dir)
@@ -82,16 +97,11 @@ class DistributedTest(absltest.TestCase):
     # 7 steps per session.run, 2 workers x 2 devices: the loop's all-reduces
     # stay in step, the loop ends at each checkpoint multiple and at
     # max_steps exactly.
-    model_dir = self.create_tempdir().full_path
-    code, output = _run_cluster(
-        model_dir, "collective", extra=["--devices=2", "--steps_per_loop=7"],
-        workers=2)
-    self.assertEqual(code, 0, output[-4000:])
-    ckpt_steps = sorted(int(p.rsplit("-", 1)[1].split(".")[0]) for p in
-                        glob.glob(os.path.join(model_dir, "model.ckpt-*.index")))
-    self.assertEqual(ckpt_steps, [0, 20, 40, 60])
+    self.assertEqual(self.code, 0, self.output[-4000:])
+    self.assertEqual(_ckpt_steps(self.model_dir), [0, 20, 40, 60])
     for task in ("worker/0", "worker/1"):
-      self.assertIn(_MAX_STEPS, _steps_logged(output, task), output[-4000:])
+      self.assertIn(_MAX_STEPS, _steps_logged(self.output, task),
+                    self.output[-4000:])
 
   def _check_ps_cluster(self, strategy, extra=(), evaluator=True):
     model_dir = self.create_tempdir().full_path

@@ -15,6 +15,9 @@ after the command (one start of each server).
 
 Every case also scans what the command printed: no line over 160
 characters (`_support.LINE_LIMIT`), log lines, warnings and errors included.
+Some cases check more of the same run (what other test files ran the
+command again for): tests/_docs_facts.py, which also holds what runs first
+(the README's client killed before it is run again).
 """
 
 import dataclasses
@@ -30,6 +33,7 @@ from absl.testing import parameterized
 import pytest
 
 from harness.launch import ports
+from tests import _docs_facts
 from tests import _support
 from tests import conftest
 
@@ -260,30 +264,40 @@ class _CommandTestCase(parameterized.TestCase):
     self.assertNotRegex(shell, r"pip install|-m venv",
                         f"{command.doc}: the install rewrite no longer "
                         f"matches `{command.text}`")
-    child = _support.ChildProcess([shell], command.doc, env=env,
-                                  program=["bash", "-c"])
-    self.addCleanup(child.kill_group)
+    start = lambda name: self._run(shell, env, name)
+    before = [first(self, start, command) for pattern, first
+              in _docs_facts.BEFORE if re.search(pattern, command.text)]
+    child = start(command.doc)
     code = child.wait(_SLOW_SECS if command.slow else _FAST_SECS)
     kept = child.search(_KEPT_PID_RE)
     if kept:  # --tensorboard_keep: the server it left running.
-      _stop_kept(int(kept.group(1)))
+      self.addCleanup(_stop_kept, int(kept.group(1)))
     detail = (f"{command.doc}: {command.text}\nran: {shell}\n"
               f"{child.describe()}")
     self.assertEqual(code, 0, detail)
     self.assertNotIn("Traceback (most recent call last)", child.output,
                      detail)
-    self._assert_short(child.output, command, detail)
+    for earlier in before + [child]:
+      self._assert_short(earlier.output, command, detail)
+    for pattern, fact in _docs_facts.FACTS:  # More of the same run.
+      if re.search(pattern, command.text):
+        fact(self, child, tmp, env)
     for server in servers:  # The checks of the servers' folded cases.
       code, _ = server.stop(signal.SIGTERM, _SERVER_STOP_SECS)
       self.assertEqual(code, 0, server.describe())
       self._assert_short(server.output, command, server.describe())
+
+  def _run(self, shell, env, name):
+    child = _support.ChildProcess([shell], name, env=env,
+                                  program=["bash", "-c"])
+    self.addCleanup(child.kill_group)
+    return child
 
   def _assert_short(self, output, command, detail):
     """Issue 24: no line a person reads is over 160 characters."""
     long = _support.long_lines(output)
     self.assertEqual(long, [], f"{command.doc}: {len(long)} line(s) over "
                      f"{_support.LINE_LIMIT} characters\n{detail}")
-
 
 
 class DocsCommandsTest(_CommandTestCase):

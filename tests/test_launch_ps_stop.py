@@ -12,6 +12,7 @@ python -m harness.main --model_fn=mnist_mlp --input_fn=synthetic ...`.
 """
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -27,6 +28,7 @@ from harness import launch
 from harness.core import stop_signal
 from harness.state import run_state
 from tests import _processes
+from tests import _ps_launch
 from tests import _support
 from tests import conftest
 from tests.programs import launch_watch
@@ -143,8 +145,11 @@ class LaunchPsStopTest(parameterized.TestCase):
   """One model_dir, stopped three ways in turn; each restart is the next run.
 
   Launcher SIGTERM, then (restarted) launcher Ctrl-C, then (restarted) the ps
-  alone gets SIGTERM; a last restart trains 10 steps more and ends. Each stop
-  is checked on its own run, its resume on the run after it.
+  alone gets SIGTERM; a last restart, with an evaluator task, trains
+  `_ps_launch.MAX_STEPS` steps more in `--mode=train` and ends. Each stop is
+  checked on its own run, its resume on the run after it. Then the same
+  cluster shape evaluates and exports the model_dir: tests/test_ps_modes.py's
+  runs with --strategy=parameter_server.
   """
 
   @classmethod
@@ -152,15 +157,22 @@ class LaunchPsStopTest(parameterized.TestCase):
     super().setUpClass()
     cls.model_dir = tempfile.mkdtemp()
     cls.addClassCleanup(shutil.rmtree, cls.model_dir, ignore_errors=True)
-    cls.runs, cls.failure = [], ""
+    cls.runs, cls.modes, cls.failure = [], {}, ""
     try:
       for how in ("sigterm", "ctrl_c", "ps"):
         cls.runs.append(cls._train_and_stop(how))
-      last = cls._start(cls.runs[-1]["step"] + 10)
-      cls.runs.append(dict(code=last.wait(), text=last.out.text(),
-                           starts=last.out.find(_STARTING)))
+      last = _ps_launch.launch(
+          cls.model_dir, "train", _ps_launch.PS_STRATEGY, evaluator=True,
+          max_steps=cls.runs[-1]["step"] + _ps_launch.MAX_STEPS)
+      cls.runs.append(dict(code=last["code"], text=last["output"], starts=[
+          (None, m) for m in re.finditer(_STARTING, last["output"])]))
+      cls.modes["train"] = last
+      for mode in ("evaluate", "export"):
+        cls.modes[mode] = _ps_launch.launch(cls.model_dir, mode,
+                                            _ps_launch.PS_STRATEGY)
     except Exception as e:  # pylint: disable=broad-except
-      cls.failure = f"the shared runs stopped at run {len(cls.runs)}: {e!r}"
+      cls.failure = (f"the shared runs stopped at run {len(cls.runs)} "
+                     f"(modes {sorted(cls.modes)}): {e!r}")
 
   @classmethod
   def _start(cls, max_steps):
@@ -239,7 +251,27 @@ class LaunchPsStopTest(parameterized.TestCase):
     last, detail = self._run(3)
     self.assertEqual(last["code"], 0, detail)
     self.assertGreaterEqual(_saved_step(self.model_dir),
-                            self.runs[2]["step"] + 10, detail)
+                            self.runs[2]["step"] + _ps_launch.MAX_STEPS,
+                            detail)
+
+  # tests/test_ps_modes.py's runs, with --strategy=parameter_server.
+
+  def _mode(self, mode):
+    self.assertIn(mode, self.modes, self.failure)
+    return self.modes[mode]
+
+  def test_train_then_evaluate_parameter_server(self):
+    step = _ps_launch.assert_trained(self, self._mode("train"))
+    _ps_launch.assert_evaluated(self, self._mode("evaluate"), step)
+
+  def test_then_export_parameter_server(self):
+    """The chief exports in process (its predictions: test_ps_modes.py's
+    `EveryTaskExitsTest`, without the launcher)."""
+    _ps_launch.assert_exported(self, self._mode("export"))
+
+  def test_evaluator_task_exits_in_train_mode(self):
+    _ps_launch.assert_evaluator_exited_in_train_mode(self,
+                                                     self._mode("train"))
 
 
 if __name__ == "__main__":

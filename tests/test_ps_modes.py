@@ -28,162 +28,42 @@ from harness import cluster as cluster_lib
 from harness import errors
 from harness import estimator as estimator_lib
 from harness import run_config as run_config_lib
-from harness._tf import tf
 from harness.cli import flags
 from harness.cli import mode_runners
 from harness.launch import ports
 from tests import _processes
+from tests import _ps_launch
 from tests import conftest
 
-_MAX_STEPS = 30
-# A run takes ~20 s on 2 idle cores; these only bound a hang.
-_TIMEOUT_SECS = 240
-_MODEL = ["--model_fn=mnist_mlp", "--input_fn=synthetic", "--eval_steps=2",
-          f"--max_steps={_MAX_STEPS}"]
-_STRATEGIES = (("parameter_server", ["--strategy=parameter_server"]),
-               ("replica_device_setter", []))  # No strategy.
-
-
-def _launch(model_dir, mode, strategy_flags, evaluator=False):
-  """Runs the launch command in `mode`; returns (exit code, output text)."""
-  command = [
-      sys.executable, "-m", "harness.launch", "--chief", "--workers=1",
-      "--ps=1", f"--timeout_secs={_TIMEOUT_SECS}"] + (
-          ["--evaluator"] if evaluator else []) + [
-              "--", sys.executable, "-m", "harness.main",
-              f"--model_dir={model_dir}", f"--mode={mode}",
-              *strategy_flags, *_MODEL]
-  result = subprocess.run(command, env=conftest.child_env(),
-                          cwd=conftest.REPO_ROOT, capture_output=True,
-                          text=True, timeout=_TIMEOUT_SECS + 60, check=False)
-  output = result.stdout + result.stderr
-  return result.returncode, output, (
-      f"{' '.join(command)}\nexit {result.returncode}\n{output[-6000:]}")
-
-
-def _checkpoint_step(test, model_dir, detail):
-  latest = tf.train.latest_checkpoint(model_dir)
-  test.assertIsNotNone(latest, detail)
-  return int(tf.train.load_variable(latest, "global_step"))
-
-
-def _assert_ended_with_0(test, output, detail, tasks):
-  test.assertIn("launch | exit 0", output, detail)
-  for task in tasks:
-    test.assertIn(f"launch | {task} exited with 0", output, detail)
-
-
-def _assert_one_process_job(test, code, output, detail, mode):
-  """The chief did `mode`; the worker exited at once (launch may stop the ps
-  first: `test_every_task_exits_by_itself` waits for each task instead)."""
-  test.assertEqual(code, 0, detail)
-  _assert_ended_with_0(test, output, detail, ("chief/0", "worker/0"))
-  test.assertIn(f"{mode} | chief/0 | --mode={mode} is a one-process job: it "
-                "runs here, in-process, as a local job", output, detail)
-  test.assertIn(f"{mode} | worker/0 | --mode={mode} is a one-process job run "
-                "by chief/0: this task has nothing to do and exits", output,
-                detail)
+_MAX_STEPS = _ps_launch.MAX_STEPS
+_TIMEOUT_SECS = _ps_launch.TIMEOUT_SECS
+_MODEL = [*_ps_launch.MODEL, f"--max_steps={_MAX_STEPS}"]
+_checkpoint_step = _ps_launch.checkpoint_step
 
 
 @pytest.mark.slow
-class ParameterServerModesTest(parameterized.TestCase):
-  """Runs shared by the tests: per strategy, one cluster trains a model_dir
-  (the parameter_server one with an evaluator task too), then the same
-  cluster shape evaluates it; with --strategy=parameter_server it predicts
-  with and exports it as well. Without a strategy those two are the same
-  one-process jobs (the strategy is dropped: `OneProcessTaskTest`), so the
-  evaluation alone shows that the chief restores what its cluster trained.
+class ParameterServerModesTest(absltest.TestCase):
+  """Runs shared by the tests, without a strategy (replica_device_setter):
+  one cluster trains a model_dir, then the same cluster shape evaluates it.
+  The same runs with --strategy=parameter_server (an evaluator task in
+  training too, exports after the evaluation) are
+  `tests/test_launch_ps_stop.py`'s last runs. Predict (and export) without a
+  strategy are the same one-process jobs (the strategy is dropped:
+  `OneProcessTaskTest`), so the evaluation alone shows that the chief
+  restores what its cluster trained.
   """
 
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    cls.runs = {}
-    for name, strategy_flags in _STRATEGIES:
-      model_dir = tempfile.mkdtemp()
-      cls.addClassCleanup(shutil.rmtree, model_dir, ignore_errors=True)
-      modes = (("train", "evaluate", "predict", "export")
-               if name == "parameter_server" else ("train", "evaluate"))
-      cls.runs[name] = {"model_dir": model_dir}
-      for mode in modes:
-        cls.runs[name][mode] = _launch(
-            model_dir, mode, strategy_flags,
-            evaluator=name == "parameter_server" and mode == "train")
+    model_dir = tempfile.mkdtemp()
+    cls.addClassCleanup(shutil.rmtree, model_dir, ignore_errors=True)
+    cls.runs = {mode: _ps_launch.launch(model_dir, mode, [])
+                for mode in ("train", "evaluate")}
 
-  @parameterized.named_parameters(*((name, name) for name, _ in _STRATEGIES))
-  def test_train_then_evaluate(self, name):
-    run = self.runs[name]
-    model_dir = run["model_dir"]
-    code, output, detail = run["train"]
-    self.assertEqual(code, 0, detail)
-    _assert_ended_with_0(self, output, detail, ("chief/0", "worker/0"))
-    self.assertIn("ps | ps/0 | serving until chief/0, worker/0 finish",
-                  output, detail)
-    # A ps serves variables: no model/batch banner rows, no checkpoint it
-    # never wrote in its closing lines.
-    self.assertIn("[ps/0] harness.main | ps/0 | serves variables", output,
-                  detail)
-    for row in ("model_fn:", "batch:", "latest checkpoint:"):
-      self.assertNotRegex(output, rf"\[ps/0\] +{row}", detail)
-    # Asynchronous trainers: each may have one step in flight at the end.
-    step = _checkpoint_step(self, model_dir, detail)
-    self.assertBetween(step, _MAX_STEPS, _MAX_STEPS + 2)
-    self.assertRegex(output, r"train \| chief/0 \| training finished at "
-                     rf"step {step}\b", detail)
-    for task in ("chief-0", "worker-0"):  # Both left their loop.
-      self.assertTrue(os.path.exists(
-          os.path.join(model_dir, f"task_done-{task}")), detail)
-
-    # The same cluster shape evaluates the checkpoint it left: a
-    # one-process job, done by the chief alone (in process); the worker and
-    # the ps exit by themselves.
-    code, output, detail = run["evaluate"]
-    _assert_one_process_job(self, code, output, detail, "evaluate")
-    self.assertIn(f"[chief/0] eval results | chief/0 | global_step {step}",
-                  output, detail)
-    self.assertLen(re.findall(r"\beval \| \S+ \| step \d+", output), 1,
-                   detail)
-    self.assertNotIn("eval results | worker/0", output, detail)
-
-  def test_then_predict_and_export_parameter_server(self):
-    """predict used to wait for ever on grpc://<chief>, which nobody
-    served: now the chief predicts (and exports) in process."""
-    run = self.runs["parameter_server"]
-    model_dir = run["model_dir"]
-    code, output, detail = run["predict"]
-    _assert_one_process_job(self, code, output, detail, "predict")
-    wrote = re.findall(r"\[(\S+)\].*predict \| wrote (\d+) predictions to "
-                       r"(\S+)", output)
-    path = os.path.join(model_dir, "predictions.jsonl")
-    self.assertLen(wrote, 1, detail)
-    self.assertEqual(wrote[0][0], "chief/0", detail)
-    self.assertEqual(wrote[0][2], path, detail)
-    self.assertEqual(glob.glob(os.path.join(model_dir, "*.jsonl")), [path])
-    with open(path) as f:
-      lines = f.read().splitlines()
-    self.assertLen(lines, int(wrote[0][1]))
-    self.assertGreater(len(lines), 0)
-    self.assertIn("probabilities", json.loads(lines[0]), lines[0])
-
-    code, output, detail = run["export"]
-    _assert_one_process_job(self, code, output, detail, "export")
-    exports = glob.glob(os.path.join(model_dir, "export", "saved_model", "*",
-                                     "saved_model.pb"))
-    self.assertLen(exports, 1, detail)
-
-  def test_evaluator_task_exits_in_train_mode(self):
-    run = self.runs["parameter_server"]
-    code, output, detail = run["train"]
-    self.assertEqual(code, 0, detail)
-    _assert_ended_with_0(self, output, detail,
-                         ("chief/0", "worker/0", "evaluator/0"))
-    self.assertIn("train | evaluator/0 | --mode=train evaluates nothing",
-                  output, detail)
-    # The evaluator neither trained nor took the trainers' lease.
-    self.assertNotIn("train | evaluator/0 | starting at step", output, detail)
-    self.assertNotIn("lease | evaluator/0", output, detail)
-    self.assertBetween(_checkpoint_step(self, run["model_dir"], detail),
-                       _MAX_STEPS, _MAX_STEPS + 2)
+  def test_train_then_evaluate_replica_device_setter(self):
+    step = _ps_launch.assert_trained(self, self.runs["train"])
+    _ps_launch.assert_evaluated(self, self.runs["evaluate"], step)
 
 
 @pytest.mark.slow
@@ -201,15 +81,34 @@ class EveryTaskExitsTest(absltest.TestCase):
                        _MAX_STEPS + 2)
 
     # predict: the chief alone, every other task (evaluator too) exits 0.
+    # predict used to wait for ever on grpc://<chief>, which nobody served:
+    # now the chief predicts in process.
     codes, outputs, detail = _run_tasks(
         self, model_dir, "predict", ("ps", "chief", "worker", "evaluator"))
     self.assertEqual(codes, {"ps/0": 0, "chief/0": 0, "worker/0": 0,
                              "evaluator/0": 0}, detail)
-    self.assertIn("predict | wrote", outputs["chief/0"], detail)
+    self.assertIn("predict | chief/0 | --mode=predict is a one-process job: "
+                  "it runs here, in-process, as a local job",
+                  outputs["chief/0"], detail)
     for task in ("ps/0", "worker/0", "evaluator/0"):
       self.assertIn(f"predict | {task} | --mode=predict is a one-process job "
                     "run by chief/0", outputs[task], detail)
       self.assertNotIn("predict | wrote", outputs[task], detail)
+    _assert_predictions(self, model_dir, outputs["chief/0"], detail)
+
+
+def _assert_predictions(test, model_dir, output, detail):
+  """The chief's output says it wrote model_dir/predictions.jsonl: it did."""
+  wrote = re.findall(r"predict \| wrote (\d+) predictions to (\S+)", output)
+  path = os.path.join(model_dir, "predictions.jsonl")
+  test.assertLen(wrote, 1, detail)
+  test.assertEqual(wrote[0][1], path, detail)
+  test.assertEqual(glob.glob(os.path.join(model_dir, "*.jsonl")), [path])
+  with open(path) as f:
+    lines = f.read().splitlines()
+  test.assertLen(lines, int(wrote[0][0]))
+  test.assertGreater(len(lines), 0)
+  test.assertIn("probabilities", json.loads(lines[0]), lines[0])
 
 
 def _run_tasks(test, model_dir, mode, jobs):

@@ -422,8 +422,10 @@ class MultiWorkerTest(parameterized.TestCase):
     self.assertNotEqual(first["variables"]["dense/bias"], [0.0])  # Trained.
 
   def test_too_few_devices_on_a_server_the_strategy_started_is_an_error(self):
-    # Without the check, both workers hang in their first collective.
-    outputs = _run_cluster(self, _local_cluster(worker=2), kind="collective",
+    # Without the check, a cluster's workers hang in their first
+    # collective. One worker shows it: the check is on the task's own
+    # server, before any collective.
+    outputs = _run_cluster(self, _local_cluster(worker=1), kind="collective",
                            num_devices=2, user_strategy="v1_eager",
                            expect_failure=True)
     for out in outputs.values():

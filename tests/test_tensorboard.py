@@ -6,12 +6,8 @@ import json
 import os
 import re
 import shlex
-import shutil
-import signal
 import socket
-import subprocess
 import sys
-import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -24,7 +20,6 @@ from harness import errors
 from harness.cli import flags
 from harness.cli import job as job_lib
 from harness.cli import tensorboard_server
-from tests import _processes
 from tests import _support
 from tests import conftest
 
@@ -40,7 +35,6 @@ _HTTP_WAIT_SECS = 120
 _LINEAR = ["--model_fn=linear", "--input_fn=constant", "--steps_per_loop=1"]
 _URL = re.compile(r"tensorboard \| (http://127\.0\.0\.1:\d+)/ \| serving")
 _KEPT_PID = re.compile(r"kept running at \S+ \(pid (\d+), output in (\S+)\)")
-_MAX_LINE = 160
 _NEEDS_TB = absltest.skipIf(
     event_multiplexer is None,
     "tensorboard is not installed (setup.py installs it: pip install -e .)")
@@ -96,21 +90,6 @@ def _wait_for_series(url, run, tag, want_steps):
       series, _HTTP_WAIT_SECS, f"{url}: {run}/{tag} to reach steps "
       f"{want_steps}", details=lambda: f"last answer: {last[0]}",
       interval_secs=1)
-
-
-def _stop_kept_group(pid, log_path=None):
-  """Stops a TensorBoard a test's command started (its own group)."""
-  try:
-    os.killpg(pid, signal.SIGTERM)
-  except ProcessLookupError:
-    pass
-  if log_path and os.path.exists(log_path):
-    os.remove(log_path)
-
-
-def _stop_group(test, pid, log_path=None):
-  """Stops a TensorBoard this test's command started, when `test` ends."""
-  test.addCleanup(_stop_kept_group, pid, log_path)
 
 
 # ------------------------------------------------------------- fast tests
@@ -255,101 +234,26 @@ class EventFilesTest(absltest.TestCase):
 # ------------------------------------------------------------- slow tests
 
 
-def _long_lines(text):
-  """Lines over 160 characters once paths (words with a '/') are left out."""
-  return [line for line in text.splitlines()
-          if len(re.sub(r"\S*/\S*", "", line)) > _MAX_LINE]
-
-
 @pytest.mark.slow
 class DefaultOutputTest(absltest.TestCase):
-  """The README's main job, shortened: every line fits, notes are one line."""
+  """The README's main job, shortened, at --verbosity=debug. The job as the
+  README writes it (every line fits, notes are one line) is checked on
+  tests/test_docs_commands.py's run of it: tests/_docs_facts.py's
+  default_run_lines."""
 
-  def test_default_run_lines_fit_debug_keeps_full_text(self):
+  def test_debug_keeps_full_text(self):
     if not (conftest.MNIST_DIR / "t10k-images-idx3-ubyte.gz").exists():
       self.skipTest(f"real MNIST IDX files not found at {conftest.MNIST_DIR}")
     model_dir = self.create_tempdir().full_path
-    command = [
+    debug = _run([
         sys.executable, "-m", "harness.main", "--model_fn=mnist_cnn",
         "--input_fn=mnist_idx", f"--data_dir={conftest.MNIST_DIR}",
-        f"--model_dir={model_dir}", "--max_steps=60", "--batch_size=64",
-        "--eval_steps=0", "--save_checkpoints_steps=30", "--exporters=final"]
-    process = _run(command)
-    self.assertEqual(process.returncode, 0, process.description)
-    output = process.stdout + process.stderr
-    self.assertEqual(_long_lines(output), [], process.description)
-    notes = [l for l in output.splitlines() if "EXCLUDED" in l]
-    self.assertLen(notes, 1, process.description)
-    self.assertIn("signature 'classification' EXCLUDED: needs a tf.string "
-                  "input, got 'image' float32", notes[0])
-    self.assertNotIn("Received:", output)
-    self.assertIn("train | local | step 60/60", output)
-    self.assertRegex(process.stdout, r"\n  tensorboard: +\S*tensorboard")
-
-    debug = _run(command + ["--verbosity=debug", "--max_steps=90"])
+        f"--model_dir={model_dir}", "--max_steps=30", "--batch_size=64",
+        "--eval_steps=0", "--save_checkpoints_steps=30", "--exporters=final",
+        "--verbosity=debug"])
     self.assertEqual(debug.returncode, 0, debug.description)
     self.assertIn("If your model function expects multiple inputs",
                   debug.stderr, debug.description)
-
-
-@pytest.mark.slow
-@_NEEDS_TB
-class MainRunServerTest(absltest.TestCase):
-  """One `harness.main --tensorboard=0 --tensorboard_keep` run (setUpClass):
-  the server it keeps, and the command its closing summary prints."""
-
-  @classmethod
-  def setUpClass(cls):
-    super().setUpClass()
-    cls.model_dir = tempfile.mkdtemp(prefix="tb")
-    cls.addClassCleanup(shutil.rmtree, cls.model_dir, ignore_errors=True)
-    cls.process = _run([
-        sys.executable, "-m", "harness.main"] + _LINEAR + [
-            "--max_steps=30", "--save_summary_steps=10", "--mode=train",
-            f"--model_dir={cls.model_dir}", "--tensorboard=0",
-            "--tensorboard_keep"])
-    cls.kept = _KEPT_PID.search(cls.process.stdout)
-    if cls.kept:
-      cls.addClassCleanup(_stop_kept_group, int(cls.kept.group(1)),
-                          cls.kept.group(2))
-
-  def test_main_tensorboard_url_serves_the_loss_series(self):
-    process = self.process
-    self.assertEqual(process.returncode, 0, process.description)
-    url = _URL.search(process.stdout)
-    self.assertIsNotNone(url, process.description)
-    self.assertIsNotNone(self.kept, process.description)
-    series = _wait_for_series(url.group(1), ".", "loss", [1, 11, 21])
-    # What the server answers is what the event files hold.
-    self.assertEqual([(int(step), value) for _, step, value in series],
-                     _scalars(self.model_dir)["."]["loss"])
-
-  def test_printed_command_serves_the_run(self):
-    process = self.process
-    self.assertEqual(process.returncode, 0, process.description)
-    printed = re.search(r"^  tensorboard: +(.+)$", process.stdout, re.M)
-    self.assertIsNotNone(printed, process.description)
-    command = shlex.split(printed.group(1)) + ["--host", "127.0.0.1",
-                                               "--port", "0"]
-    with tempfile.TemporaryFile() as log:
-      server = _processes.popen(
-          command, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-          start_new_session=True)
-      _stop_group(self, server.pid)
-
-      def served_url():  # TensorBoard's own "serving at" line.
-        log.seek(0)
-        found = re.search(rb"at (http://127\.0\.0\.1:\d+)/", log.read())
-        return found and found.group(1).decode()
-
-      _support.poll_until(lambda: served_url() or server.poll() is not None,
-                          _HTTP_WAIT_SECS, interval_secs=0.5)
-      url = served_url()
-      log.seek(0)
-      self.assertIsNotNone(url, f"{command}: {log.read()[-2000:]!r}")
-    _wait_for_series(url, ".", "loss", [1, 11])
-    server.terminate()
-    server.wait(timeout=30)
 
 
 @pytest.mark.slow
@@ -366,29 +270,6 @@ class ServerTest(absltest.TestCase):
     self.assertIsNotNone(server.exited())
     with self.assertRaises(OSError):
       urllib.request.urlopen(url + "/data/runs", timeout=5)
-
-  def test_launch_serves_the_chiefs_single_stream(self):
-    model_dir = self.create_tempdir().full_path
-    process = _run([
-        sys.executable, "-m", "harness.launch", "--workers=2",
-        "--tensorboard=0", "--tensorboard_keep", "--timeout_secs=240", "--",
-        sys.executable, "-m", "harness.main", "--strategy=collective",
-        "--batch_size=8", "--max_steps=40", "--log_step_count_steps=10",
-        "--save_summary_steps=10", "--mode=train",
-        f"--model_dir={model_dir}"] + _LINEAR)
-    kept = _KEPT_PID.search(process.stdout)
-    if kept:
-      _stop_group(self, int(kept.group(1)), kept.group(2))
-    self.assertEqual(process.returncode, 0, process.description)
-    urls = _URL.findall(process.stdout)
-    self.assertLen(urls, 1, process.description)
-    events = [f for f in os.listdir(model_dir) if f.startswith("events.")]
-    self.assertLen(events, 1, f"one event stream (the chief's): {events}")
-    scalars = _scalars(model_dir)
-    self.assertEqual(set(scalars), {"."})
-    # Collective: each worker's batch of 4, times 2 workers in sync.
-    _check_rates(self, scalars["."], global_batch=8)
-    _wait_for_series(urls[0], ".", "loss", [1, 11, 21, 31])
 
 
 def _taken_port(test):
