@@ -18,14 +18,11 @@ import shlex
 import numpy as np
 
 from tests import _support
-from tests import test_tensorboard as tb_tests
+from tests import _tensorboard_reads as tb_reads
 
-# tests/test_tensorboard.py's readers of the event files and the server.
-# pylint: disable=protected-access
-_URL, _KEPT_PID = tb_tests._URL, tb_tests._KEPT_PID
-_scalars, _check_rates = tb_tests._scalars, tb_tests._check_rates
-_wait_for_series = tb_tests._wait_for_series
-# pylint: enable=protected-access
+_URL, _KEPT_PID = tb_reads.URL, tb_reads.KEPT_PID
+_scalars, _check_rates = tb_reads.scalars, tb_reads.check_rates
+_wait_for_series = tb_reads.wait_for_series
 _BEFORE_SECS = 300
 _SERVE_SECS = 120
 

@@ -374,9 +374,11 @@ class ChildProcess:
     _processes.kill_tree(self.proc)
 
 
-def start_servers(test, cluster, num_cpu_devices=1, start_secs=90):
+def start_servers(add_cleanup, cluster, num_cpu_devices=1, start_secs=90):
   """One `python -m harness.server` per task of `cluster`, each listening
-  (waited for, bounded); killed by process group when `test` ends."""
+  (waited for, bounded); `add_cleanup` (a test's `addCleanup`, or a class's
+  `addClassCleanup` for one cluster shared by its tests) kills each by
+  process group."""
   spec = cluster_spec(cluster)
   servers = []
   for job, addresses in cluster.items():
@@ -385,28 +387,13 @@ def start_servers(test, cluster, num_cpu_devices=1, start_secs=90):
           ["-m", "harness.server", f"--cluster_spec={spec}",
            f"--job_name={job}", f"--task_index={index}",
            f"--num_cpu_devices={num_cpu_devices}"], f"server {job}/{index}")
-      test.addCleanup(server.kill_group)
+      add_cleanup(server.kill_group)
       servers.append(server)
   for server in servers:
-    test.assertTrue(server.wait_for_text("listening on", start_secs),
-                    server.describe())
+    if not server.wait_for_text("listening on", start_secs):
+      raise AssertionError(f"not listening after {start_secs} s: "
+                           f"{server.describe()}")
   return servers
-
-
-def start_class_servers(cls, cluster, num_cpu_devices=1, start_secs=90):
-  """`start_servers` from a setUpClass: one cluster shared by the tests of
-  `cls`, killed by process group when the class ends."""
-
-  class _ClassScope:
-
-    def addCleanup(self, function, *args):  # pylint: disable=invalid-name
-      cls.addClassCleanup(function, *args)
-
-    def assertTrue(self, value, message):  # pylint: disable=invalid-name
-      if not value:
-        raise AssertionError(message)
-
-  return start_servers(_ClassScope(), cluster, num_cpu_devices, start_secs)
 
 
 # ------------------------------------------------------- estimator state

@@ -59,7 +59,7 @@ class CannedParameterServerTest(absltest.TestCase):
 
   def test_standalone_client_with_a_parameter_server(self):
     cluster = _support.loopback_cluster(worker=1, ps=1)
-    servers = _support.start_servers(self, cluster)
+    servers = _support.start_servers(self.addCleanup, cluster)
     spec = _support.cluster_spec(cluster)
     model_dir = self.create_tempdir().full_path
     client = _support.ChildProcess(

@@ -29,6 +29,7 @@ _CLIENT_SECS = 150
 _SIGTERM_START_SECS = 240  # TF start-up on a loaded 2-core machine.
 _STOP_SECS = 60  # The tasks stop after their current step, then exit.
 _LOG_EVERY = 10
+_RESTARTED = "restarting this server in place"  # harness.server's line.
 
 
 def _main_args(cluster, model_dir, max_steps):
@@ -135,8 +136,8 @@ class RemoteClusterTest(absltest.TestCase):
   def setUpClass(cls):
     super().setUpClass()
     cls.cluster = _support.loopback_cluster(worker=2)
-    cls.servers = _support.start_class_servers(cls, cls.cluster,
-                                               num_cpu_devices=2)
+    cls.servers = _support.start_servers(cls.addClassCleanup, cls.cluster,
+                                         num_cpu_devices=2)
 
   def _client(self, name, *flags):
     client = _support.ChildProcess(
@@ -173,6 +174,7 @@ class RemoteClusterTest(absltest.TestCase):
                   refused.describe())
     self.assertNotIn("train | remote", refused.output)
     self.assertIsNone(first.proc.poll(), first.describe())
+    restarts = [server.output.count(_RESTARTED) for server in self.servers]
     first.kill_group()  # SIGKILL mid-run: its claims are never released.
     self.assertEqual(first.proc.returncode, -signal.SIGKILL)
     resumed_from = _support.checkpoint_step(model_dir)
@@ -186,9 +188,9 @@ class RemoteClusterTest(absltest.TestCase):
     # already; either way each server restarted before granting its claim.
     self.assertRegex(output, "no longer running on this host|claimed 2",
                      second.describe())
-    for server in self.servers:
-      self.assertIn("restarting this server in place", server.output,
-                    server.describe())
+    for server, before in zip(self.servers, restarts):
+      self.assertGreater(server.output.count(_RESTARTED), before,
+                         server.describe())
     # Both tasks trained in lock step from the checkpoint to the end.
     for task in ("worker/0", "worker/1"):
       steps = _support.steps_logged(output, f"remote {task}")

@@ -2,14 +2,10 @@
 the server harness starts (`--tensorboard`), and one-line output."""
 
 import io
-import json
 import os
-import re
 import shlex
 import socket
 import sys
-import urllib.error
-import urllib.parse
 import urllib.request
 from unittest import mock
 
@@ -21,75 +17,22 @@ from harness.cli import flags
 from harness.cli import job as job_lib
 from harness.cli import tensorboard_server
 from tests import _support
+from tests import _tensorboard_reads as tb_reads
 from tests import conftest
 
-try:
-  from tensorboard.backend.event_processing import event_multiplexer
-except ImportError:  # pragma: no cover - setup.py installs it.
-  event_multiplexer = None
-
 _TIMEOUT_SECS = 300
-_HTTP_WAIT_SECS = 120
 # Global batch 10; one step per run, so summaries land on exact steps (the
 # binary's default steps_per_loop=auto writes them at its loop boundaries).
 _LINEAR = ["--model_fn=linear", "--input_fn=constant", "--steps_per_loop=1"]
-_URL = re.compile(r"tensorboard \| (http://127\.0\.0\.1:\d+)/ \| serving")
-_KEPT_PID = re.compile(r"kept running at \S+ \(pid (\d+), output in (\S+)\)")
 _NEEDS_TB = absltest.skipIf(
-    event_multiplexer is None,
+    not tb_reads.HAVE_TENSORBOARD,
     "tensorboard is not installed (setup.py installs it: pip install -e .)")
-
-
-def _scalars(model_dir):
-  """{run: {tag: [(step, value), ...]}} read by TensorBoard's reader."""
-  mux = event_multiplexer.EventMultiplexer()
-  mux.AddRunsFromDirectory(model_dir)
-  mux.Reload()
-  return {run: {tag: [(e.step, e.value) for e in mux.Scalars(run, tag)]
-                for tag in tags["scalars"]}
-          for run, tags in mux.Runs().items()}
-
-
-def _check_rates(test, series, global_batch):
-  """examples/sec = global batch x global_step/sec, at the same steps."""
-  steps_per_sec = dict(series["global_step/sec"])
-  examples_per_sec = dict(series["examples/sec"])
-  test.assertNotEmpty(steps_per_sec)
-  test.assertEqual(sorted(examples_per_sec), sorted(steps_per_sec))
-  for step, rate in steps_per_sec.items():
-    test.assertGreater(rate, 0)
-    test.assertAlmostEqual(examples_per_sec[step] / rate, global_batch,
-                           places=3)
+_scalars, _check_rates = tb_reads.scalars, tb_reads.check_rates
+_get_json = tb_reads.get_json
 
 
 def _run(command, timeout=_TIMEOUT_SECS):
   return _support.run(command, timeout_secs=timeout)
-
-
-def _get_json(url, path, timeout=30):
-  with urllib.request.urlopen(url + path, timeout=timeout) as response:
-    return json.loads(response.read().decode("utf-8"))
-
-
-def _wait_for_series(url, run, tag, want_steps):
-  """The scalar series `run`/`tag` from TensorBoard's HTTP API, polled until
-  it holds `want_steps` (TensorBoard loads event files in the background)."""
-  query = urllib.parse.urlencode({"run": run, "tag": tag})
-  last = [None]
-
-  def series():
-    try:
-      last[0] = _get_json(url, f"/data/plugin/scalars/scalars?{query}")
-    except urllib.error.HTTPError as e:  # 400 until the run/tag is loaded.
-      last[0] = f"HTTP {e.code}"
-      return None
-    return last[0] if {int(step) for _, step, _ in last[0]} >= set(
-        want_steps) else None
-
-  return _support.wait_for(
-      series, _HTTP_WAIT_SECS, f"{url}: {run}/{tag} to reach steps "
-      f"{want_steps}", details=lambda: f"last answer: {last[0]}",
-      interval_secs=1)
 
 
 # ------------------------------------------------------------- fast tests
