@@ -12,13 +12,13 @@ lines start with the task, `[worker/1] ...`; the launcher's, `launch | `.
 `--metrics_port=N` (or `auto`) in the command: a port a task, its URL logged
 and reachable from this machine, namespace or not (`launch/metrics_ports.py`).
 
-Network: TensorFlow servers listen on every interface (`harness.cluster.listen`), so
-by default (`--network_isolation=auto`) the tasks run inside one private
-network namespace (`launch/netns.py`: Linux, root or user namespaces) where
-only they can reach their ports; the launcher logs `launch | network | ...`
-saying which. Where that is impossible (or with `--network_isolation=none`,
-needed by jobs that use the network, e.g. a gs:// model_dir) it prints one
-warning line naming the open ports and a firewall rule for them.
+Network: TensorFlow servers listen on every interface (`cluster.listen`), so by
+default (`--network_isolation=auto`) the tasks run inside one private network
+namespace (`launch/netns.py`: Linux, root or user namespaces) where only they
+can reach their ports; the launcher logs `launch | network | ...` saying which.
+Where that is impossible (or with `--network_isolation=none`, needed by jobs
+that use the network, e.g. a gs:// model_dir) it prints one warning line
+naming the open ports and a firewall rule for them.
 
 The run ends with 0 once every chief/worker/evaluator task has exited 0 (ps
 tasks, which never exit by themselves, are then stopped); with the exit status
@@ -29,9 +29,8 @@ SIGTERM goes to the trainers, after them to ps and evaluator (SIGKILL after
 
     code = harness.launch.launch(["python", "train.py"], workers=2, ps=1)
 
-The task supervisor (process groups, restarts, stopping) is
-`launch/supervisor.py`; this module builds the cluster and is the binary
-(`launch/__main__.py` runs `run`); it imports no TensorFlow (a fast start).
+The task supervisor (process groups, restarts, stopping, output) is
+`launch/supervisor.py`; this module builds the cluster and is the binary.
 """
 
 import contextlib
@@ -328,16 +327,17 @@ HARNESS_TASK=<job>/<index>.
     python -m harness.launch --workers=2 --ps=1 --evaluator -- \\
         python -m harness.main --model_dir=/tmp/m ...
 
-Output lines are prefixed by their task, `[worker/1] ...`; the launcher's own
-lines start with `launch | `. Exit status: 0 once every chief, worker and
-evaluator task exited 0 (ps tasks are then stopped); a failed task's status
-(128+N for signal N) once its restarts are used up; 124 after --timeout_secs.
-"""
+Output lines are prefixed by their task, `[worker/1] ...`; the launcher's,
+`launch | `. A task's stderr loses TensorFlow's C++ lines below its
+TF_CPP_MIN_LOG_LEVEL (3 unless set; TF 2.21 prints some at import). Exit
+status: 0 once every chief, worker and evaluator task exited 0 (ps tasks are
+then stopped); a failed task's status (128+N for signal N) once its restarts
+are used up; 124 after --timeout_secs."""
 
 
 def _help_text(flag):
   names = [holder.name for holder in vars(flag).values()]
-  return (f"{_USAGE}\n\n{_HELP}\nflags:\n"
+  return (f"{_USAGE}\n\n{_HELP}\n\nflags:\n"
           + binary_flags.flag_help(flags.FLAGS, names))
 
 

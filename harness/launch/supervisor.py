@@ -10,7 +10,8 @@
       supervisor.stop_all(tasks, grace_secs=10)
 
 Each task's process leads its own process group; its output lines are
-prefixed `[job/index] `, the supervisor's own lines start with `launch | `.
+prefixed `[job/index] `, the supervisor's own lines start with `launch | `
+(a task's stderr loses TensorFlow's C++ lines below its TF_CPP_MIN_LOG_LEVEL).
 A task that exits non-zero is restarted up to `max_restarts` times; the
 run ends when every chief/worker/evaluator task has exited 0, when one has
 failed for good (its exit status, 128+N for signal N), on timeout (124) or
@@ -29,6 +30,7 @@ import threading
 import time
 
 from harness import errors
+from harness import tf_env
 from harness.cluster import jobs
 
 __all__ = ["Output", "Task", "supervise", "stop_all", "exit_status",
@@ -58,14 +60,16 @@ class Output:
       self._stream.write(text + "\n")
       self._stream.flush()
 
-  def pump(self, prefix, pipe):
-    """Copies `pipe` (bytes) line by line to the stream until EOF."""
+  def pump(self, prefix, pipe, hidden=None):
+    """Copies `pipe` (bytes) line by line to the stream until EOF, but the
+    lines for which `hidden(line)` is true."""
     with pipe:
       for raw in iter(pipe.readline, b""):
         text = raw.decode("utf-8", "replace")
         if text.endswith("\n"):
           text = text[:-1]
-        self.line(prefix + text)
+        if hidden is None or not hidden(text):
+          self.line(prefix + text)
 
 
 class Task:
@@ -101,10 +105,14 @@ class Task:
           f"Cannot start task {self.name} with command {self._command}: {e}. "
           "Give a program on PATH (or its path) after `--`.") from e
     prefix = f"[{self.name}] "
+    # TensorFlow's C++ lines below the task's TF_CPP_MIN_LOG_LEVEL that it
+    # printed anyway (its import-time block on TF 2.21) go; stdout is kept.
+    hidden = tf_env.hidden_cpp_line(os.environ if env is None else env)
     self._readers = [
-        threading.Thread(target=self._output.pump, args=(prefix, pipe),
+        threading.Thread(target=self._output.pump, args=(prefix, pipe, drop),
                          name=f"launch-{self.name}", daemon=True)
-        for pipe in (self._proc.stdout, self._proc.stderr)]
+        for pipe, drop in ((self._proc.stdout, None),
+                           (self._proc.stderr, hidden))]
     for reader in self._readers:
       reader.start()
 
