@@ -2,19 +2,26 @@
 
     python -m bench.suite_time                      # the README's command
     python -m bench.suite_time --label="beside CI" # a second row, same command
+    python -m bench.suite_time --yardstick          # only the machine's figure
 
 Runs the test command README.md shows (its second line: `.venv/bin/python
 -m pytest ...`) once from the repository root, with the load average before
 and after, and keeps one row per label in bench/RESULTS.md ("Test suite
 time"); the README sentence between the `suite-time` markers states the
-newest "quiet" row. A figure taken while other work shares the cores is a
+newest "quiet" row. 2-core machines differ by more than a round's changes
+to the suite do, so each row also carries the machine's yardstick: the
+CPU-seconds that `import tensorflow` takes in the command's interpreter
+(median of 3), a large part of what each of the suite's few hundred
+TensorFlow processes spends. A figure taken while other work shares the cores is a
 row of its own label, never the quiet one.
 """
 
 import argparse
 import os
 import re
+import resource
 import shlex
+import statistics
 import subprocess
 import sys
 import time
@@ -37,6 +44,20 @@ def readme_command(readme_text):
 
 def _load():
   return os.getloadavg()[0]
+
+
+def tf_import_cpu_secs(python, runs=3):
+  """The median CPU-seconds (user + system) of `python -c 'import
+  tensorflow'`, each run a fresh process."""
+  figures = []
+  for _ in range(runs):
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([python, "-c", "import tensorflow"], cwd=_ROOT,
+                   capture_output=True, timeout=300, check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    figures.append(after.ru_utime - before.ru_utime
+                   + after.ru_stime - before.ru_stime)
+  return statistics.median(figures)
 
 
 def measure(command, log=None):
@@ -65,8 +86,9 @@ def render(rows, command):
   lines = [BEGIN, "## Test suite time (bench.suite_time)", "",
            f"The README's test command, `{command}`, on this 2-core "
            "machine; one row per label, the newest run of each.", "",
-           "| label | minutes | pytest | load before / after | date |",
-           "|---|---|---|---|---|"]
+           "| label | minutes | pytest | load before / after "
+           "| `import tensorflow`, CPU-s | date |",
+           "|---|---|---|---|---|---|"]
   return "\n".join(lines + [rows[k] for k in sorted(rows)] + ["", END])
 
 
@@ -76,17 +98,24 @@ def main(argv=None):
   parser.add_argument("--label", default="quiet")
   parser.add_argument("--log", default=None,
                       help="a file for pytest's whole output")
+  parser.add_argument("--yardstick", action="store_true",
+                      help="print the CPU-seconds of `import tensorflow` "
+                      "(median of 3) and exit")
   args = parser.parse_args(argv)
   readme_path = os.path.join(_ROOT, "README.md")
   results_path = os.path.join(_ROOT, "bench", "RESULTS.md")
   with open(readme_path, encoding="utf-8") as f:
     readme = f.read()
   command = readme_command(readme)
+  yardstick = tf_import_cpu_secs(os.path.join(_ROOT, shlex.split(command)[0]))
+  if args.yardstick:
+    print(f"{yardstick:.1f}")
+    return 0
   minutes, summary, before, after = measure(command, args.log)
   with open(results_path, encoding="utf-8") as f:
     rows = _rows(f.read())
   rows[args.label] = (f"| {args.label} | {minutes:.1f} | {summary} | "
-                      f"{before:.1f} / {after:.1f} | "
+                      f"{before:.1f} / {after:.1f} | {yardstick:.1f} | "
                       f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} |")
   report.write_section(results_path, render(rows, command), begin=BEGIN,
                        end=END)
@@ -94,10 +123,13 @@ def main(argv=None):
     head, rest = readme.split(_README_BEGIN, 1)
     tail = rest.split(_README_END, 1)[1]
     text = (f"{_README_BEGIN}about {round(minutes)} minutes on a quiet 2-core "
-            f"machine (bench/RESULTS.md, \"Test suite time\"){_README_END}")
+            f"machine where `import tensorflow` takes {yardstick:.1f} "
+            "CPU-seconds (bench/RESULTS.md, \"Test suite time\")"
+            f"{_README_END}")
     with open(readme_path, "w", encoding="utf-8") as f:
       f.write(head + text + tail)
-  print(f"{args.label}: {minutes:.1f} min, {summary}")
+  print(f"{args.label}: {minutes:.1f} min, {summary}; import tensorflow "
+        f"{yardstick:.1f} CPU-s")
   return 0
 
 
