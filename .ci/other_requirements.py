@@ -1,9 +1,9 @@
 """Prints an installed distribution's requirements, one a line, minus some.
 
-Used by .ci/run's pre-release leg: harness is installed with --no-deps (its
-tf-keras requirement would bring back the released TensorFlow), then the rest
-of its requirements, read from its own metadata so they never drift from
-setup.py:
+Used by the pre-release leg of .ci/other_tensorflows: harness is installed
+with --no-deps (its tf-keras requirement would bring back the released
+TensorFlow), then the rest of its requirements, read from its own metadata
+so they never drift from setup.py:
 
     python .ci/other_requirements.py --extra=test --skip=tensorflow,tf-keras
 """
