@@ -208,7 +208,8 @@ def _main_then_exit(argv):
   server cannot be stopped; interpreter shutdown then waits 10-20 s in its
   C++ teardown, and a supervisor would restart a task that lost its peer
   that much later. Event files, log handlers and the standard streams are
-  flushed first; nothing else is left to finish.
+  flushed first, and AutoGraph's temporary source files (deleted by atexit
+  otherwise) removed; nothing else is left to finish.
   """
   code = main(argv, handle_signals=True)
   gc.freeze()
@@ -217,6 +218,9 @@ def _main_then_exit(argv):
     return code
   tf = sys.modules["tensorflow"]
   tf.compat.v1.summary.FileWriterCache.clear()  # Closes (flushes) writers.
+  # AutoGraph's temporary files, which its atexit handlers would delete.
+  from harness import _tf_private  # lazy: TensorFlow is loaded (it served)  # pylint: disable=g-import-not-at-top
+  _tf_private.remove_autograph_files()
   logging.flush()
   sys.stdout.flush()
   sys.stderr.flush()

@@ -21,6 +21,7 @@ from absl.testing import absltest
 import pytest
 
 from tests import _support
+from tests import conftest
 
 _PROGRAM = os.path.join(os.path.dirname(__file__), "programs", "exit_heap.py")
 _TIMEOUT_SECS = 240
@@ -77,17 +78,23 @@ class ExitPauseTest(absltest.TestCase):
   @pytest.mark.slow  # A cluster of two workers.
   def test_a_cluster_task_ends_at_its_bound_while_the_close_waits(self):
     model_dir = self.create_tempdir().full_path
+    # The tasks' own temporary folder: a cluster task leaves with os._exit,
+    # which runs no atexit handler, so the binary removes AutoGraph's source
+    # files itself (the collective strategy converts the model_fn's call).
+    temp = self.create_tempdir().full_path
     command = [
         sys.executable, "-m", "harness.launch", "--workers=2", "--",
         sys.executable, "-m", "harness.main", *_SLOW_CLOSE,
         "--strategy=collective", f"--model_dir={model_dir}",
         f"--peer_timeout_secs={_PEER_TIMEOUT_SECS}",
         f"--params={{\"hold_secs\": {_HELD_SECS}}}"]
-    code, lines, _ = _support.run_timed(command,
-                                           timeout_secs=_TIMEOUT_SECS)
+    code, lines, _ = _support.run_timed(
+        command, timeout_secs=_TIMEOUT_SECS,
+        env=dict(conftest.child_env(), TMPDIR=temp))
     description = f"command: {command}\nexit: {code}\n" + "\n".join(
         f"{t:8.1f} {line}" for t, line in lines[-60:])
     self.assertEqual(code, 0, description)
+    self.assertEqual(sorted(os.listdir(temp)), [], description)
     for task in ("worker/0", "worker/1"):
       said = [_time_of(lines, text) for text in (
           f"train | {task} | step 3/3",

@@ -68,6 +68,8 @@ _LOCAL_BY_NATURE = {
         "walks up local paths only (`local` excludes scheme:// paths)",
     ("cli/flags.py", "visible_gpu_count"): "/dev/nvidia* device nodes",
     ("run.py", "_run_script"): "the user's script file",
+    ("_tf_private/training.py", "remove_autograph_files"):
+        "AutoGraph's source files in this machine's temporary folder",
 }
 
 

@@ -38,6 +38,7 @@ from harness._tf_private.keras import loaded_keras_name
 from harness._tf_private.keras import seed_keras_initializers
 from harness._tf_private.training import add_saving_listeners
 from harness._tf_private.training import moved_modules
+from harness._tf_private.training import remove_autograph_files
 from harness._tf_private.training import GLOBAL_STEP_READ_KEY
 from harness._tf_private.training import global_step_read
 from harness._tf_private.training import initializer_ops

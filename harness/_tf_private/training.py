@@ -3,7 +3,9 @@
 Part of `harness._tf_private` (see its door for the rule).
 """
 
+import os
 import sys
+import tempfile
 
 from harness._tf import tf
 
@@ -18,6 +20,7 @@ __all__ = [
     "initializer_ops",
     "add_saving_listeners",
     "moved_modules",
+    "remove_autograph_files",
 ]
 
 # TensorFlow modules libraries written for tf.estimator 2.15 import at a path
@@ -164,3 +167,31 @@ def add_saving_listeners(saver_hook, listeners, first=None):
   saver_hook._listeners.extend(listeners)  # pylint: disable=protected-access
   if first is not None:
     saver_hook._listeners.insert(0, first)  # pylint: disable=protected-access
+
+
+# AutoGraph (a strategy's call_for_each_replica converts the Estimator's
+# model_fn call) writes each converted function's source to a temporary file,
+# `__autograph_generated_file*.py`, loads it as a module of that name and
+# deletes the file in an atexit handler. Why private: the file prefix and the
+# module registry are AutoGraph's (tensorflow/python/autograph/pyct/loader.py,
+# TF 2.21.0).
+_AUTOGRAPH_PREFIX = "__autograph_generated_file"
+
+
+def remove_autograph_files():
+  """Deletes the AutoGraph source files this process wrote, as its atexit
+  handlers would: for a process that leaves with `os._exit`. Returns how
+  many went."""
+  temp = os.path.realpath(tempfile.gettempdir())
+  removed = 0
+  for name, module in list(sys.modules.items()):
+    path = getattr(module, "__file__", None) or ""
+    if (not name.startswith(_AUTOGRAPH_PREFIX) or
+        os.path.dirname(os.path.realpath(path)) != temp):
+      continue
+    try:
+      os.remove(path)
+      removed += 1
+    except FileNotFoundError:
+      pass
+  return removed
