@@ -1,10 +1,13 @@
 """Shared test fixtures: data paths (../shared fixtures, the shipped MNIST),
-and the end of every child process a test started (tests/_processes.py)."""
+the end of every child process a test started (tests/_processes.py), and one
+temporary folder for the whole run."""
 
 import glob
 import json
 import os
 import pathlib
+import shutil
+import tempfile
 
 import pytest
 
@@ -23,6 +26,30 @@ from absl import flags as _absl_flags  # pylint: disable=g-import-not-at-top
 
 if not _absl_flags.FLAGS.is_parsed():
   _absl_flags.FLAGS(["pytest"], known_only=True)
+
+
+# Set by the pytest process that made the run's temporary folder; its
+# pytest-xdist workers and every child inherit it, with TMPDIR.
+_TEMP_ROOT_ENV = "HARNESS_TESTS_TMPDIR"
+
+
+def pytest_configure(config):
+  """Every temporary file of the run goes into one folder, removed when the
+  run ends: the tests' own, their children's, and what a killed process or
+  one that leaves with os._exit cannot remove (a model_dir made for an
+  Estimator given none, AutoGraph's source files). /tmp is left as found."""
+  if os.environ.get(_TEMP_ROOT_ENV):
+    return  # A pytest-xdist worker: the controller made it.
+  root = tempfile.mkdtemp(prefix="harness-tests-")
+  os.environ[_TEMP_ROOT_ENV] = os.environ["TMPDIR"] = root
+  tempfile.tempdir = None  # gettempdir() reads TMPDIR again.
+  config.harness_temp_root = root
+
+
+def pytest_unconfigure(config):
+  root = getattr(config, "harness_temp_root", None)
+  if root:
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
