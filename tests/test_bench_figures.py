@@ -1,11 +1,15 @@
-"""Tests of bench/suite_time.py's parts: the README sentence, the yardstick
-and the command run beside the suite (no suite is run here)."""
+"""Tests of the scripts that write the README's figures, part by part (no
+suite or job is run here): bench/suite_time.py (the README sentence, the
+yardstick, the command run beside the suite) and bench/first_command.py (the
+main job read from the README, the accuracy read from its output)."""
 
 import sys
 
 from absl.testing import absltest
 
+from bench import first_command
 from bench import suite_time
+from tests import conftest
 
 
 def _row(label, minutes, yardstick="2.1"):
@@ -70,6 +74,39 @@ class YardstickTest(absltest.TestCase):
          "while time.process_time() - t < 0.3: pass"]), 0.2)
     self.assertLess(suite_time.child_cpu_secs(
         [sys.executable, "-c", "import time; time.sleep(0.3)"]), 0.2)
+
+
+class FirstCommandTest(absltest.TestCase):
+
+  def test_the_readmes_main_job_is_found(self):
+    readme = (conftest.REPO_ROOT / "README.md").read_text()
+    job = first_command.main_job(readme)
+    self.assertEqual(job[:3], [".venv/bin/python", "-m", "harness.main"])
+    self.assertIn("--input_fn=mnist_idx", job)
+
+  def test_a_first_command_without_harness_main_is_refused(self):
+    with self.assertRaisesRegex(ValueError, "harness.main"):
+      first_command.main_job("x\n```bash\npip install x && python run.py\n"
+                             "pytest\n```\n")
+
+  def test_accuracy_is_the_closing_tables_last(self):
+    output = ("I 13:33:01 eval | local | step 500 | accuracy=0.91\n"
+              "eval results | local | global_step 1500\n"
+              "  metric    value\n  accuracy  0.979\n  loss      0.07\n")
+    self.assertEqual(first_command.accuracy(output), 0.979)
+    self.assertIsNone(first_command.accuracy("no table"))
+
+  def test_row_and_sentence(self):
+    row = first_command.row("quiet", [(12.8, 0.974), (11.9, 0.984),
+                                      (13.7, 0.979)], 2.1, (0.5, 1.2))
+    self.assertIn("| quiet | 3 | 0.9740–0.9840 | 12.8 (11.9–13.7) | 2.1 |",
+                  row)
+    sentence = first_command.readme_sentence(row)
+    self.assertIn("accuracy of 0.9740–0.9840 (3 runs) after about 13 s",
+                  sentence)
+    self.assertIn("`import tensorflow` takes 2.1 CPU-seconds", sentence)
+    text = first_command.render({"quiet": row}, ["python", "-m", "x"])
+    self.assertEqual(first_command._rows(text), {"quiet": row})  # pylint: disable=protected-access
 
 
 if __name__ == "__main__":
