@@ -30,8 +30,6 @@ from bench import suite_time
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BEGIN = "<!-- bench.first_command: generated section begins -->"
 END = "<!-- bench.first_command: generated section ends -->"
-_README_BEGIN = "<!-- first-command -->"
-_README_END = "<!-- /first-command -->"
 _ACCURACY_RE = re.compile(r"^  accuracy +([0-9.]+)$", re.MULTILINE)
 _ROW_RE = re.compile(r"^\| (?P<label>[^|]+) \| \d+ \|")
 _TIMEOUT_SECS = 600
@@ -106,8 +104,9 @@ def render(rows, argv):
   lines = [BEGIN, "## The first command (bench.first_command)", "",
            f"The README's main job, `{shlex.join(argv)}`, each run in a "
            "fresh model_dir; one row per label, the newest of each.", "",
-           "| label | runs | accuracy (min–max) | seconds, median (min–max) "
-           "| `import tensorflow`, CPU-s | load before / after | date |",
+           "| label | runs | accuracy (min–max) | seconds, median "
+           "(min–max) | `import tensorflow`, CPU-s | load before / after "
+           "| date |",
            "|---|---|---|---|---|---|---|"]
   return "\n".join(lines + [rows[k] for k in sorted(rows)] + ["", END])
 
@@ -133,12 +132,9 @@ def main(argv=None):
     rows = _rows(f.read())
   rows[args.label] = row(args.label, runs, yardstick, load)
   report.write_section(results_path, render(rows, job), begin=BEGIN, end=END)
-  if args.label == "quiet" and _README_BEGIN in readme:
-    head, rest = readme.split(_README_BEGIN, 1)
-    tail = rest.split(_README_END, 1)[1]
-    with open(readme_path, "w", encoding="utf-8") as f:
-      f.write(head + _README_BEGIN + readme_sentence(rows["quiet"])
-              + _README_END + tail)
+  if args.label == "quiet":
+    report.write_readme_span("first-command", readme_sentence(rows["quiet"]),
+                             readme_path)
   print(rows[args.label])
   return 0
 

@@ -36,6 +36,7 @@ END = "<!-- bench.peer_loss: generated section ends -->"
 _START_SECS = 240
 _AFTER_KILL_SECS = 240
 _STOP_SECS = 60
+_DEFAULT_OUT = os.path.join(_ROOT, "bench", "RESULTS.md")
 _VICTIM = "worker/1"
 _SURVIVOR = "worker/0"
 
@@ -183,19 +184,39 @@ def main(argv=None):
   parser = argparse.ArgumentParser(prog="python -m bench.peer_loss",
                                    description=__doc__.split("\n")[0])
   parser.add_argument("--rounds", type=int, default=3)
-  parser.add_argument("--out", default=os.path.join(_ROOT, "bench",
-                                                    "RESULTS.md"))
+  parser.add_argument("--out", default=_DEFAULT_OUT)
   args = parser.parse_args(argv)
 
+  runs = []
+
   def measure():
-    runs = []
     for i in range(args.rounds):
       runs.append(run_once())
       print(f"kill {i + 1}/{args.rounds}: {runs[-1]}", flush=True)
     return runs
 
-  return report.measure_and_write("python -m bench.peer_loss", argv, measure,
-                                  render, out=args.out, begin=BEGIN, end=END)
+  status = report.measure_and_write(
+      "python -m bench.peer_loss", argv, measure, render, out=args.out,
+      begin=BEGIN, end=END)
+  if args.out == _DEFAULT_OUT and readme_sentence(runs):
+    report.write_readme_span("peer-loss", readme_sentence(runs))
+  return status
+
+
+def readme_sentence(runs):
+  """The README's figures: the ranges over the kills that completed (None
+  when one failed: the README keeps its figures then)."""
+  if not runs or any("error" in r or r.get("noticed") is None
+                     or r.get("exited") is None for r in runs):
+    return None
+
+  def span(key, digits=2):
+    low, high = min(r[key] for r in runs), max(r[key] for r in runs)
+    return f"{low:.{digits}f}-{high:.{digits}f}"
+  return (f"a killed collective peer was noticed in {span('noticed')} s and "
+          f"the survivor exited {span('exited')} s after the kill "
+          f"({len(runs)} kills by `python -m bench.peer_loss` on a 2-core "
+          f"machine, load {span('load1', 1)} at the kill)")
 
 
 if __name__ == "__main__":

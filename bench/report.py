@@ -13,7 +13,7 @@ import statistics
 import time
 
 __all__ = ["uptime", "machine", "render", "write_section", "measure_and_write",
-           "BEGIN", "END"]
+           "write_readme_span", "BEGIN", "END"]
 
 BEGIN = "<!-- bench.run: generated section begins -->"
 END = "<!-- bench.run: generated section ends -->"
@@ -311,3 +311,20 @@ def measure_and_write(prog, argv, measure, render_fn, *, out, begin, end):
   write_section(out, text, begin=begin, end=end)
   print(text)
   return 0
+
+
+def write_readme_span(name, text, readme=None):
+  """Puts `text` between the README's `<!-- name -->` and `<!-- /name -->`
+  markers (a figure a bench command writes into the prose); False when the
+  README has no such markers."""
+  readme = readme or os.path.join(
+      os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
+  begin, end = f"<!-- {name} -->", f"<!-- /{name} -->"
+  with open(readme, encoding="utf-8") as f:
+    old = f.read()
+  if begin not in old or end not in old:
+    return False
+  head, rest = old.split(begin, 1)
+  with open(readme, "w", encoding="utf-8") as f:
+    f.write(head + begin + text + end + rest.split(end, 1)[1])
+  return True

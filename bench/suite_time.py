@@ -37,8 +37,6 @@ from bench import report
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BEGIN = "<!-- bench.suite_time: generated section begins -->"
 END = "<!-- bench.suite_time: generated section ends -->"
-_README_BEGIN = "<!-- suite-time -->"
-_README_END = "<!-- /suite-time -->"
 QUIET = "quiet"
 BESIDE_CI = "beside CI"
 _ROW_RE = re.compile(r"^\| (?P<label>[^|]+) \| (?P<minutes>[\d.]+) \|")
@@ -191,11 +189,8 @@ def main(argv=None):
   report.write_section(results_path, render(rows, command), begin=BEGIN,
                        end=END)
   sentence = readme_sentence(rows)
-  if sentence and _README_BEGIN in readme:
-    head, rest = readme.split(_README_BEGIN, 1)
-    tail = rest.split(_README_END, 1)[1]
-    with open(readme_path, "w", encoding="utf-8") as f:
-      f.write(head + _README_BEGIN + sentence + _README_END + tail)
+  if sentence:
+    report.write_readme_span("suite-time", sentence, readme_path)
   print(f"{args.label}: {minutes:.1f} min, {summary}; import tensorflow "
         f"{yardstick:.1f} CPU-s")
   return 0

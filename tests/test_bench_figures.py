@@ -3,11 +3,14 @@ suite or job is run here): bench/suite_time.py (the README sentence, the
 yardstick, the command run beside the suite) and bench/first_command.py (the
 main job read from the README, the accuracy read from its output)."""
 
+import re
 import sys
 
 from absl.testing import absltest
 
 from bench import first_command
+from bench import peer_loss
+from bench import report
 from bench import suite_time
 from tests import conftest
 
@@ -107,6 +110,43 @@ class FirstCommandTest(absltest.TestCase):
     self.assertIn("`import tensorflow` takes 2.1 CPU-seconds", sentence)
     text = first_command.render({"quiet": row}, ["python", "-m", "x"])
     self.assertEqual(first_command._rows(text), {"quiet": row})  # pylint: disable=protected-access
+
+
+class PeerLossTest(absltest.TestCase):
+
+  def test_ranges_over_the_kills(self):
+    runs = [{"noticed": 0.042, "exited": 0.11, "load1": 0.79},
+            {"noticed": 1.43, "exited": 1.47, "load1": 1.25}]
+    self.assertEqual(
+        peer_loss.readme_sentence(runs),
+        "a killed collective peer was noticed in 0.04-1.43 s and the "
+        "survivor exited 0.11-1.47 s after the kill (2 kills by `python -m "
+        "bench.peer_loss` on a 2-core machine, load 0.8-1.2 at the kill)")
+
+  def test_a_failed_kill_leaves_the_readme_as_it_was(self):
+    self.assertIsNone(peer_loss.readme_sentence(
+        [{"noticed": 0.1, "exited": 0.2, "load1": 1.0}, {"error": "hung"}]))
+    self.assertIsNone(peer_loss.readme_sentence([]))
+
+
+class ReadmeSpanTest(absltest.TestCase):
+
+  def test_only_the_span_changes(self):
+    readme = self.create_tempfile(
+        content="a <!-- x -->old<!-- /x --> b\n<!-- y -->keep<!-- /y -->\n")
+    self.assertTrue(report.write_readme_span("x", "new", readme.full_path))
+    self.assertEqual(
+        readme.read_text(),
+        "a <!-- x -->new<!-- /x --> b\n<!-- y -->keep<!-- /y -->\n")
+    self.assertFalse(report.write_readme_span("z", "new", readme.full_path))
+
+  def test_every_span_of_the_readme_is_written(self):
+    # Each figure span in the README has its script, so none stays typed.
+    readme = (conftest.REPO_ROOT / "README.md").read_text()
+    self.assertEqual(
+        sorted(set(re.findall(r"<!-- ([a-z-]+) -->", readme))),
+        ["first-command", "peer-loss", "suite-time"])
+    self.assertNotIn("(not yet measured)", readme)
 
 
 if __name__ == "__main__":
