@@ -37,6 +37,9 @@ _START_SECS = 240
 _AFTER_KILL_SECS = 240
 _STOP_SECS = 60
 _DEFAULT_OUT = os.path.join(_ROOT, "bench", "RESULTS.md")
+# The documents whose `peer-loss` span states the figures.
+_DOCS = (os.path.join(_ROOT, "README.md"),
+         os.path.join(_ROOT, "docs", "RELIABILITY.md"))
 _VICTIM = "worker/1"
 _SURVIVOR = "worker/0"
 
@@ -199,7 +202,8 @@ def main(argv=None):
       "python -m bench.peer_loss", argv, measure, render, out=args.out,
       begin=BEGIN, end=END)
   if args.out == _DEFAULT_OUT and readme_sentence(runs):
-    report.write_readme_span("peer-loss", readme_sentence(runs))
+    for doc in _DOCS:
+      report.write_readme_span("peer-loss", readme_sentence(runs), doc)
   return status
 
 

@@ -314,9 +314,9 @@ def measure_and_write(prog, argv, measure, render_fn, *, out, begin, end):
 
 
 def write_readme_span(name, text, readme=None):
-  """Puts `text` between the README's `<!-- name -->` and `<!-- /name -->`
-  markers (a figure a bench command writes into the prose); False when the
-  README has no such markers."""
+  """Puts `text` between the `<!-- name -->` and `<!-- /name -->` markers of
+  the README (or of the Markdown file `readme`): a figure a bench command
+  writes into the prose. False when the file has no such markers."""
   readme = readme or os.path.join(
       os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
   begin, end = f"<!-- {name} -->", f"<!-- /{name} -->"
