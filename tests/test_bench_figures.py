@@ -114,19 +114,34 @@ class FirstCommandTest(absltest.TestCase):
 
 class PeerLossTest(absltest.TestCase):
 
+  _RUNS = [{"noticed": 0.042, "exited": 0.11, "training_again": 3.97,
+            "load1": 0.79, "message": "PeerLostError: ..."},
+           {"noticed": 1.43, "exited": 1.47, "training_again": 5.43,
+            "load1": 1.25, "message": "PeerLostError: ..."}]
+
   def test_ranges_over_the_kills(self):
-    runs = [{"noticed": 0.042, "exited": 0.11, "load1": 0.79},
-            {"noticed": 1.43, "exited": 1.47, "load1": 1.25}]
     self.assertEqual(
-        peer_loss.readme_sentence(runs),
+        peer_loss.readme_sentence(self._RUNS),
         "a killed collective peer was noticed in 0.04-1.43 s and the "
         "survivor exited 0.11-1.47 s after the kill (2 kills by `python -m "
         "bench.peer_loss` on a 2-core machine, load 0.8-1.2 at the kill)")
+    self.assertIn("trained again 4.0-5.4 s after it",
+                  peer_loss.readme_sentence(self._RUNS, "ps"))
 
-  def test_a_failed_kill_leaves_the_readme_as_it_was(self):
+  def test_a_failed_kill_leaves_the_docs_as_they_were(self):
     self.assertIsNone(peer_loss.readme_sentence(
-        [{"noticed": 0.1, "exited": 0.2, "load1": 1.0}, {"error": "hung"}]))
+        self._RUNS[:1] + [{"error": "hung"}]))
+    self.assertIsNone(peer_loss.readme_sentence(
+        self._RUNS[:1] + [dict(self._RUNS[1], training_again=None)]))
     self.assertIsNone(peer_loss.readme_sentence([]))
+
+  def test_results_section_names_each_case(self):
+    text = peer_loss.render(
+        {"collective": self._RUNS, "ps": [{"error": "hung"}]},
+        command="python -m bench.peer_loss", elapsed_secs=1,
+        uptime_before="-", uptime_after="-")
+    self.assertIn("| collective | 2 | 1.43 | 1.47 | 5.43 | 1.25 |", text)
+    self.assertIn("| ps | 1 | error: hung |", text)
 
 
 class ReadmeSpanTest(absltest.TestCase):
@@ -146,6 +161,10 @@ class ReadmeSpanTest(absltest.TestCase):
     self.assertEqual(
         sorted(set(re.findall(r"<!-- ([a-z-]+) -->", readme))),
         ["first-command", "peer-loss", "suite-time"])
+    reliability = (conftest.REPO_ROOT / "docs" / "RELIABILITY.md").read_text()
+    self.assertEqual(
+        sorted(set(re.findall(r"<!-- ([a-z-]+) -->", reliability))),
+        ["peer-loss", "peer-loss-ps"])
     for doc in [conftest.REPO_ROOT / "README.md",
                 *(conftest.REPO_ROOT / "docs").glob("*.md")]:
       self.assertNotIn("(not yet measured)", doc.read_text(), doc)
