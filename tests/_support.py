@@ -205,9 +205,17 @@ def last_error(output):
 
 
 def long_lines(text, limit=LINE_LIMIT):
-  """The lines of `text` over `limit` characters, as "<length>: <line>"."""
-  return [f"{len(line)}: {line}" for line in text.splitlines()
-          if len(line) > limit]
+  """The lines of `text` over `limit` characters, as "<length>: <line>".
+
+  A line is measured as a user would see it: the run's temporary folder
+  (conftest's, under the machine's own) counts as the machine's folder."""
+  root = os.environ.get(conftest.TEMP_ROOT_ENV)
+  def length(line):
+    if root:
+      line = line.replace(root, os.path.dirname(root))
+    return len(line)
+  return [f"{length(line)}: {line}" for line in text.splitlines()
+          if length(line) > limit]
 
 
 def run_timed(command, *, timeout_secs, env=None):

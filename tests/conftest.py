@@ -30,7 +30,7 @@ if not _absl_flags.FLAGS.is_parsed():
 
 # Set by the pytest process that made the run's temporary folder; its
 # pytest-xdist workers and every child inherit it, with TMPDIR.
-_TEMP_ROOT_ENV = "HARNESS_TESTS_TMPDIR"
+TEMP_ROOT_ENV = "HARNESS_TESTS_TMPDIR"
 
 
 def pytest_configure(config):
@@ -38,10 +38,10 @@ def pytest_configure(config):
   run ends: the tests' own, their children's, and what a killed process or
   one that leaves with os._exit cannot remove (a model_dir made for an
   Estimator given none, AutoGraph's source files). /tmp is left as found."""
-  if os.environ.get(_TEMP_ROOT_ENV):
+  if os.environ.get(TEMP_ROOT_ENV):
     return  # A pytest-xdist worker: the controller made it.
   root = tempfile.mkdtemp(prefix="harness-tests-")
-  os.environ[_TEMP_ROOT_ENV] = os.environ["TMPDIR"] = root
+  os.environ[TEMP_ROOT_ENV] = os.environ["TMPDIR"] = root
   tempfile.tempdir = None  # gettempdir() reads TMPDIR again.
   config.harness_temp_root = root
 

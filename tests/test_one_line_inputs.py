@@ -96,8 +96,9 @@ class ModelDirDeletedTest(absltest.TestCase):
     self.assertNotIn("Traceback", child.output, child.describe())
     lines = [line for line in child.lines if line.startswith("harness.main:")]
     self.assertLen(lines, 1, child.describe())
+    # The line and its folded continuations (a long model_dir folds early).
     self.assertIn(f"--model_dir={model_dir} was deleted while the job ran",
-                  lines[0])
+                  _support.last_error(child.output), child.describe())
 
 
 if __name__ == "__main__":
