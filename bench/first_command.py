@@ -31,14 +31,12 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BEGIN = "<!-- bench.first_command: generated section begins -->"
 END = "<!-- bench.first_command: generated section ends -->"
 _ACCURACY_RE = re.compile(r"^  accuracy +([0-9.]+)$", re.MULTILINE)
-_ROW_RE = re.compile(r"^\| (?P<label>[^|]+) \| \d+ \|")
 _TIMEOUT_SECS = 600
 
 
 def main_job(readme_text):
   """The README's first command's last part: the harness.main run (argv)."""
-  first = readme_text.split("```bash\n", 1)[1].split("```", 1)[0]
-  job = first.strip().splitlines()[0].split(" && ")[-1]
+  job = report.readme_commands(readme_text)[0].split(" && ")[-1]
   argv = shlex.split(job)
   if argv[1:3] != ["-m", "harness.main"]:
     raise ValueError(f"README's first command does not end in a "
@@ -82,7 +80,7 @@ def row(label, runs, yardstick, load):
 
 
 def readme_sentence(quiet_row):
-  cells = [c.strip() for c in quiet_row.strip().strip("|").split("|")]
+  cells = report.row_cells(quiet_row)
   low, high = cells[2].split("–")
   median = cells[3].split()[0]
   return (f"It ends with an accuracy of {low}–{high} ({cells[1]} runs) after "
@@ -93,11 +91,7 @@ def readme_sentence(quiet_row):
 
 
 def _rows(text):
-  if BEGIN not in text:
-    return {}
-  section = text.split(BEGIN, 1)[1].split(END, 1)[0]
-  return {m["label"].strip(): line for line in section.splitlines()
-          if (m := _ROW_RE.match(line))}
+  return report.labelled_rows(text, BEGIN, END)
 
 
 def render(rows, argv):

@@ -9,11 +9,13 @@ import datetime
 import importlib.metadata
 import os
 import platform
+import re
 import statistics
 import time
 
 __all__ = ["uptime", "machine", "render", "write_section", "measure_and_write",
-           "write_readme_span", "BEGIN", "END"]
+           "write_readme_span", "readme_commands", "labelled_rows",
+           "row_cells", "BEGIN", "END"]
 
 BEGIN = "<!-- bench.run: generated section begins -->"
 END = "<!-- bench.run: generated section ends -->"
@@ -328,3 +330,29 @@ def write_readme_span(name, text, readme=None):
   with open(readme, "w", encoding="utf-8") as f:
     f.write(head + begin + text + end + rest.split(end, 1)[1])
   return True
+
+
+def readme_commands(readme_text):
+  """The lines of the README's first ```bash block: its two set-up commands
+  (install and run the main job; run the tests)."""
+  block = readme_text.split("```bash\n", 1)[1].split("```", 1)[0]
+  return block.strip().splitlines()
+
+
+# A data row of a one-row-per-label table: a label, then a number.
+_LABELLED_ROW = re.compile(r"^\| (?P<label>[^|]+) \| [\d.]+ \|")
+
+
+def labelled_rows(text, begin, end):
+  """The rows of the table in `text`'s section between `begin` and `end`,
+  by label (its first cell): {label: the row's line}; {} without one."""
+  if begin not in text:
+    return {}
+  section = text.split(begin, 1)[1].split(end, 1)[0]
+  return {m["label"].strip(): line for line in section.splitlines()
+          if (m := _LABELLED_ROW.match(line))}
+
+
+def row_cells(row):
+  """A Markdown table row's cells, stripped."""
+  return [cell.strip() for cell in row.strip().strip("|").split("|")]

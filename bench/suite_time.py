@@ -23,7 +23,6 @@ of what each of the suite's few hundred TensorFlow processes spends.
 
 import argparse
 import os
-import re
 import resource
 import shlex
 import signal
@@ -39,13 +38,11 @@ BEGIN = "<!-- bench.suite_time: generated section begins -->"
 END = "<!-- bench.suite_time: generated section ends -->"
 QUIET = "quiet"
 BESIDE_CI = "beside CI"
-_ROW_RE = re.compile(r"^\| (?P<label>[^|]+) \| (?P<minutes>[\d.]+) \|")
 
 
 def readme_command(readme_text):
   """The test command: the README's first code block, second line."""
-  block = readme_text.split("```bash\n", 1)[1].split("```", 1)[0]
-  return block.strip().splitlines()[1]
+  return report.readme_commands(readme_text)[1]
 
 
 def _load():
@@ -110,16 +107,7 @@ class Beside:
 
 
 def _rows(results_text):
-  if BEGIN not in results_text:
-    return {}
-  section = results_text.split(BEGIN, 1)[1].split(END, 1)[0]
-  return {m["label"].strip(): line for line in section.splitlines()
-          if (m := _ROW_RE.match(line))}
-
-
-def _cells(row):
-  """A row's cells: label, minutes, pytest, load, yardstick, date."""
-  return [cell.strip() for cell in row.strip().strip("|").split("|")]
+  return report.labelled_rows(results_text, BEGIN, END)
 
 
 def readme_sentence(rows):
@@ -127,12 +115,12 @@ def readme_sentence(rows):
   the rest of CI when there is one; None without a quiet row."""
   if QUIET not in rows:
     return None
-  quiet = _cells(rows[QUIET])
+  quiet = report.row_cells(rows[QUIET])
   if len(quiet) < 6:  # A row from before the yardstick column.
     return None
   text = (f"about {round(float(quiet[1]))} minutes on a quiet 2-core machine "
           f"where `import tensorflow` takes {quiet[4]} CPU-seconds")
-  beside = _cells(rows[BESIDE_CI]) if BESIDE_CI in rows else []
+  beside = report.row_cells(rows[BESIDE_CI]) if BESIDE_CI in rows else []
   if len(beside) >= 6:
     text += (f", {round(float(beside[1]))} on the same machine while the "
              "rest of CI's legs run beside it")

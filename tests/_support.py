@@ -210,12 +210,9 @@ def long_lines(text, limit=LINE_LIMIT):
   A line is measured as a user would see it: the run's temporary folder
   (conftest's, under the machine's own) counts as the machine's folder."""
   root = os.environ.get(conftest.TEMP_ROOT_ENV)
-  def length(line):
-    if root:
-      line = line.replace(root, os.path.dirname(root))
-    return len(line)
-  return [f"{length(line)}: {line}" for line in text.splitlines()
-          if length(line) > limit]
+  seen = [(len(line.replace(root, os.path.dirname(root)) if root else line),
+           line) for line in text.splitlines()]
+  return [f"{length}: {line}" for length, line in seen if length > limit]
 
 
 def run_timed(command, *, timeout_secs, env=None):

@@ -180,18 +180,13 @@ _AUTOGRAPH_PREFIX = "__autograph_generated_file"
 
 def remove_autograph_files():
   """Deletes the AutoGraph source files this process wrote, as its atexit
-  handlers would: for a process that leaves with `os._exit`. Returns how
-  many went."""
+  handlers would: for a process that leaves with `os._exit`."""
   temp = os.path.realpath(tempfile.gettempdir())
-  removed = 0
   for name, module in list(sys.modules.items()):
     path = getattr(module, "__file__", None) or ""
-    if (not name.startswith(_AUTOGRAPH_PREFIX) or
-        os.path.dirname(os.path.realpath(path)) != temp):
-      continue
-    try:
-      os.remove(path)
-      removed += 1
-    except FileNotFoundError:
-      pass
-  return removed
+    if (name.startswith(_AUTOGRAPH_PREFIX)
+        and os.path.dirname(os.path.realpath(path)) == temp):
+      try:
+        os.remove(path)
+      except FileNotFoundError:
+        pass

@@ -83,6 +83,9 @@ class Task:
     self.returncode = None
     self._command = command
     self._env = env
+    # TensorFlow's C++ lines below the task's TF_CPP_MIN_LOG_LEVEL that it
+    # printed anyway (its import-time block on TF 2.21) leave its stderr.
+    self._hidden = tf_env.hidden_cpp_line(os.environ if env is None else env)
     self._output = output
     self._proc = None
     self._readers = []
@@ -105,14 +108,11 @@ class Task:
           f"Cannot start task {self.name} with command {self._command}: {e}. "
           "Give a program on PATH (or its path) after `--`.") from e
     prefix = f"[{self.name}] "
-    # TensorFlow's C++ lines below the task's TF_CPP_MIN_LOG_LEVEL that it
-    # printed anyway (its import-time block on TF 2.21) go; stdout is kept.
-    hidden = tf_env.hidden_cpp_line(os.environ if env is None else env)
     self._readers = [
         threading.Thread(target=self._output.pump, args=(prefix, pipe, drop),
                          name=f"launch-{self.name}", daemon=True)
         for pipe, drop in ((self._proc.stdout, None),
-                           (self._proc.stderr, hidden))]
+                           (self._proc.stderr, self._hidden))]
     for reader in self._readers:
       reader.start()
 
