@@ -20,17 +20,43 @@ import sys
 import time
 
 from bench import configs
+from bench import scaling_runners
 
 __all__ = ["RESULT_PREFIX", "main"]
 
 RESULT_PREFIX = "SCALING_RESULT "
+MODELS = ("mlp", "cnn", "wide")
+RUNNERS = ("harness", "bare", "keras")
+
+
+def _serve_ps():
+  """A parameter server: serves until the parent kills it."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  tf_config = json.loads(os.environ["TF_CONFIG"])
+  tf.distribute.Server(
+      tf.train.ClusterSpec(tf_config["cluster"]), job_name="ps",
+      task_index=int(tf_config["task"]["index"]), start=True).join()
+
+
+def _strategy(tf, args):
+  """The v1 strategy the harness runner gives RunConfig."""
+  v1 = tf.compat.v1.distribute.experimental
+  if args.strategy == "ps":
+    return v1.ParameterServerStrategy()
+  if args.harness_defaults:
+    return v1.MultiWorkerMirroredStrategy()
+  options = scaling_runners.communication_options(tf, args)
+  strategy = v1.MultiWorkerMirroredStrategy(
+      communication=options.implementation)
+  strategy.extended._communication_options = options  # pylint: disable=protected-access
+  return strategy
 
 
 def _train(args, clock):
   """Runs Estimator.train in this TF_CONFIG task; returns replicas in sync."""
   from harness._tf import tf  # pylint: disable=g-import-not-at-top
   import harness  # pylint: disable=g-import-not-at-top
-  images, labels = configs.data(args.model)
+  images, labels = scaling_runners.model_data(args.model)
 
   def input_fn(input_context=None):
     dataset = tf.data.Dataset.from_tensor_slices(({"x": images}, labels))
@@ -40,26 +66,46 @@ def _train(args, clock):
     return dataset.repeat().batch(args.batch_size)  # Per worker.
 
   def model_fn(features, labels, mode):
-    loss, train_op = configs.v1_train_op(tf, args.model, features["x"],
-                                         labels)
+    loss, train_op = scaling_runners.train_op(tf, args.model, features["x"],
+                                              labels)
     return harness.EstimatorSpec(mode=mode, loss=loss, train_op=train_op)
 
   class ClockHook(tf.compat.v1.train.SessionRunHook):
+    """Counts each run's steps: K, or under auto the global step's change
+    (read after the run: one small extra run per loop of ~100 steps)."""
+
+    def begin(self):
+      self._step = tf.compat.v1.train.get_global_step()
+      self._last = 0
 
     def after_run(self, run_context, run_values):
-      clock.step_done(args.steps_per_loop)
+      if args.steps_per_loop:
+        clock.step_done(args.steps_per_loop)
+        if clock.steps >= clock.total_steps:  # ps: max_steps is global.
+          run_context.request_stop()
+        return
+      step = int(run_context.session.run(self._step))
+      clock.step_done(step - self._last)
+      self._last = step
 
-  strategy = tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy()
+  strategy = _strategy(tf, args)
+  steps_per_loop = ("auto" if args.steps_per_loop == 0
+                    else args.steps_per_loop)
   # No graph.pbtxt / graph events: the data is a 25 MB graph constant and
   # writing it costs seconds on one core before step 1 (not timed here).
   config = harness.RunConfig(
       model_dir=args.model_dir, log_step_count_steps=100,
       save_summary_steps=100, train_distribute=strategy,
       checkpoint_save_graph_def=False,
-      tf_random_seed=configs.SEED, steps_per_loop=args.steps_per_loop)
+      tf_random_seed=configs.SEED, steps_per_loop=steps_per_loop,
+      session_config=(None if args.harness_defaults else
+                      scaling_runners.session_config(tf, args)))
   estimator = harness.Estimator(model_fn=model_fn, config=config)
-  estimator.train(input_fn, hooks=[ClockHook()], max_steps=clock.total_steps)
-  if config.is_chief:
+  # Parameter servers: trainers share the global step, so each stops by
+  # its own clock (ClockHook) before the bound.
+  estimator.train(input_fn, hooks=[ClockHook()], max_steps=clock.total_steps
+                  * (1 if args.strategy == "collective" else 100))
+  if config.is_chief and args.strategy != "ps":
     # Each run counted steps_per_loop steps: true only if none ended early.
     final_step = int(estimator.get_variable_value("global_step"))
     if final_step != clock.steps:
@@ -67,18 +113,36 @@ def _train(args, clock):
           f"the clock counted {clock.steps} steps but training ended at "
           f"global step {final_step}: some session.run made fewer than "
           f"steps_per_loop={args.steps_per_loop} steps.")
+  if args.strategy == "ps":
+    return config.num_worker_replicas
   return strategy.num_replicas_in_sync
 
 
 def _parse(argv):
   parser = argparse.ArgumentParser(prog="python -m bench.scaling_worker")
   parser.add_argument("--model_dir", required=True)
-  parser.add_argument("--model", choices=configs.MODELS, default="mlp")
+  parser.add_argument("--model", choices=MODELS, default="mlp")
+  parser.add_argument("--runner", choices=RUNNERS, default="harness")
+  parser.add_argument("--strategy", choices=("collective", "ps"),
+                      default="collective")
+  parser.add_argument("--harness_defaults", action="store_true",
+                      help="harness runner: the strategy and session "
+                      "config harness.main builds (no options below)")
+  parser.add_argument("--implementation", default="auto",
+                      choices=("auto", "ring"))
+  parser.add_argument("--bytes_per_pack", type=int, default=0,
+                      help="CommunicationOptions.bytes_per_pack (0: none)")
+  parser.add_argument("--trace", action="store_true",
+                      help="bare runner: after the timed steps, print a "
+                      "traced step's summary (SCALING_TRACE line)")
+  parser.add_argument("--threads", type=int, default=0,
+                      help="intra- and inter-op threads (0: TF's choice)")
   parser.add_argument("--batch_size", type=int, default=256,
                       help="examples per worker per step")
   parser.add_argument("--warmup_steps", type=int, required=True)
   parser.add_argument("--timed_steps", type=int, required=True)
-  parser.add_argument("--steps_per_loop", type=int, default=1)
+  parser.add_argument("--steps_per_loop", type=int, default=1,
+                      help="harness: K; 0 is auto (harness.main's default)")
   parser.add_argument("--t0", type=float, default=None,
                       help="parent's time.time() before starting us")
   return parser.parse_args(argv)
@@ -88,15 +152,22 @@ def main(argv):
   """Trains as one worker; prints its SCALING_RESULT line; returns 0."""
   args = _parse(argv)
   t0 = args.t0 if args.t0 is not None else time.time()
+  if json.loads(os.environ.get("TF_CONFIG", "{}")).get(
+      "task", {}).get("type") == "ps":
+    _serve_ps()
+    return 0
   clock = configs.Clock(t0, args.warmup_steps, args.timed_steps,
-                        args.steps_per_loop)
+                        max(1, args.steps_per_loop))
   result = {"task": os.environ.get("HARNESS_TASK", "?"),
             "cpus": sorted(os.sched_getaffinity(0)),
             "batch_size": args.batch_size,
             "steps_per_loop": args.steps_per_loop,
             "timed_steps": args.timed_steps}
   try:
-    result["replicas"] = _train(args, clock)
+    if args.runner == "harness":
+      result["replicas"] = _train(args, clock)
+    else:
+      result["replicas"] = scaling_runners.RUNNERS[args.runner](args, clock)
   except Exception as e:  # pylint: disable=broad-except
     result["error"] = f"{type(e).__name__}: {str(e)[:500]}"
   else:

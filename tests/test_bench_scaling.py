@@ -1,0 +1,142 @@
+"""Tests of bench.scaling's parts that run no cluster: its flags, the setups
+it interleaves, the ratios and the RESULTS.md section it writes (the
+benchmark itself is timed, not tested)."""
+
+import io
+import contextlib
+
+from absl.testing import absltest
+
+from bench import scaling
+from bench import scaling_table
+from bench import scaling_worker
+
+
+def _run(rate, error=None):
+  result = {"examples_per_sec": rate, "seconds": 1.0, "first_step_secs": 9.0,
+            "load1": 0.5}
+  if error:
+    result = {"error": error, "load1": 0.5}
+  return result
+
+
+class FlagsTest(absltest.TestCase):
+
+  def _error(self, argv):
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr), self.assertRaises(SystemExit):
+      scaling._parse(argv)  # pylint: disable=protected-access
+    return stderr.getvalue()
+
+  def test_defaults_are_harness_bare_keras_at_one_and_two_workers(self):
+    args = scaling._parse([])  # pylint: disable=protected-access
+    setups = scaling._setups(args)  # pylint: disable=protected-access
+    self.assertEqual([(s.runner, s.workers, s.steps_per_loop)
+                      for s in setups],
+                     [("harness", 1, "auto"), ("bare", 1, "1"),
+                      ("keras", 1, "1"), ("harness", 2, "auto"),
+                      ("bare", 2, "1"), ("keras", 2, "1")])
+
+  def test_harness_runs_with_harness_defaults_the_others_without(self):
+    args = scaling._parse(["--worker_flags=--threads=1"])  # pylint: disable=protected-access
+    harness = scaling._worker_args(args, scaling.Setup(  # pylint: disable=protected-access
+        runner="harness", workers=2))
+    bare = scaling._worker_args(args, scaling.Setup(  # pylint: disable=protected-access
+        runner="bare", workers=2))
+    self.assertIn("--harness_defaults", harness)
+    self.assertNotIn("--harness_defaults", bare)
+    self.assertEqual(bare, ["--runner=bare", "--strategy=collective",
+                            "--threads=1"])
+
+  def test_unknown_runner_is_refused_by_name(self):
+    self.assertIn("['tf_estimator'] unknown",
+                  self._error(["--runners=harness,tf_estimator"]))
+
+  def test_more_workers_than_cores_is_refused(self):
+    self.assertIn("needs 4096 cores", self._error(["--workers=1,4096"]))
+
+  def test_auto_needs_whole_loops_of_the_cadence_bound(self):
+    self.assertIn("multiples of 100", self._error(["--timed_steps=150"]))
+
+  def test_auto_is_refused_for_parameter_servers(self):
+    self.assertIn("give an integer", self._error(["--strategy=ps"]))
+
+  def test_k_must_divide_the_step_counts(self):
+    self.assertIn("--steps_per_loop value 7",
+                  self._error(["--steps_per_loop=7"]))
+
+  def test_worker_flags_are_the_workers_own(self):
+    args = scaling_worker._parse([  # pylint: disable=protected-access
+        "--model_dir=/x", "--warmup_steps=1", "--timed_steps=1",
+        "--runner=bare", "--strategy=ps", "--model=wide",
+        "--bytes_per_pack=1024", "--implementation=ring", "--threads=1"])
+    self.assertEqual((args.runner, args.strategy, args.model,
+                      args.bytes_per_pack, args.implementation, args.threads),
+                     ("bare", "ps", "wide", 1024, "ring", 1))
+
+
+class TableTest(absltest.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    s = scaling_table.Setup
+    self.setups = [s(runner="harness", workers=1, steps_per_loop="auto"),
+                   s(runner="bare", workers=1),
+                   s(runner="harness", workers=2, steps_per_loop="auto"),
+                   s(runner="bare", workers=2), s(runner="keras", workers=2)]
+    rates = [(100, 100, 150, 140, 50), (100, 110, 170, 150, 60)]
+    self.runs = {setup: [_run(r[i]) for r in rates]
+                 for i, setup in enumerate(self.setups)}
+
+  def test_speedups_are_medians_of_per_round_ratios(self):
+    got = {what: (round(med, 3), [round(r, 3) for r in each])
+           for what, med, each in scaling_table.speedups(self.setups,
+                                                         self.runs)}
+    self.assertEqual(got["harness, 2 workers, K=auto / 1 worker"],
+                     (1.6, [1.5, 1.7]))
+    self.assertEqual(got["bare, 2 workers / 1 worker"],
+                     (1.382, [1.4, 1.364]))
+    self.assertEqual(got["harness, 1 worker, K=auto / bare, 1 worker"],
+                     (0.955, [1.0, 0.909]))
+    self.assertEqual(got["harness, 2 workers, K=auto / keras, 2 workers"],
+                     (2.917, [3.0, 2.833]))
+    self.assertNotIn("keras, 2 workers / 1 worker", got)  # No 1-worker run.
+
+  def test_failed_rounds_are_left_out_of_ratios_and_shown(self):
+    self.runs[self.setups[3]][1] = _run(None, error="worker/1: exit 1")
+    got = {what: each for what, _, each in scaling_table.speedups(
+        self.setups, self.runs)}
+    self.assertEqual(got["bare, 2 workers / 1 worker"], [1.4])
+    text = self._render()
+    self.assertIn("| 2 | bare, 2 workers | n/a | n/a | 0.50 | worker/1: "
+                  "exit 1 |", text)
+
+  def _render(self, model="mlp", strategy="collective"):
+    return scaling_table.render(
+        setups=self.setups, runs=self.runs, command="python -m bench.scaling",
+        rounds=2, warmup_steps=100, timed_steps=400, elapsed_secs=60,
+        uptime_before="load average: 0.1", uptime_after="load average: 0.2",
+        model=model, strategy=strategy, autogroup="/autogroup-2 nice -20",
+        batch_per_worker=256)
+
+  def test_section_has_its_markers_rows_and_target(self):
+    text = self._render()
+    begin, end = scaling.BEGIN, scaling.END
+    self.assertTrue(text.startswith(begin) and text.endswith(end))
+    self.assertIn("| harness, 2 workers, K=auto | 160 (150-170) | 80 | 9.0 |",
+                  text)
+    self.assertIn(">= 1.6x one worker", text)
+    self.assertIn("- scheduler autogroup of the bench: /autogroup-2 nice -20",
+                  text)
+
+  def test_each_model_and_strategy_has_its_own_markers(self):
+    self.assertEqual(scaling_table.markers("mlp")[0],
+                     "<!-- bench.scaling: generated section begins -->")
+    self.assertEqual(scaling_table.markers("cnn")[0],
+                     "<!-- bench.scaling cnn: generated section begins -->")
+    self.assertEqual(scaling_table.markers("wide", "ps")[1],
+                     "<!-- bench.scaling wide ps: generated section ends -->")
+
+
+if __name__ == "__main__":
+  absltest.main()
