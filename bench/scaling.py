@@ -49,6 +49,7 @@ BEGIN, END = scaling_table.markers("mlp")
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _BATCH_PER_WORKER = 256
+_RESULTS = os.path.join(_ROOT, "bench", "RESULTS.md")
 
 
 def _worker_env(name, tf_config):
@@ -222,8 +223,9 @@ def _parse(argv):
   parser.add_argument("--timed_steps", type=int, default=400)
   parser.add_argument("--timeout_secs", type=int, default=600,
                       help="per cluster run")
-  parser.add_argument("--out", default=os.path.join(_ROOT, "bench",
-                                                    "RESULTS.md"))
+  parser.add_argument("--out", default=_RESULTS,
+                      help="the RESULTS file; only bench/RESULTS.md's "
+                      "figures are written into the README")
   args = parser.parse_args(argv)
   args.worker_counts = [int(n) for n in args.workers.split(",")]
   args.runner_names = args.runners.split(",")
@@ -313,6 +315,11 @@ def main(argv=None):
       batch_per_worker=_BATCH_PER_WORKER, ps=args.ps)
   begin, end = scaling_table.markers(args.model, args.strategy)
   report.write_section(args.out, text, begin=begin, end=end)
+  if os.path.abspath(args.out) == _RESULTS:  # Not a scratch copy's.
+    with open(args.out, encoding="utf-8") as f:
+      sentence = scaling_table.readme_sentence(f.read())
+    if sentence and report.write_readme_span("scaling", sentence):
+      print("wrote the README's scaling sentence")
   for what, med, each in scaling_table.speedups(setups, runs):
     print(f"{what}: {'n/a' if med is None else f'{med:.2f}x'} "
           f"(rounds: {', '.join(f'{r:.2f}' for r in each)})")

@@ -126,6 +126,9 @@ def _run_bare(args, clock):
       strategy.extended._communication_options = options  # pylint: disable=protected-access
   config = session_config(tf, args)
   strategy.configure(config)
+  if args.no_scoped_allocator:  # configure() turned it on for collectives.
+    config.graph_options.rewrite_options.scoped_allocator_optimization = (
+        config.graph_options.rewrite_options.OFF)
   server = tf.distribute.Server(
       tf.train.ClusterSpec(cluster), job_name=task_type, task_index=task_id,
       config=config, start=True)
@@ -145,8 +148,8 @@ def _run_bare(args, clock):
         return tf.identity(loss)
 
     per_replica = strategy.extended.call_for_each_replica(step_fn)
-    loss = strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica,
-                           axis=None)
+    # This task's loss: no all-reduce beyond the gradients' (the floor).
+    loss = strategy.experimental_local_results(per_replica)[0]
     init = tf.compat.v1.global_variables_initializer()
     ready = tf.compat.v1.report_uninitialized_variables()
     with tf.compat.v1.Session(server.target, config=config) as session:

@@ -10,12 +10,14 @@ worker count, and every run with the load before it.
 
 import dataclasses
 import datetime
+import re
 import statistics
 
 from bench import report
 
 __all__ = ["Setup", "MODEL_DESCRIPTIONS", "RUNNER_DESCRIPTIONS", "markers",
-           "median_rate", "speedups", "render"]
+           "median_rate", "speedups", "render", "GRADIENT_BYTES",
+           "section_figures", "readme_sentence"]
 
 MODEL_DESCRIPTIONS = {
     "mlp": "the bench MLP (784-256-256-10, Adam 1e-3; ~1.1 MB of gradients)",
@@ -184,3 +186,82 @@ def render(*, setups, runs, command, rounds, warmup_steps, timed_steps,
       "</details>",
       end,
   ])
+
+
+# Bytes of float32 gradients a step all-reduces (the variables' sizes).
+GRADIENT_BYTES = {
+    "mlp": 4 * (784 * 256 + 256 + 256 * 256 + 256 + 256 * 10 + 10),
+    "cnn": 4 * (3 * 3 * 32 + 32 + 13 * 13 * 32 * 64 + 64 + 64 * 10 + 10),
+}
+_ROW = re.compile(r"^\| (?P<label>[^|]+?) \| (?P<value>[\d.]+)x? [(|]",
+                  re.MULTILINE)
+_LOAD = re.compile(r"`uptime` before: load average: (?P<load>[\d.]+)")
+
+
+def section_figures(results_text, model):
+  """{label: median} of the collective `model` section's summary rows
+  (global examples/s) and ratio rows (x), plus "load" (before); {} when
+  RESULTS.md has no such section."""
+  begin, end = markers(model)
+  if begin not in results_text:
+    return {}
+  text = results_text.split(begin, 1)[1].split(end, 1)[0]
+  text = text.split("<details>", 1)[0]
+  figures = {m["label"]: float(m["value"]) for m in _ROW.finditer(text)}
+  load = _LOAD.search(text)
+  if load:
+    figures["load"] = float(load["load"])
+  return figures
+
+
+def _model_phrase(model, figures):
+  one = figures.get("harness, 1 worker, K=auto")
+  two = figures.get("harness, 2 workers, K=auto")
+  if not one or not two:
+    return None, None
+  compute_ms = 1000.0 * 256 / one
+  mb = GRADIENT_BYTES[model] / 1e6
+  per_mb = (1000.0 * 2 * 256 / two - compute_ms) / mb
+  name = {"mlp": "MLP", "cnn": "CNN"}[model]
+  speedup = figures.get("harness, 2 workers, K=auto / 1 worker", two / one)
+  return (f"the bench {name} ({compute_ms:.1f} ms of compute a step, "
+          f"{mb:.1f} MB of gradients) at {speedup:.2f}x"), per_mb
+
+
+def _range(values):
+  values = sorted(values)
+  if not values:
+    return "n/a"
+  return (f"{values[0]:.2f}x" if len(values) == 1 or values[0] == values[-1]
+          else f"{values[0]:.2f}-{values[-1]:.2f}x")
+
+
+def readme_sentence(results_text):
+  """The README's `scaling` span from RESULTS.md's collective sections
+  (cnn, mlp), or None without both."""
+  phrases, per_mb, vs_bare, vs_keras, loads = [], [], [], [], []
+  for model in ("cnn", "mlp"):
+    figures = section_figures(results_text, model)
+    phrase, cost = _model_phrase(model, figures)
+    if phrase is None:
+      return None
+    phrases.append(phrase)
+    per_mb.append(cost)
+    loads.append(figures.get("load", 0.0))
+    for label, value in figures.items():
+      if label.startswith("harness") and " / bare, " in label:
+        vs_bare.append(value)
+      elif label.startswith("harness") and " / keras, " in label:
+        vs_keras.append(value)
+  cost = statistics.median(per_mb)
+  return (
+      f"2 collective workers, one core each, 256 examples per worker per "
+      f"step, trained {phrases[0]} and {phrases[1]} one worker's examples/s"
+      f" (2-core machine, load {min(loads):.1f}-{max(loads):.1f} before; "
+      f"`python -m bench.scaling`, bench/RESULTS.md); harness ran at "
+      f"{_range(vs_bare)} the bare `make_callable` loop's speed and "
+      f"{_range(vs_keras)} Keras `fit`'s. Each step's all-reduce added "
+      f"about {cost:.1f} ms per MB of gradients here (gRPC on one machine),"
+      f" so N workers train about N c / (c + {cost:.1f} ms x MB) times as "
+      "fast as one, c being a step's compute: below c of a few times the "
+      "all-reduce, more workers lose time")

@@ -132,6 +132,9 @@ def _parse(argv):
                       choices=("auto", "ring"))
   parser.add_argument("--bytes_per_pack", type=int, default=0,
                       help="CommunicationOptions.bytes_per_pack (0: none)")
+  parser.add_argument("--no_scoped_allocator", action="store_true",
+                      help="bare runner: no ScopedAllocator rewrite (which "
+                      "the collective strategy turns on to pack gradients)")
   parser.add_argument("--trace", action="store_true",
                       help="bare runner: after the timed steps, print a "
                       "traced step's summary (SCALING_TRACE line)")

@@ -19,6 +19,7 @@ from harness import _tf_private
 from harness import errors
 from harness._tf import tf
 from harness.core import strategy_classifier
+from harness.distribute import collective_config
 from harness.distribute import graph_strategy as graph_strategy_lib
 from harness.distribute import strategies
 from harness.distribute import task_servers
@@ -170,6 +171,35 @@ class ConfigureForTaskTest(parameterized.TestCase):
     self.assertEqual(list(strategy.extended.worker_devices),
                      ["/job:worker/replica:0/task:1/device:CPU:0",
                       "/job:worker/replica:0/task:1/device:CPU:1"])
+
+  def test_collective_cpu_all_reduces_each_gradient_by_default(self):
+    # TF's configure() packs every gradient into one all-reduce
+    # (ScopedAllocator ON); harness's CPU default turns it off.
+    config = strategies.configure_for_task(
+        strategies.make_strategy("collective"), cluster=_CLUSTER,
+        task_type="worker", task_id=1)
+    rewrite = config.graph_options.rewrite_options
+    self.assertEqual(rewrite.scoped_allocator_optimization, rewrite.OFF)
+
+  @parameterized.parameters("ON", "OFF")
+  def test_collective_packing_set_by_the_user_is_kept(self, toggle):
+    user_config = tf.compat.v1.ConfigProto()
+    rewrite = user_config.graph_options.rewrite_options
+    rewrite.scoped_allocator_optimization = getattr(rewrite, toggle)
+    config = strategies.configure_for_task(
+        strategies.make_strategy("collective"), cluster=_CLUSTER,
+        task_type="worker", task_id=1, session_config=user_config)
+    self.assertEqual(
+        config.graph_options.rewrite_options.scoped_allocator_optimization,
+        getattr(rewrite, toggle))
+    self.assertEqual(collective_config.keep_packing(user_config, "GPU"),
+                     toggle == "ON")
+
+  def test_collective_on_gpus_keeps_packing(self):
+    self.assertTrue(collective_config.keep_packing(None, "GPU"))
+    self.assertFalse(collective_config.keep_packing(None, "CPU"))
+    self.assertFalse(collective_config.keep_packing(
+        tf.compat.v1.ConfigProto(), "CPU"))
 
   def test_collective_keeps_devices_it_was_built_with(self):
     strategy = strategies.make_strategy("collective", num_devices_per_worker=2)

@@ -45,6 +45,7 @@ from harness._tf import tf
 from harness.cluster import tf_config_checks
 from harness.cluster import strategy_kind as strategy_kind_lib
 from harness.cluster.strategy_kind import StrategyKind
+from harness.distribute import collective_config
 from harness.core.strategy_classifier import strategy_kind
 from harness.distribute.graph_strategy import is_v1
 from harness.distribute.graph_strategy import local_resolver
@@ -165,8 +166,9 @@ def configure_for_task(strategy, *, cluster, task_type, task_id,
   A collective or parameter-server strategy becomes a multi-worker one for
   `task_type`/`task_id` of `cluster` (v1 `configure()` in a throwaway graph:
   no server or health-check thread starts). The config holds what it needs
-  (collective: the group leader and a device filter to this task; ps:
-  filters to this task and "/job:ps"); use it for the session AND the
+  (collective: the group leader, a device filter to this task and, on CPU,
+  `collective_config`'s unpacked gradients; ps: filters to this task and
+  "/job:ps"); use it for the session AND the
   in-process server (`server_config_for`). Single-machine kinds are left as
   they are: train them with a local session (target "").
 
@@ -237,7 +239,7 @@ def configure_checked(strategy, *, kind, jobs, task_type, task_id,
                          run_config.get_default_session_config())
   count, device_type = _configure_kind(
       strategy, kind, config, jobs, task_type, task_id,
-      num_devices_per_worker, device_type)
+      num_devices_per_worker, device_type, user_config=session_config)
   num_cpus = _cpu_devices(strategy, kind)
   if device_type == "CPU" and count is not None:
     num_cpus = max(num_cpus, count)
@@ -247,8 +249,9 @@ def configure_checked(strategy, *, kind, jobs, task_type, task_id,
 
 
 def _configure_kind(strategy, kind, config, jobs, task_type, task_id, count,
-                    device_type):
-  """`configure_for_task`'s step for each kind; fills `config` in place.
+                    device_type, user_config):
+  """`configure_for_task`'s step for each kind; fills `config` in place
+  (`user_config`: the user's, for collective_config's choices).
 
   Returns:
     (devices per worker or None, their type): a collective strategy keeps
@@ -263,8 +266,9 @@ def _configure_kind(strategy, kind, config, jobs, task_type, task_id, count,
     if count is None:  # Keep the strategy's own devices (make_strategy's).
       count, device_type = _tf_private.collective_num_devices_per_worker(
           strategy)
-    _configure_collective(strategy, config, jobs, task_type, task_id, count,
-                          device_type)
+    collective_config.configure(strategy, config, jobs, task_type, task_id,
+                                count=count, device_type=device_type,
+                                user_config=user_config)
   elif kind.needs_ps and jobs:
     if count is not None and device_type == "CPU" and count > 1:
       raise errors.NotSupportedError(_PS_CPU_DEVICES.format(count=count))
@@ -275,30 +279,6 @@ def _configure_kind(strategy, kind, config, jobs, task_type, task_id, count,
   else:
     strategy.configure(config)
   return count, device_type
-
-
-def _configure_collective(strategy, config, jobs, task_type, task_id, count,
-                          device_type):
-  """Configures a v1 collective strategy (in a throwaway graph: no server).
-
-  The local devices are always set explicitly: `configure()` alone resets a
-  collective strategy to one CPU device per worker.
-  """
-  with tf.Graph().as_default():
-    if not jobs:
-      if (count, device_type) != (
-          _tf_private.collective_num_devices_per_worker(strategy)):
-        _tf_private.reinitialize_collective_local(
-            strategy, [f"/device:{device_type}:{i}" for i in range(count)])
-      strategy.configure(config)
-      return
-    with _tf_private.override_collective_local_devices(
-        strategy, count, device_type):
-      strategy.configure(config, jobs, task_type, task_id)
-  logging.info("strategy | %s/%d | collective over %d workers | %d "
-               "replicas in sync", task_type, task_id,
-               cluster_lib.num_trainers(jobs),
-               strategy.num_replicas_in_sync)
 
 
 def install_evaluator_guard(environ, *, cluster_info=None):
