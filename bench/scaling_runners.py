@@ -93,12 +93,17 @@ def communication_options(tf, args):
 
 
 def session_config(tf, args):
-  """The session options of harness's default config, plus `--threads`."""
+  """The session options of harness's default config, plus `--threads`
+  and `--scoped_allocator` (on/off set it; default leaves it unset)."""
   graph_options = tf.compat.v1.GraphOptions()
   graph_options.rewrite_options.meta_optimizer_iterations = (
       graph_options.rewrite_options.ONE)
   config = tf.compat.v1.ConfigProto(allow_soft_placement=True,
                                     graph_options=graph_options)
+  rewrite = config.graph_options.rewrite_options
+  if args.scoped_allocator != "default":  # harness keeps a choice made.
+    rewrite.scoped_allocator_optimization = (
+        rewrite.ON if args.scoped_allocator == "on" else rewrite.OFF)
   if args.threads:
     config.intra_op_parallelism_threads = args.threads
     config.inter_op_parallelism_threads = args.threads
@@ -126,7 +131,7 @@ def _run_bare(args, clock):
       strategy.extended._communication_options = options  # pylint: disable=protected-access
   config = session_config(tf, args)
   strategy.configure(config)
-  if args.no_scoped_allocator:  # configure() turned it on for collectives.
+  if args.scoped_allocator == "off":  # configure() turned it on.
     config.graph_options.rewrite_options.scoped_allocator_optimization = (
         config.graph_options.rewrite_options.OFF)
   server = tf.distribute.Server(

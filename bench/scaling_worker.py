@@ -1,15 +1,21 @@
-"""One worker of `bench.scaling`'s collective cluster (a child process).
+"""One task of `bench.scaling`'s cluster (a child process).
 
-    TF_CONFIG='{"cluster": {"worker": ["127.0.0.1:P0"]}, "task": {"type":
-    "worker", "index": 0}}' taskset -c 0 python -m bench.scaling_worker \\
-        --model_dir=/tmp/d --warmup_steps=100 --timed_steps=400
+    TF_CONFIG='{"cluster": {"worker": ["127.0.0.1:P0", "127.0.0.1:P1"]},
+    "task": {"type": "worker", "index": 0}}' TF_USE_LEGACY_KERAS=1 \\
+    taskset -c 0 python -m bench.scaling_worker --model_dir=/tmp/d \\
+        --runner=bare --model=cnn --warmup_steps=20 --timed_steps=60 --trace
 
-Trains the bench MLP (784 -> 256 -> 256 -> 10) or CNN (`--model=cnn`), Adam
-1e-3, on the in-memory data of `bench.configs`, sharded by worker, with `harness.Estimator.train` under
-`tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy`, batch
-`--batch_size` per worker, and prints one line `SCALING_RESULT {json}`: the
-timed steps, their seconds, seconds from `--t0` to the end of the first
-step, replicas in sync.
+Trains the bench MLP (784 -> 256 -> 256 -> 10), CNN or wide model
+(`bench.scaling_runners`), Adam 1e-3, on in-memory data sharded by worker,
+batch `--batch_size` per worker, with `--runner`: harness
+(`harness.Estimator.train`; `--harness_defaults`: the strategy and session
+config as harness builds them), bare or keras (`bench.scaling_runners`),
+under `--strategy` (collective: v1 `MultiWorkerMirroredStrategy`; ps: v1
+`ParameterServerStrategy`, a ps task only serves). Prints one line
+`SCALING_RESULT {json}`: the timed steps, their seconds, seconds from
+`--t0` to the end of the first step, replicas in sync (ps: trainers); with
+`--trace` (bare; every task must have it) one `SCALING_TRACE {json}` line
+too: a traced step's wall time, time per op type and collectives' bytes.
 """
 
 import argparse
@@ -132,9 +138,11 @@ def _parse(argv):
                       choices=("auto", "ring"))
   parser.add_argument("--bytes_per_pack", type=int, default=0,
                       help="CommunicationOptions.bytes_per_pack (0: none)")
-  parser.add_argument("--no_scoped_allocator", action="store_true",
-                      help="bare runner: no ScopedAllocator rewrite (which "
-                      "the collective strategy turns on to pack gradients)")
+  parser.add_argument("--scoped_allocator", default="default",
+                      choices=("default", "on", "off"),
+                      help="gradient packing (grappler's ScopedAllocator): "
+                      "default is TF's for bare (on) and harness's choice "
+                      "for harness without --harness_defaults")
   parser.add_argument("--trace", action="store_true",
                       help="bare runner: after the timed steps, print a "
                       "traced step's summary (SCALING_TRACE line)")

@@ -160,7 +160,7 @@ class ReadmeSpanTest(absltest.TestCase):
     readme = (conftest.REPO_ROOT / "README.md").read_text()
     self.assertEqual(
         sorted(set(re.findall(r"<!-- ([a-z-]+) -->", readme))),
-        ["first-command", "peer-loss", "suite-time"])
+        ["first-command", "peer-loss", "scaling", "suite-time"])
     reliability = (conftest.REPO_ROOT / "docs" / "RELIABILITY.md").read_text()
     self.assertEqual(
         sorted(set(re.findall(r"<!-- ([a-z-]+) -->", reliability))),

@@ -2,14 +2,16 @@
 it interleaves, the ratios and the RESULTS.md section it writes (the
 benchmark itself is timed, not tested)."""
 
-import io
 import contextlib
+import io
+import re
 
 from absl.testing import absltest
 
 from bench import scaling
 from bench import scaling_table
 from bench import scaling_worker
+from tests import conftest
 
 
 def _run(rate, error=None):
@@ -136,6 +138,57 @@ class TableTest(absltest.TestCase):
                      "<!-- bench.scaling cnn: generated section begins -->")
     self.assertEqual(scaling_table.markers("wide", "ps")[1],
                      "<!-- bench.scaling wide ps: generated section ends -->")
+
+
+def _section(model, one, two, bare2, keras2, load="1.50"):
+  setups = [scaling_table.Setup(runner="harness", workers=1,
+                                steps_per_loop="auto"),
+            scaling_table.Setup(runner="harness", workers=2,
+                                steps_per_loop="auto"),
+            scaling_table.Setup(runner="bare", workers=2),
+            scaling_table.Setup(runner="keras", workers=2)]
+  runs = {s: [_run(r)] for s, r in zip(setups, (one, two, bare2, keras2))}
+  return scaling_table.render(
+      setups=setups, runs=runs, command="c", rounds=1, warmup_steps=100,
+      timed_steps=400, elapsed_secs=1,
+      uptime_before=f"load average: {load}, 1.00, 1.00", uptime_after="-",
+      model=model, strategy="collective", autogroup=None,
+      batch_per_worker=256)
+
+
+class ReadmeSentenceTest(absltest.TestCase):
+
+  def test_sentence_from_both_sections(self):
+    # CNN: 25.6 ms a step alone (10,000 examples/s), 2 x 256 examples in
+    # 34.1 ms with 2 workers: 8.5 ms more for 1.39 MB of gradients.
+    text = (_section("cnn", 10000, 15000, 14000, 7500) + "\n"
+            + _section("mlp", 80000, 60000, 60000, 20000, load="2.25"))
+    sentence = scaling_table.readme_sentence(text)
+    self.assertIn("trained the bench CNN (25.6 ms of compute a step, 1.4 MB "
+                  "of gradients) at 1.50x and the bench MLP (3.2 ms of "
+                  "compute a step, 1.1 MB of gradients) at 0.75x one "
+                  "worker's examples/s (2-core machine, load 1.5-2.2 "
+                  "before", sentence)
+    self.assertIn("harness ran at 1.00-1.07x the bare `make_callable` "
+                  "loop's speed and 2.00-3.00x Keras `fit`'s", sentence)
+    self.assertRegex(sentence, r"added about \d+\.\d ms per MB")
+
+  def test_no_sentence_without_both_models(self):
+    self.assertIsNone(scaling_table.readme_sentence(
+        _section("cnn", 10000, 15000, 14000, 7500)))
+
+  def test_gradient_bytes_are_the_graphs_variables(self):
+    # As the traced all-reduce reported them (one packed CollectiveReduce).
+    self.assertEqual(scaling_table.GRADIENT_BYTES,
+                     {"mlp": 1077288, "cnn": 1388584})
+
+  def test_readme_span_is_the_results_sentence(self):
+    readme = (conftest.REPO_ROOT / "README.md").read_text()
+    results = (conftest.REPO_ROOT / "bench" / "RESULTS.md").read_text()
+    span = re.search(r"<!-- scaling -->(.*?)<!-- /scaling -->", readme,
+                     re.DOTALL)
+    self.assertIsNotNone(span)
+    self.assertEqual(span.group(1), scaling_table.readme_sentence(results))
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ exists. On CPU devices harness turns it off again unless the user's
 optimization` themselves (ON packs, OFF does not, on any device): each gradient's all-reduce
 then starts as soon as that gradient is computed, while the layers below
 it are still in backprop. Measured with the bare loop (`python -m
-bench.scaling_worker --runner=bare --no_scoped_allocator`, 2 workers, one
+bench.scaling_worker --runner=bare --scoped_allocator=off`, 2 workers, one
 core each; bench/RESULTS.md, "Where the time goes"): the bench CNN +6 % in
 each of 4 interleaved rounds, the MLP within noise. On GPUs (NCCL) the
 packed all-reduce stays: one launch per step matters more there.
