@@ -253,7 +253,8 @@ def readme_sentence(results_text):
         vs_bare.append(value)
       elif label.startswith("harness") and " / keras, " in label:
         vs_keras.append(value)
-  cost = statistics.median(per_mb)
+  cost = (f"{min(per_mb):.1f}-{max(per_mb):.1f}" if round(min(per_mb), 1)
+          != round(max(per_mb), 1) else f"{per_mb[0]:.1f}")
   return (
       f"2 collective workers, one core each, 256 examples per worker per "
       f"step, trained {phrases[0]} and {phrases[1]} one worker's examples/s"
@@ -261,7 +262,7 @@ def readme_sentence(results_text):
       f"`python -m bench.scaling`, bench/RESULTS.md); harness ran at "
       f"{_range(vs_bare)} the bare `make_callable` loop's speed and "
       f"{_range(vs_keras)} Keras `fit`'s. Each step's all-reduce added "
-      f"about {cost:.1f} ms per MB of gradients here (gRPC on one machine),"
-      f" so N workers train about N c / (c + {cost:.1f} ms x MB) times as "
-      "fast as one, c being a step's compute: below c of a few times the "
-      "all-reduce, more workers lose time")
+      f"a = {cost} ms per MB of gradients here (gRPC on one machine; "
+      "MLP and CNN), so N workers train about N c / (c + a x MB) times as "
+      "fast as one, c being a step's compute: where c is not several times "
+      "a x MB, more workers lose time")

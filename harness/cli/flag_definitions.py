@@ -84,7 +84,10 @@ _PREDICTIONS_FILE = flags.DEFINE_string(
 _STRATEGY = flags.DEFINE(
     flag_parsers.StrategyParser(), "strategy", _D.strategy, "Distribution strategy: "
     + "|".join(job_config.STRATEGIES) + " (spellings such as "
-    "MultiWorkerMirroredStrategy or ps are accepted).", flag_values=_FLAGS)
+    "MultiWorkerMirroredStrategy or ps are accepted). More collective "
+    "workers train faster only when a step computes for several times the "
+    "all-reduce of its gradients (README, 'What more workers buy': the "
+    "measured speed-ups).", flag_values=_FLAGS)
 _NUM_GPUS_PER_WORKER = _int(
     "num_gpus_per_worker", 0, "0 for CPU, or the GPUs per worker.",
     "GPUs (replicas) per worker; 0 trains on one CPU device.")

@@ -11,13 +11,16 @@ grappler's ScopedAllocator rewrite for `CollectiveReduce`, which packs all
 of a step's gradients into one all-reduce, launched once the last gradient
 exists. On CPU devices harness turns it off again unless the user's
 `session_config` set `graph_options.rewrite_options.scoped_allocator_
-optimization` themselves (ON packs, OFF does not, on any device): each gradient's all-reduce
-then starts as soon as that gradient is computed, while the layers below
-it are still in backprop. Measured with the bare loop (`python -m
-bench.scaling_worker --runner=bare --scoped_allocator=off`, 2 workers, one
-core each; bench/RESULTS.md, "Where the time goes"): the bench CNN +6 % in
-each of 4 interleaved rounds, the MLP within noise. On GPUs (NCCL) the
-packed all-reduce stays: one launch per step matters more there.
+optimization` themselves (ON packs, OFF does not, on any device): each
+gradient's all-reduce then starts as soon as that gradient is computed,
+while the layers below it are still in backprop. Measured on the shared
+2-core machine, 2 workers, one core each, the bench CNN (bench/RESULTS.md,
+"Where the time goes in a collective step"): unpacked / packed examples/s,
+median of interleaved rounds, 1.05x with the bare loop (`python -m
+bench.scaling_worker --runner=bare --scoped_allocator=off`; 7 rounds,
+0.99-1.07) and 1.08x with harness (3 rounds, 0.95-1.08); the MLP within
+noise (3 rounds). On GPUs (NCCL) the packed all-reduce stays: one launch
+per step matters more there.
 """
 
 from absl import logging
