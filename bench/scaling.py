@@ -141,7 +141,8 @@ def run_setup(setup, *, warmup_steps, timed_steps, timeout_secs,
                                             if n.startswith("ps/")]):
       tf_config = tf_configs[name]
       argv = ["taskset", "-c", str(cores[min(core, len(cores) - 1)]),
-              sys.executable, "-m", "bench.scaling_worker", f"--model_dir={tmp}/model",
+              sys.executable, "-m", "bench.scaling_worker",
+              f"--model_dir={tmp}/model",
               f"--model={model}",
               f"--batch_size={_BATCH_PER_WORKER}",
               f"--warmup_steps={warmup_steps}",

@@ -25,7 +25,7 @@ MODEL_DESCRIPTIONS = {
            " ~1.4 MB of gradients)",
     "wide": "the wide model (8 hashed categorical columns of 100,000 "
             "buckets, 4 ids each -> embedding 16 + linear, dense 64, 10; "
-            "Adam 1e-3)",
+            "Adagrad 0.05)",
 }
 RUNNER_DESCRIPTIONS = {
     "harness": "`harness.Estimator.train`, harness's defaults (the strategy "

@@ -45,8 +45,8 @@ from harness._tf import tf
 from harness.cluster import tf_config_checks
 from harness.cluster import strategy_kind as strategy_kind_lib
 from harness.cluster.strategy_kind import StrategyKind
-from harness.distribute import collective_config
 from harness.core.strategy_classifier import strategy_kind
+from harness.distribute import collective_config
 from harness.distribute.graph_strategy import is_v1
 from harness.distribute.graph_strategy import local_resolver
 
