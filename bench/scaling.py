@@ -15,7 +15,8 @@ batch 256 PER WORKER on in-memory data, warm-up then timed steps. Runners
 bare (the same graph and strategy under a plain `session.make_callable`
 loop, `bench.scaling_runners`) and keras (tf-keras `fit` under TF2
 `MultiWorkerMirroredStrategy`). Global examples/s = workers x 256 x timed
-steps / seconds of the slowest worker. Every (runner, workers) setup runs
+steps / seconds of the slowest worker (ps: the sum of each trainer's
+examples/s). Every (runner, workers) setup runs
 once per round, interleaved, for `--rounds` rounds; ratios are medians of
 per-round ratios (`bench.scaling_table`), written into bench/RESULTS.md
 between the section markers of the model and strategy. Run it under `nice
@@ -188,9 +189,13 @@ def run_setup(setup, *, warmup_steps, timed_steps, timeout_secs,
     return {"error": f"replicas in sync {replicas}, expected "
                      f"{setup.workers}", "load1": load1, "workers": results}
   seconds = max(r["seconds"] for r in results)
+  # Lockstep: every worker's steps end with the slowest. Parameter servers:
+  # each trainer runs at its own pace; their rates add up.
+  rate = (setup.workers * _BATCH_PER_WORKER * timed_steps / seconds
+          if ps == 0 else sum(_BATCH_PER_WORKER * r["timed_steps"]
+                              / r["seconds"] for r in results))
   return {
-      "examples_per_sec": (setup.workers * _BATCH_PER_WORKER * timed_steps
-                           / seconds),
+      "examples_per_sec": rate,
       "seconds": seconds,
       "first_step_secs": max(r["first_step_secs"] for r in results),
       "peak_rss_mib": max(r["peak_rss_mib"] for r in results),
@@ -251,10 +256,8 @@ def _check(parser, args):
           "core", flush=True)
   for k in args.loops:
     if k == "auto":
-      if args.strategy == "ps":
-        parser.error("--steps_per_loop=auto: the ps bench counts each "
-                     "trainer's steps by K; give an integer.")
-      if args.warmup_steps % 100 or args.timed_steps % 100:
+      if args.strategy != "ps" and (args.warmup_steps % 100
+                                    or args.timed_steps % 100):
         parser.error("--steps_per_loop=auto runs 100 steps a loop here "
                      "(the cadence bound): --warmup_steps and "
                      "--timed_steps must be multiples of 100.")

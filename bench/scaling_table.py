@@ -170,8 +170,11 @@ def render(*, setups, runs, command, rounds, warmup_steps, timed_steps,
       f"{kind}, a TF_CONFIG cluster on 127.0.0.1, worker i under `taskset "
       f"-c i`; {MODEL_DESCRIPTIONS[model]}, batch {batch_per_worker} per "
       f"worker, in-memory data sharded by worker; {warmup_steps} warm-up + "
-      f"{timed_steps} timed steps. Global examples/s = workers x "
-      f"{batch_per_worker} x timed steps / seconds of the slowest worker.",
+      f"{timed_steps} timed steps. Global examples/s = " + (
+          f"workers x {batch_per_worker} x timed steps / seconds of the "
+          "slowest worker." if strategy == "collective" else
+          "the sum of each trainer's examples/s (its timed steps, those of "
+          "whole runs under auto, over its own seconds)."),
       "",
       *[f"- {r}: {RUNNER_DESCRIPTIONS[r]}" for r in runners],
       "",

@@ -58,8 +58,10 @@ def _strategy(tf, args):
   return strategy
 
 
-def _train(args, clock):
-  """Runs Estimator.train in this TF_CONFIG task; returns replicas in sync."""
+def _train(args, clock, window):
+  """Runs Estimator.train in this TF_CONFIG task; returns replicas in sync
+  (ps: trainers). `window` gets the step counts at the timed window's
+  start and end."""
   from harness._tf import tf  # pylint: disable=g-import-not-at-top
   import harness  # pylint: disable=g-import-not-at-top
   images, labels = scaling_runners.model_data(args.model)
@@ -71,28 +73,45 @@ def _train(args, clock):
                               input_context.input_pipeline_id)
     return dataset.repeat().batch(args.batch_size)  # Per worker.
 
+  own_steps = []  # ps under auto: this trainer's own step counter.
+
   def model_fn(features, labels, mode):
     loss, train_op = scaling_runners.train_op(tf, args.model, features["x"],
                                               labels)
+    if args.strategy == "ps" and not args.steps_per_loop:
+      # The global step counts every trainer's steps; this counts ours
+      # (a local variable: each trainer initialises its own).
+      own_steps.append(tf.compat.v1.get_local_variable(
+          f"bench_steps_{os.environ.get('HARNESS_TASK', '?')}".replace(
+              "/", "_"), [], tf.int64, trainable=False,
+          initializer=tf.compat.v1.zeros_initializer()))
+      train_op = tf.group(train_op, own_steps[-1].assign_add(1))
     return harness.EstimatorSpec(mode=mode, loss=loss, train_op=train_op)
 
   class ClockHook(tf.compat.v1.train.SessionRunHook):
-    """Counts each run's steps: K, or under auto the global step's change
-    (read after the run: one small extra run per loop of ~100 steps)."""
+    """Counts each run's steps: K, or under auto the change of the global
+    step (ps: of this trainer's counter), read after the run: one small
+    extra run per loop. Records the steps inside the timed window."""
 
     def begin(self):
-      self._step = tf.compat.v1.train.get_global_step()
+      self._step = (own_steps[-1] if own_steps else
+                    tf.compat.v1.train.get_global_step())
       self._last = 0
 
     def after_run(self, run_context, run_values):
       if args.steps_per_loop:
-        clock.step_done(args.steps_per_loop)
-        if clock.steps >= clock.total_steps:  # ps: max_steps is global.
-          run_context.request_stop()
-        return
-      step = int(run_context.session.run(self._step))
-      clock.step_done(step - self._last)
-      self._last = step
+        done = args.steps_per_loop
+      else:
+        step = int(run_context.session.run(self._step))
+        done, self._last = step - self._last, step
+      started = clock.timed_start
+      clock.step_done(done)
+      if started is None and clock.timed_start is not None:
+        window[0] = clock.steps
+      if clock.timed_end is not None and window[1] is None:
+        window[1] = clock.steps
+      if clock.steps >= clock.total_steps:  # ps: max_steps is global.
+        run_context.request_stop()
 
   strategy = _strategy(tf, args)
   steps_per_loop = ("auto" if args.steps_per_loop == 0
@@ -169,6 +188,7 @@ def main(argv):
     return 0
   clock = configs.Clock(t0, args.warmup_steps, args.timed_steps,
                         max(1, args.steps_per_loop))
+  window = [None, None]
   result = {"task": os.environ.get("HARNESS_TASK", "?"),
             "cpus": sorted(os.sched_getaffinity(0)),
             "batch_size": args.batch_size,
@@ -176,7 +196,7 @@ def main(argv):
             "timed_steps": args.timed_steps}
   try:
     if args.runner == "harness":
-      result["replicas"] = _train(args, clock)
+      result["replicas"] = _train(args, clock, window)
     else:
       result["replicas"] = scaling_runners.RUNNERS[args.runner](args, clock)
   except Exception as e:  # pylint: disable=broad-except
@@ -187,6 +207,8 @@ def main(argv):
                          f"{clock.total_steps}")
     else:
       result["seconds"] = clock.timed_end - clock.timed_start
+      if None not in window:  # Runs of auto's K need not end on the bounds.
+        result["timed_steps"] = window[1] - window[0]
       result["first_step_secs"] = clock.first_step_end - t0
   result["peak_rss_mib"] = (
       resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0)

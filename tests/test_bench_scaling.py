@@ -60,8 +60,9 @@ class FlagsTest(absltest.TestCase):
   def test_auto_needs_whole_loops_of_the_cadence_bound(self):
     self.assertIn("multiples of 100", self._error(["--timed_steps=150"]))
 
-  def test_auto_is_refused_for_parameter_servers(self):
-    self.assertIn("give an integer", self._error(["--strategy=ps"]))
+  def test_parameter_servers_take_auto_at_any_step_counts(self):
+    args = scaling._parse(["--strategy=ps", "--timed_steps=150"])  # pylint: disable=protected-access
+    self.assertEqual(args.loops, ["auto"])
 
   def test_k_must_divide_the_step_counts(self):
     self.assertIn("--steps_per_loop value 7",
