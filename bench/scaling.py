@@ -4,7 +4,7 @@
     nice -n -20 python -m bench.scaling --model=cnn --timed_steps=200
     nice -n -20 python -m bench.scaling --workers=1,2,4,8 --runners=harness,bare
     nice -n -20 python -m bench.scaling --strategy=ps --model=wide \
-        --workers=1,2 --runners=harness,bare --steps_per_loop=1
+        --workers=1,2 --runners=harness,bare --steps_per_loop=auto,1
 
 A cluster on 127.0.0.1 (ports picked by binding port 0,
 `harness.launch.build_tf_configs`); trainer i runs under `taskset -c i`
