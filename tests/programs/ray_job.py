@@ -3,7 +3,7 @@
 their TF_CONFIG), a Ray actor runs the same program as the evaluator.
 
     python -m tests.programs.ray_job --model_dir=D --report=R.json
-        [--max_steps=N] [--kill_worker] [--max_failures=1]
+        [--max_steps=N] [--kill_worker] [--max_failures=1] [--loop=main]
 
 The program (`train_loop`) is 2.15 code: `import harness.compat`, then
 `tf.estimator.*` under MultiWorkerMirroredStrategy. No setting is passed
@@ -13,6 +13,8 @@ after step 0 exists; `FailureConfig(max_failures=1)` restarts the group.
 Each process writes <model_dir>/ray-<pid>.json (its rank, TF_CONFIG task,
 the checkpoint it found and the step its session started at); the report
 has the kill, the fit's error and the evaluator's last metrics.
+`--loop=main` runs `python -m harness.main` as each worker's (and the
+evaluator's) command instead (`main_loop`); those write no records.
 """
 
 import argparse
@@ -28,6 +30,7 @@ import time
 _CKPT_STEPS = 20
 _STEP_SECS = 0.05
 _KILL_WAIT_SECS = 300
+_RAY_STARTS = 3
 
 
 def train_loop(config):
@@ -72,9 +75,7 @@ def train_loop(config):
     y = x @ np.array([[1.], [-2.], [0.5], [3.]], np.float32)
     return tf.data.Dataset.from_tensor_slices(({"x": x}, y)).repeat().batch(8)
 
-  # The evaluator reads checkpoints; only the trainers run collectives.
-  strategy = (None if record["task"]["type"] == "evaluator" else
-              tf.distribute.experimental.MultiWorkerMirroredStrategy())
+  strategy = tf.distribute.experimental.MultiWorkerMirroredStrategy()
   estimator = tf.estimator.Estimator(model_fn, config=tf.estimator.RunConfig(
       model_dir=model_dir, train_distribute=strategy,
       save_checkpoints_steps=_CKPT_STEPS, tf_random_seed=1))
@@ -85,6 +86,25 @@ def train_loop(config):
       tf.estimator.EvalSpec(input_fn, steps=2, start_delay_secs=0,
                             throttle_secs=1))
   return {k: float(v) for k, v in (metrics or {}).items()}
+
+
+def main_loop(config):
+  """`python -m harness.main` as the loop's command: Ray's TF_CONFIG (and
+  TF_USE_LEGACY_KERAS) reach it through the environment; it dies with the
+  Ray worker (PR_SET_PDEATHSIG), so a killed actor leaves no task behind."""
+  import ctypes  # pylint: disable=g-import-not-at-top
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+
+  def die_with_the_worker():
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PDEATHSIG
+
+  argv = [sys.executable, "-m", "harness.main", "--model_fn=linear",
+          "--input_fn=constant", "--strategy=collective",
+          f"--max_steps={config['max_steps']}", "--save_checkpoints_steps=20",
+          f"--model_dir={config['model_dir']}", "--eval_steps=2"]
+  subprocess.run(argv, check=True, preexec_fn=die_with_the_worker,
+                 timeout=_KILL_WAIT_SECS * 2)
 
 
 def _checkpoint_steps(model_dir):
@@ -136,20 +156,37 @@ def main():
   parser.add_argument("--max_steps", type=int, default=120)
   parser.add_argument("--kill_worker", action="store_true")
   parser.add_argument("--max_failures", type=int, default=1)
+  parser.add_argument("--loop", choices=("program", "main"),
+                      default="program")
   args = parser.parse_args()
   import ray  # pylint: disable=g-import-not-at-top
   from ray import train  # pylint: disable=g-import-not-at-top
   from ray.train.tensorflow import TensorflowTrainer  # pylint: disable=g-import-not-at-top
 
-  ray.init(num_cpus=3, include_dashboard=False, _node_ip_address="127.0.0.1")
+  for attempt in range(_RAY_STARTS):
+    try:
+      ray.init(num_cpus=3, include_dashboard=False,
+               _node_ip_address="127.0.0.1")
+      break
+    except Exception as e:  # pylint: disable=broad-except
+      # Ray waits a fixed 30 s for its raylet; a busy machine can miss it.
+      if "timed out during startup" not in str(e) or (
+          attempt == _RAY_STARTS - 1):
+        raise
+      print(f"ray_job: Ray start {attempt + 1} timed out; again", flush=True)
+      ray.shutdown()
   config = {"model_dir": args.model_dir, "max_steps": args.max_steps}
-  # The evaluator: a Ray task with the evaluator's TF_CONFIG. It reads only
-  # model_dir; Ray picks the workers' ports at each (re)start, so the
-  # cluster's addresses are stand-ins nobody dials.
+  # The evaluator: a Ray task running the same program with the
+  # evaluator's TF_CONFIG. It reads only model_dir; Ray picks the workers'
+  # ports at each (re)start, so theirs are stand-ins harness never dials
+  # (TF's MultiWorkerMirroredStrategy() in an evaluator wants the evaluator
+  # listed, and its health check logs the stand-ins as down, once).
   evaluator_tf_config = json.dumps({
-      "cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]},
+      "cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"],
+                  "evaluator": ["127.0.0.1:3"]},
       "task": {"type": "evaluator", "index": 0}})
-  evaluator = ray.remote(num_cpus=1)(train_loop).options(
+  loop = train_loop if args.loop == "program" else main_loop
+  evaluator = ray.remote(num_cpus=1)(loop).options(
       runtime_env={"env_vars": {"TF_CONFIG": evaluator_tf_config}})
   evaluation = evaluator.remote(dict(config, rank=-1))
   report = {}
@@ -157,7 +194,7 @@ def main():
     threading.Thread(target=_kill_worker_after_checkpoint, daemon=True,
                      args=(args.model_dir, report)).start()
   trainer = TensorflowTrainer(
-      train_loop, train_loop_config=config,
+      loop, train_loop_config=config,
       scaling_config=train.ScalingConfig(num_workers=2,
                                          resources_per_worker={"CPU": 1}),
       run_config=train.RunConfig(
