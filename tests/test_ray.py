@@ -69,6 +69,25 @@ class RayTrainTest(absltest.TestCase):
     self.assertIn("Ray Train (ray.train.tensorflow) had loaded tf.keras",
                   result.output)
 
+  def test_harness_main_as_the_loops_command(self):
+    self.assertFalse(_MISSING, "HARNESS_REQUIRE_RAY=1 but ray is missing")
+    model_dir = self.create_tempdir().full_path
+    report_path = os.path.join(self.create_tempdir().full_path, "r.json")
+    result = _support.run(
+        [sys.executable, "-m", "tests.programs.ray_job", "--loop=main",
+         f"--model_dir={model_dir}", f"--report={report_path}",
+         f"--max_steps={_MAX_STEPS}"],
+        timeout_secs=_TIMEOUT_SECS, env=conftest.child_env())
+    self.assertEqual(result.returncode, 0, result.description)
+    with open(report_path) as f:
+      report = json.load(f)
+    self.assertIsNone(report["fit_error"], report)
+    self.assertEqual(max(report["checkpoints"]), _MAX_STEPS, report)
+    for task in ("worker/0", "worker/1"):  # Ray's TF_CONFIG reached both.
+      self.assertIn(f"train | {task} | starting at step 0", result.output)
+    self.assertIn(f"eval | done: evaluated global_step {_MAX_STEPS}",
+                  result.output)
+
 
 if __name__ == "__main__":
   absltest.main()
