@@ -138,17 +138,54 @@ def check_keras_2(api_modules):
       `keras` is read without being loaded.
   """
   from harness._tf_private import keras as keras_private  # lazy: it imports this module  # pylint: disable=g-import-not-at-top
+  api_modules = list(api_modules)
   for module in api_modules:
     name = keras_private.loaded_keras_name(module)
     if name is not None and not name.startswith("tf_keras"):
+      if _rerouted_after_ray(keras_private, api_modules):
+        return
       raise errors.LegacyKerasError(
           f"tf.keras was loaded as Keras 3 (module {name!r}) before harness "
           "was imported, so legacy tf.keras code in a model_fn would get "
           "Keras 3, which cannot build TF1 graphs (TF_USE_LEGACY_KERAS is "
-          "read only when tf.keras is first touched). Fix: import harness "
-          "(or harness.compat) before touching tf.keras, or export "
-          "TF_USE_LEGACY_KERAS=1 before starting Python, or run the script "
-          "with `python -m harness.run script.py`.")
+          "read only when tf.keras is first touched). Fix: "
+          + (_RAY_FIX if _RAY_TF_MODULE in sys.modules else "") +
+          "import harness (or harness.compat) before touching tf.keras, or "
+          "export TF_USE_LEGACY_KERAS=1 before starting Python, or run the "
+          "script with `python -m harness.run script.py`.")
+
+
+# Ray Train's TensorFlow module loads tf.keras (Keras 3 unless the variable
+# is set) in every Ray worker before the training function runs.
+_RAY_TF_MODULE = "ray.train.tensorflow"
+_RAY_FIX = ("start Ray with `ray.init(runtime_env={\"env_vars\": "
+            "{\"TF_USE_LEGACY_KERAS\": \"1\"}})`, or ")
+# Packages whose own references to Keras 3 a reroute leaves harmless.
+_RAY_SKIPPED = ("ray", "keras", "tensorflow", "tf_keras", "harness")
+
+
+def _rerouted_after_ray(keras_private, api_modules):
+  """Whether tf.keras, loaded as Keras 3 by Ray alone, now is tf_keras.
+
+  Ray Train imports `ray.train.tensorflow` (which touches tf.keras) in each
+  worker before the user's function runs; when no other module holds that
+  Keras 3 tf.keras, harness points tf.keras at tf_keras, as
+  TF_USE_LEGACY_KERAS=1 at TensorFlow's import would have.
+  """
+  if _RAY_TF_MODULE not in sys.modules:
+    return False
+  holders = keras_private.keras_3_holders(_RAY_SKIPPED)
+  if holders:
+    logging.getLogger("harness").warning(
+        "tf.keras was loaded as Keras 3 by Ray Train and is held by %s: "
+        "harness cannot point it at Keras 2.", ", ".join(holders[:5]))
+    return False
+  keras_private.reroute_keras_to_tf_keras(api_modules)
+  absl_logging.info(
+      "harness: Ray Train (%s) had loaded tf.keras as Keras 3 before harness "
+      "was imported; nothing else held it, so tf.keras is now Keras 2 "
+      "(tf_keras), as with TF_USE_LEGACY_KERAS=1.", _RAY_TF_MODULE)
+  return True
 
 
 def check_keras_2_model(keras_model):

@@ -340,6 +340,54 @@ class PodsInNetnsTest(absltest.TestCase):
                          "mnist-evaluator-0-0",
                          ("mnist-worker-0-0", "mnist-worker-0-1"))
 
+  def test_kueue_suspend_and_resume_loses_no_step(self):
+    """Kueue preempts by suspending the JobSet: every pod is deleted
+    (SIGTERM), later every pod is created again from the same template."""
+    max_steps = 3000
+    config = k8s.K8sConfig(
+        name="mnist", image="unused", workers=2, queue_name="team-a",
+        model_dir=str(self.tmp / "model"), main_args=(
+            "--model_fn=linear", "--input_fn=constant",
+            "--strategy=collective", f"--max_steps={max_steps}",
+            "--batch_size=12", "--save_checkpoints_steps=100000",
+            "--log_step_count_steps=50"))
+    (jobset,) = [o for o in k8s.render(config) if o["kind"] == "JobSet"]
+    self.assertIs(jobset["spec"]["suspend"], True)  # Until Kueue admits it.
+    pods = _jobset_pods([jobset])
+    addresses = self._make_network([p[0] for p in pods])
+    self._write_hosts(addresses, config.service)
+    for hostname, container, env in pods:
+      self._start(addresses[hostname][0], hostname, container, env)
+    step = re.compile(rf"step (\d+)/{max_steps}")
+    _support.wait_for(
+        lambda: any(int(m) >= 100 for _, _, log, _ in self.procs
+                    for m in step.findall(_tail(log, 20))),
+        _RUN_SECS, "a worker to log step 100", details=self._report)
+    for _, proc, _, _ in self.procs:  # Suspended: every pod deleted.
+      os.killpg(proc.pid, signal.SIGTERM)
+    codes = [proc.wait(timeout=_RUN_SECS) for _, proc, _, _ in self.procs]
+    self.assertEqual(codes, [143, 143], self._report())
+    checkpoint = (self.tmp / "model" / "checkpoint").read_text()
+    stop_step = int(re.search(r'model_checkpoint_path: "model\.ckpt-(\d+)"',
+                              checkpoint).group(1))
+    logged = [int(m) for _, _, log, _ in self.procs
+              for m in step.findall(_tail(log, 400))]
+    self.assertGreaterEqual(stop_step, max(logged), self._report())
+    self.assertLess(stop_step, max_steps)
+    for _, _, log, _ in self.procs:
+      log.rename(log.with_suffix(".suspended"))
+    self.procs = []
+    for hostname, container, env in pods:  # Resumed: every pod again.
+      self._start(addresses[hostname][0], hostname, container, env)
+    self._wait_all()
+    for hostname, _, log, _ in self.procs:
+      self.assertIn(f"starting at step {stop_step}", _tail(log, 400),
+                    f"{hostname} lost steps after the stop checkpoint\n"
+                    + self._report())
+    checkpoint = (self.tmp / "model" / "checkpoint").read_text()
+    self.assertIn(f'model_checkpoint_path: "model.ckpt-{max_steps}"',
+                  checkpoint)
+
   def _config(self, output):
     return k8s.K8sConfig(
         name="mnist", image="unused", output=output, workers=2,

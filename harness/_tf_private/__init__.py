@@ -32,9 +32,11 @@ from harness._tf_private.keras import is_graph_network
 from harness._tf_private.keras import keras_compiled_metrics
 from harness._tf_private.keras import keras_loss_and_train_op
 from harness._tf_private.keras import keras_restore_subclassed
+from harness._tf_private.keras import keras_3_holders
 from harness._tf_private.keras import keras_track
 from harness._tf_private.keras import keras_weight_compiled_loss
 from harness._tf_private.keras import loaded_keras_name
+from harness._tf_private.keras import reroute_keras_to_tf_keras
 from harness._tf_private.keras import seed_keras_initializers
 from harness._tf_private.training import add_saving_listeners
 from harness._tf_private.training import moved_modules

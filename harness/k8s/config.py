@@ -23,9 +23,10 @@ from harness.k8s import policy
 
 __all__ = [
     "K8sConfig", "OUTPUTS", "JOBSET_GATES", "REMOVED_FLAGS",
+    "RESTART_POLICIES",
     "training_tasks", "cluster_addresses",
     "CLUSTER_ENV", "TASK_TYPE_ENV", "TASK_INDEX_ENV", "JOB_INDEX_ENV",
-    "CONTAINER", "MODEL_MOUNT", "ENTRYPOINT",
+    "CONTAINER", "MODEL_MOUNT", "ENTRYPOINT", "QUEUE_LABEL",
     "CONFIG_ERROR_EXIT_CODE",
 ]
 
@@ -34,6 +35,8 @@ TASK_TYPE_ENV = "HARNESS_K8S_TASK_TYPE"
 TASK_INDEX_ENV = "HARNESS_K8S_TASK_INDEX"
 JOB_INDEX_ENV = "JOB_COMPLETION_INDEX"  # Set by Kubernetes in Indexed Jobs.
 CONTAINER = "harness"
+# Kueue admits a workload by this label (kueue.x-k8s.io/queue-name).
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 MODEL_MOUNT = "/mnt/harness"
 # harness binaries' "bad flag / TF_CONFIG" status (`errors.EXIT_BAD_CONFIG`).
 CONFIG_ERROR_EXIT_CODE = errors.EXIT_BAD_CONFIG
@@ -45,6 +48,8 @@ ENTRYPOINT = (
     "harness-k8s")
 # `--output`: what the manifests are.
 OUTPUTS = ("jobset", "trainjob", "jobs", "tfjob", "servers")
+# `--restart_policy`: what a disruption of one training pod restarts.
+RESTART_POLICIES = ("pod", "group")
 # `--jobset_feature_gates`: gate -> (what it needs, what it adds).
 JOBSET_GATES = {
     "RestartJob": (
@@ -150,17 +155,32 @@ class K8sConfig:
                                        "client's (e.g. 10.1.2.3/32) or a "
                                        "private load balancer's "
                                        "(repeatable; /0 is refused).")
+  restart_policy: str = _field(
+      "pod", "jobset, trainjob: on a disruption (a pod with the "
+      "DisruptionTarget condition: evicted, preempted) replace that pod "
+      "(pod; the others stop at the same step and are replaced too) or "
+      "restart the whole group at once (group: JobSet's "
+      "RestartJobSetAndIgnoreMaxRestarts, not counted). Other outputs "
+      "cannot express group.")
+  queue_name: str | None = _field(None, "A Kueue LocalQueue in the "
+                                  "namespace: every workload (JobSet, "
+                                  "TrainJob, Job, TFJob, StatefulSet) gets "
+                                  f"the label {QUEUE_LABEL}, and the "
+                                  "suspendable ones spec.suspend: true "
+                                  "until Kueue admits them.")
   main_args: tuple[str, ...] = dataclasses.field(default=())
 
   def __post_init__(self):
-    for flag in ("name", "namespace") + (("pvc",) if self.pvc else ()):
+    for flag in ("name", "namespace") + (("pvc",) if self.pvc else ()) + (
+        ("queue_name",) if self.queue_name is not None else ()):
       value = getattr(self, flag)
       if not isinstance(value, str) or not _NAME_RE.match(value) or len(
           value) > (_MAX_NAME if flag == "name" else 63):
         _flag_error(flag, value, "must be a DNS label: lowercase letters, "
                     "digits and '-', starting with a letter (at most "
                     f"{_MAX_NAME if flag == 'name' else 63} characters).",
-                    "e.g. --name=mnist-1.")
+                    f"e.g. --{flag}="
+                    f"{'team-a' if flag == 'queue_name' else 'mnist-1'}.")
     self._check_text()
     for flag, low in (("workers", 0), ("ps", 0), ("num_gpus_per_worker", 0),
                       ("port", 1), ("num_cpu_devices", 1),
@@ -183,6 +203,11 @@ class K8sConfig:
       _flag_error("workers", 0, "a cluster needs a chief or a worker.",
                   "use --workers=1 or more, or --chief.")
     self._check_gates()
+    if self.restart_policy not in RESTART_POLICIES or (
+        self.restart_policy == "group" and not self.uses_jobset):
+      _flag_error("restart_policy", self.restart_policy, "must be pod, or "
+                  "group with --output=jobset or trainjob (only a JobSet "
+                  "restarts a group of Jobs).", "give --restart_policy=pod.")
     if self.standalone:
       self._check_standalone()
     else:

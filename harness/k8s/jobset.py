@@ -70,6 +70,10 @@ _TRAINER_GROUP = TRAINER_API.split("/")[0]
 _FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"
 # The Job failure reason of a podFailurePolicy `FailJob` (exit status 2).
 _POD_FAILURE_POLICY_REASON = "PodFailurePolicy"
+# In the Job's failure message when a pod condition matched a `FailJob`
+# rule ("Pod ns/p has condition DisruptionTarget matching FailJob rule at
+# index 1"; Kubernetes pkg/controller/job/pod_failure_policy.go).
+_DISRUPTION_MESSAGE = "condition DisruptionTarget matching FailJob rule"
 # Kubeflow Trainer: the replicatedJob it treats as the trainer, and the
 # container it requires there (pkg/constants/constants.go,
 # pkg/webhooks/trainingruntime_webhook.go).
@@ -133,7 +137,9 @@ def _replicated_job(config, task_type, count, *, trainer_runtime):
       # the group. The evaluator retries its pod within its own Job.
       "backoffLimit": config.restarts_per_task if evaluator else 0,
       "podReplacementPolicy": "Failed",
-      "podFailurePolicy": pods.pod_failure_policy(name),
+      "podFailurePolicy": pods.pod_failure_policy(
+          name, fail_on_disruption=not evaluator and (
+              config.restart_policy == "group")),
       "template": {"metadata": {"labels": labels},
                    "spec": pods.pod_spec(config, container,
                                          restart_policy="Never",
@@ -152,8 +158,16 @@ def _replicated_job(config, task_type, count, *, trainer_runtime):
 
 def _failure_policy(config, trainer_types):
   """The JobSet's failurePolicy; its first matching rule applies."""
-  rules = [{"name": "badFlagsFailTheJobSet", "action": "FailJobSet",
-            "onJobFailureReasons": [_POD_FAILURE_POLICY_REASON]}]
+  rules = []
+  if config.restart_policy == "group":  # Before the bad-flags rule: the
+    # same Job failure reason, told apart by Kubernetes' message.
+    rules.append({"name": "disruptionRestartsTheGroup",
+                  "action": "RestartJobSetAndIgnoreMaxRestarts",
+                  "onJobFailureReasons": [_POD_FAILURE_POLICY_REASON],
+                  "onJobFailureMessagePatterns": [_DISRUPTION_MESSAGE],
+                  "targetReplicatedJobs": list(trainer_types)})
+  rules.append({"name": "badFlagsFailTheJobSet", "action": "FailJobSet",
+                "onJobFailureReasons": [_POD_FAILURE_POLICY_REASON]})
   if config.evaluator and "RestartJob" in config.feature_gates:
     rules.append({"name": "evaluatorRestartsAlone", "action": "RestartJob",
                   "targetReplicatedJobs": [jobs.EVALUATOR]})

@@ -200,9 +200,34 @@ def render(config):
     A list of dicts, one per object.
   """
   objects = _RENDERERS[config.output](config)
+  if config.queue_name:
+    _queue(objects, config.queue_name)
   if config.tensorboard and not config.standalone:
     objects += _tensorboard(config)
   return objects
+
+
+# Kinds Kueue admits, -> the path of their suspend flag (None: Kueue gates
+# the pods instead). TensorBoard's Deployment stays outside the queue.
+_QUEUED_KINDS = {"JobSet": ("spec",), "TrainJob": ("spec",),
+                 "Job": ("spec",), "TFJob": ("spec", "runPolicy"),
+                 "StatefulSet": None}
+
+
+def _queue(objects, queue_name):
+  """Puts every workload in Kueue's LocalQueue `queue_name`, suspended
+  until Kueue admits it (what Kueue's own webhook would set)."""
+  for obj in objects:
+    if obj["kind"] not in _QUEUED_KINDS:
+      continue
+    obj["metadata"]["labels"] = dict(obj["metadata"].get("labels", {}), **{
+        config_lib.QUEUE_LABEL: queue_name})
+    path = _QUEUED_KINDS[obj["kind"]]
+    if path is not None:
+      target = obj
+      for key in path:
+        target = target[key]
+      target["suspend"] = True
 
 
 def _with_evaluator_job(render_tasks):

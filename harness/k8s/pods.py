@@ -115,7 +115,8 @@ def pod_spec(config, pod_container, *, restart_policy, subdomain=True):
   return policy.pod_security(spec)
 
 
-def pod_failure_policy(container_name=config_lib.CONTAINER):
+def pod_failure_policy(container_name=config_lib.CONTAINER, *,
+                       fail_on_disruption=False):
   """A Job's podFailurePolicy: harness's exit-status contract.
 
   From `harness/errors.py`: `EXIT_BAD_CONFIG` (2, a bad flag or TF_CONFIG)
@@ -124,13 +125,20 @@ def pod_failure_policy(container_name=config_lib.CONTAINER):
   `DisruptionTarget` condition: evicted, preempted) are ignored, so the
   pod is replaced without using up a retry; any other failure counts
   against the Job's retries. `EXIT_DONE` (0) is a success, no rule.
+  `fail_on_disruption` (`--restart_policy=group`): a disrupted pod fails
+  the Job instead (its failure message names `DisruptionTarget`), for the
+  JobSet to restart the whole group.
   """
-  return {"rules": [
+  disrupted = [{"type": "DisruptionTarget", "status": "True"}]
+  rules = [
       {"action": "FailJob", "onExitCodes": {
           "containerName": container_name, "operator": "In",
           "values": [errors.EXIT_BAD_CONFIG]}},
       {"action": "Ignore", "onExitCodes": {
           "containerName": container_name, "operator": "In",
           "values": [errors.EXIT_PREEMPTED]}},
-      {"action": "Ignore", "onPodConditions": [
-          {"type": "DisruptionTarget", "status": "True"}]}]}
+      {"action": "Ignore", "onPodConditions": disrupted}]
+  if fail_on_disruption:  # Before the 143 rule: a disrupted pod exits 143.
+    rules = [rules[0], {"action": "FailJob", "onPodConditions": disrupted},
+             rules[1]]
+  return {"rules": rules}
