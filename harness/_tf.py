@@ -55,7 +55,7 @@ def _import_tensorflow_quietly(environ):
     os.dup2(sink.fileno(), 2)
     try:
       import tensorflow  # lazy: the one quiet TensorFlow import  # pylint: disable=g-import-not-at-top
-    except BaseException:
+    except Exception:  # Not a signal's: its own line says it.
       os.dup2(saved_fd, 2)
       sink.seek(0)
       sys.stderr.write(sink.read().decode("utf-8", "replace"))

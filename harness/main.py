@@ -24,6 +24,13 @@ cases). Anything else is a harness bug and
 keeps its traceback.
 """
 
+# First (issue 51): SIGTERM/SIGINT end the process with one line from its
+# first instant, before the imports below (TensorFlow's among them); the
+# stop flag takes over once the flags are read (main()).
+from harness.cli import first_signal  # pylint: disable=g-bad-import-order
+if __name__ == "__main__":
+  first_signal.install("harness.main")
+# pylint: disable=g-import-not-at-top,wrong-import-position,wrong-import-order
 import gc
 import logging as std_logging
 import os
@@ -44,6 +51,7 @@ from harness.cli import legacy_imports
 from harness.cli import preflight
 from harness.cli import log_format
 from harness.core import stop_signal
+# pylint: enable=g-import-not-at-top,wrong-import-position,wrong-import-order
 
 __all__ = ["main", "run"]
 
@@ -74,7 +82,20 @@ def _set_verbosity(verbosity):
     std_logging.getLogger("tensorflow").setLevel(std_logging.INFO)
 
 
+def _stopped_line(label, stage):
+  return (f"{label}: stopped while {stage} (outside the training loop); the "
+          "newest checkpoint in --model_dir is intact. Fix: nothing is lost; "
+          "run the same command again to resume from it.")
+
+
 def _fail(error, code, debug, label=None):
+  stage = stop_signal.STOP_SIGNAL.terminated_in
+  if stage is not None and code in (errors.EXIT_FAILED,
+                                    errors.EXIT_BAD_CONFIG):
+    # SIGTERM raised inside an import (an ImportError, a "bad flag") or
+    # TensorFlow's bindings: the stop, not what it looks like (issue 51).
+    error, code, label = (_stopped_line(stop_signal.STOP_SIGNAL.label, stage),
+                          errors.EXIT_PREEMPTED, "SIGTERM")
   if debug:
     traceback.print_exc()
   message = str(error)
@@ -143,11 +164,8 @@ def main(argv, *, environ=None, handle_signals=False):
     stage = stop_signal.STOP_SIGNAL.terminated_in
     if stage is None:
       raise
-    return _fail(
-        f"{label}: stopped while {stage} (outside the training loop); the "
-        "newest checkpoint in --model_dir is intact. Fix: nothing is lost; "
-        "run the same command again to resume from it.",
-        errors.EXIT_PREEMPTED, debug, "SIGTERM")
+    return _fail(_stopped_line(label, stage), errors.EXIT_PREEMPTED, debug,
+                 "SIGTERM")
 
 
 def _run(job_config, plan, environ, debug):
@@ -229,8 +247,10 @@ def _main_then_exit(argv):
 
 def run():
   """Console-script entry point (`harness-main`)."""
-  # First: as PID 1 of a pod, a SIGTERM without a handler is ignored.
-  stop_signal.STOP_SIGNAL.install_for_process()
+  # As PID 1 of a pod, a SIGTERM without a handler is ignored: one is in
+  # place from the module's first line (`python -m`) or from here (the
+  # console script); main() installs the stop flag's once the flags parsed.
+  first_signal.install("harness.main")
   app.run(_main_then_exit, flags_parser=_parse_absl_defaults)
 
 

@@ -206,8 +206,12 @@ def _explain_op_error(error, model_dir, tf):
   elif isinstance(inner, tf.errors.NotFoundError):
     fix = "check the file or folder it names"
     where = "while running the job"
-  else:
-    fix = "see TensorFlow's reason above"
+  else:  # TensorFlow's reason starts the line: nothing is "above" it.
+    op = re.search(r"\(op (\w+)\)", text)
+    fix = (f"TensorFlow's reason starts this line; check the dtypes and "
+           f"shapes the model_fn's {op[1]} op gets (a loss must be a float)"
+           if op else "TensorFlow's reason starts this line; correct the "
+           "model_fn or input_fn code it points at")
     where = "while running the job"
   return name, (
       f"{text} (TensorFlow, {where}). "

@@ -85,7 +85,7 @@ def _tasks(environ):
   text = environ.get(TASKS_ENV) or ""
   try:
     tasks = json.loads(text)
-  except ValueError:
+  except (ValueError, RecursionError):  # Not JSON, or nested too deep.
     tasks = None
   if not isinstance(tasks, dict) or not tasks or any(
       job not in TRAINER_TYPES or isinstance(n, bool) or not isinstance(

@@ -194,6 +194,12 @@ def _load_json(text, source, what):
     raise errors.ClusterConfigError(
         f"{source} has a {e} in one JSON object: {text[:300]}. Fix: list each "
         "key once (merge the two entries).") from None
+  except RecursionError:
+    raise errors.ClusterConfigError(
+        f"{source} nests its JSON deeper than Python's parser allows "
+        f"({len(text)} characters, starting {text[:60]!r}). {what} must be a "
+        'JSON object such as {"cluster": {...}, "task": {...}}. Fix: '
+        "correct the text.") from None
 
 
 def _json_type(value):

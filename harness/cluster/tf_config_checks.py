@@ -68,6 +68,10 @@ def _address_fix(address):
   """The fix sentence for a malformed "host:port" `address` (a str)."""
   if address != address.strip() or " " in address.strip():
     return f'remove the spaces: write it as "{"".join(address.split())}".'
+  scheme, found, rest = address.partition("://")
+  if found and rest:  # "grpc://host:port": TensorFlow adds the scheme.
+    return (f'drop the "{scheme}://": write it as "{rest}" (TF_CONFIG '
+            "addresses are host:port).")
   host, sep, port = address.rpartition(":")
   if address.count(":") > 1 and not address.startswith("["):
     whole = f'"[{address}]:2222" (your port)'

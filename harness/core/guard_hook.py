@@ -12,6 +12,7 @@ from harness import _tf_private
 from harness import errors
 from harness._tf import tf
 from harness.core.stop_signal import STOP_SIGNAL
+from harness.state import checkpoints
 
 __all__ = ["GuardHook", "SaveStageListener", "VOTE_GROUP_KEY",
            "VOTE_INSTANCE_KEY"]
@@ -109,6 +110,11 @@ class GuardHook(tf.compat.v1.train.SessionRunHook):
         self.end_step = int(session.run(self._step))
       return
     step = session.run(self._step) if self._step is not None else None
+    if self._guard.is_chief and self._guard.model_dir:
+      # The saved step: under a ps, other workers' steps may have moved the
+      # global step on since the chief's final save (issue 51).
+      step = checkpoints.step_in_name(tf.train.latest_checkpoint(
+          self._guard.model_dir), default=step)
     name = STOP_SIGNAL.signal_name or "SIGTERM"  # A peer's, under a vote.
     how = "interrupted (SIGINT)" if name == "SIGINT" else (
         f"preempted ({name})")

@@ -300,7 +300,7 @@ class StopSignal:
       raise
     pending = self.end_finishing()
     if pending is not None:
-      raise self._interrupt(pending)
+      raise self._interrupt(pending, f"{what} (it completed)")
 
   @contextlib.contextmanager
   def stage_as(self, what):
@@ -349,10 +349,10 @@ class StopSignal:
     for signum, handler in previous.items():
       signal.signal(signum, signal.SIG_DFL if handler is None else handler)
 
-  def _interrupt(self, name):
+  def _interrupt(self, name, where=None):
     if name == "SIGINT":
       return KeyboardInterrupt()
-    self.terminated_in = self._where()
+    self.terminated_in = where or self._where()
     return Terminated(self.terminated_in)
 
   def _on_signal(self, signum, frame):

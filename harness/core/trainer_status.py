@@ -11,10 +11,12 @@ trainer pods three variables; the process that has them posts its progress,
 which the controller writes to the TrainJob's `status.trainerStatus`. The
 training thread only records numbers (`core/progress` at each progress line,
 `core/evaluation` after each evaluation, as they feed `core/live_metrics`);
-a thread here posts the latest at most once per `MIN_INTERVAL_SECS`, each
-post bounded by `TIMEOUT_SECS` a socket operation. A failed post logs one
-line, later failures are quiet until a post succeeds (one line). Training
-never waits for a post; `finish`, after it, waits (bounded) for the last.
+a thread here posts the latest at most once per `MIN_INTERVAL_SECS`
+(`core/status_post`: https only, a redirect is a failure and never gets the
+token, each post cut off `2 * TIMEOUT_SECS` after it connected). A failed
+post (a malformed URL too) logs one line, later failures are quiet until a
+post succeeds (one line); the thread never dies. Training never waits for a
+post; `finish`, after it, waits (bounded) for the last.
 
 The wire format, checked at kubeflow/trainer v2.2.0 (dc7656ad) and v2.3.0
 (658725bd):
@@ -50,15 +52,13 @@ import datetime
 import json
 import numbers
 import re
-import ssl
 import threading
 import time
-import urllib.error
-import urllib.request
 
 from absl import logging
 
 from harness import errors
+from harness.core import status_post
 
 __all__ = ["URL_ENV", "CA_CERT_ENV", "TOKEN_ENV", "MIN_INTERVAL_SECS",
            "TIMEOUT_SECS", "Endpoint", "Reporter", "endpoint_from_environ",
@@ -68,11 +68,11 @@ URL_ENV = "KUBEFLOW_TRAINER_SERVER_URL"
 CA_CERT_ENV = "KUBEFLOW_TRAINER_SERVER_CA_CERT"  # A file path.
 TOKEN_ENV = "KUBEFLOW_TRAINER_SERVER_TOKEN"  # A file path; it rotates.
 MIN_INTERVAL_SECS = 5.0  # Between the starts of two posts.
-TIMEOUT_SECS = 5.0  # Each socket operation of one post.
+TIMEOUT_SECS = 5.0  # Connecting; a whole post is cut off at twice this.
 _MAX_METRICS = 256
 _MAX_TEXT = 64  # Characters of a metric's name and of its value.
 _INT32_MAX = 2**31 - 1
-_REASON_CHARS = 90  # Of a failure's reason: a log line stays < 160.
+_REASON_CHARS = status_post.REASON_CHARS
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -178,47 +178,12 @@ def _target(url):
 
 
 def _post(endpoint, body, timeout_secs):
-  """POSTs `body` (bytes); returns None on 200, else why it failed."""
-  try:
-    with open(endpoint.token_path, encoding="utf-8") as f:  # local-fs: token
-      token = f.read().strip()
-  except OSError as e:
-    return f"cannot read the token file {endpoint.token_path}: {e}"
-  if not token:
-    return f"the token file {endpoint.token_path} is empty"
-  request = urllib.request.Request(
-      endpoint.url, data=body, method="POST", headers={
-          "Authorization": f"Bearer {token}",
-          "Content-Type": "application/json"})
-  try:
-    # The CA file is read each time too (the Trainer may rotate it); no
-    # proxy: the status server is a Service of the cluster.
-    opener = urllib.request.build_opener(
-        urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(
-            context=ssl.create_default_context(
-                cafile=endpoint.ca_cert_path)))
-    with opener.open(request, timeout=timeout_secs) as reply:
-      reply.read(_REASON_CHARS)
-      return None if reply.status == 200 else f"HTTP {reply.status}"
-  except urllib.error.HTTPError as e:
-    return f"HTTP {e.code}: {_server_message(e)}"
-  except urllib.error.URLError as e:
-    return str(e.reason)
-  except (OSError, ValueError) as e:  # Timeouts, TLS, a bad CA file.
-    return f"{type(e).__name__}: {e}"
-
-
-def _server_message(http_error):
-  """The `message` of the server's metav1.Status reply, else its text."""
-  try:
-    text = http_error.read(4096).decode("utf-8", "replace")
-  except OSError:
-    return http_error.reason
-  try:
-    text = json.loads(text).get("message") or text
-  except (ValueError, AttributeError):
-    pass
-  return " ".join(str(text).split())[:_REASON_CHARS]
+  """POSTs `body` (bytes); returns None on 200, else why it failed
+  (`status_post.post`: no redirects, bounded as a whole)."""
+  return status_post.post(endpoint.url, body,
+                          token_path=endpoint.token_path,
+                          ca_cert_path=endpoint.ca_cert_path,
+                          timeout_secs=timeout_secs)
 
 
 class Reporter:
@@ -239,7 +204,8 @@ class Reporter:
       endpoint: an `Endpoint`.
       task_label: this task in the log lines ("chief/0").
       min_interval_secs: seconds between the starts of two posts.
-      timeout_secs: bound of each socket operation of a post (seconds).
+      timeout_secs: bound of connecting (seconds); a whole post is cut
+        off at twice this (`status_post`).
       clock: monotonic seconds (the interval); wall_clock: seconds since
         the epoch (`lastUpdatedTime`). Injectable for tests.
     """
@@ -339,7 +305,11 @@ class Reporter:
         return
       self._last_post = self._clock()
       self._posts += 1
-      self._log_outcome(_post(self._endpoint, body, self._timeout_secs))
+      try:
+        failure = _post(self._endpoint, body, self._timeout_secs)
+      except Exception as e:  # pylint: disable=broad-except
+        failure = f"{type(e).__name__}: {e}"  # The thread goes on.
+      self._log_outcome(failure)
       self._posts_done += 1
 
   def _log_outcome(self, failure):

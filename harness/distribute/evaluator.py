@@ -129,19 +129,30 @@ class CheckpointEvaluator:
     return self._previous_checkpoint
 
   def export(self, metrics, checkpoint_path, is_the_final_export):
-    """Runs every exporter of the EvalSpec; returns their results."""
-    results = []
+    """Runs every exporter of the EvalSpec; returns their results. An
+    export in progress finishes (a stop signal waits for it); SIGTERM in the
+    final ones: all complete and the job is done (exit 0), not preempted."""
+    results, stopped = [], None
     for exporter in self._eval_spec.exporters:
-      # An export in progress finishes (a stop signal waits for its end).
-      with stop_signal.STOP_SIGNAL.finishing(
-          f"an export ({exporter.name}, {_file_name(checkpoint_path)})"):
-        results.append(exporter.export(
-            estimator=self._estimator,
-            export_path=self._export_path(exporter),
-            checkpoint_path=checkpoint_path, eval_result=metrics,
-            is_the_final_export=is_the_final_export))
+      try:
+        with stop_signal.STOP_SIGNAL.finishing(
+            f"an export ({exporter.name}, {_file_name(checkpoint_path)})"):
+          results.append(exporter.export(
+              estimator=self._estimator,
+              export_path=self._export_path(exporter),
+              checkpoint_path=checkpoint_path, eval_result=metrics,
+              is_the_final_export=is_the_final_export))
+      except stop_signal.Terminated as e:
+        if not is_the_final_export:
+          raise
+        stopped = e
     if is_the_final_export:
       self.final_export_done = True
+    if stopped is not None:  # No stop line, no bound: the job ends now.
+      stop_signal.STOP_SIGNAL.terminated_in = None
+      stop_signal.STOP_SIGNAL.boundary_reached("after the final export")
+      logging.warning("eval | SIGTERM during the final export (%s): the "
+                      "job is done, not preempted", stopped.stage)
     return results
 
 
@@ -378,6 +389,6 @@ def _check_resumed(model_dir, stopped, limit, wall_clock=time.time):
 
 
 def _file_name(path):
-  """The last part of a checkpoint path, for a stage line: whatever the
-  estimator's `latest_checkpoint` returned (2.15 passed it on unread)."""
+  """A checkpoint path's last part, for a stage line (any type: 2.15 passed
+  `latest_checkpoint`'s value on unread)."""
   return str(path).rsplit("/", 1)[-1]

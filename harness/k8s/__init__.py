@@ -36,25 +36,40 @@ harness imports this package.
 This package imports nothing from TensorFlow.
 """
 
-# The config and the contract with the pods.
-from harness.k8s.config import CLUSTER_ENV
-from harness.k8s.config import CONFIG_ERROR_EXIT_CODE
-from harness.k8s.config import CONTAINER
-from harness.k8s.config import ENTRYPOINT
-from harness.k8s.config import JOB_INDEX_ENV
-from harness.k8s.config import K8sConfig
-from harness.k8s.config import MODEL_MOUNT
-from harness.k8s.config import TASK_INDEX_ENV
-from harness.k8s.config import TASK_TYPE_ENV
-from harness.k8s.config import training_tasks
-from harness.k8s.policy import SCRATCH_MOUNT
-# Rendering.
-from harness.k8s.manifests import render
-from harness.k8s.manifests import to_yaml
-# The pod's entrypoint and the binary.
-from harness.k8s.entrypoint import tf_config_from_environ
-from harness.k8s.cli import main
-from harness.k8s.cli import parse_args
+import importlib as _importlib
+
+# The names, each under the module that defines it, loaded on first access:
+# `python -m harness.k8s.start` (a pod's PID 1) installs its SIGTERM handler
+# before anything of this package loads.
+_BY_MODULE = {
+    # The config and the contract with the pods.
+    "harness.k8s.config": (
+        "CLUSTER_ENV", "CONFIG_ERROR_EXIT_CODE", "CONTAINER", "ENTRYPOINT",
+        "JOB_INDEX_ENV", "K8sConfig", "MODEL_MOUNT", "TASK_INDEX_ENV",
+        "TASK_TYPE_ENV", "training_tasks"),
+    "harness.k8s.policy": ("SCRATCH_MOUNT",),
+    # Rendering.
+    "harness.k8s.manifests": ("render", "to_yaml"),
+    # The pod's entrypoint and the binary.
+    "harness.k8s.entrypoint": ("tf_config_from_environ",),
+    "harness.k8s.cli": ("main", "parse_args"),
+}
+_MODULE_OF = {name: module for module, names in _BY_MODULE.items()
+              for name in names}
+
+
+def __getattr__(name):
+  module = _MODULE_OF.get(name)
+  if module is None:
+    raise AttributeError(f"module 'harness.k8s' has no attribute {name!r}")
+  value = getattr(_importlib.import_module(module), name)
+  globals()[name] = value
+  return value
+
+
+def __dir__():
+  return sorted(set(globals()) | set(_MODULE_OF))
+
 
 __all__ = [
     # The config and the contract with the pods.

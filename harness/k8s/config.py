@@ -40,12 +40,9 @@ QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 MODEL_MOUNT = "/mnt/harness"
 # harness binaries' "bad flag / TF_CONFIG" status (`errors.EXIT_BAD_CONFIG`).
 CONFIG_ERROR_EXIT_CODE = errors.EXIT_BAD_CONFIG
-# The container's command: TF_CONFIG from this pod's index, then exec args.
-ENTRYPOINT = (
-    "/bin/sh", "-c",
-    'TF_CONFIG="$(python -m harness.k8s tf-config)" || exit '
-    f'{CONFIG_ERROR_EXIT_CODE}; export TF_CONFIG; exec "$@"',
-    "harness-k8s")
+# The container's command: TF_CONFIG from this pod's place, then exec args;
+# no shell as PID 1, SIGTERM handled from the first instant (k8s/start.py).
+ENTRYPOINT = ("python", "-m", "harness.k8s.start", "--")
 # `--output`: what the manifests are.
 OUTPUTS = ("jobset", "trainjob", "jobs", "tfjob", "servers")
 # `--restart_policy`: what a disruption of one training pod restarts.

@@ -23,9 +23,12 @@ restarted pod's dead predecessor). `force_takeover=True`
 next refresh.
 
 Evaluators, exports and predictions read model_dir without a lease.
-Creation is check-then-write, then re-read: two trainers starting within
-the same instant on a filesystem without atomic create may both pass; the
-one whose write lost sees it at its first refresh and stops.
+A claim (read, decide, write, read back) holds an exclusive lock of a local
+model_dir (`lease_file.claim_lock`), so two processes decide one after the
+other: exactly one holds it. On a filesystem without locks (gs://, hdfs://)
+the claim reads its token back at once and again `SETTLE_SECS` later: two
+trainers both hold it only when one took longer than that from its read to
+its write, and the loser stops at its first refresh.
 """
 
 import dataclasses
@@ -53,9 +56,11 @@ LeaseRecord = lease_file.LeaseRecord
 read = lease_file.read
 _path = lease_file.path
 _write = lease_file.write
-# A lease not refreshed for this many periods is stale (a holder on another
-# host that died, or lost its filesystem).
-STALE_AFTER_REFRESHES = 6
+STALE_AFTER_REFRESHES = 6  # Periods without a refresh: the holder is gone.
+# Without a lock: the second read-back of a claim's token, seconds later.
+SETTLE_SECS = 1.0
+# The longest a claim may wait for another process's claim: its watch.
+_CLAIM_LOCK_SECS = (STALE_AFTER_REFRESHES + 2) * lease_file.MAX_REFRESH_SECS
 
 # The leases this process holds now, by token: another thread of this
 # process that meets one is refused at once (a lease with this pid but
@@ -86,39 +91,6 @@ def _same_process_space(record, host, space=None):
                               this_host=host, space=space)
 
 
-def _await_refresh_or_stale(model_dir, current, *, task_label, clock, sleep):
-  """Watches a live-looking lease whose holder's pid cannot be checked here.
-
-  A restarted pod meets its dead predecessor's lease this way, a second
-  trainer in another container a live one: a refresh proves the holder
-  alive, none within the stale limit proves it gone. Bounded by the stale
-  limit plus one refresh period, also when the lease's time is ahead of our
-  clock or not a number (its age is unknown: watched for the whole bound).
-
-  Returns:
-    (the record as last read, or None; whether it stayed unchanged for the
-    whole watch: its holder is gone).
-  """
-  period = current.period_secs
-  limit = STALE_AFTER_REFRESHES * period
-  age = current.age(clock())
-  wait = min(limit, max(0.0, limit - (age or 0.0))) + period
-  logging.info("lease | %s | held by %s on %s (another process space); "
-               "waiting up to %.0f s for a refresh (alive) or none (stale)",
-               task_label, current.task, current.host, wait)
-  poll = min(1.0, period / 5)
-  start = clock()
-  for _ in range(int(wait / poll) + 2):  # Also bounded with a fake clock.
-    sleep(poll)
-    latest = read(model_dir)
-    if latest is None or latest.token != current.token or repr(
-        latest.refreshed_time) != repr(current.refreshed_time):  # NaN too.
-      return latest, False  # Refreshed, replaced or released: decide again.
-    if clock() - start > wait:
-      break
-  return current, True
-
-
 def _held_elsewhere(model_dir, current, *, task_label, clock, sleep, host,
                     pid, space):
   """Watches a live holder in another process space; raises while it lives.
@@ -128,8 +100,9 @@ def _held_elsewhere(model_dir, current, *, task_label, clock, sleep, host,
     stale when it was not refreshed while watched, else None).
   """
   watched_from = clock()
-  current, unchanged = _await_refresh_or_stale(
-      model_dir, current, task_label=task_label, clock=clock, sleep=sleep)
+  current, unchanged = lease_file.watch(
+      model_dir, current, stale_after=STALE_AFTER_REFRESHES,
+      task_label=task_label, clock=clock, sleep=sleep)
   now = clock()
   if current is None:
     return None, now, None
@@ -282,10 +255,11 @@ def acquire(model_dir, *, task_label="local", force_takeover=False,
     model_dir: the directory (any `tf.io.gfile` path); created if missing.
     task_label: who trains, e.g. "local" or "chief/0" (shown to others).
     force_takeover: take over a live lease of another trainer.
-    refresh_secs: seconds between refreshes (> 0).
+    refresh_secs: seconds between refreshes (> 0; at most
+      `lease_file.MAX_REFRESH_SECS` are used).
     clock, host, pid, pid_alive, space, sleep: injectable time, identity
       (space: see `processes.process_space`), liveness and the pause of
-      `_await_refresh_or_stale`.
+      `lease_file.watch`.
 
   Returns:
     A started `Lease`; call `release()` (or use it as a context manager).
@@ -299,15 +273,23 @@ def acquire(model_dir, *, task_label="local", force_takeover=False,
       refresh_secs, (int, float)) or not 0 < refresh_secs < float("inf"):
     raise errors.ConfigError("`refresh_secs` must be a number of seconds > "
                              f"0, got {refresh_secs!r}.")
+  # Others count a period up to MAX_REFRESH_SECS: refresh at least as often.
+  refresh_secs = min(float(refresh_secs), lease_file.MAX_REFRESH_SECS)
   identity = dict(host=socket.gethostname() if host is None else host,
                   pid=os.getpid() if pid is None else pid,
                   space=processes.process_space() if space is None else space)
   model_dir = os.fspath(model_dir)
-  with _dir_lock(model_dir):  # Threads of this process decide one by one.
+  tf.io.gfile.makedirs(model_dir)
+  # Threads of this process decide one by one, and processes too.
+  with _dir_lock(model_dir), lease_file.claim_lock(
+      model_dir, timeout_secs=_CLAIM_LOCK_SECS) as atomic:
     record = _claim(model_dir, task_label=task_label,
                     force_takeover=force_takeover, clock=clock, sleep=sleep,
                     pid_alive=pid_alive, refresh_secs=float(refresh_secs),
                     **identity)
+    if not atomic:  # Another's write may land after our read-back.
+      sleep(SETTLE_SECS)
+      _verify(model_dir, record, clock())
     lease = Lease(model_dir, record, clock=clock)
     with _HELD_LOCK:
       _HELD[record.token] = lease
@@ -322,7 +304,6 @@ def acquire(model_dir, *, task_label="local", force_takeover=False,
 def _claim(model_dir, *, task_label, force_takeover, clock, sleep, host, pid,
            space, pid_alive, refresh_secs):
   """`acquire`'s decision and write; returns the written `LeaseRecord`."""
-  tf.io.gfile.makedirs(model_dir)
   now = clock()
   current = read(model_dir)
   reason = None
@@ -342,11 +323,16 @@ def _claim(model_dir, *, task_label, force_takeover, clock, sleep, host, pid,
       refresh_secs=refresh_secs, token=uuid.uuid4().hex,
       pid_ns=space[0], boot_id=space[1])
   _write(model_dir, record)
+  _verify(model_dir, record, now)
+  return record
+
+
+def _verify(model_dir, record, now):
+  """Raises ModelDirLeaseError unless the lease file holds `record`."""
   check = read(model_dir)
   if check is None or check.token != record.token:  # Lost a start-up race.
     raise errors.ModelDirLeaseError(_held_message(model_dir, check or record,
                                                   now))
-  return record
 
 
 def _take_over(model_dir, current, now, *, task_label, force_takeover,
