@@ -1,6 +1,7 @@
-"""Shared test fixtures: data paths (../shared fixtures, the shipped MNIST),
-the end of every child process a test started (tests/_processes.py), and one
-temporary folder for the whole run."""
+"""Shared test fixtures: data paths (tests/data: the 2.15 model_dir fixtures
+and the released CRDs; the shipped MNIST), the end of every child process a
+test started (tests/_processes.py), one temporary folder for the whole run,
+and a last line naming each promise the run skipped and how to enable it."""
 
 import glob
 import json
@@ -14,11 +15,16 @@ import pytest
 from tests import _processes
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
+# What the tests read ships in the repository (tests/data/README.md).
+DATA_DIR = REPO_ROOT / "tests" / "data"
+FIXTURES_DIR = DATA_DIR / "fixtures"  # model_dirs tf.estimator 2.15 wrote.
+K8S_CRDS_DIR = DATA_DIR / "k8s" / "crds"  # Trimmed: tests/_crd_copies.py.
+# The project's reference folder beside the checkout, where one is (CI's):
+# only tests/test_data_copies.py reads it, to check the copies above.
 SHARED_DIR = pathlib.Path(
     os.environ.get("HARNESS_SHARED_DIR", REPO_ROOT.parent / "shared"))
 # The MNIST test split shipped in the package (input_fns.mnist_idx's default).
 MNIST_DIR = REPO_ROOT / "input_fns" / "data" / "mnist"
-FIXTURES_DIR = SHARED_DIR / "fixtures"
 
 # absltest's create_tempdir() reads --test_tmpdir; under pytest nobody parses
 # absl flags, so parse an empty command line once (defaults only).
