@@ -3,10 +3,12 @@ and the released CRDs; the shipped MNIST), the end of every child process a
 test started (tests/_processes.py), one temporary folder for the whole run,
 and a last line naming each promise the run skipped and how to enable it."""
 
+import collections
 import glob
 import json
 import os
 import pathlib
+import re
 import shutil
 import tempfile
 
@@ -53,9 +55,47 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
+  line = getattr(config, "harness_skipped_line", None)
+  reporter = config.pluginmanager.getplugin("terminalreporter")
+  if line and reporter:  # Last, after pytest's own counts.
+    reporter.write_line(line.replace("\n", " "), yellow=True)
   root = getattr(config, "harness_temp_root", None)
   if root:
     shutil.rmtree(root, ignore_errors=True)
+
+
+def skipped_promises(reports):
+  """One line naming what the run skipped and how to enable each: the
+  skipped tests grouped by their reason (which says what to install or
+  set), busiest first, each with its test files; None when none skipped.
+
+  Args:
+    reports: pytest's TestReports of the skipped tests.
+  """
+  groups = collections.defaultdict(set)
+  counts = collections.Counter()
+  for report in reports:
+    if isinstance(report.longrepr, tuple):  # (file, line, "Skipped: why")
+      reason = report.longrepr[2]
+    else:
+      reason = str(report.longrepr)
+    reason = re.sub(r"^Skipped: ", "", reason).strip()
+    counts[reason] += 1
+    groups[reason].add(report.nodeid.split("::", 1)[0].rsplit("/", 1)[-1])
+  if not counts:
+    return None
+  parts = [f"{n} in {', '.join(sorted(groups[reason]))}: {reason}"
+           for reason, n in counts.most_common()]
+  total = sum(counts.values())
+  return (f"{total} test{'s' * (total != 1)} skipped, not checking what "
+          f"{'they promise' if total != 1 else 'it promises'}; to run "
+          f"{'them' if total != 1 else 'it'}: " + " | ".join(parts))
+
+
+def pytest_terminal_summary(terminalreporter, config):
+  """Keeps the line naming each skipped promise for the run's end."""
+  config.harness_skipped_line = skipped_promises(
+      terminalreporter.stats.get("skipped", []))
 
 
 @pytest.fixture(autouse=True)

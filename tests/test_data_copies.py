@@ -9,6 +9,7 @@ trimming keeps a field that happens to be called "description".
 
 import filecmp
 import hashlib
+import types
 
 from absl.testing import absltest
 import yaml
@@ -90,6 +91,28 @@ class CrdCopiesTest(absltest.TestCase):
     walk(compared)
     self.assertEqual(differing, [], "tests/data/fixtures differs from "
                      f"{_REFERENCE_FIXTURES}")
+
+
+class SkippedLineTest(absltest.TestCase):
+  """The run's last line (conftest.skipped_promises) names each skipped
+  promise, with its files and the reason that says how to enable it."""
+
+  def test_grouped_by_reason_busiest_first(self):
+    def skipped(nodeid, reason):
+      return types.SimpleNamespace(nodeid=nodeid, longrepr=(
+          nodeid.split("::")[0], 1, f"Skipped: {reason}"))
+    line = conftest.skipped_promises([
+        skipped("tests/test_a.py::T::test_1", "set X=1 to run"),
+        skipped("tests/test_b.py::T::test_2", "pip install y"),
+        skipped("tests/test_b.py::T::test_3", "pip install y")])
+    self.assertEqual(
+        line, "3 tests skipped, not checking what they promise; to run "
+        "them: 2 in test_b.py: pip install y | 1 in test_a.py: set X=1 to "
+        "run")
+    self.assertIsNone(conftest.skipped_promises([]))
+    self.assertStartsWith(conftest.skipped_promises(
+        [skipped("tests/test_a.py::T::t", "why")]), "1 test skipped, not "
+                          "checking what it promises; to run it: 1 in")
 
 
 if __name__ == "__main__":
