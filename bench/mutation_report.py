@@ -5,10 +5,15 @@ keeps one `mutants/<module>.py.meta` JSON file a mutated module, whose
 `exit_code_by_key` maps each mutant's name to the exit status of its test
 run. This script reads those files, counts them with mutmut's own meaning of
 an exit status, and replaces only the generated section of docs/MUTATION.md
-(the hand-written explanations of surviving mutants stay):
+(the hand-written explanations of surviving mutants stay). What the
+section is computed from goes to bench/mutation_results.json (each mutant's
+exit status, the counts, the changes of those not killed), committed, so
+`--render_only` re-derives the section and tests/test_mutation_report.py
+checks docs/MUTATION.md against it:
 
-  python -m bench.mutation_report                 # writes docs/MUTATION.md
-  python -m bench.mutation_report --out /tmp/m.md
+  python -m bench.mutation_report                 # writes both
+  python -m bench.mutation_report --out /tmp/m.md --results /tmp/m.json
+  python -m bench.mutation_report --render_only   # from the committed JSON
 """
 
 import argparse
@@ -22,7 +27,8 @@ import sys
 
 from bench import mutation_triage
 
-__all__ = ["BEGIN", "END", "status_of", "scores", "render", "write_section"]
+__all__ = ["BEGIN", "END", "RESULTS", "status_of", "scores", "results_of",
+           "check_results", "render", "write_section"]
 
 BEGIN = "<!-- bench.mutation_report: generated section begins -->"
 END = "<!-- bench.mutation_report: generated section ends -->"
@@ -35,6 +41,8 @@ _TIMEOUT = {36, 24, -24, 152, 255}
 _NO_TESTS = {5, 33}
 _COLUMNS = ("killed", "survived", "timeout", "no tests", "not checked",
             "other")
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                       "mutation_results.json")
 
 
 def status_of(exit_code):
@@ -126,36 +134,93 @@ def scores(root):
         change = change_of(functions, name)
         survivors.append((name, status, change,
                           category_of(functions, name, status, change)))
-    result[module] = (counts, survivors)
+    result[module] = (counts, survivors, exit_codes)
   return result
 
 
-def render(module_scores, day):
-  """The generated section: a table of scores and the mutants not killed."""
-  lines = [BEGIN, "", f"Results of {day} (`python -m bench.mutation_report`).",
-           "", "| module | " + " | ".join(_COLUMNS) + " | total | killed of run |",
+def results_of(module_scores, day):
+  """What the section is computed from, as JSON data: per module each
+  mutant's exit status (its name less the module's prefix), the counts by
+  status and by category, and the unexplained mutants with their change."""
+  modules = {}
+  for module, (counts, survivors, exit_codes) in module_scores.items():
+    modules[module] = {
+        "exit_codes": {name.rsplit(".", 1)[-1]: code
+                       for name, code in sorted(exit_codes.items())},
+        "counts": counts,
+        "categories": {c: sum(s[3] == c for s in survivors)
+                       for c in mutation_triage.CATEGORIES},
+        "unexplained": [[name, status, change] for name, status, change,
+                        category in survivors if category == "unexplained"]}
+  return {"day": day, "modules": modules}
+
+
+def check_results(results):
+  """The ways `results` (results_of's data) disagrees with itself: counts
+  that are not its exit statuses' tally, categories that do not add up to
+  the mutants run and not killed, a list not as long as its count."""
+  problems = []
+  for module, data in results["modules"].items():
+    counts = data["counts"]
+    if "exit_codes" in data:
+      tally = dict.fromkeys(_COLUMNS, 0)
+      for code in data["exit_codes"].values():
+        tally[status_of(code)] += 1
+      if tally != counts:
+        problems.append(f"{module}: counts {counts} != its exit statuses' "
+                        f"{tally}")
+    not_killed = sum(counts.values()) - counts["killed"] - counts[
+        "not checked"]
+    if sum(data["categories"].values()) != not_killed:
+      problems.append(f"{module}: categories {data['categories']} do not "
+                      f"add up to the {not_killed} run and not killed")
+    if len(data["unexplained"]) != data["categories"]["unexplained"]:
+      problems.append(f"{module}: {len(data['unexplained'])} unexplained "
+                      f"listed, {data['categories']['unexplained']} counted")
+  return problems
+
+
+def _score(counts):
+  """What the killed share was measured on: the mutants run, and how many
+  of all were not."""
+  total = sum(counts.values())
+  run = total - counts["not checked"]
+  if not run:
+    return f"- (none of {total} run)"
+  score = f"{100 * counts['killed'] / run:.0f} % of {run} run"
+  if counts["not checked"]:
+    score += f" ({counts['not checked']} of {total} not run)"
+  return score
+
+
+def render(results):
+  """The generated section, from `results_of`'s data: a table of scores
+  and the mutants not killed."""
+  modules = results["modules"]
+  lines = [BEGIN, "", f"Results of {results['day']} (`python -m "
+           "bench.mutation_report`; its data: bench/mutation_results.json)."
+           + (f" {results['note']}" if results.get("note") else ""),
+           "", "| module | " + " | ".join(_COLUMNS) +
+           " | total | killed, of the mutants run |",
            "|---" * (len(_COLUMNS) + 3) + "|"]
-  for module, (counts, _) in module_scores.items():
-    total = sum(counts.values())
-    run = total - counts["not checked"]
-    score = f"{100 * counts['killed'] / run:.0f} %" if run else "-"
+  for module, data in modules.items():
+    counts = data["counts"]
     lines.append(f"| `{module}` | " +
                  " | ".join(str(counts[c]) for c in _COLUMNS) +
-                 f" | {total} | {score} |")
+                 f" | {sum(counts.values())} | {_score(counts)} |")
   lines += ["", "Mutants run and not killed, by category "
             "(`bench/mutation_triage.py` states each rule):", "",
             "| module | " + " | ".join(mutation_triage.CATEGORIES) + " |",
             "|---" * (len(mutation_triage.CATEGORIES) + 1) + "|"]
-  for module, (_, survivors) in module_scores.items():
-    found = [s[3] for s in survivors]
+  for module, data in modules.items():
     lines.append(f"| `{module}` | " + " | ".join(
-        str(found.count(c)) for c in mutation_triage.CATEGORIES) + " |")
+        str(data["categories"][c]) for c in mutation_triage.CATEGORIES)
+                 + " |")
   lines += ["", "The unexplained ones, with their change (`mutmut show NAME` "
             "prints it as a diff):", ""]
-  for _, survivors in module_scores.values():
+  for data in modules.values():
     lines += [f"- `{name}` ({status}): `{_cut(change)}`"
-              for name, status, change, category in survivors
-              if category == "unexplained"]
+              for name, status, change in data["unexplained"]]
   return "\n".join(lines + ["", END])
 
 
@@ -184,15 +249,35 @@ def main(argv=None):
   parser.add_argument("--root", default=".", help="the repo (has setup.cfg)")
   parser.add_argument("--out", default=None,
                       help="default: <root>/docs/MUTATION.md")
+  parser.add_argument("--results", default=None,
+                      help="the data's JSON; default: "
+                      "<root>/bench/mutation_results.json")
+  parser.add_argument("--render_only", action="store_true",
+                      help="render the section from --results, not from "
+                      "mutants/")
   args = parser.parse_args(argv)
   out = args.out or os.path.join(args.root, "docs", "MUTATION.md")
-  try:
-    module_scores = scores(args.root)
-  except FileNotFoundError as e:
-    print(f"mutation_report: {e}", file=sys.stderr)
+  results_path = args.results or os.path.join(args.root, "bench",
+                                               "mutation_results.json")
+  if args.render_only:
+    with open(results_path, encoding="utf-8") as f:
+      results = json.load(f)
+  else:
+    try:
+      module_scores = scores(args.root)
+    except FileNotFoundError as e:
+      print(f"mutation_report: {e}", file=sys.stderr)
+      return 1
+    day = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    results = results_of(module_scores, day)
+    with open(results_path, "w", encoding="utf-8") as f:
+      json.dump(results, f, indent=1)  # The modules in setup.cfg order.
+      f.write("\n")
+  problems = check_results(results)
+  if problems:
+    print("mutation_report: " + "; ".join(problems), file=sys.stderr)
     return 1
-  day = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
-  write_section(out, render(module_scores, day))
+  write_section(out, render(results))
   return 0
 
 

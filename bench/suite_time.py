@@ -8,9 +8,12 @@
 Runs the test command README.md shows (its second line: `.venv/bin/python
 -m pytest ...`) once from the repository root, with the load average before
 and after, and keeps one row per label in bench/RESULTS.md ("Test suite
-time"); the README sentence between the `suite-time` markers states the
-newest "quiet" row and the newest "beside CI" one. A figure taken while
-other work shares the cores is a row of its own label, never the quiet one:
+time", with each row's raw data in the section); the README sentence
+between the `suite-time` markers states the newest "quiet" row and the
+newest "beside CI" one. A figure taken while other work shares the cores is
+a row of its own label, never the quiet one (a run asked for as quiet
+during which other processes used more than `figures.QUIET_OTHER_CORES` of
+a core is labelled "loaded"):
 `--beside=CMD` runs the shell command CMD at the same time (its own process
 group, waited for; the row names it), e.g. `bash .ci/other_tensorflows`,
 CI's legs on the oldest TensorFlow and the pre-release.
@@ -31,6 +34,7 @@ import subprocess
 import sys
 import time
 
+from bench import figures
 from bench import report
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -106,43 +110,102 @@ class Beside:
     return f"beside: `{self.command}`, exit {code} after {minutes:.1f} min"
 
 
-def _rows(results_text):
-  return report.labelled_rows(results_text, BEGIN, END)
+LOADED = "loaded"
 
 
-def readme_sentence(rows):
+def record_of(*, minutes, pytest, load, yardstick, other_cores, date):
+  """A row's raw data: the wall minutes, pytest's closing line (and the
+  command beside it), the load average before and after, the yardstick,
+  the cores other processes used (None: not measured) and the UTC date."""
+  return {"minutes": round(minutes, 2), "pytest": pytest,
+          "load": [round(x, 2) for x in load], "yardstick": round(yardstick, 2),
+          "other_cores": other_cores, "date": date}
+
+
+def _other(record):
+  other = record.get("other_cores")
+  return "not measured" if other is None else f"{other:.2f}"
+
+
+def row(label, record):
+  return (f"| {label} | {record['minutes']:.1f} | {record['pytest']} | "
+          f"{record['load'][0]:.1f} / {record['load'][1]:.1f} | "
+          f"{record['yardstick']:.1f} | {_other(record)} | {record['date']} |")
+
+
+def readme_sentence(records):
   """The README's figure: the newest quiet row, and the one taken beside
   the rest of CI when there is one; None without a quiet row."""
-  if QUIET not in rows:
+  if QUIET not in records:
     return None
-  quiet = report.row_cells(rows[QUIET])
-  if len(quiet) < 6:  # A row from before the yardstick column.
-    return None
-  text = (f"about {round(float(quiet[1]))} minutes on a quiet 2-core machine "
-          f"where `import tensorflow` takes {quiet[4]} CPU-seconds")
-  beside = report.row_cells(rows[BESIDE_CI]) if BESIDE_CI in rows else []
-  if len(beside) >= 6:
-    text += (f", {round(float(beside[1]))} on the same machine while the "
-             "rest of CI's legs run beside it")
+  quiet = records[QUIET]
+  if quiet.get("other_cores") is None:
+    machine = (f"a 2-core machine at load {quiet['load'][0]:.1f}–"
+               f"{quiet['load'][1]:.1f} (what other processes used was not "
+               "measured then)")
+  else:
+    machine = (f"a quiet 2-core machine (other processes used "
+               f"{quiet['other_cores']:.2f} of a core)")
+  text = (f"about {round(quiet['minutes'])} minutes on {machine} where "
+          f"`import tensorflow` takes {quiet['yardstick']:.1f} CPU-seconds")
+  if BESIDE_CI in records:
+    text += (f", {round(records[BESIDE_CI]['minutes'])} on the same machine "
+             "while the rest of CI's legs run beside it")
   return text + ' (bench/RESULTS.md, "Test suite time")'
 
 
-def render(rows, command):
+def render(data):
+  """The RESULTS.md section, from its raw data: {"command": the test
+  command, "rows": {label: record}} (carried in the section)."""
+  rows = data["rows"]
   lines = [BEGIN, "## Test suite time (bench.suite_time)", "",
-           f"The README's test command, `{command}`, on this 2-core "
-           "machine; one row per label, the newest run of each.", "",
+           f"The README's test command, `{data['command']}`, on this 2-core "
+           "machine; one row per label, the newest run of each. A run "
+           "asked for as \"quiet\" is labelled \"loaded\" when other "
+           f"processes used more than {figures.QUIET_OTHER_CORES} of a core "
+           "on average while it ran (/proc/stat, less the run's own CPU "
+           "time).", "", figures.data_line(data), "",
            "| label | minutes | pytest | load before / after "
-           "| `import tensorflow`, CPU-s | date |",
-           "|---|---|---|---|---|---|"]
-  return "\n".join(lines + [rows[k] for k in sorted(rows)] + ["", END])
+           "| `import tensorflow`, CPU-s | other processes, cores | date |",
+           "|---|---|---|---|---|---|---|"]
+  return "\n".join(lines + [row(k, rows[k]) for k in sorted(rows)]
+                   + ["", END])
 
 
-def main(argv=None):
+def label_of(requested, other_cores):
+  """The row's label: "quiet" only for a quiet run."""
+  if requested == QUIET and not figures.is_quiet(other_cores):
+    return LOADED
+  return requested
+
+
+def write(record, label, *, readme_path, results_path):
+  """Puts `record` in RESULTS.md's section under `label` (a loaded "quiet"
+  run as "loaded") and the README's sentence; returns the label used."""
+  label = label_of(label, record["other_cores"])
+  with open(results_path, encoding="utf-8") as f:
+    data = figures.section_data(f.read(), BEGIN, END) or {"rows": {}}
+  with open(readme_path, encoding="utf-8") as f:
+    data["command"] = readme_command(f.read())
+  data["rows"][label] = record
+  report.write_section(results_path, render(data), begin=BEGIN, end=END)
+  sentence = readme_sentence(data["rows"])
+  if sentence:
+    report.write_readme_span("suite-time", sentence, readme_path)
+  return label
+
+
+def main(argv=None, *, measure_fn=measure, root=_ROOT,
+         yardstick_fn=tf_import_cpu_secs, watch=figures.CpuWatch):
+  """The command; `measure_fn`, `yardstick_fn` and `watch` (a CpuWatch
+  class) are what it measures with, `root` the repository it writes to."""
   parser = argparse.ArgumentParser(prog="python -m bench.suite_time",
                                    description=__doc__.split("\n")[0])
   parser.add_argument("--label", default=QUIET,
-                      help=f"the row's label: {QUIET!r} on a quiet machine, "
-                      f"{BESIDE_CI!r} while CI's other legs run")
+                      help=f"the row's label: {QUIET!r} on a quiet machine "
+                      f"(a run during which other processes used more than "
+                      f"{figures.QUIET_OTHER_CORES} of a core is labelled "
+                      f"{LOADED!r}), {BESIDE_CI!r} while CI's other legs run")
   parser.add_argument("--log", default=None,
                       help="a file for pytest's whole output")
   parser.add_argument("--beside", default=None,
@@ -152,35 +215,29 @@ def main(argv=None):
                       help="print the CPU-seconds of `import tensorflow` "
                       "(median of 3) and exit")
   args = parser.parse_args(argv)
-  readme_path = os.path.join(_ROOT, "README.md")
-  results_path = os.path.join(_ROOT, "bench", "RESULTS.md")
+  readme_path = os.path.join(root, "README.md")
   with open(readme_path, encoding="utf-8") as f:
-    readme = f.read()
-  command = readme_command(readme)
-  yardstick = tf_import_cpu_secs(os.path.join(_ROOT, shlex.split(command)[0]))
+    command = readme_command(f.read())
+  yardstick = yardstick_fn(os.path.join(root, shlex.split(command)[0]))
   if args.yardstick:
     print(f"{yardstick:.1f}")
     return 0
+  watching = watch()
   beside = args.beside and Beside(
       args.beside, args.log and args.log + ".beside")
   try:
-    minutes, summary, before, after = measure(command, args.log)
+    minutes, summary, before, after = measure_fn(command, args.log)
   finally:
     beside_phrase = beside and beside.finish()
   if beside_phrase:
     summary += "; " + beside_phrase
-  with open(results_path, encoding="utf-8") as f:
-    rows = _rows(f.read())
-  rows[args.label] = (f"| {args.label} | {minutes:.1f} | {summary} | "
-                      f"{before:.1f} / {after:.1f} | {yardstick:.1f} | "
-                      f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} |")
-  report.write_section(results_path, render(rows, command), begin=BEGIN,
-                       end=END)
-  sentence = readme_sentence(rows)
-  if sentence:
-    report.write_readme_span("suite-time", sentence, readme_path)
-  print(f"{args.label}: {minutes:.1f} min, {summary}; import tensorflow "
-        f"{yardstick:.1f} CPU-s")
+  record = record_of(minutes=minutes, pytest=summary, load=(before, after),
+                     yardstick=yardstick, other_cores=watching.other_cores(),
+                     date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
+  label = write(record, args.label, readme_path=readme_path,
+                results_path=os.path.join(root, "bench", "RESULTS.md"))
+  print(f"{label}: {minutes:.1f} min, {summary}; import tensorflow "
+        f"{yardstick:.1f} CPU-s; other processes {_other(record)} cores")
   return 0
 
 

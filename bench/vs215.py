@@ -42,6 +42,7 @@ import subprocess
 import sys
 import time
 
+from bench import figures
 from bench import programs
 from bench import report
 from bench import tf215_env
@@ -288,6 +289,10 @@ def main(argv=None):
       command=command, profiles=profiles, max_load=args.max_load)
   report.write_section(args.out, text, begin=vs215_table.BEGIN,
                        end=vs215_table.END)
+  if args.out == parser.get_default("out"):  # README's XLA figure, if run.
+    sentence = figures.xla_sentence(text, missing_ok=True)
+    if sentence:
+      report.write_readme_span("xla-slowdown", sentence)
   print(text)
   return 0
 

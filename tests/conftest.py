@@ -1,11 +1,14 @@
-"""Shared test fixtures: data paths (../shared fixtures, the shipped MNIST),
-the end of every child process a test started (tests/_processes.py), and one
-temporary folder for the whole run."""
+"""Shared test fixtures: data paths (tests/data: the 2.15 model_dir fixtures
+and the released CRDs; the shipped MNIST), the end of every child process a
+test started (tests/_processes.py), one temporary folder for the whole run,
+and a last line naming each promise the run skipped and how to enable it."""
 
+import collections
 import glob
 import json
 import os
 import pathlib
+import re
 import shutil
 import tempfile
 
@@ -14,11 +17,16 @@ import pytest
 from tests import _processes
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
+# What the tests read ships in the repository (tests/data/README.md).
+DATA_DIR = REPO_ROOT / "tests" / "data"
+FIXTURES_DIR = DATA_DIR / "fixtures"  # model_dirs tf.estimator 2.15 wrote.
+K8S_CRDS_DIR = DATA_DIR / "k8s" / "crds"  # Trimmed: tests/_crd_copies.py.
+# The project's reference folder beside the checkout, where one is (CI's):
+# only tests/test_data_copies.py reads it, to check the copies above.
 SHARED_DIR = pathlib.Path(
     os.environ.get("HARNESS_SHARED_DIR", REPO_ROOT.parent / "shared"))
 # The MNIST test split shipped in the package (input_fns.mnist_idx's default).
 MNIST_DIR = REPO_ROOT / "input_fns" / "data" / "mnist"
-FIXTURES_DIR = SHARED_DIR / "fixtures"
 
 # absltest's create_tempdir() reads --test_tmpdir; under pytest nobody parses
 # absl flags, so parse an empty command line once (defaults only).
@@ -47,9 +55,47 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
+  line = getattr(config, "harness_skipped_line", None)
+  reporter = config.pluginmanager.getplugin("terminalreporter")
+  if line and reporter:  # Last, after pytest's own counts.
+    reporter.write_line(line.replace("\n", " "), yellow=True)
   root = getattr(config, "harness_temp_root", None)
   if root:
     shutil.rmtree(root, ignore_errors=True)
+
+
+def skipped_promises(reports):
+  """One line naming what the run skipped and how to enable each: the
+  skipped tests grouped by their reason (which says what to install or
+  set), busiest first, each with its test files; None when none skipped.
+
+  Args:
+    reports: pytest's TestReports of the skipped tests.
+  """
+  groups = collections.defaultdict(set)
+  counts = collections.Counter()
+  for report in reports:
+    if isinstance(report.longrepr, tuple):  # (file, line, "Skipped: why")
+      reason = report.longrepr[2]
+    else:
+      reason = str(report.longrepr)
+    reason = re.sub(r"^Skipped: ", "", reason).strip()
+    counts[reason] += 1
+    groups[reason].add(report.nodeid.split("::", 1)[0].rsplit("/", 1)[-1])
+  if not counts:
+    return None
+  parts = [f"{n} in {', '.join(sorted(groups[reason]))}: {reason}"
+           for reason, n in counts.most_common()]
+  total = sum(counts.values())
+  return (f"{total} test{'s' * (total != 1)} skipped, not checking what "
+          f"{'they promise' if total != 1 else 'it promises'}; to run "
+          f"{'them' if total != 1 else 'it'}: " + " | ".join(parts))
+
+
+def pytest_terminal_summary(terminalreporter, config):
+  """Keeps the line naming each skipped promise for the run's end."""
+  config.harness_skipped_line = skipped_promises(
+      terminalreporter.stats.get("skipped", []))
 
 
 @pytest.fixture(autouse=True)

@@ -5,7 +5,7 @@
 
 A rendering is right when the engine users install admits it, and a CRD
 schema is only part of admission. For each release in
-<shared>/k8s/crds/released/ (`RELEASES`) this module runs, in the API
+tests/data/k8s/crds/released/ (`RELEASES`) this module runs, in the API
 server's order: the CRD's structural defaults, its openAPIV3Schema (strict:
 an unknown field fails, as `kubectl apply --validate=strict`), the CRD's
 CEL rules that apply on create, then the release's mutating and validating
@@ -42,7 +42,7 @@ import yaml
 from tests import conftest
 from tests import k8s_trainer_admission as trainer_lib
 
-RELEASED_DIR = conftest.SHARED_DIR / "k8s" / "crds" / "released"
+RELEASED_DIR = conftest.K8S_CRDS_DIR / "released"
 _MAX_INT32 = 2**31 - 1
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _RULE_NAME = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")

@@ -1,53 +1,66 @@
-"""Tests of the scripts that write the README's figures, part by part (no
-suite or job is run here): bench/suite_time.py (the README sentence, the
-yardstick, the command run beside the suite) and bench/first_command.py (the
-main job read from the README, the accuracy read from its output)."""
+"""Tests of the scripts that write the README's figures (no suite or job is
+run here): bench/suite_time.py and bench/first_command.py fed fake runs
+(the figures they write are computed from those runs; a loaded run is never
+"quiet"), their parts (the yardstick, the command beside the suite, the
+main job and its accuracy), and the figures in README.md, bench/RESULTS.md
+and docs/RELIABILITY.md recomputed from the raw data the sections carry,
+so that a hand edit of any of them fails (`FiguresPinnedTest`)."""
 
 import re
+import shutil
 import sys
 
 from absl.testing import absltest
 
+from bench import figures
 from bench import first_command
 from bench import peer_loss
 from bench import report
 from bench import suite_time
 from tests import conftest
 
+_DATE = "2026-11-28 13:00 UTC"
 
-def _row(label, minutes, yardstick="2.1"):
-  return (f"| {label} | {minutes} | 10 passed in 1.0s | 0.1 / 1.0 | "
-          f"{yardstick} | 2026-11-28 13:00 UTC |")
+
+def _suite(minutes, other_cores=0.1, yardstick=2.1):
+  return suite_time.record_of(minutes=minutes, pytest="10 passed in 1.0s",
+                              load=(0.1, 1.0), yardstick=yardstick,
+                              other_cores=other_cores, date=_DATE)
 
 
 class ReadmeSentenceTest(absltest.TestCase):
 
   def test_quiet_row_with_its_yardstick(self):
     self.assertEqual(
-        suite_time.readme_sentence({"quiet": _row("quiet", "9.6")}),
-        "about 10 minutes on a quiet 2-core machine where `import "
-        "tensorflow` takes 2.1 CPU-seconds (bench/RESULTS.md, \"Test suite "
-        "time\")")
+        suite_time.readme_sentence({"quiet": _suite(9.6)}),
+        "about 10 minutes on a quiet 2-core machine (other processes used "
+        "0.10 of a core) where `import tensorflow` takes 2.1 CPU-seconds "
+        "(bench/RESULTS.md, \"Test suite time\")")
+
+  def test_a_row_from_before_the_measure_says_so(self):
+    self.assertIn("on a 2-core machine at load 0.1–1.0 (what other "
+                  "processes used was not measured then)",
+                  suite_time.readme_sentence({"quiet": _suite(9.6, None)}))
 
   def test_beside_ci_row_is_added(self):
     sentence = suite_time.readme_sentence({
-        "quiet": _row("quiet", "9.6"),
-        "beside CI": _row("beside CI", "13.4")})
+        "quiet": _suite(9.6), "beside CI": _suite(13.4, 1.2)})
     self.assertIn("about 10 minutes on a quiet", sentence)
     self.assertIn(", 13 on the same machine while the rest of CI's legs run "
                   "beside it", sentence)
 
-  def test_no_sentence_without_a_quiet_row_with_a_yardstick(self):
+  def test_no_sentence_without_a_quiet_row(self):
     self.assertIsNone(suite_time.readme_sentence(
-        {"beside CI": _row("beside CI", "13.4")}))
-    old = "| quiet | 22.7 | 1867 passed | 1.1 / 2.7 | 2026-11-27 22:15 UTC |"
-    self.assertIsNone(suite_time.readme_sentence({"quiet": old}))
+        {"beside CI": _suite(13.4), "loaded": _suite(9.0, 0.9)}))
 
   def test_rows_round_trip_through_the_results_section(self):
-    rows = {"quiet": _row("quiet", "9.6"),
-            "beside CI": _row("beside CI", "13.4")}
-    text = "head\n" + suite_time.render(rows, "pytest -q") + "\ntail\n"
-    self.assertEqual(suite_time._rows(text), rows)  # pylint: disable=protected-access
+    data = {"command": "pytest -q", "rows": {
+        "quiet": _suite(9.6), "beside CI": _suite(13.4, 1.2)}}
+    text = "head\n" + suite_time.render(data) + "\ntail\n"
+    self.assertEqual(figures.section_data(text, suite_time.BEGIN,
+                                          suite_time.END), data)
+    self.assertIn("| quiet | 9.6 | 10 passed in 1.0s | 0.1 / 1.0 | 2.1 | "
+                  "0.10 | 2026-11-28 13:00 UTC |", text)
 
 
 class BesideTest(absltest.TestCase):
@@ -100,16 +113,219 @@ class FirstCommandTest(absltest.TestCase):
     self.assertIsNone(first_command.accuracy("no table"))
 
   def test_row_and_sentence(self):
-    row = first_command.row("quiet", [(12.8, 0.974), (11.9, 0.984),
-                                      (13.7, 0.979)], 2.1, (0.5, 1.2))
-    self.assertIn("| quiet | 3 | 0.9740–0.9840 | 12.8 (11.9–13.7) | 2.1 |",
-                  row)
-    sentence = first_command.readme_sentence(row)
-    self.assertIn("accuracy of 0.9740–0.9840 (3 runs) after about 13 s",
-                  sentence)
+    record = first_command.record_of(
+        [(12.8, 0.974), (11.9, 0.984), (13.7, 0.979)], yardstick=2.1,
+        load=(0.5, 1.2), other_cores=0.05, date=_DATE)
+    row = first_command.row("quiet", record)
+    self.assertIn("| quiet | 3 | 0.9740–0.9840 | 12.8 (11.9–13.7) | 2.1 | "
+                  "0.5 / 1.2 | 0.05 |", row)
+    sentence = first_command.readme_sentence(record)
+    self.assertIn("accuracy of 0.9740–0.9840 (3 runs) after about 13 s on a "
+                  "quiet 2-core machine (other processes used 0.05 of a "
+                  "core)", sentence)
     self.assertIn("`import tensorflow` takes 2.1 CPU-seconds", sentence)
-    text = first_command.render({"quiet": row}, ["python", "-m", "x"])
-    self.assertEqual(first_command._rows(text), {"quiet": row})  # pylint: disable=protected-access
+    data = {"command": ["python", "-m", "x"], "rows": {"quiet": record}}
+    text = first_command.render(data)
+    self.assertEqual(figures.section_data(text, first_command.BEGIN,
+                                          first_command.END), data)
+    self.assertIn(row, text)
+
+
+class _Watch:
+  """A CpuWatch stand-in: other processes used `OTHER` cores."""
+  OTHER = 0.0
+
+  def other_cores(self):
+    return self.OTHER
+
+
+class FakeRunsTest(absltest.TestCase):
+  """main() of each script, fed fake runs in a copy of the repository's
+  README and RESULTS.md: what it writes is computed from those runs."""
+
+  def setUp(self):
+    super().setUp()
+    self.root = self.create_tempdir().full_path
+    shutil.copy(conftest.REPO_ROOT / "README.md", self.root)
+    shutil.copytree(conftest.REPO_ROOT / "bench", f"{self.root}/bench",
+                    ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+
+  def _read(self, name):
+    with open(f"{self.root}/{name}", encoding="utf-8") as f:
+      return f.read()
+
+  def _first_command(self, runs, other_cores, label="quiet"):
+    fake_runs = iter(runs)
+    _Watch.OTHER = other_cores
+    first_command.main([f"--runs={len(runs)}", f"--label={label}"],
+                       run=lambda argv: next(fake_runs), root=self.root,
+                       yardstick_fn=lambda python: 1.73, watch=_Watch)
+    return (_span(self._read("README.md"), "first-command"),
+            self._read("bench/RESULTS.md"))
+
+  def test_first_command_writes_what_the_runs_measured(self):
+    for runs, figures_text in (
+        ([(21.0, 0.91), (9.0, 0.93), (15.0, 0.95)],
+         "0.9100–0.9500 (3 runs) after about 15 s"),
+        ([(40.2, 0.5), (30.4, 0.25)], "0.2500–0.5000 (2 runs) after about "
+         "35 s")):
+      sentence, results = self._first_command(runs, 0.12)
+      self.assertIn(figures_text, sentence)
+      self.assertIn("(other processes used 0.12 of a core) where `import "
+                    "tensorflow` takes 1.7 CPU-seconds", sentence)
+      data = figures.section_data(results, first_command.BEGIN,
+                                  first_command.END)
+      self.assertEqual(data["rows"]["quiet"]["runs"],
+                       [list(r) for r in runs])
+
+  def test_a_loaded_first_command_run_is_not_quiet(self):
+    readme = self._read("README.md")
+    quiet = self._rows(self._read("bench/RESULTS.md"))["quiet"]
+    for other_cores in (0.26, 1.5, None):  # None: not measured.
+      _, results = self._first_command([(10.0, 0.9)], other_cores)
+      self.assertEqual(self._read("README.md"), readme)
+      rows = self._rows(results)
+      self.assertEqual(rows["loaded"]["other_cores"], other_cores)
+      self.assertEqual(rows["loaded"]["runs"], [[10.0, 0.9]])
+      self.assertEqual(rows["quiet"], quiet)
+
+  @staticmethod
+  def _rows(results):
+    return figures.section_data(results, first_command.BEGIN,
+                                first_command.END)["rows"]
+
+  def _suite_time(self, minutes, other_cores, label="quiet"):
+    _Watch.OTHER = other_cores
+
+    def measure(command, log):
+      self.assertEqual(command, suite_time.readme_command(
+          self._read("README.md")))
+      return minutes, "7 passed in 1.00s", 0.2, 1.9
+
+    suite_time.main([f"--label={label}"], measure_fn=measure,
+                    root=self.root, yardstick_fn=lambda python: 2.46,
+                    watch=_Watch)
+    return (_span(self._read("README.md"), "suite-time"),
+            self._read("bench/RESULTS.md"))
+
+  def test_suite_time_writes_what_the_run_measured(self):
+    sentence, results = self._suite_time(31.4, 0.2)
+    self.assertTrue(sentence.startswith(
+        "about 31 minutes on a quiet 2-core machine (other processes used "
+        "0.20 of a core) where `import tensorflow` takes 2.5 CPU-seconds"),
+        sentence)
+    self.assertIn("| quiet | 31.4 | 7 passed in 1.00s | 0.2 / 1.9 | 2.5 | "
+                  "0.20 |", results)
+    sentence, _ = self._suite_time(44.6, 3.0, label="beside CI")
+    self.assertIn("about 31 minutes on a quiet", sentence)
+    self.assertIn(", 45 on the same machine while the rest", sentence)
+
+  def test_a_loaded_suite_time_run_is_not_quiet(self):
+    before = _span(self._read("README.md"), "suite-time")
+    sentence, results = self._suite_time(5.0, 0.9)
+    self.assertEqual(sentence, before)
+    self.assertIn("| loaded | 5.0 | 7 passed in 1.00s |", results)
+
+
+class CpuWatchTest(absltest.TestCase):
+
+  def test_bound(self):
+    self.assertTrue(figures.is_quiet(figures.QUIET_OTHER_CORES))
+    self.assertFalse(figures.is_quiet(figures.QUIET_OTHER_CORES + 0.01))
+    self.assertFalse(figures.is_quiet(None))
+
+  def test_no_time_passed_is_not_measured(self):
+    self.assertIsNone(figures.CpuWatch(clock=lambda: 5.0).other_cores())
+
+  def test_a_measure_of_other_processes_only(self):
+    clock = iter([0.0, 1.0, 1.0])
+    watch = figures.CpuWatch(clock=lambda: next(clock))
+    other = watch.other_cores()  # This process's own work is not counted.
+    self.assertIsNotNone(other)
+    self.assertGreaterEqual(other, 0.0)
+
+
+def _span(text, name):
+  return text.split(f"<!-- {name} -->", 1)[1].split(f"<!-- /{name} -->")[0]
+
+
+def _peer_loss_runs(results_text):
+  """{case: [run]} from bench.peer_loss's rows in RESULTS.md."""
+  section = results_text.split(peer_loss.BEGIN, 1)[1].split(peer_loss.END)[0]
+  runs = {}
+  for line in section.splitlines():
+    cells = report.row_cells(line) if line.startswith("| ") else []
+    if len(cells) == 7 and cells[1].isdigit():
+      keys = ("noticed", "exited", "training_again", "load1")
+      runs.setdefault(cells[0], []).append(
+          {k: float(v) for k, v in zip(keys, cells[2:6])})
+  return runs
+
+
+def figure_mismatches(readme, results, reliability):
+  """Each figure in the docs that differs from what its script computes
+  from the raw data the docs carry: [(where, written, computed)]."""
+  found = []
+  for script, span in ((first_command, "first-command"),
+                       (suite_time, "suite-time")):
+    data = figures.section_data(results, script.BEGIN, script.END)
+    section = script.BEGIN + results.split(script.BEGIN, 1)[1].split(
+        script.END, 1)[0] + script.END
+    found.append((f"RESULTS.md, {script.__name__}", section,
+                  script.render(data)))
+    sentence = (script.readme_sentence(data["rows"]) if script is suite_time
+                else script.readme_sentence(data["rows"]["quiet"]))
+    found.append((f"README, {span}", _span(readme, span), sentence))
+  runs = _peer_loss_runs(results)
+  for doc_name, doc in (("README", readme), ("RELIABILITY.md", reliability)):
+    for span, case in (("peer-loss", "collective"), ("peer-loss-ps", "ps")):
+      if f"<!-- {span} -->" in doc:
+        found.append((f"{doc_name}, {span}", _span(doc, span),
+                      peer_loss.readme_sentence(runs[case], case)))
+  found.append(("README, xla-slowdown", _span(readme, "xla-slowdown"),
+                figures.xla_sentence(results)))
+  return [f for f in found if f[1] != f[2]]
+
+
+class FiguresPinnedTest(absltest.TestCase):
+  """Every figure a script writes into the docs is what it computes from
+  the raw data the docs carry; a hand edit of any of them fails here."""
+
+  def setUp(self):
+    super().setUp()
+    self.docs = [(conftest.REPO_ROOT / p).read_text(encoding="utf-8") for p in
+                 ("README.md", "bench/RESULTS.md", "docs/RELIABILITY.md")]
+
+  def test_the_docs_figures_are_computed(self):
+    self.assertEqual(figure_mismatches(*self.docs), [])
+
+  def test_a_hand_edit_of_any_figure_is_found(self):
+    readme, results, reliability = self.docs
+    first = figures.section_data(results, first_command.BEGIN,
+                                 first_command.END)["rows"]["quiet"]
+    suite = figures.section_data(results, suite_time.BEGIN,
+                                 suite_time.END)["rows"]["quiet"]
+    edits = [  # (document index, a text in it, its hand edit)
+        (0, _span(readme, "first-command"),
+         lambda t: t.replace("–0.9", "–0.8")),
+        (0, _span(readme, "suite-time"),
+         lambda t: t.replace("about ", "about 1")),
+        (0, _span(readme, "peer-loss"), lambda t: t.replace(" s ", "0 s ")),
+        (0, _span(readme, "xla-slowdown"), lambda t: "about 5x slower"),
+        (2, _span(reliability, "peer-loss-ps"),
+         lambda t: t.replace(" s ", "0 s ")),
+        (1, first_command.row("quiet", first),
+         lambda t: t.replace("| 5 |", "| 6 |")),
+        (1, suite_time.row("quiet", suite),
+         lambda t: t.replace("| quiet | 1", "| quiet | 2")),
+    ]
+    for index, text, edit in edits:
+      with self.subTest(text=text[:60]):
+        docs = list(self.docs)
+        self.assertIn(text, docs[index])
+        self.assertNotEqual(edit(text), text)
+        docs[index] = docs[index].replace(text, edit(text))
+        self.assertNotEmpty(figure_mismatches(*docs))
 
 
 class PeerLossTest(absltest.TestCase):
@@ -160,7 +376,8 @@ class ReadmeSpanTest(absltest.TestCase):
     readme = (conftest.REPO_ROOT / "README.md").read_text()
     self.assertEqual(
         sorted(set(re.findall(r"<!-- ([a-z-]+) -->", readme))),
-        ["first-command", "peer-loss", "scaling", "suite-time"])
+        ["first-command", "peer-loss", "scaling", "suite-time",
+         "xla-slowdown"])
     reliability = (conftest.REPO_ROOT / "docs" / "RELIABILITY.md").read_text()
     self.assertEqual(
         sorted(set(re.findall(r"<!-- ([a-z-]+) -->", reliability))),

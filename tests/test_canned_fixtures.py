@@ -1,6 +1,6 @@
 """Model_dirs written by tf.estimator 2.15's canned estimators, on harness.
 
-For each of ../shared/fixtures/canned215/: the same constructor call builds
+For each of tests/data/fixtures/canned215/: the same constructor call builds
 the same variables (names and shapes, optimizer slots included), restores
 the model_dir by name, evaluates to the same metrics, predicts the same
 values, and resumes training at step 1000.

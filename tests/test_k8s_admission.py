@@ -1,7 +1,7 @@
 """Every rendering of `python -m harness.k8s`, admitted by the released engines.
 
 Each output (jobset, trainjob, jobs, servers) of each shape goes through
-tests/k8s_admission.py for every release in <shared>/k8s/crds/released/
+tests/k8s_admission.py for every release in tests/data/k8s/crds/released/
 (JobSet v0.11.1, v0.12.0; Kubeflow Trainer v2.2.1, v2.3.0) with the
 releases' default feature gates: the CRD's defaults, strict schema and CEL
 rules, then the webhooks' rules ported from the sources; a refusal fails
@@ -94,8 +94,8 @@ class _ReleasedCrdsTest(parameterized.TestCase):
     super().setUp()
     if not k8s_admission.RELEASED_DIR.is_dir():
       self.skipTest(f"the released CRDs are not here: "
-                    f"{k8s_admission.RELEASED_DIR} is absent (set "
-                    "HARNESS_SHARED_DIR to the shared folder)")
+                    f"{k8s_admission.RELEASED_DIR} is absent (the "
+                    "repository ships them: restore tests/data)")
 
 
 class AdmittedByEveryReleaseTest(_ReleasedCrdsTest):
@@ -227,6 +227,21 @@ class PortedRulesRefuseTest(_ReleasedCrdsTest):
       ("runtime_missing", "TrainJob", lambda o: o["spec"]["runtimeRef"]
        .update(name="elsewhere"), "specified clusterTrainingRuntime must be "
        "created before the TrainJob is created"),
+      # The oracle's own rules (issue 47: disabling any of these passed).
+      ("strict_schema_jobset", "JobSet", lambda o: _spec(o).update(
+          restartPolicy="Never"), "('restartPolicy' was unexpected)"),
+      ("strict_schema_trainjob", "TrainJob", lambda o: o["spec"].update(
+          numNodes=2), "Additional properties are not allowed ('numNodes'"),
+      ("replicas_times_parallelism", "JobSet", lambda o: _rjobs(o)[1].update(
+          replicas=2**30), "the product of replicas and parallelism must "
+       "not exceed 2147483647 for replicatedJob 'worker'"),
+      ("trainjob_name_length", "TrainJob", lambda o: o["metadata"].update(
+          name="m" * 64), "metadata.name must be no more than 63 characters"),
+      ("managed_by", "TrainJob", lambda o: o["spec"].update(
+          managedBy="example.com/x"), "ManagedBy must be trainer.kubeflow."
+       "org/trainjob-controller or kueue.x-k8s.io/multikueue if set"),
+      ("one_ml_policy", "ClusterTrainingRuntime", lambda o: o["spec"].update(
+          mlPolicy={"torch": {}, "mpi": {}}), "Only one of the policy"),
   )
   def test_rule_refuses(self, kind, change, sentence):
     output = "jobset" if kind == "JobSet" else "trainjob"

@@ -1,7 +1,7 @@
 """JobSet and Kubeflow Trainer v2 renderings, and TF_CONFIG from a pod's place.
 
 Custom objects (JobSet, ClusterTrainingRuntime, TrainJob) are validated with
-`jsonschema` against the CRDs' openAPIV3Schema in <shared>/k8s/crds/ (made
+`jsonschema` against the CRDs' openAPIV3Schema in tests/data/k8s/crds/ (made
 strict: an unknown field fails, as `kubectl apply --validate=strict` does);
 built-in kinds and every pod template with kubernetes-validate, strict.
 Each pod's environment is built the way the JobSet controller and the
@@ -33,7 +33,7 @@ from harness.k8s import config as config_lib
 from tests import conftest
 
 _REPO = pathlib.Path(__file__).resolve().parent.parent
-_CRDS = conftest.SHARED_DIR / "k8s" / "crds"
+_CRDS = conftest.K8S_CRDS_DIR
 _CRD_FILES = {
     "JobSet": "jobset.x-k8s.io_jobsets.yaml",
     "TrainJob": "trainer.kubeflow.org_trainjobs.yaml",
@@ -196,9 +196,8 @@ class SchemaTest(parameterized.TestCase):
   def setUp(self):
     super().setUp()
     if not _CRDS.is_dir():
-      self.skipTest(f"the CRD schemas are not here: {_CRDS} is absent (set "
-                    "HARNESS_SHARED_DIR to the shared folder holding "
-                    "k8s/crds/)")
+      self.skipTest(f"the CRD schemas are not here: {_CRDS} is absent "
+                    "(the repository ships them: restore tests/data)")
 
   @parameterized.product(shape=tuple(_SHAPES), kind=_KINDS)
   def test_every_object_validates_against_its_schema(self, shape, kind):

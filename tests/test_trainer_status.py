@@ -29,7 +29,7 @@ from tests import _support
 from tests import conftest
 
 _WAIT_SECS = 30
-_RELEASED = conftest.SHARED_DIR / "k8s" / "crds" / "released"
+_RELEASED = conftest.K8S_CRDS_DIR / "released"
 _RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 
 
