@@ -6,14 +6,33 @@ tensorflow_estimator/python/estimator/, and TensorFlow 2.15's
 tensorflow/python/training/monitored_session.py (unchanged in 2.21).
 """
 
+import contextlib
+import io
+import json
 import os
+import pathlib
+import shutil
+import signal
+import sys
 
 from absl.testing import absltest
 import numpy as np
+import pytest
 
 import harness
+from harness import errors
+from harness import run as run_lib
 from harness import spec
 from harness._tf import tf
+from harness.cli import flags
+from harness.cli import job as job_lib
+from harness.cli import mode_runners
+from tests import _support
+
+_FOREVER = (pathlib.Path(__file__).resolve().parent / "legacy_programs" /
+            "legacy_forever.py")
+_START_SECS = 240  # TF start-up on a loaded 2-core machine.
+_STOP_SECS = 60
 
 
 def _input_fn():
@@ -120,6 +139,122 @@ class ChiefHookOrderTest(absltest.TestCase):
     self.assertEqual(ends[-3:], [("end", "chief"), ("end", "caller"),
                                  ("end", "training")])
     self.assertEqual(ends[-4], ("save", 2))
+
+
+class _FakeClock:
+
+  def __init__(self, step_secs):
+    self.now, self._step = 0.0, step_secs
+
+  def __call__(self):
+    self.now += self._step
+    return self.now
+
+
+def _interrupted_after(n):
+  for i in range(n):
+    yield {"y": np.float32(i)}
+  raise KeyboardInterrupt
+
+
+class PredictBoundTest(absltest.TestCase):
+  """Item 4: --mode=predict on a repeating input: a bound, progress lines,
+  and a Ctrl-C that speaks of predictions, not of resuming training."""
+
+  def test_max_predictions_bounds_a_repeating_plain_input_fn(self):
+    # 2.15 estimator.py:641-653 (Estimator.predict) yields until the input
+    # ends (`while not mon_sess.should_stop()`): on a repeating input, for
+    # ever, one prediction at a time. --max_predictions bounds the binary's
+    # loop; without it, --mode=predict runs as long (until Ctrl-C).
+    # No --model_dir: a temporary one, which may hold no checkpoint.
+    job = flags.parse([
+        "harness.main", "--model_fn=linear",
+        "--input_fn=tests.programs.repeating_input:input_fn",
+        "--mode=predict", "--max_predictions=25", "--verbosity=quiet"],
+        environ={}).job
+    result = job_lib.run_job(job, environ={}, out=io.StringIO())
+    self.addCleanup(shutil.rmtree, result.model_dir, ignore_errors=True)
+    with open(result.predictions_path, encoding="utf-8") as f:
+      rows = [json.loads(line) for line in f]
+    self.assertLen(rows, 25)
+
+  def test_progress_lines_then_ctrl_c_keeps_the_lines(self):
+    path = os.path.join(self.create_tempdir().full_path, "p.jsonl")
+    with self.assertLogs("absl", level="INFO") as logs:
+      with open(path, "w") as f:
+        with self.assertRaises(errors.PredictionInterruptedError) as caught:
+          mode_runners.write_predictions(
+              _interrupted_after(7), f, path=path, limit=None,
+              task_label="local",
+              clock=_FakeClock(mode_runners.PREDICT_REPORT_SECS / 2))
+    progress = [r.getMessage() for r in logs.records]
+    self.assertLen(progress, 3)  # At 2, 4 and 6 lines (a clock read each).
+    self.assertStartsWith(progress[0], "predict | local | 2 predictions "
+                          f"written to {path}; the input has not ended")
+    self.assertEqual(caught.exception.signal_name, "SIGINT")
+    message = str(caught.exception)
+    self.assertIn("interrupted after 7 predictions", message)
+    self.assertNotIn("train", message)
+    with open(path, encoding="utf-8") as f:
+      self.assertEqual([json.loads(line)["y"] for line in f],
+                       list(range(7)))
+
+  @pytest.mark.slow
+  def test_ctrl_c_through_the_binary_one_line_and_130(self):
+    child = _support.ChildProcess([  # A temporary model_dir, untrained.
+        "-m", "harness.main", "--model_fn=linear",
+        "--input_fn=tests.programs.repeating_input:input_fn",
+        "--mode=predict"], "harness.main")
+    self.addCleanup(child.kill_group)
+    self.assertTrue(child.wait_for_text("predictions written to",
+                                        _START_SECS), child.describe())
+    code, _ = child.stop(signal.SIGINT, _STOP_SECS)
+    self.assertEqual(code, errors.EXIT_INTERRUPTED, child.describe())
+    self.assertNotIn("Traceback", child.output, child.describe())
+    last = [l for l in child.lines if l.startswith("harness.main:")]
+    self.assertLen(last, 1, child.describe())
+    self.assertIn("PredictionInterruptedError: predict | local | interrupted "
+                  "after", last[0])
+    self.assertNotIn("resume", child.output.lower(), child.describe())
+
+
+class RunCtrlCTest(absltest.TestCase):
+  """Item 5: Ctrl-C through `harness.run prog.py` ends as the binary does."""
+
+  def test_interrupt_outside_the_loop_one_line_and_130(self):
+    # 2.15 installed no SIGINT handler: Python's KeyboardInterrupt ended
+    # `python prog.py`, status 130 (128 + SIGINT) seen from a shell.
+    saved = sys.argv[:], sys.path[:]
+    self.addCleanup(lambda: (sys.argv.__setitem__(slice(None), saved[0]),
+                             sys.path.__setitem__(slice(None), saved[1])))
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr):
+      try:
+        code = run_lib.main([str(_FOREVER), self.create_tempdir().full_path,
+                             "interrupt"])
+      except KeyboardInterrupt:  # Not pytest's own Ctrl-C: a failure here.
+        self.fail("KeyboardInterrupt came out of harness.run.main")
+    self.assertEqual(code, errors.EXIT_INTERRUPTED)
+    self.assertEqual(stderr.getvalue().count("harness.run:"), 1,
+                     stderr.getvalue())  # One message (folded at 160).
+    self.assertStartsWith(stderr.getvalue(), "harness.run: KeyboardInterrupt: "
+                          f"{_FOREVER} was interrupted (SIGINT)")
+
+  @pytest.mark.slow
+  def test_ctrl_c_in_training_one_line_and_130(self):
+    child = _support.ChildProcess(
+        ["-m", "harness.run", str(_FOREVER),
+         self.create_tempdir().full_path, "train"], "harness.run")
+    self.addCleanup(child.kill_group)
+    self.assertTrue(child.wait_for_text("train | local | step", _START_SECS),
+                    child.describe())
+    code, _ = child.stop(signal.SIGINT, _STOP_SECS)
+    self.assertEqual(code, errors.EXIT_INTERRUPTED, child.describe())
+    self.assertNotIn("Traceback", child.output, child.describe())
+    last = [l for l in child.lines if l.startswith("harness.run:")]
+    self.assertLen(last, 1, child.describe())
+    self.assertIn("TrainingPreemptedError: local: training was interrupted "
+                  "(SIGINT) and stopped at step", last[0])
 
 
 if __name__ == "__main__":
