@@ -28,9 +28,13 @@ from harness.cli import flags
 from harness.cli import job as job_lib
 from harness.cli import mode_runners
 from tests import _support
+from tests import logs215_lines
 
 _FOREVER = (pathlib.Path(__file__).resolve().parent / "legacy_programs" /
             "legacy_forever.py")
+_CONFIG_PROGRAM = _FOREVER.parent / "legacy_config.py"
+_CONFIG_215 = (pathlib.Path(__file__).resolve().parent / "fixtures" /
+               "logs215" / "using_config.json")
 _START_SECS = 240  # TF start-up on a loaded 2-core machine.
 _STOP_SECS = 60
 
@@ -255,6 +259,28 @@ class RunCtrlCTest(absltest.TestCase):
     self.assertLen(last, 1, child.describe())
     self.assertIn("TrainingPreemptedError: local: training was interrupted "
                   "(SIGINT) and stopped at step", last[0])
+
+
+class UsingConfigTest(absltest.TestCase):
+  """Item 6: 2.15's `Using config: {...}`, once per Estimator."""
+
+  def test_the_lines_215_wrote(self):
+    # 2.15 estimator.py:200 (Estimator.__init__): `Using config: %s` of
+    # str(vars(self._config)), after maybe_overwrite_model_dir_and_session_
+    # config's `Using default config.` (estimator.py:1845). The reference is
+    # what 2.15 printed for legacy_config.py (tests/fixtures/logs215/
+    # record.py wrote using_config.json).
+    model_dir = self.create_tempdir().full_path
+    result = _support.run([sys.executable, "-m", "harness.run",
+                           str(_CONFIG_PROGRAM), model_dir],
+                          timeout_secs=_START_SECS)
+    self.assertEqual(result.returncode, 0, result.description)
+    self.assertEqual(logs215_lines.using_config(result.stderr, model_dir),
+                     json.loads(_CONFIG_215.read_text()), result.description)
+    using = [line for line in result.stderr.splitlines()
+             if line.startswith("INFO:tensorflow:Using ")]
+    self.assertEqual([line.split(":")[2][:13] for line in using],
+                     ["Using default", "Using config", "Using config"])
 
 
 if __name__ == "__main__":
