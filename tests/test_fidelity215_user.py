@@ -28,11 +28,13 @@ from harness.cli import flags
 from harness.cli import job as job_lib
 from harness.cli import mode_runners
 from tests import _support
+from tests import conftest
 from tests import logs215_lines
 
 _FOREVER = (pathlib.Path(__file__).resolve().parent / "legacy_programs" /
             "legacy_forever.py")
 _CONFIG_PROGRAM = _FOREVER.parent / "legacy_config.py"
+_MULTIWORKER = _FOREVER.parent / "legacy_multiworker.py"
 _CONFIG_215 = (pathlib.Path(__file__).resolve().parent / "fixtures" /
                "logs215" / "using_config.json")
 _START_SECS = 240  # TF start-up on a loaded 2-core machine.
@@ -74,6 +76,45 @@ class BestExporterFirstEvaluationTest(absltest.TestCase):
     self.assertLen(tf.io.gfile.listdir(best), 1)
     self.assertEqual(os.path.basename(exports[0].decode()),
                      tf.io.gfile.listdir(best)[0].rstrip("/"))
+
+
+class EvaluatorTaskTest(absltest.TestCase):
+  """Item 3: a 2.15 multi-worker program's evaluator task under harness.run.
+
+  2.15 ran such a program's evaluator through TF's distribute coordinator,
+  which gave it a cluster of its own (TF 2.15 distribute/distribute_
+  coordinator.py:359-378, _split_cluster_for_evaluator): its strategy took
+  no part in training. Built straight from a TF_CONFIG whose cluster does
+  not list the evaluator (2.15 run_config.py:437-452's example, harness.
+  launch's, a TFJob's), TF's MultiWorkerMirroredStrategy raises KeyError:
+  'evaluator' (multi_worker_util.worker_count); harness.run, as harness.main
+  does, has strategies built in an evaluator task initialise locally.
+  """
+
+  def test_strategy_built_in_an_evaluator_task_is_local(self):
+    tf_config = {"cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]},
+                 "task": {"type": "evaluator", "index": 0}}
+    result = _support.run(
+        [sys.executable, "-m", "harness.run", str(_MULTIWORKER),
+         self.create_tempdir().full_path, "strategy_only"],
+        timeout_secs=_START_SECS, env=conftest.child_env(tf_config))
+    self.assertEqual(result.returncode, 0, result.description)
+    self.assertIn("replicas 1", result.stdout, result.description)
+
+  @pytest.mark.slow
+  def test_launch_two_workers_and_an_evaluator(self):
+    model_dir = self.create_tempdir().full_path
+    result = _support.run(
+        [sys.executable, "-m", "harness.launch", "--workers=2", "--evaluator",
+         "--timeout_secs=500", "--", sys.executable, "-m", "harness.run",
+         str(_MULTIWORKER), model_dir], timeout_secs=600)
+    self.assertEqual(result.returncode, 0, result.description)
+    output = result.stdout + result.stderr
+    self.assertNotIn("KeyError", output, result.description)
+    self.assertRegex(output, r"\[evaluator/0\] .*eval \| evaluator/0 \| "
+                     r"step 40 \|", result.description)
+    self.assertTrue(tf.io.gfile.glob(os.path.join(
+        model_dir, "eval", "events.out.tfevents.*")), result.description)
 
 
 class _Recorder(tf.compat.v1.train.SessionRunHook):
