@@ -35,6 +35,9 @@ _FOREVER = (pathlib.Path(__file__).resolve().parent / "legacy_programs" /
             "legacy_forever.py")
 _CONFIG_PROGRAM = _FOREVER.parent / "legacy_config.py"
 _MULTIWORKER = _FOREVER.parent / "legacy_multiworker.py"
+_SEED_PROGRAM = _FOREVER.parent / "legacy_seed.py"
+_SEEDS_215 = (pathlib.Path(__file__).resolve().parent / "fixtures" /
+              "seeds215" / "seeds215.json")
 _CONFIG_215 = (pathlib.Path(__file__).resolve().parent / "fixtures" /
                "logs215" / "using_config.json")
 _START_SECS = 240  # TF start-up on a loaded 2-core machine.
@@ -322,6 +325,31 @@ class UsingConfigTest(absltest.TestCase):
              if line.startswith("INFO:tensorflow:Using ")]
     self.assertEqual([line.split(":")[2][:13] for line in using],
                      ["Using default", "Using config", "Using config"])
+
+
+@pytest.mark.slow
+class SeedTest(absltest.TestCase):
+  """Item 7: initial weights at one seed, beside 2.15's (docs/COMPAT.md)."""
+
+  def _run(self):
+    result = _support.run([sys.executable, "-m", "harness.run",
+                           str(_SEED_PROGRAM)], timeout_secs=_START_SECS)
+    self.assertEqual(result.returncode, 0, result.description)
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+  def test_215_values_where_215_had_any_and_repeatable_runs(self):
+    # tests/fixtures/seeds215/record.py ran legacy_seed.py twice on 2.15.
+    runs_215 = json.loads(_SEEDS_215.read_text())["runs"]
+    first, second = self._run(), self._run()
+    for key in ("bare_graph", "dnn_kernel"):  # TF's own initializers.
+      self.assertEqual(runs_215[0][key], runs_215[1][key], key)
+      self.assertEqual(first[key], runs_215[0][key], key)
+    # A Keras initializer with no seed of its own: 2.15's drew its op seed
+    # from Python's unseeded `random`, different in each run; harness seeds
+    # it from tf_random_seed, the same in each run.
+    key = "layers_dense_kernel"
+    self.assertNotEqual(runs_215[0][key], runs_215[1][key])
+    self.assertEqual(first[key], second[key])
 
 
 if __name__ == "__main__":
