@@ -352,5 +352,85 @@ class SeedTest(absltest.TestCase):
     self.assertEqual(first[key], second[key])
 
 
+class SmallerDifferencesTest(absltest.TestCase):
+  """Item 8: the smaller differences, each fixed or labelled."""
+
+  def test_two_loss_lines_of_one_step_say_which_run(self):
+    # 2.15 estimator.py:1417-1424: LoggingTensorHook({'loss', 'step'},
+    # every_n_iter=log_step_count_steps) prints the loss of the run that
+    # STARTS at `step` (the step read before its increment). harness's
+    # `train | ... | step N | ... | loss=L` line is the loss of the run that
+    # ENDED at global step N (docs/COMPAT.md, Logs). Here loss == the step
+    # a run starts from.
+    def model_fn(features, labels, mode):
+      del features, labels
+      w = tf.compat.v1.get_variable("w", [], initializer=tf.zeros_initializer())
+      step = tf.compat.v1.train.get_global_step()
+      loss = tf.cast(step, tf.float32) + 0.0 * w
+      train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
+          loss, global_step=step)
+      return spec.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    est = harness.Estimator(model_fn, model_dir=self.create_tempdir(
+        ).full_path, config=harness.RunConfig(log_step_count_steps=5,
+                                              steps_per_loop=1))
+    with self.assertLogs("absl", level="INFO") as logs, self.assertLogs(
+        "tensorflow", level="INFO") as tf_logs:
+      est.train(_input_fn, max_steps=11)
+    self.assertIn("loss = 5.0, step = 5",
+                  [r.getMessage()[:20] for r in tf_logs.records])
+    harness_line = [r.getMessage() for r in logs.records
+                    if r.getMessage().startswith("train | local | step 5/")]
+    self.assertLen(harness_line, 1, logs.output)
+    self.assertIn("| loss=4 |", harness_line[0])
+
+  def test_both_unknown_names_are_reported(self):
+    with self.assertRaises(errors.FlagError) as caught:
+      flags.parse(["harness.main", "--model_fn=lineer", "--input_fn=constnt"],
+                  environ={})
+    self.assertIn("2 problem(s)", str(caught.exception))
+    self.assertIn("flag --model_fn=lineer: unknown model_fn", str(
+        caught.exception))
+    self.assertIn("flag --input_fn=constnt: unknown input_fn", str(
+        caught.exception))
+
+  def test_plain_input_fn_said_once_for_every_mode(self):
+    with self.assertLogs("absl", level="INFO") as logs:
+      job = flags.parse([
+          "harness.main", "--model_fn=linear",
+          "--input_fn=tests.programs.repeating_input:input_fn",
+          "--max_steps=4", "--eval_steps=3", "--throttle_secs=0",
+          "--verbosity=quiet"], environ={}).job
+      result = job_lib.run_job(job, environ={}, out=io.StringIO())
+    self.addCleanup(shutil.rmtree, result.model_dir, ignore_errors=True)
+    said = [r.getMessage() for r in logs.records
+            if "not a factory" in r.getMessage()]
+    self.assertLen(said, 1)
+    self.assertIn("the same input serves training, evaluation and "
+                  "prediction", said[0])
+
+  def test_evaluation_that_ends_early_says_where(self):
+    # 2.15 evaluation.py's _StopAfterNEvalsHook logged `Evaluation [k/N]`
+    # every N/10 and nothing when the input ended first.
+    est = harness.Estimator(
+        lambda features, labels, mode: _scalar_spec(features, mode),
+        model_dir=self.create_tempdir().full_path)
+    est.train(_input_fn, steps=1)
+    with self.assertLogs("absl", level="INFO") as logs:
+      est.evaluate(lambda: _input_fn().take(33), steps=100)
+    lines = [r.getMessage() for r in logs.records]
+    self.assertIn("eval | step 30/100", lines)
+    self.assertIn("eval | step 33/100: the input ended (evaluated 33 "
+                  "batches, not 100)", lines)
+
+
+def _scalar_spec(features, mode):
+  w = tf.compat.v1.get_variable("w", [2, 1])
+  loss = tf.reduce_mean(tf.matmul(features["x"], w))
+  train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
+      loss, global_step=tf.compat.v1.train.get_global_step())
+  return spec.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
 if __name__ == "__main__":
   absltest.main()
