@@ -395,10 +395,16 @@ class SmallerDifferencesTest(absltest.TestCase):
         caught.exception))
 
   def test_plain_input_fn_said_once_for_every_mode(self):
+    # Said once a process: a module name no other test resolved.
+    folder = self.create_tempdir()
+    name = f"plain_input_{os.path.basename(folder.full_path)}"
+    folder.create_file(f"{name}.py", "from tests.programs.repeating_input "
+                       "import input_fn\n")
+    sys.path.insert(0, folder.full_path)
+    self.addCleanup(sys.path.remove, folder.full_path)
     with self.assertLogs("absl", level="INFO") as logs:
       job = flags.parse([
-          "harness.main", "--model_fn=linear",
-          "--input_fn=tests.programs.repeating_input:input_fn",
+          "harness.main", "--model_fn=linear", f"--input_fn={name}:input_fn",
           "--max_steps=4", "--eval_steps=3", "--throttle_secs=0",
           "--verbosity=quiet"], environ={}).job
       result = job_lib.run_job(job, environ={}, out=io.StringIO())
