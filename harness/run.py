@@ -112,8 +112,7 @@ def _stopped(program, error):
     signal_name, message = error.signal_name or "SIGTERM", str(error)
   else:
     signal_name = "SIGINT"
-    message = (f"{program} was interrupted (SIGINT) outside a training loop; "
-               "what it saved before is intact.")
+    message = f"{program} was interrupted (SIGINT) outside a training loop."
   sys.stderr.write(log_format.fold(
       f"harness.run: {type(error).__name__}: {message}") + "\n")
   sys.stderr.flush()
