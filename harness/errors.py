@@ -112,6 +112,12 @@ class TrainingPreemptedError(HarnessError, RuntimeError):
   signal_name = "SIGTERM"
 
 
+class PredictionInterruptedError(TrainingPreemptedError):
+  """`--mode=predict` stopped by SIGINT (Ctrl-C) or SIGTERM; the predictions
+  file holds complete lines. A TrainingPreemptedError, so that a binary ends
+  it as any stopped run (130 / 143, one line); nothing is to be resumed."""
+
+
 class LegacyKerasError(HarnessError, ImportError):
   """TensorFlow was imported without `TF_USE_LEGACY_KERAS=1`."""
 

@@ -40,6 +40,7 @@ from harness.distribute import remote
 from harness.distribute import roles
 from harness.distribute import strategies
 from harness.export import writer
+from harness.run_config import using_config
 from harness.state import checkpoints
 from harness.state import storage
 
@@ -57,7 +58,8 @@ class Estimator:
       (`features` is required).
     model_dir: where checkpoints and summaries go. None: `config.model_dir`,
       else a new temporary directory (logged).
-    config: a `RunConfig`, or None for the defaults.
+    config: a `RunConfig`, or None for the defaults; logged (INFO, TF's
+      logger) as 2.15 did: `Using config: {...}`.
     params: dict passed to `model_fn` and `input_fn` (deep-copied).
     warm_start_from: checkpoint path, model_dir, SavedModel dir or
       `WarmStartSettings` to initialise variables from before training.
@@ -65,9 +67,8 @@ class Estimator:
 
   def __init__(self, model_fn, model_dir=None, config=None, params=None,
                warm_start_from=None):
-    # The one config and model_dir decision (default config, 2.15's type
-    # check, argument / RunConfig / TF_CONFIG / temporary, session config).
     model_dir, config = run_config_lib.resolve_model_dir(model_dir, config)
+    using_config.log(config)
     self._config = config
     self._model_dir = model_dir
     self._session_config = config.session_config
@@ -192,8 +193,7 @@ class Estimator:
           connect_timeout_secs=self._config.remote_connect_timeout_secs)
       return self
     if _is_cluster_trainer(self._config):
-      # A chief/worker task of a TF_CONFIG cluster: join it (as tf.estimator
-      # 2.15 did through its distribute coordinator).
+      # A chief/worker of a TF_CONFIG cluster joins it (as 2.15's coordinator).
       roles.train_in_cluster(model, input_fn, hooks=hooks, steps=steps,
                              max_steps=max_steps,
                              saving_listeners=saving_listeners)

@@ -6,7 +6,11 @@
 As `coverage run` does, the program runs as if started by `python` itself:
 `sys.argv` is `[script, *args]`, `__name__` is `"__main__"`, `sys.path[0]` is
 the script's directory (the current directory for `-m`), and its exit status
-(`sys.exit(n)`, or 1 for an uncaught exception) becomes ours. Before
+(`sys.exit(n)`, or 1 for an uncaught exception) becomes ours. A stop by
+Ctrl-C (SIGINT) or SIGTERM ends as `harness.main` ends: one line, no
+traceback, exit status 130 (SIGINT) or 143 (SIGTERM). In an evaluator task
+(TF_CONFIG), strategies the program builds initialise locally, as under
+`harness.main` (`strategies.install_evaluator_guard`). Before
 anything else, `harness.compat` is imported, so `tf.estimator`,
 `tf.compat.v1.estimator` and the `tensorflow_estimator` modules resolve to
 harness and TensorFlow loads with Keras 2.
@@ -20,6 +24,7 @@ import os
 import runpy
 import sys
 
+from harness import errors
 from harness.cli import log_format
 
 __all__ = ["main", "USAGE"]
@@ -47,6 +52,15 @@ def _install_aliases():
   error, which then answer without loading TensorFlow.
   """
   import harness.compat  # lazy: TensorFlow only once a program runs  # pylint: disable=g-import-not-at-top,unused-import
+  from harness.distribute import strategies  # lazy: loads TensorFlow  # pylint: disable=g-import-not-at-top
+  # An evaluator task (TF_CONFIG) builds the program's top-level strategy
+  # for local use, as harness.main's does (a collective one would fail with
+  # KeyError: 'evaluator'). A malformed TF_CONFIG is the program's
+  # RunConfig's to report.
+  try:
+    strategies.install_evaluator_guard(os.environ)
+  except errors.ClusterConfigError:
+    pass
 
 
 def _run_script(script, args):
@@ -91,17 +105,42 @@ def _run_module(module, args):
   return 0
 
 
+def _stopped(program, error):
+  """One line for a program a signal stopped; its exit status (harness.main's:
+  130 for SIGINT, 143 for SIGTERM)."""
+  if isinstance(error, errors.TrainingPreemptedError):  # In a training loop.
+    signal_name, message = error.signal_name or "SIGTERM", str(error)
+  else:
+    signal_name = "SIGINT"
+    message = f"{program} was interrupted (SIGINT) outside a training loop."
+  sys.stderr.write(log_format.fold(
+      f"harness.run: {type(error).__name__}: {message}") + "\n")
+  sys.stderr.flush()
+  return (errors.EXIT_INTERRUPTED if signal_name == "SIGINT"
+          else errors.EXIT_PREEMPTED)
+
+
 def main(argv):
-  """Runs the program `argv` names; returns the exit status for usage errors.
+  """Runs the program `argv` names; returns its exit status.
 
   Args:
     argv: the command line after `python -m harness.run`: `[script, *args]`,
       `["--", script, *args]`, or `["-m", module, *args]`.
 
   Returns:
-    0 when the program returns normally; 2 for a usage error. A program that
-    calls `sys.exit(n)` or raises propagates that (SystemExit / exception).
+    0 when the program returns normally; 2 for a usage error; 130 / 143
+    when Ctrl-C (KeyboardInterrupt) or a stop signal (TrainingPreemptedError)
+    ended it, after one line on stderr. A program that calls `sys.exit(n)` or
+    raises anything else propagates that (SystemExit / exception).
   """
+  try:
+    return _dispatch(argv)
+  except (KeyboardInterrupt, errors.TrainingPreemptedError) as e:
+    return _stopped(" ".join(argv[:2] if argv[:1] in (["-m"], ["--"])
+                             else argv[:1]), e)
+
+
+def _dispatch(argv):
   if not argv:
     return _usage_error("no program given.")
   first, rest = argv[0], list(argv[1:])

@@ -1,5 +1,7 @@
 """The tf.estimator 2.15 log lines users grep, in a comparable form.
 
+`using_config(text, model_dir)` keeps each `Using config: {...}` message
+whole (its session_config spans lines), for legacy_config.py's output.
 `normalize(text, model_dir)` keeps the INFO lines of TensorFlow's logger
 that start with one of `GREPPED`, with the model_dir and the numbers that
 vary between runs (losses, rates, times, dates) replaced by a placeholder;
@@ -10,7 +12,7 @@ tests/fixtures/logs215/record.py.
 
 import re
 
-__all__ = ["GREPPED", "PREFIX", "normalize"]
+__all__ = ["GREPPED", "PREFIX", "normalize", "using_config"]
 
 PREFIX = "INFO:tensorflow:"
 GREPPED = (
@@ -47,3 +49,19 @@ def normalize(text, model_dir):
       message = re.sub(pattern, placeholder, message)
     lines.append(message)
   return lines
+
+
+def using_config(text, model_dir, marker="legacy_config: built"):
+  """Each `Using config: {...}` message of `text` with the lines that follow
+  it up to `marker` (tests/legacy_programs/legacy_config.py writes it after
+  each Estimator), model_dir replaced by MODEL_DIR."""
+  messages, current = [], None
+  for line in text.splitlines():
+    if line.startswith(PREFIX + "Using config: "):
+      current = [line[len(PREFIX):]]
+    elif current is not None and line == marker:
+      messages.append("\n".join(current).replace(model_dir, "MODEL_DIR"))
+      current = None
+    elif current is not None:
+      current.append(line)
+  return messages

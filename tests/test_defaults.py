@@ -22,7 +22,8 @@ _NOT_IN_CONFIG = {
     "model_fn", "input_fn", "params", "data_dir", "mode", "model_dir",
     "strategy", "num_gpus_per_worker", "cpu_stand_in", "remote_cluster",
     "batch_size", "exporters", "verbosity", "dry_run", "tensorboard",
-    "tensorboard_keep", "predictions_file", "keep_model_dir"}
+    "tensorboard_keep", "predictions_file", "max_predictions",
+    "keep_model_dir"}
 # Flags whose None default means "the RunConfig/env default applies".
 _NONE_MEANS = {
     "save_checkpoints_steps": None,  # RunConfig: secs-based saving.

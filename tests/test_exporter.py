@@ -110,13 +110,17 @@ class LatestExporterTest(ExporterTestBase):
 
 class BestExporterTest(ExporterTestBase):
 
-  def test_reads_prior_best_from_event_files(self):
+  def test_first_call_exports_even_when_events_hold_a_better_loss(self):
+    # 2.15 exporter.py BestExporter.export: `not self._has_exported` exports
+    # on the first call; exporter_test.py test_best_exporter_with_preemption
+    # (events hold loss 50 and 60, the first export with loss 100 is made).
     _write_eval_events(self.model_dir, [{"loss": 0.75}, {"loss": 0.5}])
     exporter = exporter_lib.BestExporter(
         serving_input_receiver_fn=self.receiver_fn, exports_to_keep=1)
     base = self._export_path(exporter)
-    self.assertIsNone(self._export(exporter, {"loss": 0.625}))
-    self.assertFalse(os.path.exists(base))
+    first = self._export(exporter, {"loss": 0.625})
+    self.assertEqual(writer.list_exports(base), [first.decode()])
+    self.assertIsNone(self._export(exporter, {"loss": 0.75}))
     first = self._export(exporter, {"loss": 0.25})
     self.assertEqual(writer.list_exports(base), [first.decode()])
     self.assertIsNone(self._export(exporter, {"loss": 0.375}))

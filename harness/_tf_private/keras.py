@@ -38,9 +38,10 @@ def seed_keras_initializers(seed):
   tf.compat.v1.layers use tf_keras initializers, which in TF 2.21 draw their
   op seed from Python's unseeded `random` unless tf_keras's thread-local
   `_SEED_GENERATOR` holds a generator (what keras.utils.set_random_seed
-  sets). tf.estimator 2.15 runs were repeatable under `tf_random_seed`;
-  seeding that generator per graph restores it without touching the
-  process-wide `random`/numpy state. Checked on tf_keras 2.21.0.
+  sets); so did 2.15's Keras, whose runs therefore differed from each other
+  (docs/COMPAT.md). Seeding that generator per graph makes runs repeat under
+  `tf_random_seed`, as TensorFlow's own initializers do, without touching
+  the process-wide `random`/numpy state. Checked on tf_keras 2.21.0.
   """
   if _keras_backend is None:  # A tf_keras layout change: stay unseeded.
     return

@@ -80,6 +80,11 @@ _PREDICTIONS_FILE = flags.DEFINE_string(
     "line per example here. Default: <model_dir>/predictions.jsonl, or "
     "./predictions.jsonl when model_dir is read-only (logged).",
     flag_values=_FLAGS)
+_MAX_PREDICTIONS = _int(
+    "max_predictions", 1, "a positive count, or leave it out to predict "
+    "until the input ends.", "--mode=predict stops after this many "
+    "predictions. Default: when the input ends, as Estimator.predict (an "
+    "input that repeats runs until Ctrl-C, which keeps the lines written).")
 # Devices and cluster.
 _STRATEGY = flags.DEFINE(
     flag_parsers.StrategyParser(), "strategy", _D.strategy, "Distribution strategy: "

@@ -168,17 +168,17 @@ def _resolve_names(values, problems, bad):
       ("model_fn", registry.resolve_model_fn, registry.model_default_params),
       ("input_fn", registry.resolve_input_fn, registry.input_default_params)):
     if kind in bad:
-      return
+      continue
     try:
       fn = resolve(values[kind])
       defaults[kind] = default_params(values[kind])
-    except errors.HarnessError as e:
+    except errors.HarnessError as e:  # Reported; the other is checked too.
       problems.append(f"flag --{kind}={values[kind]}: {e}")
-      return
+      continue
     if kind == "input_fn" and values["batch_size"] is None:
       values["batch_size"] = getattr(inspect.getmodule(fn),
                                      "DEFAULT_BATCH_SIZE", None)
-  if "params" in bad:
+  if "params" in bad or len(defaults) < 2:  # Keys checked against both.
     return
   valid = dict(defaults["input_fn"], **defaults["model_fn"])
   shown = _show_params(values["params"])

@@ -69,6 +69,7 @@ class JobConfig:
   model_dir: str | None = None
   # --mode=predict's output (None: harness.cli.preflight.predictions_path).
   predictions_file: str | None = None
+  max_predictions: int | None = None  # None: until the input ends.
   # Devices and cluster.
   strategy: str = "default"
   num_gpus_per_worker: int = 0

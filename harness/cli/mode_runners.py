@@ -23,6 +23,7 @@ import dataclasses
 import inspect
 import json
 import os
+import time
 
 from absl import logging
 
@@ -37,6 +38,7 @@ from harness._tf import tf
 from harness.cli import job_config
 from harness.cli import preflight
 from harness.cli import registry
+from harness.core import stop_signal
 from harness.distribute import roles
 from harness.distribute import strategies
 from harness.export import exporter
@@ -44,11 +46,13 @@ from harness.export import exporter
 __all__ = ["build_estimator", "check_gpus_visible", "input_fn_for",
            "serving_input_receiver_fn", "exporters_for", "export_paths",
            "ONE_PROCESS_MODES", "one_process_task", "runs_one_process_job",
-           "MODE_RUNNERS"]
+           "MODE_RUNNERS", "write_predictions"]
 
 # Modes that are one process's job: in a TF_CONFIG cluster the chief does
 # them (`runs_one_process_job`) and every other task exits.
 ONE_PROCESS_MODES = ("evaluate", "predict", "export")
+# Seconds between two progress lines of --mode=predict.
+PREDICT_REPORT_SECS = 10.0
 
 
 def one_process_task(info):
@@ -267,16 +271,56 @@ def _predict(estimator, job, plan):
   path = preflight.predictions_path(job, estimator.model_dir)
   if os.path.dirname(path):
     tf.io.gfile.makedirs(os.path.dirname(path))
-  count = 0
-  with tf.io.gfile.GFile(path, "w") as f:
-    for prediction in estimator.predict(
-        input_fn_for(job, "infer", estimator.params)):
-      f.write(json.dumps(prediction, default=_jsonable) + "\n")
-      count += 1
+  predictions = estimator.predict(input_fn_for(job, "infer", estimator.params))
+  try:
+    with tf.io.gfile.GFile(path, "w") as f:
+      count = write_predictions(predictions, f, path=path,
+                                limit=job.max_predictions,
+                                task_label=plan.task_label)
+  finally:
+    predictions.close()  # Ends its session (early at --max_predictions).
   logging.info("predict | wrote %d predictions to %s%s", count, path,
                "" if os.path.dirname(path) == os.fsdecode(estimator.model_dir)
                else " (not in model_dir)")
   return None, [], path
+
+
+def write_predictions(predictions, f, *, path, limit, task_label,
+                      clock=time.monotonic):
+  """Writes one JSON line per prediction to the open file `f` (at `path`)
+  until the input ends (as 2.15's Estimator.predict) or `limit` lines (None:
+  no limit), with a progress line every PREDICT_REPORT_SECS of `clock`.
+
+  Returns:
+    The number of lines written.
+
+  Raises:
+    PredictionInterruptedError: SIGINT / SIGTERM; it says what was written.
+  """
+  count = 0
+  next_report = clock() + PREDICT_REPORT_SECS
+  try:
+    for prediction in predictions:
+      f.write(json.dumps(prediction, default=_jsonable) + "\n")
+      count += 1
+      if count == limit:
+        break
+      if clock() >= next_report:
+        next_report = clock() + PREDICT_REPORT_SECS
+        logging.info(
+            "predict | %s | %d predictions written to %s; the input has not "
+            "ended (%s)", task_label, count, path,
+            f"stops at --max_predictions={limit}" if limit else
+            "no --max_predictions: until it ends; Ctrl-C keeps the lines")
+  except (KeyboardInterrupt, stop_signal.Terminated) as e:
+    error = errors.PredictionInterruptedError(
+        f"predict | {task_label} | interrupted after {count} predictions; "
+        f"{path} holds them, one complete JSON line each. Fix: nothing is "
+        "lost; pass --max_predictions=N to stop after N predictions.")
+    error.signal_name = ("SIGINT" if isinstance(e, KeyboardInterrupt)
+                         else "SIGTERM")
+    raise error from None
+  return count
 
 
 def _export(estimator, job, plan):

@@ -263,22 +263,26 @@ def _as_input_factory(flag, where, fn):
       f"--input_fn={where.split(':')[0]}:make_input_fn")
 
 
+# The plain input_fns already described (`where`): one line a process.
+_PLAIN_LOGGED = set()
+
+
 def _plain_input_fn_factory(flag, where, input_fn, names):
-  """A factory returning `input_fn` for every mode (logged once)."""
-  logged = []
+  """A factory returning `input_fn` for every mode (logged once a process)."""
 
   @functools.wraps(input_fn)
   def make_input_fn(mode, *, data_dir=None, batch_size=None, params=None):
     del mode, params  # The Estimator passes what input_fn declares.
-    if not logged:
-      logged.append(True)
+    if where not in _PLAIN_LOGGED:
+      _PLAIN_LOGGED.add(where)
       ignored = [f for f, v in (("--data_dir", data_dir),
                                 ("--batch_size", batch_size)) if v]
       logging.info(
-          "input | %s is a tf.estimator input_fn(%s), not a factory: it "
-          "is called for every mode as tf.estimator called it%s", flag,
-          ", ".join(names), f"; {' and '.join(ignored)} do not reach it"
-          if ignored else "")
+          "input | %s is a tf.estimator input_fn(%s), not a factory: the "
+          "same input serves training, evaluation and prediction, as in "
+          "tf.estimator (an input that repeats needs --eval_steps and "
+          "--max_predictions)%s", flag, ", ".join(names),
+          f"; {' and '.join(ignored)} do not reach it" if ignored else "")
     return input_fn
 
   del make_input_fn.__wrapped__  # Its signature is the factory's.

@@ -124,6 +124,13 @@ class _StopAfterNEvalsHook(tf.compat.v1.train.SessionRunHook):
     if self._done >= self._num_evals:
       run_context.request_stop()
 
+  def end(self, session):
+    del session
+    if self._num_evals is not None and self._done < self._num_evals:
+      logging.info("eval | step %d/%d: the input ended (evaluated %d "
+                   "batches, not %d)", self._done, self._num_evals,
+                   self._done, self._num_evals)
+
   @property
   def evals_done(self):
     return self._done

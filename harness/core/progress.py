@@ -55,6 +55,10 @@ class ProgressLoggerHook(SessionRunHook):
 
     train | chief/0 | step 1200/10000 | 350.2 steps/s | 11206 examples/s | loss=0.312 | eta 0:00:25
 
+  `loss=` is the loss of the run that ended at the step shown; 2.15's own
+  `loss = ..., step = 1200` (`loss_and_step_hook`) is that of the run that
+  starts from it, so the two numbers differ.
+
   Tensors are fetched only on the steps that are logged: on every other step
   `before_run` returns None, so the hook adds no fetch to the training step.
   On a logged step it fetches the loss with the step and then reads the

@@ -16,13 +16,13 @@ from harness import errors
 from harness import spec as spec_lib
 from harness._tf import tf
 from harness.core import auto_loop
+from harness.core import chief_hooks
 from harness.core import first_batch
 from harness.core import guard_hook
 from harness.core import live_metrics
 from harness.core import preemption
 from harness.core import progress
 from harness.core import step_loop
-from harness.core import step_rate
 from harness.core import watchdog
 from harness.core import worker_session
 from harness.state import checkpoints
@@ -95,21 +95,6 @@ def _ensure_saver(scaffold, config):
           sharded=True, max_to_keep=config.keep_checkpoint_max,
           keep_checkpoint_every_n_hours=config.keep_checkpoint_every_n_hours,
           defer_build=True, save_relative_paths=True))
-
-
-def _chief_summary_hooks(model_dir, config, scaffold, examples_per_step):
-  """The summary and steps/s hooks MonitoredTrainingSession adds on chiefs,
-  plus examples/s."""
-  hooks = []
-  if config.log_step_count_steps and config.log_step_count_steps > 0:
-    hooks.append(step_rate.StepRateHook(
-        output_dir=model_dir, every_n_steps=config.log_step_count_steps,
-        examples_per_step=examples_per_step))
-  if config.save_summary_steps and config.save_summary_steps > 0:
-    hooks.append(step_loop.SummarySaverHook(
-        scaffold=scaffold, save_steps=config.save_summary_steps,
-        output_dir=model_dir))
-  return hooks
 
 
 class _LiveMetricsListener(tf.compat.v1.train.CheckpointSaverListener):
@@ -227,7 +212,7 @@ def _assemble_hooks(train_graph, hooks, *, model_dir, config, context,
   """
   spec = train_graph.spec
   scaffold = spec.scaffold
-  worker_hooks = _common_hooks(
+  common = _common_hooks(
       train_graph, hooks, config=config, context=context,
       max_steps=max_steps)
   restore_from = None
@@ -235,22 +220,24 @@ def _assemble_hooks(train_graph, hooks, *, model_dir, config, context,
     restore_from = checkpoints.latest_usable_checkpoint(model_dir)
     checkpoints.check_fits(restore_from, scaffold)  # Before harness's Saver.
   _ensure_saver(scaffold, config)
-  chief_hooks = _checkpoint_saver_hooks(
-      worker_hooks + list(spec.training_chief_hooks), model_dir=model_dir,
+  saver_hooks = chief_hooks.saver_hooks(
+      common + list(spec.training_chief_hooks), model_dir=model_dir,
       config=config, scaffold=scaffold, saving_listeners=saving_listeners,
       stage_listener=(guard_hook.SaveStageListener()
                       if config.remote_cluster is None else None))
+  worker_hooks = []
   if context.is_chief:
-    # The Saver counts the checkpoints earlier runs left (keep_checkpoint_max).
+    # First: the Saver counts the checkpoints earlier runs left.
     worker_hooks.append(retention.RecoverCheckpointsHook(
         model_dir, scaffold, keep_checkpoint_max=config.keep_checkpoint_max,
         restore_from=restore_from))
-    worker_hooks.extend(_chief_summary_hooks(
+    # 2.15 (estimator.py _train_with_estimator_spec -> MonitoredTraining-
+    # Session): chief_only_hooks (saver, training_chief_hooks), steps/s and
+    # summaries, then the worker hooks.
+    worker_hooks.extend(saver_hooks + list(spec.training_chief_hooks))
+    worker_hooks.extend(chief_hooks.summary_hooks(
         model_dir, config, scaffold, train_graph.examples_per_step))
-    worker_hooks.extend(chief_hooks + list(spec.training_chief_hooks))
-  if config.log_step_count_steps is not None:  # After global_step/sec.
-    worker_hooks.append(progress.loss_and_step_hook(
-        spec.loss, train_graph.global_step, config.log_step_count_steps))
+  worker_hooks.extend(common)
   creator = _session_creator(scaffold, config, context, restore_from)
   _add_loop_hooks(worker_hooks, train_graph, config, context)
   # Last hook: SIGTERM -> stop (agreed across collective workers), raised
@@ -285,38 +272,11 @@ def _common_hooks(train_graph, hooks, *, config, context, max_steps):
         loss_tensor=spec.loss, global_step_tensor=train_graph.global_step,
         every_n_steps=config.log_step_count_steps,
         task_label=context.task_label, max_steps=max_steps))
+    # 2.15: NaN check, LoggingTensorHook, training_hooks.
+    worker_hooks.append(progress.loss_and_step_hook(
+        spec.loss, train_graph.global_step, config.log_step_count_steps))
   worker_hooks.extend(spec.training_hooks)
   return worker_hooks
-
-
-def _checkpoint_saver_hooks(all_hooks, *, model_dir, config, scaffold,
-                            saving_listeners, stage_listener=None):
-  """The chief's CheckpointSaverHook, unless `all_hooks` has one.
-
-  `saving_listeners` go to the new hook, or are added to the given one;
-  `stage_listener` (a save is not cut by the stop bound) goes first.
-  """
-  chief_hooks = []
-  if config.save_checkpoints_secs or config.save_checkpoints_steps:
-    first = [stage_listener] if stage_listener is not None else []
-    if not any(isinstance(h, tf.compat.v1.train.CheckpointSaverHook)
-               for h in all_hooks):
-      chief_hooks.append(tf.compat.v1.train.CheckpointSaverHook(
-          model_dir, save_secs=config.save_checkpoints_secs,
-          save_steps=config.save_checkpoints_steps, scaffold=scaffold,
-          save_graph_def=config.checkpoint_save_graph_def,
-          listeners=first + saving_listeners))
-    elif saving_listeners or first:
-      saver_hook = next(h for h in all_hooks if isinstance(
-          h, tf.compat.v1.train.CheckpointSaverHook))
-      _tf_private.add_saving_listeners(saver_hook, saving_listeners,
-                                       first=stage_listener)
-  elif saving_listeners:
-    raise errors.ConfigError(
-        "There should be a CheckpointSaverHook to use saving_listeners. "
-        "Please set one of the RunConfig.save_checkpoints_steps or "
-        "RunConfig.save_checkpoints_secs.")
-  return chief_hooks
 
 
 def _session_creator(scaffold, config, context, restore_from):

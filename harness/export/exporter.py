@@ -176,8 +176,11 @@ def _verify_compare_fn_args(compare_fn):
 class BestExporter(Exporter):
   """Exports when an evaluation beats the best one so far.
 
-  The best result survives restarts: at its first export for a model_dir
-  the exporter reads the eval event files matching `event_file_pattern`.
+  As in tf.estimator 2.15, an exporter's first call exports whatever the
+  result (so a run that evaluates once gets its export); each later call
+  exports only a result better than the best so far. When the estimator's
+  model_dir changes, the best so far is read again from the eval event
+  files matching `event_file_pattern`.
   """
 
   def __init__(self, name="best_exporter", serving_input_receiver_fn=None,
@@ -228,10 +231,9 @@ class BestExporter(Exporter):
       self._model_dir = estimator.model_dir
       self._best_eval_result = self._get_best_eval_result(
           os.path.join(self._model_dir, self._event_file_pattern))
-    # The event files already hold this evaluation, so before the first
-    # export an equal best result still means "export".
-    if (self._best_eval_result is None or
-        (not self._has_exported and self._best_eval_result == eval_result) or
+    # As 2.15: an exporter's first call always exports (a run that evaluates
+    # once gets its export/best); later calls export only a better result.
+    if (self._best_eval_result is None or not self._has_exported or
         self._compare_fn(best_eval_result=self._best_eval_result,
                          current_eval_result=eval_result)):
       logging.info("Performing best model export.")
