@@ -237,9 +237,10 @@ def _drop_real_estimator_modules():
   the end (any other file) means its classes may be in use: that raises.
   """
   for name, module in list(sys.modules.items()):
-    if getattr(module, compat_aliases.MARKER, False) or not any(
-        name == root or name.startswith(root + ".") for root in _ROOTS):
-      continue
+    if not any(name == root or name.startswith(root + ".")
+               for root in _ROOTS) or getattr(
+                   module, compat_aliases.MARKER, False):
+      continue  # By name first: other modules' __getattr__ stays untouched.
     path = getattr(module, "__file__", None) or ""
     if path and not path.endswith("__init__.py"):
       raise EstimatorImportedFirstError(
