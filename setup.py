@@ -6,6 +6,11 @@ import setuptools
 
 _HERE = pathlib.Path(__file__).parent
 
+
+def _for_python_310(*requirements):
+  """Requirements that apply on Python 3.10 only (an environment marker)."""
+  return [f'{r}; python_version < "3.11"' for r in requirements]
+
 setuptools.setup(
     name="harness",
     version="0.1.0",
@@ -42,6 +47,15 @@ setuptools.setup(
         "numpy",
         # --metrics_port: the live Prometheus endpoint (harness.core.live_metrics).
         "prometheus_client>=0.17",
+        # Python 3.10: the newest releases of these (transitive) dependencies
+        # need Python >= 3.11, or (protobuf) conflict with what
+        # tensorflow-metadata asks on 3.10. An index that does not publish
+        # Requires-Python sends pip 23 (3.10's venv pip) backtracking
+        # through hundreds of releases; these bounds keep it on the path.
+        # Each is the last release admitting 3.10; bench/install_time.py
+        # measures the install on every Python the README names.
+        *_for_python_310("keras<3.13", "markdown<3.11", "etils<1.14",
+                         "protobuf<=6.32"),
     ],
     extras_require={
         "test": ["pytest>=7", "kubernetes-validate>=1.28", "jsonschema>=4",

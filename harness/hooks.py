@@ -3,7 +3,8 @@
 The names tf.estimator exported at top level (`tf.estimator.SessionRunHook`,
 `tf.estimator.StopAtStepHook`, ...) are TensorFlow's own
 `tf.compat.v1.train` classes, re-exported unchanged so that `isinstance`
-checks agree everywhere::
+checks agree everywhere; `SummarySaverHook` is a subclass of TF's that keeps
+2.15's constructor on TF 2.22 (its hooks are instances of TF's class too)::
 
     from harness import hooks
     stop = hooks.StopAtStepHook(last_step=1000)
@@ -60,7 +61,8 @@ __all__ = [
 
 _train = tf.compat.v1.train
 
-# All of these still exist on TF 2.21 (checked by tests/test_hooks.py).
+# All of these still exist on TF 2.21 and 2.22 (checked by tests/test_hooks.py);
+# SummarySaverHook, below, is a subclass keeping 2.15's constructor.
 SessionRunHook = _train.SessionRunHook
 SessionRunArgs = _train.SessionRunArgs
 SessionRunContext = _train.SessionRunContext
@@ -72,12 +74,32 @@ LoggingTensorHook = _train.LoggingTensorHook
 StopAtStepHook = _train.StopAtStepHook
 NanTensorHook = _train.NanTensorHook
 NanLossDuringTrainingError = _train.NanLossDuringTrainingError
-SummarySaverHook = _train.SummarySaverHook
 GlobalStepWaiterHook = _train.GlobalStepWaiterHook
 FinalOpsHook = _train.FinalOpsHook
 FeedFnHook = _train.FeedFnHook
 ProfilerHook = _train.ProfilerHook
 SecondOrStepTimer = _train.SecondOrStepTimer
+
+
+class SummarySaverHook(_train.SummarySaverHook):
+  """TensorFlow's `SummarySaverHook` with tf.estimator 2.15's constructor.
+
+  2.15 to 2.21 accept a hook with neither `output_dir` nor `summary_writer`:
+  it runs the summary op and writes nothing. TF 2.22 raises `ValueError`
+  there, so this subclass (what `harness.SummarySaverHook`,
+  `tf.estimator.SummarySaverHook` and the 2.15 hooks modules name) hands
+  TF's constructor an empty `output_dir`, which TF's `begin` reads as "no
+  directory", and keeps 2.15's behaviour on every TensorFlow harness admits.
+  Everything else (the scaffold / summary_op check, the writing) is TF's.
+  """
+
+  def __init__(self, save_steps=None, save_secs=None, output_dir=None,
+               summary_writer=None, scaffold=None, summary_op=None):
+    if output_dir is None and summary_writer is None:
+      output_dir = ""  # 2.15: no writer; TF 2.22 would raise on None.
+    super().__init__(save_steps=save_steps, save_secs=save_secs,
+                     output_dir=output_dir, summary_writer=summary_writer,
+                     scaffold=scaffold, summary_op=summary_op)
 
 
 class InMemoryEvaluatorHook(SessionRunHook):

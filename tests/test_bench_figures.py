@@ -14,6 +14,7 @@ from absl.testing import absltest
 
 from bench import figures
 from bench import first_command
+from bench import install_time
 from bench import peer_loss
 from bench import report
 from bench import suite_time
@@ -360,6 +361,51 @@ class PeerLossTest(absltest.TestCase):
     self.assertIn("| ps | 1 | error: hung |", text)
 
 
+class InstallTimeTest(absltest.TestCase):
+
+  _ROWS = {
+      "3.10.13": "| 3.10.13 | 2.4 | 23.0.1 | 2.21.0 | pass | pass (30 s, "
+                 "accuracy 0.9790) | pass (90 s) | 1.2 / 1.4 | 2026-11-28 "
+                 "20:00 UTC |",
+      "3.13.0": "| 3.13.0 | 1.9 | 24.2 | 2.21.0 | pass | pass (25 s) | pass "
+                "(80 s) | 1.6 / 1.1 | 2026-11-28 20:10 UTC |"}
+
+  def test_the_readmes_launch_example_is_found(self):
+    readme = (conftest.REPO_ROOT / "README.md").read_text()
+    argv = install_time.launch_example(readme)
+    self.assertEqual(argv[:4], ["python", "-m", "harness.launch",
+                                "--workers=2"])
+    self.assertIn("harness.main", argv)
+
+  def test_every_python_and_the_model_dir_are_replaced(self):
+    argv = ["python", "-m", "harness.launch", "--", "python", "-m",
+            "harness.main", "--model_dir=/tmp/mw", "--max_steps=200"]
+    self.assertEqual(
+        install_time.with_python(argv, "/v/bin/python", "/tmp/x"),
+        ["/v/bin/python", "-m", "harness.launch", "--", "/v/bin/python",
+         "-m", "harness.main", "--model_dir=/tmp/x", "--max_steps=200"])
+
+  def test_sentence_names_each_python_in_order(self):
+    self.assertEqual(
+        install_time.readme_sentence(self._ROWS),
+        "The install took 3.10 2.4 min (pip 23.0.1, load 1), 3.13 1.9 min "
+        "(pip 24.2, load 2), each from an empty pip cache on a 2-core machine "
+        "shared with other jobs (its 1-minute load average at the start), "
+        "and the "
+        "main job and a 2-worker `harness.launch` passed on each (`python -m "
+        "bench.install_time`; bench/RESULTS.md, \"Install on each Python\").")
+
+  def test_a_failed_row_leaves_the_readme_as_it_was(self):
+    rows = dict(self._ROWS)
+    rows["3.13.0"] = rows["3.13.0"].replace("pass (80 s)", "FAIL: exit 1")
+    self.assertIsNone(install_time.readme_sentence(rows))
+    self.assertIsNone(install_time.readme_sentence({}))
+
+  def test_rows_round_trip_through_the_results_section(self):
+    text = "head\n" + install_time.render(self._ROWS) + "\ntail\n"
+    self.assertEqual(install_time._rows(text), self._ROWS)  # pylint: disable=protected-access
+
+
 class ReadmeSpanTest(absltest.TestCase):
 
   def test_only_the_span_changes(self):
@@ -376,8 +422,8 @@ class ReadmeSpanTest(absltest.TestCase):
     readme = (conftest.REPO_ROOT / "README.md").read_text()
     self.assertEqual(
         sorted(set(re.findall(r"<!-- ([a-z-]+) -->", readme))),
-        ["first-command", "peer-loss", "scaling", "suite-time",
-         "xla-slowdown"])
+        ["first-command", "install-time", "peer-loss", "scaling",
+         "suite-time", "xla-slowdown"])
     reliability = (conftest.REPO_ROOT / "docs" / "RELIABILITY.md").read_text()
     self.assertEqual(
         sorted(set(re.findall(r"<!-- ([a-z-]+) -->", reliability))),

@@ -18,7 +18,7 @@ _REEXPORTED = [
     "SessionRunHook", "SessionRunArgs", "SessionRunContext",
     "SessionRunValues", "CheckpointSaverHook", "CheckpointSaverListener",
     "StepCounterHook", "LoggingTensorHook", "StopAtStepHook", "NanTensorHook",
-    "NanLossDuringTrainingError", "SummarySaverHook", "GlobalStepWaiterHook",
+    "NanLossDuringTrainingError", "GlobalStepWaiterHook",
     "FinalOpsHook", "FeedFnHook", "ProfilerHook", "SecondOrStepTimer",
 ]
 
@@ -46,6 +46,86 @@ class ReexportTest(parameterized.TestCase):
   def test_is_tensorflows_class(self, name):
     self.assertIs(getattr(hooks, name), getattr(tf.compat.v1.train, name))
     self.assertIn(name, hooks.__all__)
+
+
+def _tf_version():
+  return tuple(int(p) for p in tf.__version__.split(".")[:2])
+
+
+class SummarySaverHookTest(absltest.TestCase):
+  """tf.estimator 2.15's SummarySaverHook on every TensorFlow harness admits.
+
+  TF 2.22 raises ValueError for a hook with neither output_dir nor
+  summary_writer; 2.15 to 2.21 accepted it, ran its summary op and wrote
+  nothing. CI runs this on TF 2.16, 2.21 and the 2.22 pre-release.
+  """
+
+  def _train(self, hook_class, **kwargs):
+    """Runs 3 steps with the hook, from an empty working directory."""
+    workdir = self.create_tempdir().full_path
+    cwd = os.getcwd()
+    os.chdir(workdir)
+    try:
+      with tf.Graph().as_default():
+        global_step = tf.compat.v1.train.get_or_create_global_step()
+        step = global_step.assign_add(1)
+        tf.compat.v1.summary.scalar("x", tf.constant(1.0))
+        hook = hook_class(save_steps=1,
+                          summary_op=tf.compat.v1.summary.merge_all(),
+                          **kwargs)
+        with tf.compat.v1.train.MonitoredSession(hooks=[hook]) as session:
+          for _ in range(3):
+            session.run(step)
+    finally:
+      os.chdir(cwd)
+    return hook, workdir
+
+  def test_no_output_dir_nor_writer_trains_and_writes_nothing(self):
+    hook, workdir = self._train(hooks.SummarySaverHook)
+    self.assertIsInstance(hook, tf.compat.v1.train.SummarySaverHook)
+    self.assertEqual(os.listdir(workdir), [])
+
+  def test_every_harness_path_names_it(self):
+    import harness  # pylint: disable=g-import-not-at-top
+    import harness.compat  # pylint: disable=g-import-not-at-top,unused-import
+    from tensorflow_estimator.python.estimator.hooks import basic_session_run_hooks  # pylint: disable=g-import-not-at-top
+    for name, found in (
+        ("harness", harness.SummarySaverHook),
+        ("tf.estimator", tf.estimator.SummarySaverHook),
+        ("tf.compat.v1.estimator", tf.compat.v1.estimator.SummarySaverHook),
+        ("basic_session_run_hooks", basic_session_run_hooks.SummarySaverHook)):
+      with self.subTest(name):
+        self.assertIs(found, hooks.SummarySaverHook)
+
+  def test_tensorflows_own_class_differs_from_2_22_on(self):
+    # Why the subclass exists: TF's class raises from 2.22 on, and the
+    # test above would fail with it.
+    with tf.Graph().as_default():
+      make = lambda: tf.compat.v1.train.SummarySaverHook(
+          save_steps=1, summary_op=tf.constant(""))
+      if _tf_version() >= (2, 22):
+        with self.assertRaisesRegex(ValueError, "output_dir"):
+          make()
+      else:
+        make()
+
+  def test_with_an_output_dir_it_writes_events(self):
+    output_dir = self.create_tempdir().full_path
+    self._train(hooks.SummarySaverHook, output_dir=output_dir)
+    self.assertNotEmpty(tf.io.gfile.glob(os.path.join(output_dir,
+                                                      "events.out.*")))
+
+  def test_scaffold_and_summary_op_rule_is_2_15s(self):
+    with tf.Graph().as_default():
+      with self.assertRaisesRegex(ValueError, "Exactly one of scaffold or "
+                                  "summary_op must be provided"):
+        hooks.SummarySaverHook(save_steps=1)
+
+  def test_positional_arguments_keep_2_15s_order(self):
+    with tf.Graph().as_default():
+      op = tf.constant("")
+      hook = hooks.SummarySaverHook(1, None, None, None, None, op)
+      self.assertIsInstance(hook, hooks.SummarySaverHook)
 
 
 class ProgressLoggerHookTest(absltest.TestCase):

@@ -22,6 +22,13 @@ puts four kinds of aliases in place, and nothing else:
   2.15-era libraries import (`tensorflow.python.training.tracking.
   graph_view`, for AdaNet; `harness._tf_private.moved_modules`).
 
+With tensorflow-estimator 2.15 installed too (TFMA and TFX still require
+it), the aliases win in either import order: after `import harness.compat`
+every `tensorflow_estimator` path meets an alias; an `import
+tensorflow_estimator` before it fails inside the 2.15 package on TF 2.16+,
+and `harness.compat` drops what it left. A 2.15 module that imported whole
+first raises `EstimatorImportedFirstError` naming the package to uninstall.
+
 Every alias module forwards each attribute access to harness's current
 object, so nothing is copied and nothing goes stale. A public name that
 harness lacks raises `harness.errors.NotSupportedError` naming it. Importing
@@ -36,6 +43,7 @@ LegacyKerasError` unchanged.
 """
 
 # pylint: disable=unused-import
+from harness.compat.installer import EstimatorImportedFirstError
 from harness.compat.installer import ModuleNotProvidedError
 from harness.compat.installer import V1_NAMESPACE
 from harness.compat.installer import V2_NAMESPACE

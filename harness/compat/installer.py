@@ -17,13 +17,23 @@ from harness._tf import tf
 from harness.compat import aliases as compat_aliases
 
 __all__ = ["install", "check_keras_2", "register_module",
-           "ModuleNotProvidedError", "V1_NAMESPACE", "V2_NAMESPACE"]
+           "ModuleNotProvidedError", "EstimatorImportedFirstError",
+           "V1_NAMESPACE", "V2_NAMESPACE"]
 
 V1_NAMESPACE = "tensorflow_estimator.python.estimator.api._v1.estimator"
 V2_NAMESPACE = "tensorflow_estimator.python.estimator.api._v2.estimator"
 _PACKAGE = "tensorflow_estimator.python.estimator"
 _MIRROR = "tensorflow.python.estimator"
 _ROOTS = ("tensorflow_estimator", _MIRROR)
+
+
+class EstimatorImportedFirstError(errors.HarnessError, ImportError):
+  """tensorflow_estimator's own code ran before harness.compat.
+
+  Its classes may be bound already, where harness's aliases cannot reach
+  them. (On TensorFlow 2.16+ the 2.15 package fails to import, so only its
+  empty package shells are ever left, which the aliases replace.)
+  """
 
 
 class ModuleNotProvidedError(errors.NotSupportedError, ModuleNotFoundError):
@@ -217,6 +227,31 @@ def _alias_moved_tensorflow_modules():
     setattr(sys.modules[".".join(parts[:-1])], parts[-1], module)
 
 
+def _drop_real_estimator_modules():
+  """Removes tensorflow_estimator's own modules from `sys.modules`.
+
+  With the 2.15 package installed beside harness, an `import
+  tensorflow_estimator` before harness.compat fails inside it on TF 2.16+
+  and leaves its package modules (`__init__.py` only) behind; dropped, so
+  that each of their paths meets an alias. A module of its own that ran to
+  the end (any other file) means its classes may be in use: that raises.
+  """
+  for name, module in list(sys.modules.items()):
+    if not any(name == root or name.startswith(root + ".")
+               for root in _ROOTS) or getattr(
+                   module, compat_aliases.MARKER, False):
+      continue  # By name first: other modules' __getattr__ stays untouched.
+    path = getattr(module, "__file__", None) or ""
+    if path and not path.endswith("__init__.py"):
+      raise EstimatorImportedFirstError(
+          f"{name} ({path}) was imported before harness.compat, so "
+          "tensorflow_estimator's classes may compete with harness's. Fix: "
+          "`pip uninstall tensorflow-estimator` (harness provides "
+          "tf.estimator), or import harness.compat before anything imports "
+          "tensorflow_estimator (`python -m harness.run` does).")
+    del sys.modules[name]
+
+
 def install():
   """Puts every alias in place; a no-op when they already are.
 
@@ -225,8 +260,11 @@ def install():
 
   Raises:
     LegacyKerasError: `tf.keras` is already Keras 3 in this process.
+    EstimatorImportedFirstError: a tensorflow_estimator module of its own
+      was imported whole before (`_drop_real_estimator_modules`).
   """
   check_keras_2()
+  _drop_real_estimator_modules()
   root = sys.modules.get("tensorflow_estimator")
   registry = getattr(root, "__dict__", {}).get("_harness_registry")
   if registry is None:
