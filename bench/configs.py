@@ -31,7 +31,8 @@ import tempfile
 import time
 
 __all__ = ["MODELS", "RUNNERS", "NUM_EXAMPLES", "LEARNING_RATE", "SEED",
-           "Clock", "data", "v1_train_op", "main"]
+           "Clock", "data", "v1_train_op", "compiled_keras_model", "fit_timed",
+           "main"]
 
 NUM_EXAMPLES = 8192
 LEARNING_RATE = 1e-3
@@ -188,16 +189,17 @@ def _keras_model(keras, model):
   return keras.Sequential(stack + [layers.Dense(10)])
 
 
-def _run_keras(args, clock, keras):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  images, labels = data(args.model)
-  keras.utils.set_random_seed(SEED)
-  dataset = tf.data.Dataset.from_tensor_slices(
-      (images, labels)).repeat().batch(args.batch_size)
-  model = _keras_model(keras, args.model)
-  model.compile(
+def compiled_keras_model(keras, model):
+  """The bench `model` as a tf-keras model, compiled with the bench's Adam."""
+  compiled = _keras_model(keras, model)
+  compiled.compile(
       optimizer=keras.optimizers.Adam(LEARNING_RATE),
       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+  return compiled
+
+
+def fit_timed(keras, model, dataset, clock):
+  """`model.fit` for `clock.total_steps` steps, each step told to `clock`."""
 
   class ClockCallback(keras.callbacks.Callback):
 
@@ -206,6 +208,15 @@ def _run_keras(args, clock, keras):
 
   model.fit(dataset, epochs=1, steps_per_epoch=clock.total_steps, verbose=0,
             callbacks=[ClockCallback()])
+
+
+def _run_keras(args, clock, keras):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  images, labels = data(args.model)
+  keras.utils.set_random_seed(SEED)
+  dataset = tf.data.Dataset.from_tensor_slices(
+      (images, labels)).repeat().batch(args.batch_size)
+  fit_timed(keras, compiled_keras_model(keras, args.model), dataset, clock)
 
 
 def _run_keras3(args, clock):

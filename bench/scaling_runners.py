@@ -234,18 +234,8 @@ def _run_keras(args, clock):
   dataset = dataset.with_options(options)
   with strategy.scope():
     keras.utils.set_random_seed(configs.SEED)
-    model = configs._keras_model(keras, args.model)  # pylint: disable=protected-access
-    model.compile(
-        optimizer=keras.optimizers.Adam(configs.LEARNING_RATE),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-
-  class ClockCallback(keras.callbacks.Callback):
-
-    def on_train_batch_end(self, batch, logs=None):
-      clock.step_done()
-
-  model.fit(dataset, epochs=1, steps_per_epoch=clock.total_steps, verbose=0,
-            callbacks=[ClockCallback()])
+    model = configs.compiled_keras_model(keras, args.model)
+  configs.fit_timed(keras, model, dataset, clock)
   return workers
 
 

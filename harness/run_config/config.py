@@ -42,10 +42,10 @@ from harness.run_config import checks
 from harness.run_config import distribution
 from harness.state import paths
 
-__all__ = ["RunConfig"]
+__all__ = ["RunConfig", "CONSTRUCTOR_ARGS"]
 
 _USE_DEFAULT = env_knobs.NotGiven.CHECKPOINT_DEFAULT
-_CONSTRUCTOR_ARGS = (
+CONSTRUCTOR_ARGS = (
     "model_dir", "tf_random_seed", "save_summary_steps",
     "save_checkpoints_steps", "save_checkpoints_secs", "session_config",
     "keep_checkpoint_max", "keep_checkpoint_every_n_hours",
@@ -55,7 +55,7 @@ _CONSTRUCTOR_ARGS = (
     "checkpoint_save_graph_def")
 # 2.15's list (everything the constructor takes) plus harness's own fields.
 _HARNESS_FIELDS = fields.NAMES
-_DEFAULT_REPLACEABLE_LIST = list(_CONSTRUCTOR_ARGS) + list(_HARNESS_FIELDS)
+_DEFAULT_REPLACEABLE_LIST = list(CONSTRUCTOR_ARGS) + list(_HARNESS_FIELDS)
 _D = fields.default  # The keyword-only defaults below are the table's.
 
 
@@ -186,7 +186,7 @@ class RunConfig:
     self._cluster_info = info
     self._run_check = distribution.RunCheck()
     self._values = {k: arguments[k]
-                    for k in _CONSTRUCTOR_ARGS + _HARNESS_FIELDS}
+                    for k in CONSTRUCTOR_ARGS + _HARNESS_FIELDS}
     # The model_dir is the plan's: RunConfig's merged with TF_CONFIG's by
     # `task_plan.plan_task` (in `_derive`), or the given plan's.
     self._values["model_dir"], self._model_dir_source = (

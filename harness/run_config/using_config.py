@@ -10,19 +10,16 @@ properties, in 2.15's order and with 2.15's `_name` keys.
 
 import logging as std_logging
 
+from harness.run_config import config as config_lib
+
 __all__ = ["KEYS_215", "text", "log"]
 
-# vars(RunConfig()) of tf.estimator 2.15, in its order.
-KEYS_215 = (
-    "model_dir", "tf_random_seed", "save_summary_steps",
-    "save_checkpoints_steps", "save_checkpoints_secs", "session_config",
-    "keep_checkpoint_max", "keep_checkpoint_every_n_hours",
-    "log_step_count_steps", "train_distribute", "device_fn", "protocol",
-    "eval_distribute", "experimental_distribute",
-    "experimental_max_worker_delay_secs", "session_creation_timeout_secs",
-    "checkpoint_save_graph_def", "service", "cluster_spec", "task_type",
-    "task_id", "global_id_in_cluster", "master", "evaluation_master",
-    "is_chief", "num_ps_replicas", "num_worker_replicas")
+# vars(RunConfig()) of tf.estimator 2.15, in its order: the constructor's
+# arguments, then what it derived from TF_CONFIG.
+KEYS_215 = config_lib.CONSTRUCTOR_ARGS + (
+    "service", "cluster_spec", "task_type", "task_id",
+    "global_id_in_cluster", "master", "evaluation_master", "is_chief",
+    "num_ps_replicas", "num_worker_replicas")
 
 
 def text(config):
