@@ -46,6 +46,7 @@ HARNESS_OBJECTS = {
     ("server/serve.py", "os._exit"): "the standard library",
     ("core/stop_signal.py", "os._exit"): "the standard library",
     ("main.py", "os._exit"): "the standard library",
+    ("cli/first_signal.py", "os._exit"): "the standard library",
 }
 
 # TensorFlow's own state that a harness subclass of a TensorFlow class reads

@@ -59,6 +59,7 @@ from harness.core import stop_signal
 from harness.core import train_loop
 from harness.core import trainer
 from harness.distribute import graph_strategy as graph_strategy_lib
+from harness.distribute import remote_stop
 from harness.distribute import server_claim
 from harness.distribute import strategies
 from harness.distribute.remote_servers import check_servers
@@ -82,10 +83,12 @@ class _TaskHook(tf.compat.v1.train.SessionRunHook):
   whose session came first would otherwise train alone for a while.
   """
 
-  def __init__(self, ready, everyone_ready, stop, timeout_secs, claims):
+  def __init__(self, ready, everyone_ready, agreement, timeout_secs, claims):
     self._ready = ready
     self._everyone_ready = everyone_ready
-    self._stop = stop
+    self._agreement = agreement
+    self._stop = agreement.stop
+    self._runs_done = 0
     self._timeout_secs = timeout_secs
     self._claims = claims
 
@@ -99,7 +102,8 @@ class _TaskHook(tf.compat.v1.train.SessionRunHook):
 
   def after_run(self, run_context, run_values):
     del run_values
-    if self._stop.is_set():
+    self._runs_done += 1
+    if self._agreement.ends_after(self._runs_done):
       run_context.request_stop()
 
   def end(self, session):
@@ -208,6 +212,7 @@ def _train_claimed(model, input_fn, cluster, graph_strategy, chief, claims, *,
   # The same for every task of this client, new for each client.
   key_base = random.SystemRandom().randrange(1, _MAX_KEY_BASE) * 1000
   runs, stop = [], threading.Event()
+  agreement = remote_stop.StopAgreement(stop, lockstep=kind.lockstep)
   everyone_ready = []  # Each task's `ready` event, filled below.
   for job, index in trainer_tasks(cluster):
     strategy, task_config = _task_strategy(graph_strategy, kind, cluster,
@@ -223,7 +228,7 @@ def _train_claimed(model, input_fn, cluster, graph_strategy, chief, claims, *,
         max_steps=max_steps,
         hooks=list(hooks or []) if is_chief else [],
         saving_listeners=list(saving_listeners or []) if is_chief else [],
-        stop=stop, everyone_ready=everyone_ready,
+        agreement=agreement, everyone_ready=everyone_ready,
         start_timeout_secs=config.session_creation_timeout_secs,
         claims=claims))
     everyone_ready.append(runs[-1].ready)
@@ -266,7 +271,7 @@ class _TaskRun:
   """One task's training thread and its outcome."""
 
   def __init__(self, model, input_fn, context, strategy, *, steps,
-               max_steps, hooks, saving_listeners, stop, everyone_ready,
+               max_steps, hooks, saving_listeners, agreement, everyone_ready,
                start_timeout_secs, claims):
     self.label = context.task_label.split()[-1]
     self.ready = threading.Event()
@@ -274,7 +279,7 @@ class _TaskRun:
     self.result = None
     self.error = None
     self.failed_at = None
-    task_hook = _TaskHook(self.ready, everyone_ready, stop,
+    task_hook = _TaskHook(self.ready, everyone_ready, agreement,
                           start_timeout_secs, claims)
     self._model = model
     self._input_fn = input_fn

@@ -160,7 +160,7 @@ def claim_lock(model_dir, *, timeout_secs, sleep=time.sleep):
   fd = None
   if local is not None:
     try:
-      fd = os.open(local, os.O_RDONLY | os.O_DIRECTORY)
+      fd = os.open(local, os.O_RDONLY | os.O_DIRECTORY)  # local-fs: flock
     except OSError:
       fd = None
   try:
