@@ -405,6 +405,18 @@ class InstallTimeTest(absltest.TestCase):
     text = "head\n" + install_time.render(self._ROWS) + "\ntail\n"
     self.assertEqual(install_time._rows(text), self._ROWS)  # pylint: disable=protected-access
 
+  def test_readme_span_is_the_results_rows_sentence(self):
+    # A hand edit of the README's install figures, or of RESULTS.md's rows,
+    # fails here: the span is what the committed rows give.
+    readme = (conftest.REPO_ROOT / "README.md").read_text()
+    results = (conftest.REPO_ROOT / "bench" / "RESULTS.md").read_text()
+    span = re.search(r"<!-- install-time -->(.*?)<!-- /install-time -->",
+                     readme, re.DOTALL)
+    self.assertIsNotNone(span)
+    self.assertEqual(
+        span.group(1),
+        install_time.readme_sentence(install_time._rows(results)))  # pylint: disable=protected-access
+
 
 class ReadmeSpanTest(absltest.TestCase):
 
