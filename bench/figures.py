@@ -18,8 +18,10 @@ import os
 import resource
 import time
 
-__all__ = ["QUIET_OTHER_CORES", "CpuWatch", "is_quiet", "data_line",
-           "section_data"]
+from bench import report
+
+__all__ = ["QUIET_OTHER_CORES", "LOADED", "CpuWatch", "is_quiet", "label_of",
+           "store_row", "data_line", "section_data"]
 # A run is "quiet" when the rest of the machine (every process but the
 # measurement's own) kept at most this many cores busy on average while it
 # ran; the figures a README states come from quiet runs only.
@@ -70,6 +72,28 @@ def is_quiet(other_cores):
   """Whether a run whose rest of the machine used `other_cores` is quiet
   (unmeasured: not quiet)."""
   return other_cores is not None and other_cores <= QUIET_OTHER_CORES
+
+
+LOADED = "loaded"  # The label of a run asked for as "quiet" that was not.
+
+
+def label_of(requested, other_cores):
+  """The row's label: "quiet" only for a quiet run."""
+  if requested == "quiet" and not is_quiet(other_cores):
+    return LOADED
+  return requested
+
+
+def store_row(record, label, *, command, results_path, begin, end, render):
+  """Puts `record` under `label` in the section of `results_path` between
+  `begin` and `end` (rendered by `render` from the section's data, which
+  names `command`); returns that data."""
+  with open(results_path, encoding="utf-8") as f:
+    data = section_data(f.read(), begin, end) or {"rows": {}}
+  data["command"] = command
+  data["rows"][label] = record
+  report.write_section(results_path, render(data), begin=begin, end=end)
+  return data
 
 
 _DATA_PREFIX = "<!-- data: "

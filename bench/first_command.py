@@ -73,7 +73,7 @@ def run_once(argv):
   return secs, accuracy(result.stdout + result.stderr)
 
 
-LOADED = "loaded"
+LOADED = figures.LOADED
 
 
 def summary(record):
@@ -146,23 +146,14 @@ def render(data):
                    + ["", END])
 
 
-def label_of(requested, other_cores):
-  """The row's label: "quiet" only for a quiet run."""
-  if requested == "quiet" and not figures.is_quiet(other_cores):
-    return LOADED
-  return requested
-
-
 def write(record, label, *, readme_path, results_path):
   """Puts `record` in RESULTS.md's section under `label` and, for a quiet
   run, the README's sentence; returns the label used."""
-  label = label_of(label, record["other_cores"])
-  with open(results_path, encoding="utf-8") as f:
-    data = figures.section_data(f.read(), BEGIN, END) or {"rows": {}}
+  label = figures.label_of(label, record["other_cores"])
   with open(readme_path, encoding="utf-8") as f:
-    data["command"] = main_job(f.read())
-  data["rows"][label] = record
-  report.write_section(results_path, render(data), begin=BEGIN, end=END)
+    command = main_job(f.read())
+  figures.store_row(record, label, command=command, results_path=results_path,
+                    begin=BEGIN, end=END, render=render)
   if label == "quiet":
     report.write_readme_span("first-command", readme_sentence(record),
                              readme_path)

@@ -110,7 +110,7 @@ class Beside:
     return f"beside: `{self.command}`, exit {code} after {minutes:.1f} min"
 
 
-LOADED = "loaded"
+LOADED = figures.LOADED
 
 
 def record_of(*, minutes, pytest, load, yardstick, other_cores, date):
@@ -172,23 +172,15 @@ def render(data):
                    + ["", END])
 
 
-def label_of(requested, other_cores):
-  """The row's label: "quiet" only for a quiet run."""
-  if requested == QUIET and not figures.is_quiet(other_cores):
-    return LOADED
-  return requested
-
-
 def write(record, label, *, readme_path, results_path):
   """Puts `record` in RESULTS.md's section under `label` (a loaded "quiet"
   run as "loaded") and the README's sentence; returns the label used."""
-  label = label_of(label, record["other_cores"])
-  with open(results_path, encoding="utf-8") as f:
-    data = figures.section_data(f.read(), BEGIN, END) or {"rows": {}}
+  label = figures.label_of(label, record["other_cores"])
   with open(readme_path, encoding="utf-8") as f:
-    data["command"] = readme_command(f.read())
-  data["rows"][label] = record
-  report.write_section(results_path, render(data), begin=BEGIN, end=END)
+    command = readme_command(f.read())
+  data = figures.store_row(record, label, command=command,
+                           results_path=results_path, begin=BEGIN, end=END,
+                           render=render)
   sentence = readme_sentence(data["rows"])
   if sentence:
     report.write_readme_span("suite-time", sentence, readme_path)
