@@ -45,7 +45,8 @@ setuptools.setup(
         # (--tensorboard). Same range as TF's.
         "tensorboard>=2.16,<2.23",
         "numpy",
-        # --metrics_port: the live Prometheus endpoint (harness.core.live_metrics).
+        # --metrics_port: the live Prometheus endpoint
+        # (harness.telemetry.live_metrics).
         "prometheus_client>=0.17",
         # Python 3.10: the newest releases of these (transitive) dependencies
         # need Python >= 3.11, or (protobuf) conflict with what

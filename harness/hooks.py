@@ -12,7 +12,7 @@ checks agree everywhere; `SummarySaverHook` is a subclass of TF's that keeps
         loss_tensor=loss, global_step_tensor=global_step, every_n_steps=100,
         task_label="chief/0", max_steps=1000, examples_per_step=32)
 
-`ProgressLoggerHook` is harness's own (defined in `harness.core.progress`):
+`ProgressLoggerHook` is harness's own (defined in `harness.telemetry.progress`):
 one grep-able progress line every N steps, fetching tensors only on the
 steps it logs. The experimental hooks of
 tf.estimator 2.15 (`InMemoryEvaluatorHook`,
@@ -30,8 +30,8 @@ from harness._tf import tf
 from harness.core import evaluation
 from harness.core import input_pipeline
 from harness.core import train_graph
-from harness.core.progress import ProgressLoggerHook
 from harness.state import checkpoints
+from harness.telemetry.progress import ProgressLoggerHook
 
 __all__ = [
     # tf.estimator's top-level hook names (TensorFlow's classes).

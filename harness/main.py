@@ -48,9 +48,9 @@ from harness.cli import diagnose
 from harness.cli import flags
 from harness.cli import job
 from harness.cli import legacy_imports
-from harness.cli import preflight
 from harness.cli import log_format
-from harness.core import stop_signal
+from harness.cli import preflight
+from harness.guard import stop_signal
 # pylint: enable=g-import-not-at-top,wrong-import-position,wrong-import-order
 
 __all__ = ["main", "run"]

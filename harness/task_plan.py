@@ -96,7 +96,7 @@ class TaskPlan:
     eval_poll_secs: how often an evaluator looks for a new checkpoint.
     restart_attempt: $JOBSET_RESTART_ATTEMPT, None outside a JobSet.
     trainer_status_endpoint: the Kubeflow Trainer status endpoint (the
-      binary's; `harness.core.trainer_status.Endpoint`), None without.
+      binary's; `harness.telemetry.trainer_status.Endpoint`), None without.
     problems: the rules that do not hold (`Problem`s), in 2.15's order;
       not compared.
   """

@@ -27,12 +27,12 @@ from harness import task_plan
 from harness._tf import tf
 from harness.cluster import jobs
 from harness.cluster import tf_config
-from harness.core.stop_signal import STOP_SIGNAL
 from harness.distribute import eval_result
 from harness.distribute import evaluator as evaluator_lib
 from harness.distribute import roles
 from harness.distribute import save_listener
 from harness.export import exporter as exporter_lib
+from harness.guard.stop_signal import STOP_SIGNAL
 from harness.state import checkpoints
 
 __all__ = ["TrainSpec", "EvalSpec", "train_and_evaluate"]

@@ -29,8 +29,8 @@ import pytest
 from harness import errors
 from harness import fields
 from harness.cli import job_config
-from harness.cluster import peer_wait
-from harness.core import stall
+from harness.guard import peer_wait
+from harness.guard import stall
 from harness.launch import ports
 from tests import _processes
 from tests import _support

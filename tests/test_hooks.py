@@ -35,7 +35,7 @@ class _Clock:
 
 def _progress_lines(logs):
   # Progress lines only: on a loaded machine other `train | ` lines (e.g.
-  # core/first_batch's wait) may come too.
+  # guard/first_batch's wait) may come too.
   return [r.getMessage() for r in logs.records
           if re.match(r"train \| .*\| step \d+", r.getMessage())]
 

@@ -46,7 +46,8 @@ def _modules(package):
 DOCUMENTED_NAMES = (
     "harness.cluster.tf_config.parse_tf_config",
     "harness.cli.flags.parse",
-    "harness.core.stop_signal.notify_preemption",
+    "harness.guard.notify_preemption",
+    "harness.guard.stop_signal.notify_preemption",
     "harness.state.checkpoints.latest_usable_checkpoint",
     "harness.launch.build_tf_configs",
 )

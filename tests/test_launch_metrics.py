@@ -4,7 +4,7 @@ Issue 37: every task got the command's port (all but the first failed with
 "Address already in use"), and in the launcher's private network namespace
 the one endpoint was unreachable from this machine though the log printed a
 127.0.0.1 URL. The tasks here serve harness's real endpoint
-(`harness.core.live_metrics`) from a small program without TensorFlow.
+(`harness.telemetry.live_metrics`) from a small program without TensorFlow.
 """
 
 import io
@@ -34,7 +34,7 @@ _URL_LINE = re.compile(r"^launch \| metrics \| (\S+) \| (http://\S+)$",
 # step, and waits (bounded) for the test's stop file.
 _TASK = """
     import os, sys, time
-    from harness.core import live_metrics
+    from harness.telemetry import live_metrics
     port = int([a for a in sys.argv if a.startswith("--metrics_port=")][-1]
                .split("=")[1])
     task = os.environ["HARNESS_TASK"]

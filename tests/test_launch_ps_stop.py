@@ -25,7 +25,7 @@ from absl.testing import parameterized
 import pytest
 
 from harness import launch
-from harness.core import stop_signal
+from harness.guard import stop_signal
 from harness.state import run_state
 from tests import _processes
 from tests import _ps_launch

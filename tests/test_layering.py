@@ -26,7 +26,8 @@ RULES = {
     "cluster": (TENSORFLOW + EXAMPLES + (
         "harness.state", "harness.core", "harness.distribute", "harness.cli",
         "harness.export", "harness.canned", "harness.tpu", "harness.estimator",
-        "harness.run_config", "harness.training", "harness.fields")
+        "harness.run_config", "harness.training", "harness.fields") + (
+        "harness.guard", "harness.telemetry")
                 + BINARIES,
                 "cluster/ is TF_CONFIG text -> facts: errors and itself only, "
                 "no TensorFlow"),
@@ -36,14 +37,16 @@ RULES = {
         "harness.state", "harness.core", "harness.distribute", "harness.cli",
         "harness.export", "harness.canned", "harness.tpu", "harness.estimator",
         "harness.run_config", "harness.training", "harness.spec",
-        "harness.hooks", "harness.compat") + BINARIES,
+        "harness.hooks", "harness.compat") + (
+        "harness.guard", "harness.telemetry") + BINARIES,
                "fields/ is the field table: errors and cluster/ only, no "
                "TensorFlow"),
     "state": (EXAMPLES + (
         "harness.core", "harness.distribute", "harness.cli", "harness.export",
         "harness.canned", "harness.tpu", "harness.estimator",
         "harness.training", "harness.run_config", "harness._tf_private",
-        "harness.fields") + BINARIES,
+        "harness.fields") + (
+        "harness.guard", "harness.telemetry") + BINARIES,
               "state/ is model_dir files: errors, _tf, cluster/ and itself"),
     # core/ reads a harness field's default and check from fields/, never
     # run_config/ (the one arrow back up, gone: issue 40).
@@ -54,6 +57,25 @@ RULES = {
              + BINARIES,
              "core/ builds graphs and runs sessions; the Estimator, the "
              "roles and the binaries call it, never the other way"),
+    # The guards around the loop (stop signals, preemption, lost peers) and
+    # its reports (log lines, rates, metrics, trainer status): core/'s loop
+    # uses both; neither imports core/, the other, or anything above.
+    "guard": (EXAMPLES + (
+        "harness.core", "harness.telemetry", "harness.cli",
+        "harness.distribute", "harness.canned", "harness.tpu",
+        "harness.estimator", "harness.training", "harness.compat",
+        "harness.keras_lib", "harness.hooks", "harness.run_config",
+        "harness.export") + BINARIES,
+              "guard/ stops and checks a loop; core/ and above call it, "
+              "never the other way"),
+    "telemetry": (EXAMPLES + (
+        "harness.core", "harness.guard", "harness.cli",
+        "harness.distribute", "harness.canned", "harness.tpu",
+        "harness.estimator", "harness.training", "harness.compat",
+        "harness.keras_lib", "harness.hooks", "harness.run_config",
+        "harness.export") + BINARIES,
+                  "telemetry/ reports a loop; core/ and above call it, "
+                  "never the other way"),
     "distribute": (EXAMPLES + ("harness.cli", "harness.canned", "harness.tpu",
                                "harness.compat") + BINARIES,
                    "distribute/ runs tasks; the binaries wire it"),
@@ -99,7 +121,8 @@ RULES = {
         f"harness.{name}" for name in (
             "cluster", "state", "core", "distribute", "cli", "export",
             "canned", "tpu", "estimator", "training", "run_config", "spec",
-            "hooks", "early_stopping", "compat", "errors", "fields"))
+            "hooks", "early_stopping", "compat", "errors", "fields", "guard",
+            "telemetry"))
                     + BINARIES,
                     "_tf_private/ wraps TensorFlow internals; it knows "
                     "nothing of harness but `_tf`"),
@@ -129,8 +152,8 @@ RULES = {
 TF_FREE_MODULES = ("errors.py", "state/paths.py", "task_plan.py",
                    "cli/binary_flags.py",
                    "cli/tensorboard_server.py", "cli/legacy_imports.py",
-                   "core/stall.py", "core/auto_loop.py",
-                   "core/live_metrics.py",
+                   "guard/stall.py", "core/auto_loop.py",
+                   "telemetry/live_metrics.py",
                    "cli/job_config.py", "cli/flag_parsers.py",
                    "cli/flag_definitions.py", "cli/preflight.py")
 # Top-level modules exempt from "top": the binaries and the legacy entry
@@ -506,7 +529,7 @@ class LayeringTest(absltest.TestCase):
 
   def test_fields_importing_tensorflow_or_above_fails(self):
     for source in ("from harness._tf import tf\n",
-                   "from harness.core import stall\n",
+                   "from harness.guard import stall\n",
                    "from harness.run_config import checks\n",
                    "from harness.cli import job_config\n"):
       self.assertLen(layering_violations("fields/table.py", source), 1,

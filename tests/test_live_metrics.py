@@ -21,8 +21,8 @@ from harness.cli import flags
 from harness.cli import job_config
 from harness.cli import results_text
 from harness.cluster import jobs
-from harness.core import live_metrics
 from harness.launch import ports
+from harness.telemetry import live_metrics
 from tests import _support
 
 _SCRAPE_TIMEOUT_SECS = 10

@@ -25,7 +25,7 @@ from harness._tf import tf
 from harness.cli import diagnose
 from harness.cluster import tf_config
 from harness.cluster import tf_config_checks
-from harness.core import guard_hook
+from harness.guard import guard_hook
 from tests import conftest
 
 

@@ -11,8 +11,8 @@ doc's address). Each task goes through:
 * the server start of a task (`distribute/roles.prepare_task`, which the
   chief / worker / master / ps runners call), a recording class standing in
   for `tf.distribute.Server` the way tf.estimator's own tests stood one in;
-* the peer wait before a training session (`core/preemption.TrainingGuard`,
-  with a recording probe in place of `cluster/peer_wait.probe`).
+* the peer wait before a training session (`guard/preemption.TrainingGuard`,
+  with a recording probe in place of `guard/peer_wait.probe`).
 
 Where harness refuses a form (as tf.estimator 2.15 did), the refusal names
 the rule and the fix. The docs table of these forms is in docs/REMOTE.md.
@@ -32,12 +32,12 @@ from harness import errors
 from harness import task_plan
 from harness._tf import tf
 from harness.cli import flags
-from harness.cluster import peer_wait
 from harness.cluster import tf_config_checks
-from harness.core import preemption
 from harness.core import train_loop
 from harness.distribute import roles
 from harness.distribute import strategies
+from harness.guard import peer_wait
+from harness.guard import preemption
 
 _FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "tf_config"
 _BASE = ["harness.main", "--model_fn=linear", "--input_fn=constant",

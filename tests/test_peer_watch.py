@@ -1,4 +1,4 @@
-"""harness.core.peer_watch and the guard's use of it: a dead collective peer
+"""harness.guard.peer_watch and the guard's use of it: a dead collective peer
 ends the step in flight at once instead of at the step deadline."""
 
 import threading
@@ -8,8 +8,8 @@ from absl.testing import absltest
 
 from harness import errors
 from harness._tf import tf
-from harness.core import peer_watch
-from harness.core import preemption
+from harness.guard import peer_watch
+from harness.guard import preemption
 from harness.launch import ports
 from harness.state import run_state
 from tests import _support

@@ -1,4 +1,4 @@
-"""harness.core.preemption: SIGTERM -> checkpoint at the current step, lost peers.
+"""harness.guard.preemption: SIGTERM -> a checkpoint at this step; lost peers.
 
 Fast tests train real (tiny) Estimators in this process and signal it;
 slow tests run whole clusters through harness.launch.
@@ -15,16 +15,16 @@ from absl import logging
 from absl.testing import absltest
 import pytest
 
+import harness
 from harness import errors
 from harness import run_config as run_config_lib
 from harness._tf import tf
 from harness.cluster import env_knobs
-from harness.core import preemption
-from harness.core import stop_signal
 from harness.distribute import evaluator as evaluator_lib
+from harness.guard import preemption
+from harness.guard import stop_signal
 from harness.launch import ports
 from harness.state import run_state
-import harness
 from tests import _support
 from tests.programs import launch_watch as watch
 

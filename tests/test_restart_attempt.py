@@ -20,8 +20,8 @@ from harness.cli import job_config
 from harness.cli import log_format
 from harness.cli import plan as plan_lib
 from harness.cluster import restart_attempt
-from harness.core import live_metrics
 from harness.launch import ports
+from harness.telemetry import live_metrics
 from tests import _support
 
 _ENV = restart_attempt.RESTART_ATTEMPT_ENV

@@ -17,7 +17,7 @@ from harness import errors
 from harness import estimator as estimator_lib
 from harness import spec as spec_lib
 from harness._tf import tf
-from harness.core import first_batch
+from harness.guard import first_batch
 from tests import _support
 
 _FAILING = "tests.programs.failing_fns"

@@ -22,7 +22,7 @@ from absl.testing import absltest
 import pytest
 
 from harness import errors
-from harness.core import stop_signal
+from harness.guard import stop_signal
 from harness.launch import ports
 from tests import _support
 

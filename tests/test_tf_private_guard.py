@@ -44,7 +44,7 @@ HARNESS_OBJECTS = {
     ("distribute/server_claim.py", "claims._thread"):
         "harness's claim renewer",
     ("server/serve.py", "os._exit"): "the standard library",
-    ("core/stop_signal.py", "os._exit"): "the standard library",
+    ("guard/stop_signal.py", "os._exit"): "the standard library",
     ("main.py", "os._exit"): "the standard library",
     ("cli/first_signal.py", "os._exit"): "the standard library",
 }
@@ -52,17 +52,17 @@ HARNESS_OBJECTS = {
 # TensorFlow's own state that a harness subclass of a TensorFlow class reads
 # through `self` (file, "Class._name"): why; checked on TF 2.16 and 2.21.
 TF_SUBCLASS_STATE = {
-    ("core/step_rate.py", "StepRateHook._last_global_step"):
+    ("telemetry/step_rate.py", "StepRateHook._last_global_step"):
         "StepCounterHook's step at its last summary, kept in step",
-    ("core/step_rate.py", "StepRateHook._timer"):
+    ("telemetry/step_rate.py", "StepRateHook._timer"):
         "StepCounterHook's SecondOrStepTimer, shared so the cadence holds",
-    ("core/step_rate.py", "StepRateHook._summary_writer"):
+    ("telemetry/step_rate.py", "StepRateHook._summary_writer"):
         "StepCounterHook's writer for model_dir, reused (one per dir)",
-    ("core/step_rate.py", "StepRateHook._steps_per_run"):
+    ("telemetry/step_rate.py", "StepRateHook._steps_per_run"):
         "StepCounterHook's K, set by the steps_per_loop loop",
-    ("core/step_rate.py", "StepRateHook._global_step_tensor"):
+    ("telemetry/step_rate.py", "StepRateHook._global_step_tensor"):
         "StepCounterHook's global step, fetched with each run",
-    ("core/step_rate.py", "StepRateHook._summary_tag"):
+    ("telemetry/step_rate.py", "StepRateHook._summary_tag"):
         "StepCounterHook's summary tag (global_step/sec)",
     ("core/train_loop.py", "StopAtStepHook._last_step"):
         "StopAtStepHook's stop step, computed from num_steps at begin",
@@ -205,8 +205,8 @@ class TfPrivateGuardTest(absltest.TestCase):
         """
     self.assertEqual(inherited_tf_state(source, "core/x.py"),
                      ["core/x.py:9: Hook._timer"])
-    self.assertEqual(inherited_tf_state(source, "core/step_rate.py").count(
-        "core/step_rate.py:9: Hook._timer"), 1)
+    self.assertEqual(inherited_tf_state(source, "telemetry/step_rate.py").count(
+        "telemetry/step_rate.py:9: Hook._timer"), 1)
 
   def test_listed_tf_state_still_exists_in_tensorflow(self):
     # Each listed attribute is one TensorFlow's class really has: a

@@ -1,5 +1,5 @@
-"""harness.core.trainer_status: progress posted to a Kubeflow Trainer status
-server (a local HTTPS stand-in with a CA made here, `tests/_status_server`).
+"""harness.telemetry.trainer_status: progress posted to a Kubeflow Trainer
+status server (a local HTTPS stand-in with a CA made here, `tests/_status_server`).
 
 What the server receives and the log lines are checked: the wire format,
 a token rewritten between posts, the interval, the server down, slow, and
@@ -23,7 +23,7 @@ import yaml
 from harness import errors
 from harness.cli import job_config
 from harness.cli import plan as plan_lib
-from harness.core import trainer_status
+from harness.telemetry import trainer_status
 from tests import _status_server
 from tests import _support
 from tests import conftest

@@ -15,8 +15,8 @@ import time
 
 from absl.testing import absltest
 
-from harness.core import status_post
-from harness.core import trainer_status
+from harness.telemetry import status_post
+from harness.telemetry import trainer_status
 from tests import _status_server
 from tests import _support
 

@@ -3,7 +3,7 @@
     from harness.cli import first_signal
     first_signal.install("harness.main")  # before any other import
 
-Until `harness.core.stop_signal` takes over (after the imports, once the
+Until `harness.guard.stop_signal` takes over (after the imports, once the
 flags are read), a SIGTERM or SIGINT ends the process at once with one line
 on stderr and exit status 143 (SIGTERM) or 130 (SIGINT): nothing has been
 written yet, so there is nothing to save. Without a handler, Python as PID 1

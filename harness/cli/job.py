@@ -35,7 +35,7 @@ from harness.cli import plan as plan_lib
 from harness.cli import results_text
 from harness.cli import tensorboard_server
 from harness.cluster import restart_attempt
-from harness.core import trainer_status
+from harness.telemetry import trainer_status
 
 # RunConfig's checkpoint interval when neither save_checkpoints_steps nor
 # _secs is given (harness/run_config/checks.py, 2.15's rule; importing it
@@ -202,7 +202,7 @@ def _is_cluster_voice(plan):
 @contextlib.contextmanager
 def _trainer_status(plan):
   """Progress posted to the TrainJob while the job runs (Kubeflow Trainer's
-  variables set, `harness.core.trainer_status`), by the chief alone; the
+  variables set, `harness.telemetry.trainer_status`), by the chief alone; the
   last status is posted (bounded) when the job ends, unless it failed."""
   if plan.trainer_status_endpoint is None or not _is_cluster_voice(plan):
     yield

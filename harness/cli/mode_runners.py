@@ -38,10 +38,10 @@ from harness._tf import tf
 from harness.cli import job_config
 from harness.cli import preflight
 from harness.cli import registry
-from harness.core import stop_signal
 from harness.distribute import roles
 from harness.distribute import strategies
 from harness.export import exporter
+from harness.guard import stop_signal
 
 __all__ = ["build_estimator", "check_gpus_visible", "input_fn_for",
            "serving_input_receiver_fn", "exporters_for", "export_paths",

@@ -25,8 +25,8 @@ from harness import errors
 from harness import task_plan
 from harness.cluster import tf_config_checks
 from harness.cluster.strategy_kind import StrategyKind
-from harness.core import trainer_status
 from harness.state import paths
+from harness.telemetry import trainer_status
 
 __all__ = ["plan_task", "plan_with_problems"]
 

@@ -4,7 +4,7 @@ No TensorFlow; `harness.cli.job` calls it with a `JobResult` and its `JobConfig`
 """
 
 from harness.cli import tensorboard_server
-from harness.core import live_metrics
+from harness.telemetry import live_metrics
 
 __all__ = ["format_metrics", "summary"]
 

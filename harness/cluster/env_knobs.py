@@ -10,7 +10,7 @@ Each knob is a `RunConfig` field and a `harness.main` flag
 documented environment variable is the fallback, then the default below:
 resolved once a process, by its plan (`harness.task_plan.plan_task`, which
 `harness.main` and `RunConfig` both call). The defaults live here only:
-the flags' help text, `RunConfig`, `harness.core.preemption` and the docs
+the flags' help text, `RunConfig`, `harness.guard.preemption` and the docs
 take them from here. No TensorFlow here.
 """
 

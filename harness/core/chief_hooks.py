@@ -13,7 +13,7 @@ from harness import _tf_private
 from harness import errors
 from harness._tf import tf
 from harness.core import step_loop
-from harness.core import step_rate
+from harness.telemetry import step_rate
 
 __all__ = ["saver_hooks", "summary_hooks"]
 

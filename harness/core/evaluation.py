@@ -15,11 +15,11 @@ from absl import logging
 
 from harness import errors
 from harness._tf import tf
-from harness.core import live_metrics
-from harness.core import stop_signal
-from harness.core import trainer_status
+from harness.guard import stop_signal
 from harness.state import checkpoints
 from harness.state import storage
+from harness.telemetry import live_metrics
+from harness.telemetry import trainer_status
 
 __all__ = [
     "LOSS_METRIC_KEY",

@@ -19,7 +19,7 @@ from harness._tf import tf
 from harness.core import auto_loop
 from harness.core import input_pipeline
 from harness.core import step_loop
-from harness.core import step_rate
+from harness.telemetry import step_rate
 
 __all__ = [
     "TrainGraph",

@@ -17,18 +17,18 @@ from harness import spec as spec_lib
 from harness._tf import tf
 from harness.core import auto_loop
 from harness.core import chief_hooks
-from harness.core import first_batch
-from harness.core import guard_hook
-from harness.core import live_metrics
-from harness.core import preemption
-from harness.core import progress
 from harness.core import step_loop
-from harness.core import watchdog
 from harness.core import worker_session
+from harness.guard import first_batch
+from harness.guard import guard_hook
+from harness.guard import preemption
+from harness.guard import watchdog
 from harness.state import checkpoints
 from harness.state import lease as lease_lib
 from harness.state import retention
 from harness.state import run_state
+from harness.telemetry import live_metrics
+from harness.telemetry import progress
 
 __all__ = ["TrainContext", "StopAtStepHook", "run"]
 
@@ -259,7 +259,7 @@ def _common_hooks(train_graph, hooks, *, config, context, max_steps):
   spec = train_graph.spec
   worker_hooks = list(train_graph.input_hooks) + hooks
   # NaN loss and a global step that never moves stop the loop, each with an
-  # error that says why (harness.core.watchdog).
+  # error that says why (harness.guard.watchdog).
   worker_hooks.append(watchdog.NanLossHook(
       spec.loss, task_label=context.task_label,
       tensor_name=train_graph.loop.model_loss_name if train_graph.loop

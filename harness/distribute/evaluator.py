@@ -22,13 +22,13 @@ from harness import run_config as run_config_lib
 from harness._tf import tf
 from harness.cluster import env_knobs
 from harness.core import evaluation
-from harness.core import live_metrics
-from harness.core import preemption
-from harness.core import stop_signal
 from harness.distribute import eval_result
+from harness.guard import preemption
+from harness.guard import stop_signal
 from harness.state import checkpoints
 from harness.state import run_state
 from harness.state import storage
+from harness.telemetry import live_metrics
 
 __all__ = ["CheckpointEvaluator", "run_continuous",
            "NO_CHECKPOINT_REPORT_SECS"]

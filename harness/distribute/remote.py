@@ -55,7 +55,6 @@ from harness import _tf_private
 from harness import errors
 from harness import run_config as run_config_lib
 from harness._tf import tf
-from harness.core import stop_signal
 from harness.core import train_loop
 from harness.core import trainer
 from harness.distribute import graph_strategy as graph_strategy_lib
@@ -65,6 +64,7 @@ from harness.distribute import strategies
 from harness.distribute.remote_servers import check_servers
 from harness.distribute.remote_servers import chief_task
 from harness.distribute.remote_servers import trainer_tasks
+from harness.guard import stop_signal
 from harness.state import checkpoints
 
 __all__ = ["interrupted_error", "train_remote"]

@@ -31,13 +31,13 @@ from harness import _tf_private
 from harness import cluster as cluster_lib
 from harness import errors
 from harness.cluster import tf_config_checks
-from harness.core import preemption
-from harness.core import stop_signal
 from harness.core import train_loop
 from harness.core import trainer
 from harness.distribute import graph_strategy as graph_strategy_lib
 from harness.distribute import strategies
 from harness.distribute import task_servers
+from harness.guard import preemption
+from harness.guard import stop_signal
 from harness.state import checkpoints
 from harness.state import run_state
 

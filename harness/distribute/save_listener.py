@@ -17,8 +17,8 @@ import time
 from absl import logging
 
 from harness._tf import tf
-from harness.core import stop_signal
 from harness.distribute import eval_result
+from harness.guard import stop_signal
 
 __all__ = ["NewCheckpointListener"]
 

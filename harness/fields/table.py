@@ -268,8 +268,8 @@ FIELDS = (
                     "this many seconds")),
     Field(name="metrics_port", default=0, type=int, check=check_metrics_port,
           doc="each training (and evaluator) task serves live Prometheus "
-          "metrics on this port (`harness.core.live_metrics`); 0 (default): "
-          "no endpoint.",
+          "metrics on this port (`harness.telemetry.live_metrics`); 0 "
+          "(default): no endpoint.",
           flag=Flag(kind=field_lib.PORT,
                     help="Serve live Prometheus metrics (step, steps/s, "
                     "examples/s, loss, ETA, checkpoint age, last eval) at "

@@ -68,7 +68,7 @@ REMOVED_FLAGS = {
     "tfjob": "--output=tfjob",
 }
 # The stop bound harness.main applies after SIGTERM (`--stop_timeout_secs`'s
-# default, harness/core/stop_signal.py) and the least time left after it
+# default, harness/guard/stop_signal.py) and the least time left after it
 # for the stop checkpoint within the pod's grace period.
 _DEFAULT_STOP_TIMEOUT_SECS = 10
 _MIN_SAVE_SECS = 20

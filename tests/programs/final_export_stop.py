@@ -17,8 +17,8 @@ import sys
 import time
 import types
 
-from harness.core import stop_signal
 from harness.distribute import evaluator
+from harness.guard import stop_signal
 
 
 class _SignalledExporter:

@@ -22,7 +22,7 @@ from absl import logging
 
 from harness import fields
 from harness._tf import tf
-from harness.core import stop_signal
+from harness.guard import stop_signal
 
 __all__ = ["REPORT_SECS", "FirstBatchHook"]
 

@@ -3,7 +3,7 @@
     failure = status_post.post(url, body, token_path=..., ca_cert_path=...,
                                timeout_secs=5.0)   # None: HTTP 200
 
-`harness.core.trainer_status`'s reporter thread calls it. What it promises
+`harness.telemetry.trainer_status`'s reporter thread calls it. What it promises
 (issue 51):
 - The bearer token goes to the configured https origin only: a redirect
   (3xx) is a failure naming where it pointed, never followed.

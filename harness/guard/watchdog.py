@@ -12,7 +12,7 @@
   also carries the global step and the loss tensor's name, which
   `harness.cli.diagnose` prints.
 * `NoProgressHook` raises `errors.TrainingStalledError` when the global step
-  has not moved for `max_runs` session.run calls (`harness.core.stall`).
+  has not moved for `max_runs` session.run calls (`harness.guard.stall`).
 
 Both fetch only with the training step itself (no extra session.run), except
 one read of the global step when a NaN is found.
@@ -22,7 +22,7 @@ import numpy as np
 
 from harness import _tf_private
 from harness._tf import tf
-from harness.core import stall
+from harness.guard import stall
 
 __all__ = ["NanLossDuringTrainingError", "NanLossHook", "NoProgressHook"]
 

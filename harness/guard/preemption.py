@@ -33,12 +33,12 @@ from harness import cluster as cluster_lib
 from harness import errors
 from harness._tf import tf
 from harness.cluster import env_knobs
-from harness.cluster import peer_wait
-from harness.core import peer_watch
-from harness.core import peers
-from harness.core.guard_hook import GuardHook
-from harness.core.stop_signal import DEFAULT_STOP_TIMEOUT_SECS
-from harness.core.stop_signal import STOP_SIGNAL
+from harness.guard import peer_wait
+from harness.guard import peer_watch
+from harness.guard import peers
+from harness.guard.guard_hook import GuardHook
+from harness.guard.stop_signal import DEFAULT_STOP_TIMEOUT_SECS
+from harness.guard.stop_signal import STOP_SIGNAL
 from harness.state import run_state
 
 __all__ = [

@@ -11,7 +11,7 @@ from absl import logging
 from harness import _tf_private
 from harness import errors
 from harness._tf import tf
-from harness.core.stop_signal import STOP_SIGNAL
+from harness.guard.stop_signal import STOP_SIGNAL
 from harness.state import checkpoints
 
 __all__ = ["GuardHook", "SaveStageListener", "VOTE_GROUP_KEY",

@@ -9,10 +9,10 @@
 Kubeflow Trainer >= v2.2 with its alpha gate `TrainJobStatus` on gives the
 trainer pods three variables; the process that has them posts its progress,
 which the controller writes to the TrainJob's `status.trainerStatus`. The
-training thread only records numbers (`core/progress` at each progress line,
-`core/evaluation` after each evaluation, as they feed `core/live_metrics`);
-a thread here posts the latest at most once per `MIN_INTERVAL_SECS`
-(`core/status_post`: https only, a redirect is a failure and never gets the
+training thread only records numbers (`telemetry/progress` at each progress
+line, `core/evaluation` after each evaluation, as they feed
+`telemetry/live_metrics`); a thread here posts the latest at most once per `MIN_INTERVAL_SECS`
+(`telemetry/status_post`: https only, a redirect is a failure and never gets the
 token, each post cut off `2 * TIMEOUT_SECS` after it connected). A failed
 post (a malformed URL too) logs one line, later failures are quiet until a
 post succeeds (one line); the thread never dies. Training never waits for a
@@ -58,7 +58,7 @@ import time
 from absl import logging
 
 from harness import errors
-from harness.core import status_post
+from harness.telemetry import status_post
 
 __all__ = ["URL_ENV", "CA_CERT_ENV", "TOKEN_ENV", "MIN_INTERVAL_SECS",
            "TIMEOUT_SECS", "Endpoint", "Reporter", "endpoint_from_environ",

@@ -10,7 +10,7 @@ counts the `session.run` calls since the global step last moved and raises
     watch.start(step)        # when the session starts
     watch.observe(step)      # after each session.run: raises once stalled
 
-`harness.core.watchdog.NoProgressHook` feeds it the global step of every run
+`harness.guard.watchdog.NoProgressHook` feeds it the global step of every run
 (`RunConfig(max_runs_without_progress=N)`, flag `--max_runs_without_progress`;
 its default and check are the field's, `harness.fields`). This module imports
 no TensorFlow.

@@ -17,7 +17,7 @@ plain int, or None to write `global_step/sec` alone.
 from absl import logging
 
 from harness._tf import tf
-from harness.core import live_metrics
+from harness.telemetry import live_metrics
 
 __all__ = ["EXAMPLES_PER_SEC_TAG", "StepRateHook", "examples_in",
            "replicated_examples_in"]

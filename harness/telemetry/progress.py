@@ -6,9 +6,9 @@
 
 `core/train_loop` adds it to every training run (`log_step_count_steps`);
 `harness.hooks.ProgressLoggerHook` is the same class. Each line's numbers
-also go to the live metrics endpoint when one runs (`core/live_metrics`),
+also go to the live metrics endpoint when one runs (`telemetry/live_metrics`),
 and to the TrainJob's status when this process reports it
-(`core/trainer_status`).
+(`telemetry/trainer_status`).
 """
 
 import datetime
@@ -19,8 +19,8 @@ from absl import logging
 from harness import _tf_private
 from harness import errors
 from harness._tf import tf
-from harness.core import live_metrics
-from harness.core import trainer_status
+from harness.telemetry import live_metrics
+from harness.telemetry import trainer_status
 
 __all__ = ["ProgressLoggerHook", "loss_and_step_hook"]
 

@@ -8,8 +8,8 @@ Off unless a port is given (`RunConfig(metrics_port=...)`, flag
 `--metrics_port`); bound to 127.0.0.1 unless `metrics_bind` says otherwise.
 One endpoint a process (a task); every series is labelled by task. The
 numbers come from what the training loop already computes: the progress
-line (`core/progress.py`, every `log_step_count_steps` steps: step, steps/s,
-loss, ETA), the chief's `examples/sec` summary (`core/step_rate.py`), its
+line (`telemetry/progress.py`, every `log_step_count_steps` steps: step,
+steps/s, loss, ETA), the chief's `examples/sec` summary (`telemetry/step_rate.py`), its
 checkpoint saves, the evaluation results written to `eval/`, and session
 (re)creations. Nothing here adds a
 `session.run` fetch. No TensorFlow.
@@ -202,7 +202,7 @@ def record_progress(task_label, *, step, max_steps=None, steps_per_sec=None,
 
 
 def record_examples_rate(examples_per_sec):
-  """The chief's `examples/sec` summary value (`core/step_rate.py`)."""
+  """The chief's `examples/sec` summary value (`telemetry/step_rate.py`)."""
   gauges = _gauges()
   if gauges is None:
     return

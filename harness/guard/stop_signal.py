@@ -1,7 +1,7 @@
 """SIGTERM / SIGINT: the process-wide stop flag, and a bound on every stop.
 
 While a training loop runs, a signal sets `STOP_SIGNAL.event`; the guard's
-hook (`harness.core.guard_hook`) stops the loop after the current step. A
+hook (`harness.guard.guard_hook`) stops the loop after the current step. A
 binary installs the handlers from its first line (`install_for_process`):
 outside a loop SIGTERM then raises `Terminated` in the main thread, as SIGINT
 raises KeyboardInterrupt (Python as PID 1 of a pod's PID namespace would
@@ -149,7 +149,7 @@ class StopSignal:
         return
       if threading.current_thread() is not threading.main_thread():
         logging.info("preempt | training runs outside the main thread: no "
-                     "SIGTERM handler installed (call harness.core.preemption."
+                     "SIGTERM handler installed (call harness.guard.preemption."
                      "notify_preemption() from the main thread's own)")
         return
       self._install()
