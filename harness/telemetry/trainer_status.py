@@ -11,8 +11,8 @@ trainer pods three variables; the process that has them posts its progress,
 which the controller writes to the TrainJob's `status.trainerStatus`. The
 training thread only records numbers (`telemetry/progress` at each progress
 line, `core/evaluation` after each evaluation, as they feed
-`telemetry/live_metrics`); a thread here posts the latest at most once per `MIN_INTERVAL_SECS`
-(`telemetry/status_post`: https only, a redirect is a failure and never gets the
+`telemetry/live_metrics`); a thread here posts the latest at most once per
+`MIN_INTERVAL_SECS` (`telemetry/status_post`: https only, a redirect is a failure and never gets the
 token, each post cut off `2 * TIMEOUT_SECS` after it connected). A failed
 post (a malformed URL too) logs one line, later failures are quiet until a
 post succeeds (one line); the thread never dies. Training never waits for a
