@@ -53,7 +53,7 @@ setuptools.setup(
         # tensorflow-metadata asks on 3.10. An index that does not publish
         # Requires-Python sends pip 23 (3.10's venv pip) backtracking
         # through hundreds of releases; these bounds keep it on the path.
-        # Each is the last release admitting 3.10; bench/install_time.py
+        # Each is the last release admitting 3.10; bench/docfigs/install_time.py
         # measures the install on every Python the README names.
         *_for_python_310("keras<3.13", "markdown<3.11", "etils<1.14",
                          "protobuf<=6.32"),

@@ -1,4 +1,4 @@
-"""One benchmark configuration, run in a child process of `bench.run`.
+"""One benchmark configuration, run in a child process of `bench.perf.run`.
 
     python -m bench.configs --runner=harness --model=mlp --batch_size=32 \\
         --warmup_steps=100 --timed_steps=2000 --t0=$(date +%s.%N)

@@ -117,13 +117,13 @@ def section_data(text, begin, end):
   return None
 
 
-_VS215_BEGIN = "<!-- bench.vs215: generated section begins -->"
-_VS215_END = "<!-- bench.vs215: generated section ends -->"
+_VS215_BEGIN = "<!-- bench.tf215.vs215: generated section begins -->"
+_VS215_END = "<!-- bench.tf215.vs215: generated section ends -->"
 _XLA_COLUMN = "K=auto xla / K=auto"
 
 
 def xla_sentence(results_text, case="cnn b256", missing_ok=False):
-  """The README's XLA figure, from bench.vs215's section of RESULTS.md:
+  """The README's XLA figure, from bench.tf215.vs215's section of RESULTS.md:
   `case`'s K=auto xla / K=auto cell (median of the per-round ratios).
   Without that cell: None if `missing_ok`, else ValueError."""
   section = results_text.split(_VS215_BEGIN, 1)[1].split(_VS215_END, 1)[0]
@@ -140,8 +140,9 @@ def xla_sentence(results_text, case="cnn b256", missing_ok=False):
       rounds = len(cell.split("; ", 1)[1].rstrip(")").split(", "))
       return (f"{1 / ratio:.1f}x slower (its examples/s {ratio:.2f}x "
               f"K=auto's, the median of {rounds} rounds' ratios: "
-              "`bench/RESULTS.md`, `bench.vs215`)")
+              "`bench/RESULTS.md`, `bench.tf215.vs215`)")
   if missing_ok:
     return None
-  raise ValueError(f"bench.vs215's section has no {case!r} row in a table "
+  raise ValueError(f"bench.tf215.vs215's section has no {case!r} row in a "
+                   "table "
                    f"with a {_XLA_COLUMN!r} column")

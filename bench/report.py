@@ -2,7 +2,7 @@
 
 `write_section` replaces only the text between the generated-section
 markers, so hand-written parts of RESULTS.md (the MNIST acceptance run)
-survive a re-run of `python -m bench.run`.
+survive a re-run of `python -m bench.perf.run`.
 """
 
 import datetime
@@ -13,12 +13,14 @@ import re
 import statistics
 import time
 
+from bench import sections
+
 __all__ = ["uptime", "machine", "render", "write_section", "measure_and_write",
            "write_readme_span", "readme_commands", "labelled_rows",
            "row_cells", "BEGIN", "END"]
 
-BEGIN = "<!-- bench.run: generated section begins -->"
-END = "<!-- bench.run: generated section ends -->"
+BEGIN = "<!-- bench.perf.run: generated section begins -->"
+END = "<!-- bench.perf.run: generated section ends -->"
 _BARE_TARGET = 0.95
 _KERAS_TARGET = 1.0
 _LOOP_TARGET = 1.5
@@ -271,8 +273,12 @@ def write_section(path, text, *, begin=BEGIN, end=END):
   Args:
     path: the Markdown file (created if missing).
     text: the new section, starting with `begin` and ending with `end`.
-    begin, end: the markers of this section (bench.run's by default; other
-      commands, e.g. bench.scaling, keep their own section).
+    begin, end: the markers of this section (bench.perf.run's by default;
+      other commands, e.g. bench.perf.scaling, keep their own section).
+
+  Into the committed bench/RESULTS.md, it also writes the section's data
+  file (`sections.store`), from which `python -m bench.sections --render`
+  renders it again.
   """
   old = ""
   if os.path.exists(path):
@@ -288,13 +294,15 @@ def write_section(path, text, *, begin=BEGIN, end=END):
     new = "# Benchmark results\n\n" + text + "\n"
   with open(path, "w", encoding="utf-8") as f:
     f.write(new)
+  if os.path.abspath(path) == sections.RESULTS:  # The committed file's data.
+    sections.store(text)
 
 
 def measure_and_write(prog, argv, measure, render_fn, *, out, begin, end):
   """The tail of a one-section benchmark's main: measure, render, write.
 
   Args:
-    prog: the command as a user types it ("python -m bench.tpu_loop").
+    prog: the command as a user types it ("python -m bench.perf.tpu_loop").
     argv: its arguments (shown in the section after `prog`).
     measure: `fn() -> results`.
     render_fn: `fn(results, *, command, elapsed_secs, uptime_before,

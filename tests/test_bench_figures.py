@@ -1,5 +1,5 @@
 """Tests of the scripts that write the README's figures (no suite or job is
-run here): bench/suite_time.py and bench/first_command.py fed fake runs
+run here): bench/docfigs/suite_time.py and bench/docfigs/first_command.py fed fake runs
 (the figures they write are computed from those runs; a loaded run is never
 "quiet"), their parts (the yardstick, the command beside the suite, the
 main job and its accuracy), and the figures in README.md, bench/RESULTS.md
@@ -13,11 +13,11 @@ import sys
 from absl.testing import absltest
 
 from bench import figures
-from bench import first_command
-from bench import install_time
-from bench import peer_loss
+from bench.docfigs import first_command
+from bench.docfigs import install_time
+from bench.perf import peer_loss
 from bench import report
-from bench import suite_time
+from bench.docfigs import suite_time
 from tests import conftest
 
 _DATE = "2026-11-28 13:00 UTC"
@@ -251,7 +251,7 @@ def _span(text, name):
 
 
 def _peer_loss_runs(results_text):
-  """{case: [run]} from bench.peer_loss's rows in RESULTS.md."""
+  """{case: [run]} from bench.perf.peer_loss's rows in RESULTS.md."""
   section = results_text.split(peer_loss.BEGIN, 1)[1].split(peer_loss.END)[0]
   runs = {}
   for line in section.splitlines():
@@ -341,7 +341,7 @@ class PeerLossTest(absltest.TestCase):
         peer_loss.readme_sentence(self._RUNS),
         "a killed collective peer was noticed in 0.04-1.43 s and the "
         "survivor exited 0.11-1.47 s after the kill (2 kills by `python -m "
-        "bench.peer_loss` on a 2-core machine, load 0.8-1.2 at the kill)")
+        "bench.perf.peer_loss` on a 2-core machine, load 0.8-1.2 at the kill)")
     self.assertIn("trained again 4.0-5.4 s after it",
                   peer_loss.readme_sentence(self._RUNS, "ps"))
 
@@ -355,7 +355,7 @@ class PeerLossTest(absltest.TestCase):
   def test_results_section_names_each_case(self):
     text = peer_loss.render(
         {"collective": self._RUNS, "ps": [{"error": "hung"}]},
-        command="python -m bench.peer_loss", elapsed_secs=1,
+        command="python -m bench.perf.peer_loss", elapsed_secs=1,
         uptime_before="-", uptime_after="-")
     self.assertIn("| collective | 2 | 1.43 | 1.47 | 5.43 | 1.25 |", text)
     self.assertIn("| ps | 1 | error: hung |", text)
@@ -393,7 +393,7 @@ class InstallTimeTest(absltest.TestCase):
         "shared with other jobs (its 1-minute load average at the start), "
         "and the "
         "main job and a 2-worker `harness.launch` passed on each (`python -m "
-        "bench.install_time`; bench/RESULTS.md, \"Install on each Python\").")
+        "bench.docfigs.install_time`; bench/RESULTS.md, \"Install on each Python\").")
 
   def test_a_failed_row_leaves_the_readme_as_it_was(self):
     rows = dict(self._ROWS)

@@ -1,4 +1,4 @@
-"""Tests of bench.scaling's parts that run no cluster: its flags, the setups
+"""Tests of bench.perf.scaling's parts that run no cluster: its flags, the setups
 it interleaves, the ratios and the RESULTS.md section it writes (the
 benchmark itself is timed, not tested)."""
 
@@ -8,9 +8,9 @@ import re
 
 from absl.testing import absltest
 
-from bench import scaling
-from bench import scaling_table
-from bench import scaling_worker
+from bench.perf import scaling
+from bench.perf import scaling_table
+from bench.perf import scaling_worker
 from tests import conftest
 
 
@@ -116,7 +116,7 @@ class TableTest(absltest.TestCase):
 
   def _render(self, model="mlp", strategy="collective"):
     return scaling_table.render(
-        setups=self.setups, runs=self.runs, command="python -m bench.scaling",
+        setups=self.setups, runs=self.runs, command="python -m bench.perf.scaling",
         rounds=2, warmup_steps=100, timed_steps=400, elapsed_secs=60,
         uptime_before="load average: 0.1", uptime_after="load average: 0.2",
         model=model, strategy=strategy, autogroup="/autogroup-2 nice -20",
@@ -134,11 +134,11 @@ class TableTest(absltest.TestCase):
 
   def test_each_model_and_strategy_has_its_own_markers(self):
     self.assertEqual(scaling_table.markers("mlp")[0],
-                     "<!-- bench.scaling: generated section begins -->")
+                     "<!-- bench.perf.scaling: generated section begins -->")
     self.assertEqual(scaling_table.markers("cnn")[0],
-                     "<!-- bench.scaling cnn: generated section begins -->")
+                     "<!-- bench.perf.scaling cnn: generated section begins -->")
     self.assertEqual(scaling_table.markers("wide", "ps")[1],
-                     "<!-- bench.scaling wide ps: generated section ends -->")
+                     "<!-- bench.perf.scaling wide ps: generated section ends -->")
 
 
 def _section(model, one, two, bare2, keras2, load="1.50"):

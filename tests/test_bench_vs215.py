@@ -1,12 +1,12 @@
-"""bench.vs215's quiet-machine rule (issue 26): loud rounds are marked and
+"""bench.tf215.vs215's quiet-machine rule (issue 26): loud rounds are marked and
 left out of the figures; none quiet, no figures. No timing is asserted."""
 
 from unittest import mock
 
 from absl.testing import absltest
 
-from bench import vs215
-from bench import vs215_table
+from bench.tf215 import vs215
+from bench.tf215 import vs215_table
 
 _K1, _EST = "harness K=1", "tf.estimator 2.15"
 

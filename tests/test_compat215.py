@@ -1,4 +1,4 @@
-"""bench.compat215: per-test outcomes, subtests included, and COMPAT.md's text.
+"""bench.tf215.compat215: per-test outcomes, subtests included, and COMPAT.md's text.
 
 No TensorFlow and no 2.15 run: a small fake record of pytest reports, and one
 real pytest run of a tiny absltest file under the script's recording conftest.
@@ -11,8 +11,8 @@ import sys
 
 from absl.testing import absltest
 
-from bench import compat215
-from bench import compat215_table as table_lib
+from bench.tf215 import compat215
+from bench.tf215 import compat215_table as table_lib
 
 
 def _line(nodeid, when, outcome, subtest=False):

@@ -1,5 +1,5 @@
-"""bench.mutation_report: docs/MUTATION.md's scores come from mutmut's files,
-through the committed bench/mutation_results.json, which re-derives them."""
+"""bench.docfigs.mutation_report: docs/MUTATION.md's scores come from mutmut's files,
+through the committed bench/docfigs/mutation_results.json, which re-derives them."""
 
 import copy
 import json
@@ -9,8 +9,8 @@ import pathlib
 from absl.testing import absltest
 from absl.testing import parameterized
 
-from bench import mutation_report
-from bench import mutation_triage
+from bench.docfigs import mutation_report
+from bench.docfigs import mutation_triage
 
 _SETUP_CFG = """[mutmut]
 only_mutate =
@@ -97,7 +97,7 @@ _ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 class CommittedScoresTest(absltest.TestCase):
-  """docs/MUTATION.md's section is what bench/mutation_results.json
+  """docs/MUTATION.md's section is what bench/docfigs/mutation_results.json
   renders, and that data agrees with itself: a hand edit of either fails."""
 
   def setUp(self):
@@ -115,7 +115,7 @@ class CommittedScoresTest(absltest.TestCase):
     self.assertEqual(self._section(self.page),
                      mutation_report.render(self.results),
                      "docs/MUTATION.md's scores differ from `python -m "
-                     "bench.mutation_report --render_only`")
+                     "bench.docfigs.mutation_report --render_only`")
 
   def test_a_hand_edit_of_a_score_or_of_the_data_is_found(self):
     for old, new in (("74 % of 528 run", "75 % of 528 run"),

@@ -3,7 +3,7 @@ the first line").
 
 `python -m harness.main` alone and the rendered container command (as PID 1
 of its own PID namespace) exit 143 with one line of their own at every
-instant of start-up (a sample here; `python -m bench.start_signals` sweeps
+instant of start-up (a sample here; `python -m bench.perf.start_signals` sweeps
 0.1-4 s every 0.1 s): never 2 ("bad flags", a signal inside an import) and
 never a silent exit. The console script (`harness.main.run`) handles it
 during the flags' imports too, the stop flag names the task once the flags
@@ -21,7 +21,7 @@ from absl.testing import absltest
 from absl.testing import parameterized
 import pytest
 
-from bench import start_signals
+from bench.perf import start_signals
 from harness import errors
 from harness.k8s import start
 from tests import _support

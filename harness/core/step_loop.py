@@ -240,7 +240,7 @@ class SummarySaverHook(tf.compat.v1.train.SummarySaverHook):
     results = dict(run_values.results)
     results["global_step"] = results["global_step"] + extra
     # TF's hook fetched "summary" only for a run whose summary it writes;
-    # flushing after every run instead cost ~0.25 ms a step (bench.vs215).
+    # flushing after every run instead cost ~0.25 ms a step (bench.tf215.vs215).
     wrote = "summary" in results
     super().after_run(run_context, tf.compat.v1.train.SessionRunValues(
         results=results, options=run_values.options,

@@ -17,7 +17,7 @@ while the layers below it are still in backprop. Measured on the shared
 2-core machine, 2 workers, one core each, the bench CNN (bench/RESULTS.md,
 "Where the time goes in a collective step"): unpacked / packed examples/s,
 median of interleaved rounds, 1.05x with the bare loop (`python -m
-bench.scaling_worker --runner=bare --scoped_allocator=off`; 7 rounds,
+bench.perf.scaling_worker --runner=bare --scoped_allocator=off`; 7 rounds,
 0.99-1.07) and 1.08x with harness (3 rounds, 0.95-1.08); the MLP within
 noise (3 rounds). On GPUs (NCCL) the packed all-reduce stays: one launch
 per step matters more there.
