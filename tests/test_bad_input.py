@@ -427,8 +427,9 @@ class BadInputTest(absltest.TestCase):
 
   def test_read_only_model_dir(self):
     if os.geteuid() == 0:
-      self.skipTest("root ignores permissions; "
-                    "test_model_dir_under_a_regular_file covers root")
+      self.skipTest("root ignores permissions: run the suite as a non-root "
+                    "user to check it (as root, "
+                    "test_model_dir_under_a_regular_file covers the case)")
     read_only = os.path.join(self.root, "read_only")
     os.mkdir(read_only, 0o500)
     self.addCleanup(os.chmod, read_only, 0o700)

@@ -1,10 +1,10 @@
-"""Tests of the scripts that write the README's figures (no suite or job is
-run here): bench/docfigs/suite_time.py and bench/docfigs/first_command.py fed fake runs
-(the figures they write are computed from those runs; a loaded run is never
-"quiet"), their parts (the yardstick, the command beside the suite, the
-main job and its accuracy), and the figures in README.md, bench/RESULTS.md
-and docs/RELIABILITY.md recomputed from the raw data the sections carry,
-so that a hand edit of any of them fails (`FiguresPinnedTest`)."""
+"""Tests of the scripts that write the README's figures (no suite or job is run
+here): bench/docfigs/suite_time.py and bench/docfigs/first_command.py fed fake
+runs (the figures they write are computed from those runs; a loaded run is
+never "quiet"), their parts (the yardstick, the command beside the suite, the
+main job and its accuracy), and the figures in README.md, bench/RESULTS.md and
+docs/RELIABILITY.md recomputed from the raw data the sections carry, so that a
+hand edit of any of them fails (`FiguresPinnedTest`)."""
 
 import re
 import shutil
@@ -393,7 +393,8 @@ class InstallTimeTest(absltest.TestCase):
         "shared with other jobs (its 1-minute load average at the start), "
         "and the "
         "main job and a 2-worker `harness.launch` passed on each (`python -m "
-        "bench.docfigs.install_time`; bench/RESULTS.md, \"Install on each Python\").")
+        "bench.docfigs.install_time`; bench/RESULTS.md, \"Install on each "
+        "Python\").")
 
   def test_a_failed_row_leaves_the_readme_as_it_was(self):
     rows = dict(self._ROWS)

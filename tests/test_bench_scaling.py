@@ -1,5 +1,5 @@
-"""Tests of bench.perf.scaling's parts that run no cluster: its flags, the setups
-it interleaves, the ratios and the RESULTS.md section it writes (the
+"""Tests of bench.perf.scaling's parts that run no cluster: its flags, the
+setups it interleaves, the ratios and the RESULTS.md section it writes (the
 benchmark itself is timed, not tested)."""
 
 import contextlib
@@ -116,7 +116,8 @@ class TableTest(absltest.TestCase):
 
   def _render(self, model="mlp", strategy="collective"):
     return scaling_table.render(
-        setups=self.setups, runs=self.runs, command="python -m bench.perf.scaling",
+        setups=self.setups, runs=self.runs,
+        command="python -m bench.perf.scaling",
         rounds=2, warmup_steps=100, timed_steps=400, elapsed_secs=60,
         uptime_before="load average: 0.1", uptime_after="load average: 0.2",
         model=model, strategy=strategy, autogroup="/autogroup-2 nice -20",
@@ -136,9 +137,11 @@ class TableTest(absltest.TestCase):
     self.assertEqual(scaling_table.markers("mlp")[0],
                      "<!-- bench.perf.scaling: generated section begins -->")
     self.assertEqual(scaling_table.markers("cnn")[0],
-                     "<!-- bench.perf.scaling cnn: generated section begins -->")
+                     "<!-- bench.perf.scaling cnn: generated section "
+                     "begins -->")
     self.assertEqual(scaling_table.markers("wide", "ps")[1],
-                     "<!-- bench.perf.scaling wide ps: generated section ends -->")
+                     "<!-- bench.perf.scaling wide ps: generated section "
+                     "ends -->")
 
 
 def _section(model, one, two, bare2, keras2, load="1.50"):

@@ -125,8 +125,9 @@ class WriteSectionTest(absltest.TestCase):
     section = ("<!-- bench.perf.x: generated section begins -->\n| a |\n"
                "|---|\n| 7 |\n<!-- bench.perf.x: generated section ends -->")
     marker = section.split("\n", 1)[0]
-    saved = sections.RESULTS, sections._BENCH  # pylint: disable=protected-access
-    sections.RESULTS, sections._BENCH = results, root  # pylint: disable=protected-access
+    # pylint: disable=protected-access
+    saved = sections.RESULTS, sections._BENCH
+    sections.RESULTS, sections._BENCH = results, root
     try:
       report.write_section(other, section, begin=marker,
                            end=section.rsplit("\n", 1)[1])
@@ -135,7 +136,7 @@ class WriteSectionTest(absltest.TestCase):
                            end=section.rsplit("\n", 1)[1])
       self.assertEqual(sections.render(_data(marker)), section)
     finally:
-      sections.RESULTS, sections._BENCH = saved  # pylint: disable=protected-access
+      sections.RESULTS, sections._BENCH = saved
 
 
 class HandWrittenTest(absltest.TestCase):

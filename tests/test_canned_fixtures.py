@@ -117,7 +117,8 @@ def _expected(name):
   return json.loads((FIXTURES / f"{name}.expected.json").read_text())
 
 
-@absltest.skipUnless(FIXTURES.is_dir(), f"fixture dir {FIXTURES} is absent")
+@absltest.skipUnless(FIXTURES.is_dir(), f"fixture dir {FIXTURES} is absent "
+                     "(the repository ships it: restore tests/data)")
 class CannedVariablesTest(parameterized.TestCase):
   """The TRAIN graph holds exactly the fixture's variables."""
 
@@ -137,7 +138,8 @@ class CannedVariablesTest(parameterized.TestCase):
     self.assertEqual(got, _expected(name)["variables"])
 
 
-@absltest.skipUnless(FIXTURES.is_dir(), f"fixture dir {FIXTURES} is absent")
+@absltest.skipUnless(FIXTURES.is_dir(), f"fixture dir {FIXTURES} is absent "
+                     "(the repository ships it: restore tests/data)")
 class CannedFixtureTest(parameterized.TestCase):
   """Restore, evaluate, predict and resume each 2.15 model_dir."""
 
@@ -194,7 +196,8 @@ class CannedFixtureTest(parameterized.TestCase):
     self.assertTrue(np.isfinite(after["loss"]), after)
 
 
-@absltest.skipUnless(FIXTURES.is_dir(), f"fixture dir {FIXTURES} is absent")
+@absltest.skipUnless(FIXTURES.is_dir(), f"fixture dir {FIXTURES} is absent "
+                     "(the repository ships it: restore tests/data)")
 class CannedWarmStartTest(absltest.TestCase):
 
   def test_warm_start_a_new_model_from_a_215_model_dir(self):

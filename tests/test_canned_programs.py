@@ -78,7 +78,8 @@ class PremadeGuideTest(absltest.TestCase):
 
   @absltest.skipUnless(_TF215_PYTHON, "set HARNESS_TF215_PYTHON to a python "
                        "with tensorflow 2.15.1 + tensorflow-estimator 2.15.0 "
-                       "to compare with the real tf.estimator")
+                       "to compare with the real tf.estimator "
+                       "(python -m bench.tf215.tf215_env makes one)")
   def test_guide_program_matches_tf_estimator_215(self):
     ours, _, _ = _run_guide(self, sys.executable, True)
     theirs, _, tail = _run_guide(self, _TF215_PYTHON, False)

@@ -1,4 +1,5 @@
-"""bench.tf215.compat215: per-test outcomes, subtests included, and COMPAT.md's text.
+"""bench.tf215.compat215: per-test outcomes, subtests included, COMPAT.md's
+text.
 
 No TensorFlow and no 2.15 run: a small fake record of pytest reports, and one
 real pytest run of a tiny absltest file under the script's recording conftest.

@@ -7,8 +7,8 @@ per-file counts in the summary table match those lines; in each row the
 tests that pass with no failing subtest plus the failing ones are the tests
 2.15 passes, and the headline ("In all: ...") is the table's sum. The
 section between the `compat215` markers is exactly what `python -m
-bench.tf215.compat215` renders from its committed results (bench/tf215/compat215_*.json),
-so a count edited by hand fails here.
+bench.tf215.compat215` renders from its committed results
+(bench/tf215/compat215_*.json), so a count edited by hand fails here.
 """
 
 import ast
@@ -135,7 +135,8 @@ class CompatLedgerTest(absltest.TestCase):
     self.assertEqual(
         compat215_table.replace_section(self.text, section), self.text,
         "docs/COMPAT.md's compat215 section differs from what `python -m "
-        "bench.tf215.compat215 --render_only` writes from bench/tf215/compat215_*.json")
+        "bench.tf215.compat215 --render_only` writes from "
+        "bench/tf215/compat215_*.json")
 
 
 if __name__ == "__main__":

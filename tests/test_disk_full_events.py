@@ -29,7 +29,8 @@ def _fill(folder):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root: "
+                    "run the suite as root")
 class DiskFullDuringEventWritesTest(absltest.TestCase):
 
   def test_documented_line_soon_and_no_temp_files(self):

@@ -42,7 +42,8 @@ _SHELL_LANGS = ("bash", "sh", "shell", "console")
 _FENCE_RE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.S | re.M)
 _ASSIGN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=\S")
 
-# Commands that cannot run here: (regex searched in the command, reason).
+# Commands no test here can run: (regex searched in the command, why; what
+# covers it). They are listed, not skipped (test_commands_not_run_...).
 _SKIP = (
     (r"-m pytest", "the test suite itself, which holds this test"),
     (r"^docker ", "needs docker and an image registry"),
@@ -219,8 +220,11 @@ def _case_name(index, command):
 
 
 def _params(slow):
+  """The cases: every command a test can run here (the others are listed
+  by `test_commands_not_run_each_match_a_reason`, not skipped: no setting
+  of this suite would run them)."""
   return [(_case_name(i, c), c) for i, c in enumerate(_COMMANDS)
-          if c.slow == slow]
+          if c.slow == slow and not c.skip_reason]
 
 
 class _CommandTestCase(parameterized.TestCase):
@@ -243,8 +247,6 @@ class _CommandTestCase(parameterized.TestCase):
     return server
 
   def _check(self, command):
-    if command.skip_reason:
-      self.skipTest(f"{command.doc}: `{command.text}`: {command.skip_reason}")
     # A short folder (/tmp/hdXXXXXXXX), near the docs' /tmp/NAME: the long
     # per-test folders of absl would push paths past the 160 scanned below.
     tmp = tempfile.mkdtemp(prefix="hd")
@@ -312,6 +314,18 @@ class DocsCommandsTest(_CommandTestCase):
     self.assertTrue(first.text.startswith("python3 -m venv .venv"), first)
     # Continuation lines are joined: no command ends with a backslash.
     self.assertFalse([c for c in _COMMANDS if c.text.endswith("\\")])
+
+  def test_commands_not_run_each_match_a_reason(self):
+    # Documented commands no test here can run (docker, a Kubernetes
+    # cluster, PyPI, the suite itself) are no cases: each has its reason
+    # in _SKIP, and each reason still matches a documented command.
+    not_run = [c for c in _COMMANDS if c.skip_reason]
+    self.assertNotEmpty(not_run)
+    for pattern, reason in _SKIP:
+      with self.subTest(reason=reason):
+        self.assertTrue([c for c in not_run if re.search(pattern, c.text)],
+                        f"no documented command matches {pattern!r}: drop "
+                        "it from _SKIP")
 
   @parameterized.named_parameters(*_params(slow=False))
   def test_fast_command(self, command):

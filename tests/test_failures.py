@@ -83,7 +83,8 @@ def _privileged_mount_works():
 
 
 _MOUNT_SKIP = ("needs root and `unshare -m` to mount a private tmpfs (a real "
-               "full or read-only file system)")
+               "full or read-only file system): run the suite as root with "
+               "util-linux installed")
 
 
 # ------------------------------------------------------ 19.4 no progress
@@ -296,7 +297,7 @@ class DiskAndPermissionTest(_BinaryTestCase):
     from harness.cli import diagnose  # pylint: disable=g-import-not-at-top
     from harness._tf import tf  # pylint: disable=g-import-not-at-top,unused-import
     if not os.path.exists("/dev/full"):
-      self.skipTest("no /dev/full on this system")
+      self.skipTest("no /dev/full on this system: run it on Linux")
     try:
       with open("/dev/full", "w", encoding="utf-8") as sink:
         sink.write("x")

@@ -36,7 +36,8 @@ def input_fn():
   return tf.data.Dataset.from_tensor_slices(({"x": x}, y)).repeat().batch(32)
 
 
-@absltest.skipUnless(FIXTURE.is_dir(), f"fixture {FIXTURE} is absent")
+@absltest.skipUnless(FIXTURE.is_dir(), f"fixture {FIXTURE} is absent (the "
+                     "repository ships it: restore tests/data)")
 class Estimator215FixtureTest(absltest.TestCase):
 
   def setUp(self):

@@ -246,7 +246,9 @@ class MnistIdxTest(parameterized.TestCase):
 
   def test_real_files(self):
     if not (_REAL_MNIST_DIR / "t10k-images-idx3-ubyte.gz").exists():
-      self.skipTest(f"real MNIST IDX files not found at {_REAL_MNIST_DIR}")
+      self.skipTest(f"real MNIST IDX files not found at {_REAL_MNIST_DIR} "
+                    "(the repository ships them: git checkout -- "
+                    "input_fns/data/mnist)")
     eval_fn = mnist_idx.make_input_fn(
         ModeKeys.EVAL, data_dir=str(_REAL_MNIST_DIR), batch_size=500)
     features, labels = _collect(eval_fn)

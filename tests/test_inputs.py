@@ -143,7 +143,7 @@ class NumpyInputFnTest(parameterized.TestCase):
       inputs.numpy_input_fn(**kwargs)
 
 
-@absltest.skipIf(pd is None, "pandas is not installed")
+@absltest.skipIf(pd is None, "pandas is not installed: pip install pandas")
 class PandasInputFnTest(absltest.TestCase):
 
   def _frame(self):
@@ -188,7 +188,9 @@ class PandasInputFnTest(absltest.TestCase):
       inputs.pandas_input_fn(x, pd.Series([1, 2, 3]), shuffle=False)
 
 
-@absltest.skipIf(pd is not None, "pandas is installed")
+@absltest.skipIf(pd is not None, "pandas is installed (this checks the "
+                 "error without it): run it in a venv without pandas, e.g. "
+                 "the README's install alone")
 class PandasMissingTest(absltest.TestCase):
 
   def test_clear_error(self):

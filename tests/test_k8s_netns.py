@@ -63,14 +63,16 @@ def _ip(*args, check=True):
 def _unavailable_reason(tag):
   """Why namespaces cannot be used here, or None."""
   if os.geteuid() != 0:
-    return "needs root to create network namespaces (ip netns add)"
+    return ("needs root to create network namespaces (ip netns add): run "
+            "the suite as root")
   if shutil.which("ip") is None:
-    return "the `ip` tool (iproute2) is not installed"
+    return "the `ip` tool is not installed: install iproute2"
   probe = f"hk-probe-{tag}"
   proc = _ip("netns", "add", probe, check=False)
   if proc.returncode:
     return (f"cannot create a network namespace (no CAP_NET_ADMIN / "
-            f"CAP_SYS_ADMIN?): {proc.stderr.strip()}")
+            f"CAP_SYS_ADMIN?): {proc.stderr.strip()}; run the suite as root "
+            "with those capabilities (a privileged container)")
   _ip("netns", "del", probe, check=False)
   return None
 

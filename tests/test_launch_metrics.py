@@ -119,7 +119,8 @@ class LaunchScrapeTest(parameterized.TestCase):
   def test_each_task_scraped_from_here_at_its_logged_url(self, isolation,
                                                           port):
     if isolation == "netns" and netns.unavailable_reason():
-      self.skipTest(netns.unavailable_reason())
+      self.skipTest(f"{netns.unavailable_reason()}: run it on Linux with "
+                    "util-linux (unshare, nsenter) installed")
     stop = os.path.join(self.create_tempdir().full_path, "stop")
     out = io.StringIO()
     result = {}

@@ -300,7 +300,8 @@ class TwoTrainersTest(absltest.TestCase):
 
   @pytest.mark.skipif(
       shutil.which("unshare") is None or os.geteuid() != 0,
-      reason="needs root and unshare(1) for PID namespaces")
+      reason="needs root and unshare(1) for PID namespaces: run the suite "
+      "as root with util-linux installed")
   def test_same_host_other_pid_namespace_is_refused(self):
     # Two containers with one host name: both trainers are pid 1.
     model_dir = self.create_tempdir().full_path

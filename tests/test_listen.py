@@ -123,7 +123,8 @@ class LaunchNetworkTest(absltest.TestCase):
   def test_netns_required_for_a_non_loopback_host_is_an_error(self):
     address = _non_loopback_ipv4()
     if not address:
-      self.skipTest("this machine has no non-loopback IPv4 address")
+      self.skipTest("this machine has no non-loopback IPv4 address: run it "
+                    "where a network interface has one")
     with self.assertRaisesRegex(
         errors.ConfigError, rf"--network_isolation=netns: cannot create a "
         rf"private network namespace: --host={re.escape(address)} is not a "
@@ -160,7 +161,8 @@ class ReachabilityTest(absltest.TestCase):
   def test_launch_cluster_is_unreachable_from_outside_its_namespace(self):
     reason = netns.unavailable_reason()
     if reason:
-      self.skipTest(f"no private network namespace here: {reason}")
+      self.skipTest(f"no private network namespace here: {reason}; run it "
+                    "on Linux with util-linux (unshare, nsenter) installed")
     proc, out = self._start(
         ["-m", "harness.launch", "--workers=1",
          "--network_isolation=netns", "--timeout_secs=300", "--",

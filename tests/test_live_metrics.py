@@ -150,14 +150,16 @@ class LiveMetricsTest(absltest.TestCase):
     self.assertTrue(reachable("127.0.0.1", self.port))
     address = non_loopback_ipv4()
     if address is None:
-      self.skipTest("this machine has no non-loopback IPv4 address")
+      self.skipTest("this machine has no non-loopback IPv4 address: run it "
+                    "where a network interface has one")
     self.assertFalse(reachable(address, self.port), address)
 
   def test_metrics_bind_all_interfaces_is_reachable_outside_loopback(self):
     # The check above can fail: the same probe reaches a 0.0.0.0 endpoint.
     address = non_loopback_ipv4()
     if address is None:
-      self.skipTest("this machine has no non-loopback IPv4 address")
+      self.skipTest("this machine has no non-loopback IPv4 address: run it "
+                    "where a network interface has one")
     live_metrics.serve(port=self.port, bind="0.0.0.0", task_label="local")
     self.assertTrue(reachable(address, self.port), address)
 

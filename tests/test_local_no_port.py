@@ -50,7 +50,7 @@ class LocalTrainingOpensNoPortTest(absltest.TestCase):
 
   def test_no_listening_socket_while_training(self):
     if not os.path.exists("/proc/self/fd"):
-      self.skipTest("needs Linux /proc")
+      self.skipTest("needs Linux /proc: run it on Linux")
     before = listening_sockets()
     hook = _SeeSockets()
     estimator = _support.linear_estimator(self.create_tempdir().full_path, 10)

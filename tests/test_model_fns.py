@@ -108,7 +108,9 @@ class ModelFnTest(parameterized.TestCase):
 
   def test_mnist_cnn_on_real_digits(self):
     if not (_REAL_MNIST_DIR / "t10k-images-idx3-ubyte.gz").exists():
-      self.skipTest(f"real MNIST IDX files not found at {_REAL_MNIST_DIR}")
+      self.skipTest(f"real MNIST IDX files not found at {_REAL_MNIST_DIR} "
+                    "(the repository ships them: git checkout -- "
+                    "input_fns/data/mnist)")
     est = _estimator(self, "mnist_cnn")
     make_input_fn = registry.resolve_input_fn("mnist_idx")
     kwargs = dict(data_dir=str(_REAL_MNIST_DIR), batch_size=64)

@@ -1,5 +1,6 @@
-"""bench.docfigs.mutation_report: docs/MUTATION.md's scores come from mutmut's files,
-through the committed bench/docfigs/mutation_results.json, which re-derives them."""
+"""bench.docfigs.mutation_report: docs/MUTATION.md's scores come from
+mutmut's files, through the committed bench/docfigs/mutation_results.json,
+which re-derives them."""
 
 import copy
 import json

@@ -53,7 +53,8 @@ class StartUpSweepTest(parameterized.TestCase):
   @parameterized.parameters(0.05, 0.2, 0.4, 0.8, 1.6, 3.0)
   def test_rendered_entrypoint_as_pid_1(self, at_secs):
     if start_signals.unshare_prefix() is None:
-      self.skipTest("needs root and unshare --pid (util-linux)")
+      self.skipTest("needs root and unshare --pid: run the suite as root "
+                    "with util-linux installed")
     result = start_signals.run_once("pod", at_secs, from_handler=True)
     # Exit 0 here would mean the signal was lost (the run is short, but
     # not 3 s short on any machine this runs on).

@@ -162,7 +162,8 @@ class Pid1Test(absltest.TestCase):
     super().setUp()
     self.program = _pid1_program()
     if self.program is None:
-      self.skipTest("needs root and unshare (util-linux)")
+      self.skipTest("needs root and unshare: run the suite as root with "
+                    "util-linux installed")
     self.model_dir = self.create_tempdir().full_path
 
   def _stop_pid1(self, child, ready_text, expected_code):

@@ -186,7 +186,9 @@ class DefaultOutputTest(absltest.TestCase):
 
   def test_debug_keeps_full_text(self):
     if not (conftest.MNIST_DIR / "t10k-images-idx3-ubyte.gz").exists():
-      self.skipTest(f"real MNIST IDX files not found at {conftest.MNIST_DIR}")
+      self.skipTest(f"real MNIST IDX files not found at {conftest.MNIST_DIR} "
+                    "(the repository ships them: git checkout -- "
+                    "input_fns/data/mnist)")
     model_dir = self.create_tempdir().full_path
     debug = _run([
         sys.executable, "-m", "harness.main", "--model_fn=mnist_cnn",

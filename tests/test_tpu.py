@@ -473,7 +473,8 @@ class TrainAndEvaluateTest(absltest.TestCase):
         tf.train.load_variable(source_ckpt, "dense_1/bias"), atol=0.031)
 
 
-@absltest.skipUnless(FIXTURE.is_dir(), f"fixture {FIXTURE} is absent")
+@absltest.skipUnless(FIXTURE.is_dir(), f"fixture {FIXTURE} is absent (the "
+                     "repository ships it: restore tests/data)")
 class CheckpointCompatibilityTest(absltest.TestCase):
   """A model_dir of tf.estimator 2.15 restores in TPUEstimator, and back.
 

@@ -109,7 +109,8 @@ class TrainerStatusTest(parameterized.TestCase):
     crds = sorted(_RELEASED.glob("trainer-v*/trainer.kubeflow.org_trainjobs"
                                  ".yaml"))
     if not crds:
-      self.skipTest(f"no released Trainer CRDs under {_RELEASED}")
+      self.skipTest(f"no released Trainer CRDs under {_RELEASED} (the "
+                    "repository ships them: restore tests/data)")
     reporter = self._reporter(min_interval_secs=0.05)
     long_name = "m" * 70  # Over the API's 64 characters: left out.
     for numbers in ({"step": 0, "max_steps": 10**10, "steps_per_sec": 1e-9},

@@ -140,7 +140,8 @@ class RealEstimatorBesideTest(absltest.TestCase):
       output = result.stdout + result.stderr
       if any(words in output for words in _UNREACHABLE):
         raise absltest.SkipTest(f"{_WHEEL} could not be downloaded (the "
-                                f"package index is unreachable): "
+                                f"package index is unreachable; run it with "
+                                f"network access to PyPI): "
                                 f"{output.strip().splitlines()[-1]}")
       raise AssertionError(f"pip install {_WHEEL} failed: {output[-2000:]}")
 

@@ -35,7 +35,8 @@ class CheckWritableTest(absltest.TestCase):
 
   def test_unwritable_folder_is_named(self):
     if os.geteuid() == 0:
-      self.skipTest("root writes a 0500 folder; the slow tests use a ro mount")
+      self.skipTest("root writes a 0500 folder: run the suite as a non-root "
+                    "user to check it (as root, ReadOnlyTest uses a ro mount)")
     folder = self.create_tempdir().full_path
     os.chmod(folder, 0o500)
     self.addCleanup(os.chmod, folder, 0o700)
@@ -62,7 +63,8 @@ def _main(model_dir, mode, *extra, cwd=None):
 
 @pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0,
-                    reason="a read-only tmpfs or bind mount needs root")
+                    reason="a read-only tmpfs or bind mount needs root: run "
+                    "the suite as root")
 class ReadOnlyTest(absltest.TestCase):
   """Both tests read one model_dir trained to step 4 (one run, not two)."""
 
