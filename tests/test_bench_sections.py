@@ -184,6 +184,32 @@ class MediansTest(absltest.TestCase):
           checked += 1
       self.assertGreater(checked, 1, name)
 
+  def test_each_median_lies_in_its_range(self):
+    # "27608 (26479-30502)": a median and the min-max of its rounds.
+    cell = re.compile(r"^([\d,.]+)\s*\(([\d,.]+)[-–]([\d,.]+)\)")
+    checked = 0
+    for path in glob.glob(str(_BENCH / "*" / "results" / "*.json")):
+      with open(path, encoding="utf-8") as f:
+        tables = [b["table"] for b in json.load(f)["blocks"] if "table" in b]
+      for row in (r for t in tables for r in t["rows"] if isinstance(r, list)):
+        for m in filter(None, map(cell.match, row)):
+          low, median, high = (float(m[i].replace(",", "")) for i in (2, 1, 3))
+          with self.subTest(path=os.path.basename(path), cell=m[0]):
+            self.assertBetween(median, low, high)
+          checked += 1
+    self.assertGreater(checked, 20)
+
+  def test_per_round_ratios_and_their_median(self):
+    # "per round: 0.701, 1.144, ...; median **1.065**" (bench.perf.canned).
+    data = _data("<!-- bench.perf.canned: generated section begins -->")
+    lines = [l for b in data["blocks"] if "lines" in b for l in b["lines"]]
+    found = [m for l in lines for m in re.finditer(
+        r"per round: ([\d., ]+); median \*\*([\d.]+)\*\*", l)]
+    self.assertLen(found, 2)
+    for m in found:
+      rounds = [float(v) for v in m[1].split(", ")]
+      self.assertEqual(m[2], f"{statistics.median(rounds):.3f}")
+
 
 class ReadmeTest(absltest.TestCase):
 
