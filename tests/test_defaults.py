@@ -39,7 +39,7 @@ _NONE_MEANS = {
 
 def _run_values(job):
   """{flag name: value the run uses} from the objects harness.cli.job builds."""
-  plan = plan_lib.plan_task(job, environ={})
+  plan = plan_lib.plan_job(job, environ={})
   config = harness.RunConfig(environ={},
                              **job_config.run_config_kwargs(job, plan))
   train_kwargs, eval_kwargs = job_config.spec_kwargs(job)

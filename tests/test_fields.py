@@ -108,7 +108,7 @@ class BinaryTest(absltest.TestCase):
 
   def test_run_config_kwargs_take_the_job_and_the_plans_knobs(self):
     job = job_config.JobConfig(**dict(_GOOD, peer_timeout_secs=None))
-    plan = plan_lib.plan_task(job, environ={
+    plan = plan_lib.plan_job(job, environ={
         "HARNESS_PEER_TIMEOUT_SECS": "42"})
     kwargs = job_config.run_config_kwargs(job, plan)
     self.assertEqual(kwargs["peer_timeout_secs"], 42.0)  # The variable.

@@ -17,6 +17,7 @@ start in milliseconds.
 from harness.cluster.env_knobs import FROM_ENVIRON
 from harness.cluster.env_knobs import NotGiven
 from harness.cluster.jobs import CHIEF
+from harness.cluster.jobs import CHIEF_ORDER
 from harness.cluster.jobs import CLIENT_LABEL
 from harness.cluster.jobs import EVALUATOR
 from harness.cluster.jobs import LOCAL_LABEL
@@ -24,6 +25,7 @@ from harness.cluster.jobs import MASTER
 from harness.cluster.jobs import PS
 from harness.cluster.jobs import TRAINER_JOBS
 from harness.cluster.jobs import WORKER
+from harness.cluster.jobs import chief_task
 from harness.cluster.jobs import num_trainers
 from harness.cluster.jobs import split_task_label
 from harness.cluster.jobs import task_label

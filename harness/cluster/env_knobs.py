@@ -8,7 +8,7 @@
 Each knob is a `RunConfig` field and a `harness.main` flag
 (`peer_timeout_secs`, `restart_wait_secs`). When the field is None the
 documented environment variable is the fallback, then the default below:
-resolved once a process, by its plan (`harness.task_plan.plan_task`, which
+resolved once a process, by its plan (`harness.plan.plan_task`, which
 `harness.main` and `RunConfig` both call). The defaults live here only:
 the flags' help text, `RunConfig`, `harness.guard.preemption` and the docs
 take them from here. No TensorFlow here.
@@ -33,7 +33,7 @@ class NotGiven(enum.Enum):
   # `RunConfig(save_checkpoints_steps=, save_checkpoints_secs=)`.
   CHECKPOINT_DEFAULT = "2.15's checkpoint cadence"
   # `evaluator.run_continuous(idle_timeout_secs=)`.
-  FROM_RUN_CONFIG = "RunConfig's value"
+  RUN_CONFIG_VALUE = "RunConfig's value"
 
   def __repr__(self):
     return f"<{self.value}>"
