@@ -14,7 +14,6 @@ start in milliseconds.
 """
 
 # pylint: disable=unused-import
-from harness.cluster.env_knobs import FROM_ENVIRON
 from harness.cluster.env_knobs import NotGiven
 from harness.cluster.jobs import CHIEF
 from harness.cluster.jobs import CHIEF_ORDER

@@ -94,6 +94,12 @@ class Field:
   flag: Flag
   env: env_knobs.Knob | None = None
 
+  def __post_init__(self):
+    if self.env is not None and self.env.name != self.name:
+      raise ValueError(f"Field {self.name!r}: its env knob is named "
+                       f"{self.env.name!r}. Fix: name the Knob {self.name!r} "
+                       "(its errors name the field).")
+
   @property
   def flag_default(self):
     """The binary's default: the flag's own, else RunConfig's."""
