@@ -53,7 +53,7 @@ class TableTest(absltest.TestCase):
     params = inspect.signature(RunConfig).parameters.values()
     keyword_only = [p for p in params if p.kind == p.KEYWORD_ONLY]
     own = [p for p in keyword_only
-           if p.name not in ("environ", "cluster_info", "plan")]
+           if p.name not in ("environ", "plan")]
     self.assertEqual([p.name for p in own], list(fields.NAMES))
     for param in own:
       self.assertEqual(param.default, fields.default(param.name), param.name)

@@ -24,20 +24,23 @@ class KnobsTest(absltest.TestCase):
   def test_the_knobs_are_the_table_s_fields_with_env(self):
     self.assertEqual(knobs.NAMES, tuple(
         f.name for f in fields.FIELDS if f.env is not None))
-    self.assertEqual(knobs.NAMES, ("peer_timeout_secs", "restart_wait_secs"))
+    self.assertContainsSubset(("peer_timeout_secs", "restart_wait_secs"),
+                              knobs.NAMES)
 
   def test_value_then_variable_then_default(self):
     problems = []
     values, attempt = knobs.resolve(
         {"peer_timeout_secs": 5}, {"HARNESS_RESTART_WAIT_SECS": "7",
                                    "JOBSET_RESTART_ATTEMPT": "2"}, problems)
-    self.assertEqual((values, attempt, problems),
-                     ({"peer_timeout_secs": 5.0, "restart_wait_secs": 7.0},
-                      2, []))
+    self.assertEqual((values["peer_timeout_secs"],
+                      values["restart_wait_secs"], attempt, problems),
+                     (5.0, 7.0, 2, []))
     values, attempt = knobs.resolve({}, {}, problems)
-    self.assertEqual((values, attempt, problems),
-                     ({"peer_timeout_secs": 60.0, "restart_wait_secs": 600.0},
-                      None, []))
+    self.assertEqual(values, {f.name: f.env.default
+                              for f in knobs.KNOB_FIELDS})
+    self.assertEqual((values["peer_timeout_secs"],
+                      values["restart_wait_secs"], attempt, problems),
+                     (60.0, 600.0, None, []))
 
   def test_a_bad_variable_is_a_problem_of_run_config_its_default_taken(self):
     plan = plan_lib.plan_task(None, environ={
