@@ -2,8 +2,8 @@
 
     from harness import plan as plan_lib
 
-    plan = plan_lib.plan_task(info, strategy="collective", model_dir="/m",
-                              environ=os.environ)
+    plan = plan_lib.plan_task(info, strategy="collective",
+                              run_config_model_dir="/m", environ=os.environ)
     plan.role, plan.task_label, plan.is_chief, plan.knobs["peer_timeout_secs"]
     plan_lib.raise_problem(plan, plan_lib.Stage.TRAIN)  # 2.15's error
     plan_lib.in_process(plan)  # a one-process job's local plan

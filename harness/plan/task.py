@@ -3,7 +3,7 @@
     from harness import plan as plan_lib
 
     plan = plan_lib.plan_task(info, strategy="collective",
-                              model_dir="/m", environ=os.environ)
+                              run_config_model_dir="/m", environ=os.environ)
     plan.role, plan.task_label, plan.is_chief, plan.replicas, plan.knobs
     plan_lib.raise_problem(plan, plan_lib.Stage.TRAIN)  # 2.15's error
 
@@ -125,7 +125,8 @@ def raise_problem(plan, stage, rule=None):
 
 def plan_task(info, *, environ, strategy=None, has_strategy=None,
               remote_cluster=None, num_devices_per_worker=1,
-              model_dir=None, estimator_model_dir=None, knob_values=None,
+              run_config_model_dir=None, estimator_model_dir=None,
+              knob_values=None,
               require_cluster_for_task=False):
   """The `TaskPlan` of this process; its broken rules in `plan.problems`.
 
@@ -138,7 +139,7 @@ def plan_task(info, *, environ, strategy=None, has_strategy=None,
       the no-op kind); RunConfig passes `train_distribute is not None`.
     remote_cluster: the standalone client's {job: [address]}, or None.
     num_devices_per_worker: devices each trainer replicates over.
-    model_dir: RunConfig's `model_dir` argument, or None.
+    run_config_model_dir: RunConfig's `model_dir` argument, or None.
     estimator_model_dir: the Estimator's `model_dir` argument (the
       binary's --model_dir), or None. The plan's model_dir is these and
       TF_CONFIG's merged (`harness.state.paths.merge_model_dirs`); two
@@ -170,13 +171,13 @@ def plan_task(info, *, environ, strategy=None, has_strategy=None,
   waiting = [Problem(Stage.RUN_CONFIG, rule, e) for rule, e in waiting]
   try:  # The one model_dir rule.
     model_dirs = paths.merge_model_dirs(
-        argument=estimator_model_dir, run_config=model_dir,
+        argument=estimator_model_dir, run_config=run_config_model_dir,
         tf_config=info.model_dir if info else None)
   except errors.ConfigError as e:  # First, at RunConfig() (2.15's order).
     waiting.insert(0, Problem(Stage.RUN_CONFIG, MODEL_DIR, e))
     model_dirs = ((estimator_model_dir, paths.FROM_ARGUMENT)
                   if estimator_model_dir else
-                  (model_dir, paths.FROM_RUN_CONFIG))
+                  (run_config_model_dir, paths.FROM_RUN_CONFIG))
   return TaskPlan(
       cluster_info=info, remote_cluster=remote_cluster, role=role,
       task_label=(cluster_lib.CLIENT_LABEL if remote_cluster else

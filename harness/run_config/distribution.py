@@ -186,7 +186,7 @@ def _plan(info, inputs, previous, model_dir, model_dir_source):
   elif previous is not None and previous.plan_inputs == (info, inputs):
     given = previous.plan
   elif model_dir_source is None:
-    return plan_lib.plan_task(info, model_dir=model_dir, **inputs)
+    return plan_lib.plan_task(info, run_config_model_dir=model_dir, **inputs)
   else:
     given = plan_lib.plan_task(info, **inputs)
   return dataclasses.replace(given, model_dir=model_dir,
