@@ -14,9 +14,10 @@ The library entry point behind `python -m harness.main`::
 
 `run_job` plans the job (`harness.cli.plan`) unless given its plan (as
 `flags.parse` returns it), reads the Kubeflow Trainer status endpoint
-beside it (`trainer_status_endpoint`, the binary's alone), then (`harness.cli.mode_runners`) builds the RunConfig, Estimator,
-input_fns (global batch size) and exporters and does what `mode` says. It prints one start-up
-banner, the evaluation results as a table and a final summary to `out`;
+beside it (`trainer_status_endpoint`, the binary's alone), then
+(`harness.cli.mode_runners`) builds the RunConfig, Estimator, input_fns
+(global batch size) and exporters and does what `mode` says. It prints
+one start-up banner, the evaluation results as a table and a final summary to `out`;
 progress lines come from the Estimator's `ProgressLoggerHook`. `JobConfig`
 lives in `harness.cli.job_config`, the facts of its process in the plan.
 Only running imports TensorFlow: importing this module and `dry_run` need

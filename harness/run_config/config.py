@@ -9,8 +9,8 @@ Usage::
 
 `RunConfig` keeps 2.15's constructor (plus keyword-only harness fields,
 each declared once in `harness.fields` with its default, check and docs,
-and where TF_CONFIG comes from: `environ` or a `plan`), properties (and `restart_attempt`),
-`replace()` allow-list and messages.
+and where TF_CONFIG comes from: `environ` or a `plan`), properties (and
+`restart_attempt`), `replace()` allow-list and messages.
 It is a thin shell over data: the user's values (`run_config.checks`), the
 `ClusterInfo` read once from TF_CONFIG (`harness.cluster.tf_config`), and
 facts derived from both (`harness.run_config.distribution`). Unlike 2.15:
