@@ -23,9 +23,9 @@ import numpy as np
 from absl import logging
 
 from harness import errors
+from harness import plan as task_plan
 from harness import run_config as run_config_lib
 from harness import spec as spec_lib
-from harness import task_plan
 from harness import warm_start as warm_start_lib
 from harness._tf import tf
 from harness.cluster import jobs

@@ -178,7 +178,7 @@ def _run(job_config, plan, environ, debug):
     preflight.preflight(job_config, plan)
     if not job_config.dry_run:
       legacy_imports.install()
-    job.run_job(job_config, plan=plan)
+    job.run_job(job_config, plan=plan, environ=environ)
   except errors.FlagError as e:
     return _fail(e, errors.EXIT_BAD_CONFIG, debug)
   except errors.TrainingPreemptedError as e:

@@ -21,9 +21,9 @@ from absl import logging
 
 from harness import errors
 from harness import estimator as estimator_lib
+from harness import plan as task_plan
 from harness import run_config as run_config_lib
 from harness import spec as spec_lib
-from harness import task_plan
 from harness._tf import tf
 from harness.cluster import jobs
 from harness.cluster import tf_config
@@ -284,8 +284,8 @@ class _TrainingExecutor:
   def run_evaluator(self):
     """The `evaluator` task: evaluate new checkpoints until training ends."""
     _check_eval_spec(self._eval_spec)
-    logging.info("train_and_evaluate | %s | watching %s", jobs.task_label(
-        *_task_of(self._estimator.config)[1:]), self._estimator.model_dir)
+    logging.info("train_and_evaluate | %s | watching %s",
+                 self._estimator.config.task_label, self._estimator.model_dir)
     STOP_SIGNAL.stage = "waiting for a new checkpoint (the evaluator)"
     return evaluator_lib.run_continuous(
         self._estimator, self._train_spec, self._eval_spec,

@@ -13,7 +13,7 @@ from absl.testing import absltest
 from harness.cli import flags
 from harness.cli import job_config
 from harness.cli import plan as plan_lib
-from harness.cluster import env_knobs
+from harness import fields
 import harness
 from tests import conftest
 
@@ -30,16 +30,16 @@ _NONE_MEANS = {
     "save_checkpoints_secs": 600,
     "tf_random_seed": None,
     "eval_idle_timeout_secs": None,
-    "peer_timeout_secs": env_knobs.PEER_TIMEOUT.default,
-    "restart_wait_secs": env_knobs.RESTART_WAIT.default,
     "bind_address": None,  # The host of the task's cluster address.
     "input_timeout_secs": None,  # Waits for the first batch.
+    # A knob: its variable, else its default (the plan resolved it).
+    **{f.name: f.env.default for f in fields.FIELDS if f.env is not None},
 }
 
 
 def _run_values(job):
   """{flag name: value the run uses} from the objects harness.cli.job builds."""
-  plan = plan_lib.plan_task(job, environ={})
+  plan = plan_lib.plan_job(job, environ={})
   config = harness.RunConfig(environ={},
                              **job_config.run_config_kwargs(job, plan))
   train_kwargs, eval_kwargs = job_config.spec_kwargs(job)
@@ -48,14 +48,9 @@ def _run_values(job):
   values = {
       name: getattr(config, name) for name in (
           "tf_random_seed", "save_summary_steps", "keep_checkpoint_max",
-          "log_step_count_steps", "steps_per_loop",
-          "remote_connect_timeout_secs", "eval_poll_secs",
-          "eval_idle_timeout_secs", "peer_timeout_secs", "restart_wait_secs",
-          "save_checkpoints_steps", "save_checkpoints_secs",
-          "force_takeover", "bind_address", "remote_claim_timeout_secs",
-          "max_runs_without_progress", "session_creation_timeout_secs",
-          "stop_timeout_secs", "input_timeout_secs", "input_report_secs",
-          "metrics_port", "metrics_bind", "input_pipeline", "xla")}
+          "log_step_count_steps", "save_checkpoints_steps",
+          "save_checkpoints_secs", "session_creation_timeout_secs") +
+      fields.NAMES}  # harness's own fields: the table's.
   values.update(max_steps=train_spec.max_steps, eval_steps=eval_spec.steps,
                 throttle_secs=eval_spec.throttle_secs,
                 start_delay_secs=eval_spec.start_delay_secs)
@@ -114,7 +109,7 @@ class DefaultsAgreeTest(absltest.TestCase):
     self.assertIsNotNone(secs, text)
     self.assertEqual(int(secs.group(1)),
                      harness.RunConfig(environ={}).save_checkpoints_secs)
-    for knob in (env_knobs.PEER_TIMEOUT, env_knobs.RESTART_WAIT):
+    for knob in (f.env for f in fields.FIELDS if f.env is not None):
       self.assertIn(f"(default: ${knob.env}, else {knob.default:g})", text)
 
   def test_job_config_built_directly_runs_the_same_defaults(self):

@@ -53,7 +53,7 @@ class TableTest(absltest.TestCase):
     params = inspect.signature(RunConfig).parameters.values()
     keyword_only = [p for p in params if p.kind == p.KEYWORD_ONLY]
     own = [p for p in keyword_only
-           if p.name not in ("environ", "cluster_info", "plan")]
+           if p.name not in ("environ", "plan")]
     self.assertEqual([p.name for p in own], list(fields.NAMES))
     for param in own:
       self.assertEqual(param.default, fields.default(param.name), param.name)
@@ -108,7 +108,7 @@ class BinaryTest(absltest.TestCase):
 
   def test_run_config_kwargs_take_the_job_and_the_plans_knobs(self):
     job = job_config.JobConfig(**dict(_GOOD, peer_timeout_secs=None))
-    plan = plan_lib.plan_task(job, environ={
+    plan = plan_lib.plan_job(job, environ={
         "HARNESS_PEER_TIMEOUT_SECS": "42"})
     kwargs = job_config.run_config_kwargs(job, plan)
     self.assertEqual(kwargs["peer_timeout_secs"], 42.0)  # The variable.

@@ -12,7 +12,7 @@ from absl.testing import absltest
 from absl.testing import parameterized
 
 from harness import errors
-from harness import task_plan
+from harness import plan as task_plan
 from harness.cli import flag_parsers
 from harness.cli import flags
 from harness.cli import job as job_lib

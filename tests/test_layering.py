@@ -27,7 +27,7 @@ RULES = {
         "harness.state", "harness.core", "harness.distribute", "harness.cli",
         "harness.export", "harness.canned", "harness.tpu", "harness.estimator",
         "harness.run_config", "harness.training", "harness.fields") + (
-        "harness.guard", "harness.telemetry")
+        "harness.guard", "harness.telemetry", "harness.plan")
                 + BINARIES,
                 "cluster/ is TF_CONFIG text -> facts: errors and itself only, "
                 "no TensorFlow"),
@@ -38,7 +38,7 @@ RULES = {
         "harness.export", "harness.canned", "harness.tpu", "harness.estimator",
         "harness.run_config", "harness.training", "harness.spec",
         "harness.hooks", "harness.compat") + (
-        "harness.guard", "harness.telemetry") + BINARIES,
+        "harness.guard", "harness.telemetry", "harness.plan") + BINARIES,
                "fields/ is the field table: errors and cluster/ only, no "
                "TensorFlow"),
     "state": (EXAMPLES + (
@@ -46,8 +46,19 @@ RULES = {
         "harness.canned", "harness.tpu", "harness.estimator",
         "harness.training", "harness.run_config", "harness._tf_private",
         "harness.fields") + (
-        "harness.guard", "harness.telemetry") + BINARIES,
+        "harness.guard", "harness.telemetry", "harness.plan") + BINARIES,
               "state/ is model_dir files: errors, _tf, cluster/ and itself"),
+    # The task's plan (role, chief, model_dir, knobs), decided once: below
+    # core/, guard/, telemetry/ and everything that reads it, above state/,
+    # fields/ and cluster/ (which it reads); no TensorFlow.
+    "plan": (TENSORFLOW + EXAMPLES + (
+        "harness.core", "harness.guard", "harness.telemetry",
+        "harness.distribute", "harness.cli", "harness.run_config",
+        "harness.estimator", "harness.training", "harness.canned",
+        "harness.tpu", "harness.export", "harness.hooks", "harness.spec",
+        "harness.compat") + BINARIES,
+             "plan/ decides what this process is: state/, fields/, cluster/ "
+             "and errors only, no TensorFlow"),
     # core/ reads a harness field's default and check from fields/, never
     # run_config/ (the one arrow back up, gone: issue 40).
     "core": (EXAMPLES + (
@@ -122,7 +133,7 @@ RULES = {
             "cluster", "state", "core", "distribute", "cli", "export",
             "canned", "tpu", "estimator", "training", "run_config", "spec",
             "hooks", "early_stopping", "compat", "errors", "fields", "guard",
-            "telemetry"))
+            "telemetry", "plan"))
                     + BINARIES,
                     "_tf_private/ wraps TensorFlow internals; it knows "
                     "nothing of harness but `_tf`"),
@@ -149,7 +160,8 @@ RULES = {
 }
 # Modules outside cluster/, launch/ and k8s/ that import no TensorFlow
 # either (the CLI's text paths start in milliseconds).
-TF_FREE_MODULES = ("errors.py", "state/paths.py", "task_plan.py",
+TF_FREE_MODULES = ("errors.py", "state/paths.py", "plan/__init__.py",
+                   "plan/task.py", "plan/knobs.py", "plan/one_process.py",
                    "cli/binary_flags.py",
                    "cli/tensorboard_server.py", "cli/legacy_imports.py",
                    "guard/stall.py", "core/auto_loop.py",
@@ -537,6 +549,23 @@ class LayeringTest(absltest.TestCase):
     self.assertEqual(layering_violations(
         "fields/table.py", "from harness import errors\n"
         "from harness.cluster import listen\n"), [])
+
+  def test_plan_importing_tensorflow_or_above_fails(self):
+    for source in ("from harness._tf import tf\n",
+                   "from harness.telemetry import trainer_status\n",
+                   "from harness.guard import preemption\n",
+                   "from harness.core import trainer\n",
+                   "from harness.run_config import checks\n",
+                   "from harness.cli import job_config\n"):
+      self.assertLen(layering_violations("plan/task.py", source), 1, source)
+    self.assertEqual(layering_violations(
+        "plan/task.py", "from harness import errors\n"
+        "from harness.state import paths\nfrom harness import fields\n"
+        "from harness.cluster import jobs\n"), [])
+    for below in ("cluster/jobs.py", "fields/table.py", "state/paths.py",
+                  "_tf_private/keras.py"):
+      self.assertLen(layering_violations(
+          below, "from harness.plan import task\n"), 1, below)
 
   def test_cluster_importing_tensorflow_fails(self):
     for source in ("import tensorflow as tf\n",

@@ -35,7 +35,7 @@ class OneResolutionTest(absltest.TestCase):
   def _main(self, argv, environ):
     """Runs main; returns (exit status, TF_CONFIG parses, model_dir lines)."""
     parser = mock.Mock(wraps=tf_config.parse_tf_config)
-    # TF_CONFIG's rules: harness.task_plan calls them through the cluster
+    # TF_CONFIG's rules: harness.plan calls them through the cluster
     # door (RunConfig's run check raises what the plan found).
     self.validations = mock.Mock(wraps=cluster_lib.validate)
     out = io.StringIO()

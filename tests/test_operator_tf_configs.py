@@ -29,7 +29,7 @@ from absl.testing import parameterized
 
 import harness
 from harness import errors
-from harness import task_plan
+from harness import plan as task_plan
 from harness._tf import tf
 from harness.cli import flags
 from harness.cluster import tf_config_checks
@@ -269,10 +269,15 @@ class StrategySetupTrustsTheChecksTest(parameterized.TestCase):
     with self.assertRaisesRegex(errors.FlagError, "single-machine strategy"):
       flags.parse(_BASE + [f"--strategy={kind}"], environ=dict(os.environ),
                   gpu_count=lambda: 0)
-    config = self._checked_config(kind)
-    with self.assertRaisesRegex(errors.NotSupportedError,
-                                f"^The strategy is {kind}, a single-machine "
-                                "strategy, but the cluster has 2 training"):
+    # The plan's rule: raised before training, and by prepare_task for a
+    # caller that skipped that check.
+    message = (f"^The strategy is {kind}, a single-machine strategy, but the "
+               "cluster has 2 training")
+    with self.assertRaisesRegex(errors.NotSupportedError, message):
+      self._checked_config(kind)
+    config = harness.RunConfig(model_dir="/shared/model",
+                               train_distribute=strategies.make_strategy(kind))
+    with self.assertRaisesRegex(errors.NotSupportedError, message):
       roles.prepare_task(config)
     self.assertEqual(_RecordingServer.started, [])
 

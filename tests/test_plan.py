@@ -10,7 +10,7 @@ from absl.testing import parameterized
 
 from harness import cluster as cluster_lib
 from harness import errors
-from harness import task_plan
+from harness import plan as task_plan
 from harness.cli import flags
 from harness.cli import job as job_lib
 from harness.cli import job_config
@@ -55,12 +55,12 @@ class PlanFactsTest(parameterized.TestCase):
                  environ=_environ(_PS_CLUSTER, task_type, index))
     self.assertEqual((job.plan.role, job.plan.task_label), (role, label))
     self.assertEqual(job.plan.cluster_info.task_type, task_type)
-    self.assertTrue(job.plan.clustered)
+    self.assertTrue(job.plan.role.in_cluster)
 
   def test_local_and_client(self):
     local = _parse().plan
     self.assertEqual((local.role, local.task_label, local.cluster_info,
-                      local.clustered),
+                      local.role.in_cluster),
                      (task_plan.Role.LOCAL, "local", None, False))
     client = _parse("--strategy=collective",
                     "--remote_cluster=worker=127.0.0.1:2222,127.0.0.1:2223"
@@ -98,12 +98,13 @@ class PlanFactsTest(parameterized.TestCase):
 
   def test_waiting_knobs_resolved_once(self):
     self.assertEqual(
-        (_parse("--peer_timeout_secs=5").plan.peer_timeout_secs,
+        (_parse("--peer_timeout_secs=5").plan.knobs["peer_timeout_secs"],
          _parse(environ={"HARNESS_RESTART_WAIT_SECS": "7"}
-                ).plan.restart_wait_secs,
-         _parse().plan.peer_timeout_secs,
-         _parse("--eval_poll_secs=0.5").plan.eval_poll_secs),
-        (5.0, 7.0, 60.0, 0.5))
+                ).plan.knobs["restart_wait_secs"],
+         _parse().plan.knobs["peer_timeout_secs"]),
+        (5.0, 7.0, 60.0))
+    # A knob without an environment fallback is the job's, not the plan's.
+    self.assertNotIn("eval_poll_secs", _parse().plan.knobs)
 
   def test_plan_is_frozen(self):
     with self.assertRaises(AttributeError):
@@ -142,13 +143,13 @@ class PlanProblemsTest(absltest.TestCase):
   def test_a_job_built_in_code_is_planned_the_same_way(self):
     job = job_config.JobConfig(strategy="collective", model_dir="/m")
     environ = _environ(_CHIEF_AND_WORKER, "chief")
-    built = plan_lib.plan_task(job, environ=environ)
+    built = plan_lib.plan_job(job, environ=environ)
     parsed = _parse("--strategy=collective", "--model_dir=/m",
                     environ=environ).plan
     self.assertEqual(built, parsed)
     with self.assertRaisesRegex(errors.ConfigError,
                                 "flag --model_dir: not given"):
-      plan_lib.plan_task(job_config.JobConfig(strategy="collective"),
+      plan_lib.plan_job(job_config.JobConfig(strategy="collective"),
                          environ=environ)
 
 

@@ -1,5 +1,5 @@
 """The binary and a Python RunConfig given the same TF_CONFIG reach the same
-plan (harness.task_plan.plan_task, below both doors)."""
+plan (harness.plan.plan_task, below both doors)."""
 
 import dataclasses
 import json
@@ -11,7 +11,7 @@ from absl.testing import parameterized
 from harness import cluster as cluster_lib
 from harness import errors
 from harness import run_config as run_config_lib
-from harness import task_plan
+from harness import plan as task_plan
 from harness.cli import flags
 from harness.distribute import strategies
 from harness.state import paths

@@ -27,6 +27,7 @@ import pytest
 from harness import cluster as cluster_lib
 from harness import errors
 from harness import estimator as estimator_lib
+from harness import plan as plan_lib
 from harness import run_config as run_config_lib
 from harness.cli import flags
 from harness.cli import mode_runners
@@ -179,15 +180,22 @@ class OneProcessTaskTest(parameterized.TestCase):
        {"master": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]}, "worker", 0,
        False))
   def test_rule(self, cluster, task_type, index, runs):
-    info = _info(cluster, task_type, index)
-    self.assertEqual(mode_runners.runs_one_process_job(info), runs)
+    plan = plan_lib.plan_task(_info(cluster, task_type, index), environ={})
+    self.assertEqual(plan_lib.runs_one_process_job(plan), runs)
     expected = ("master/0" if "master" in cluster else
                 "chief/0" if "chief" in cluster else "worker/0")
-    self.assertEqual(mode_runners.one_process_task(info), expected)
+    self.assertEqual(plan_lib.one_process_task(plan), expected)
+    local = plan_lib.in_process(plan)  # Decided from the plan, not anew.
+    self.assertEqual((local.role, local.task_label, local.is_chief,
+                      local.facts.master, local.model_dir, local.knobs),
+                     (plan_lib.Role.LOCAL, "local", True, "", plan.model_dir,
+                      plan.knobs))
 
   def test_local(self):
-    self.assertTrue(mode_runners.runs_one_process_job(None))
-    self.assertEqual(mode_runners.one_process_task(None), "local")
+    plan = plan_lib.plan_task(None, environ={})
+    self.assertTrue(plan_lib.runs_one_process_job(plan))
+    self.assertEqual(plan_lib.one_process_task(plan), "local")
+    self.assertIs(plan_lib.in_process(plan), plan)
 
   @parameterized.named_parameters(
       ("evaluate", "evaluate", _PS_CLUSTER, "chief"),

@@ -66,15 +66,15 @@ class FromEnvironTest(parameterized.TestCase):
 
   def test_the_plan_reads_it_once_and_reports_a_bad_one(self):
     config = job_config.JobConfig()
-    self.assertIsNone(plan_lib.plan_task(config, environ={}).restart_attempt)
-    plan = plan_lib.plan_task(config, environ={_ENV: "2"})
+    self.assertIsNone(plan_lib.plan_job(config, environ={}).restart_attempt)
+    plan = plan_lib.plan_job(config, environ={_ENV: "2"})
     self.assertEqual(plan.restart_attempt, 2)
     self.assertTrue(job.describe(config, plan).startswith(
         "harness.main | local attempt 2 | train_and_evaluate"))
-    self.assertTrue(job.describe(config, plan_lib.plan_task(
+    self.assertTrue(job.describe(config, plan_lib.plan_job(
         config, environ={})).startswith("harness.main | local | "))
     with self.assertRaisesRegex(errors.ConfigError, "JOBSET_RESTART_ATTEMPT"):
-      plan_lib.plan_task(config, environ={_ENV: "x"})
+      plan_lib.plan_job(config, environ={_ENV: "x"})
 
 
 class LogLineTest(absltest.TestCase):

@@ -13,6 +13,7 @@ from absl.testing import parameterized
 import harness
 from harness import cluster
 from harness import errors
+from harness import plan as plan_lib
 from harness import run_config as rc
 from harness._tf import tf
 from harness.core import strategy_classifier
@@ -72,7 +73,6 @@ class SignatureTest(absltest.TestCase):
                                     "input_pipeline": "tuned",
                                     "xla": False,
                                     "environ": None,
-                                    "cluster_info": cluster.FROM_ENVIRON,
                                     "plan": None})
 
   def test_defaults(self):
@@ -384,33 +384,37 @@ class ModelDirTest(parameterized.TestCase):
     self.assertEqual((model_dir, config.model_dir), ("/d", "/d"))
 
 
-class ClusterInfoArgumentTest(absltest.TestCase):
-  """RunConfig(cluster_info=...): TF_CONFIG parsed once, by the caller."""
+class TwoWaysInTest(absltest.TestCase):
+  """RunConfig takes TF_CONFIG from `environ` or from a `plan`, not both."""
 
-  def test_given_info_is_not_parsed_again(self):
+  def test_a_given_plan_is_not_read_or_planned_again(self):
     info = cluster.parse_tf_config(_env(
         {"chief": ["h:1"], "worker": ["h:2"]}, "worker", 0)["TF_CONFIG"])
+    given = plan_lib.plan_task(info, environ={})
     with mock.patch.object(cluster, "parse_tf_config") as parser, \
+        mock.patch.object(plan_lib, "plan_task") as planner, \
         mock.patch.dict(os.environ, {"TF_CONFIG": "not json"}):
-      config = rc.RunConfig(cluster_info=info)
-      local = rc.RunConfig(cluster_info=None)
+      config = rc.RunConfig(plan=given)
     parser.assert_not_called()
+    planner.assert_not_called()
     self.assertIs(config.cluster_info, info)
     self.assertEqual((config.task_type, config.num_worker_replicas),
                      ("worker", 2))
-    self.assertIsNone(local.cluster_info)
-    self.assertEqual(local.task_type, "worker")  # 2.15's local default.
 
-  def test_info_and_environ_together_is_an_error(self):
-    with self.assertRaisesRegex(errors.ConfigError,
-                                "from `environ` or, already parsed, from "
-                                "`cluster_info`, not both"):
-      rc.RunConfig(environ={}, cluster_info=None)
+  def test_cluster_info_is_no_third_way(self):
+    with self.assertRaisesRegex(TypeError, "cluster_info"):
+      rc.RunConfig(cluster_info=None)  # pylint: disable=unexpected-keyword-arg
 
-  def test_info_must_be_cluster_info(self):
+  def test_plan_and_environ_together_is_an_error(self):
     with self.assertRaisesRegex(errors.ConfigError,
-                                "cluster_info must be a harness.cluster"):
-      rc.RunConfig(cluster_info={"cluster": {}})
+                                "from `environ` or, already planned, from "
+                                "`plan`, not both"):
+      rc.RunConfig(environ={}, plan=plan_lib.plan_task(None, environ={}))
+
+  def test_plan_must_be_a_task_plan(self):
+    with self.assertRaisesRegex(errors.ConfigError,
+                                "plan must be a harness.plan.TaskPlan"):
+      rc.RunConfig(plan={"cluster": {}})
 
   def test_tf_config_info_line_is_short_and_full_json_at_debug(self):
     workers = [f"host-{i}.example.com:2222" for i in range(40)]

@@ -21,8 +21,7 @@ import pytest
 import yaml
 
 from harness import errors
-from harness.cli import job_config
-from harness.cli import plan as plan_lib
+from harness.cli import job as job_lib
 from harness.telemetry import trainer_status
 from tests import _status_server
 from tests import _support
@@ -268,17 +267,15 @@ class TrainerStatusTest(parameterized.TestCase):
     with self.assertRaisesRegex(errors.ConfigError, "https://"):
       trainer_status.endpoint_from_environ(plain)
 
-  def test_the_plan_reads_the_endpoint_a_partial_one_is_a_warning(self):
-    config = job_config.JobConfig()
+  def test_the_binary_reads_the_endpoint_a_partial_one_is_a_warning(self):
     environ = self.server.environ(self.token_path)
-    self.assertEqual(plan_lib.plan_task(config, environ=environ)
-                     .trainer_status_endpoint.url, self.server.url)
-    self.assertIsNone(plan_lib.plan_task(
-        config, environ={}).trainer_status_endpoint)
+    self.assertEqual(job_lib.trainer_status_endpoint(environ).url,
+                     self.server.url)
+    self.assertIsNone(job_lib.trainer_status_endpoint({}))
     del environ[trainer_status.CA_CERT_ENV]
     with self.assertLogs(level="WARNING") as logs:
-      plan = plan_lib.plan_task(config, environ=environ)  # No error.
-    self.assertIsNone(plan.trainer_status_endpoint)
+      endpoint = job_lib.trainer_status_endpoint(environ)  # No error.
+    self.assertIsNone(endpoint)
     self.assertIn("trainer status | not reporting progress: "
                   "$KUBEFLOW_TRAINER_SERVER_CA_CERT not set", logs.output[0])
 

@@ -52,11 +52,11 @@ class DefaultOnGateTest(parameterized.TestCase):
       has_variables = all(name in env for name in
                           k8s_trainer_admission.TRAINER_STATUS_ENV)
       with self.assertNoLogs(absl_logging.get_absl_logger(), "WARNING"):
-        plan = plan_lib.plan_task(job_config.JobConfig(
+        plan = plan_lib.plan_job(job_config.JobConfig(
             strategy=_SHAPES[shape][1], model_dir="gs://b/m"), environ=env)
-      self.assertEqual(plan.trainer_status_endpoint is not None,
-                       has_variables, (task_type, index))
-      if plan.trainer_status_endpoint and job_lib._is_cluster_voice(plan):  # pylint: disable=protected-access
+        endpoint = job_lib.trainer_status_endpoint(env)
+      self.assertEqual(endpoint is not None, has_variables, (task_type, index))
+      if endpoint and job_lib._is_cluster_voice(plan):  # pylint: disable=protected-access
         voices.append(json.loads(env["TF_CONFIG"])["task"])
     lead = "chief" if "chief" in shape else "worker"
     self.assertEqual(voices, [{"type": lead, "index": 0}])

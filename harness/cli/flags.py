@@ -37,11 +37,11 @@ from absl import flags
 
 from harness import cluster as cluster_lib
 from harness import errors
-from harness import task_plan
+from harness import plan as plan_lib
 from harness.cli import binary_flags
 from harness.cli import flag_definitions
 from harness.cli import job_config
-from harness.cli import plan as plan_lib
+from harness.cli import plan as job_plan
 from harness.cli import registry
 from harness.state import paths
 
@@ -55,7 +55,7 @@ _LOCK = threading.Lock()
 class ParsedJob(typing.NamedTuple):
   """What `parse` returns: the `JobConfig` and its `TaskPlan`."""
   job: job_config.JobConfig
-  plan: task_plan.TaskPlan
+  plan: plan_lib.TaskPlan
 
 
 # ------------------------------------------------------------------ parsing
@@ -283,7 +283,7 @@ def parse(argv, *, environ=None, gpu_count=None):
   job = job_config.JobConfig(**values)
   # The door: the job's plan, every rule across flags, TF_CONFIG and this
   # machine checked here, once (run_job uses it as it is).
-  plan, more = plan_lib.plan_with_problems(job, info, environ=environ,
+  plan, more = job_plan.plan_with_problems(job, info, environ=environ,
                                            gpu_count=gpu_count, skip=bad)
   problems += more
   if problems:

@@ -13,9 +13,11 @@ The library entry point behind `python -m harness.main`::
     result.metrics["loss"], result.latest_checkpoint, result.export_paths
 
 `run_job` plans the job (`harness.cli.plan`) unless given its plan (as
-`flags.parse` returns it), then (`harness.cli.mode_runners`) builds the RunConfig, Estimator,
-input_fns (global batch size) and exporters and does what `mode` says. It prints one start-up
-banner, the evaluation results as a table and a final summary to `out`;
+`flags.parse` returns it), reads the Kubeflow Trainer status endpoint
+beside it (`trainer_status_endpoint`, the binary's alone), then
+(`harness.cli.mode_runners`) builds the RunConfig, Estimator, input_fns
+(global batch size) and exporters and does what `mode` says. It prints
+one start-up banner, the evaluation results as a table and a final summary to `out`;
 progress lines come from the Estimator's `ProgressLoggerHook`. `JobConfig`
 lives in `harness.cli.job_config`, the facts of its process in the plan.
 Only running imports TensorFlow: importing this module and `dry_run` need
@@ -25,13 +27,15 @@ none.
 import contextlib
 import dataclasses
 import json
+import os
 import sys
 
 from absl import logging
 
-from harness import task_plan
+from harness import errors
+from harness import plan as plan_lib
 from harness.cli import job_config
-from harness.cli import plan as plan_lib
+from harness.cli import plan as job_plan
 from harness.cli import results_text
 from harness.cli import tensorboard_server
 from harness.cluster import restart_attempt
@@ -42,17 +46,17 @@ from harness.telemetry import trainer_status
 # here would load TensorFlow; tests/test_k8s_admission.py pins the two).
 _DEFAULT_SAVE_CHECKPOINTS_SECS = 600
 
-__all__ = ["run_job", "describe"]
+__all__ = ["run_job", "describe", "trainer_status_endpoint"]
 
 
 # --------------------------------------------------------- facts, no TF
 
 
 def _role_text(plan):
-  if plan.role == task_plan.Role.CLIENT:
+  if plan.role == plan_lib.Role.CLIENT:
     jobs = ", ".join(f"{j}: {len(a)}" for j, a in plan.remote_cluster.items())
     return f"client of remote cluster {{{jobs}}} (--remote_cluster)"
-  if plan.role == task_plan.Role.LOCAL:
+  if plan.role == plan_lib.Role.LOCAL:
     return "local (no TF_CONFIG cluster)"
   jobs = ", ".join(f"{j}: {len(a)}"
                    for j, a in plan.cluster_info.cluster.items())
@@ -62,7 +66,7 @@ def _role_text(plan):
 def describe(job, plan, *, model_dir=None, full=False):
   """The start-up banner; with `full`, also every field (the dry run).
 
-  `plan` is the job's `harness.task_plan.TaskPlan`; `model_dir` the resolved
+  `plan` is the job's `harness.plan.TaskPlan`; `model_dir` the resolved
   one (None: the plan's, else "a new temporary directory").
   """
   model_dir = model_dir or plan.model_dir or "(a new temporary directory)"
@@ -76,7 +80,7 @@ def describe(job, plan, *, model_dir=None, full=False):
       f"global {job.batch_size}, per replica {job.batch_size // replicas}")
   role = _role_text(plan)
   label = restart_attempt.label(plan.task_label, plan.restart_attempt)
-  if plan.role == task_plan.Role.PS and not full:
+  if plan.role == plan_lib.Role.PS and not full:
     # A ps serves the trainers' variables: no model, input or batch here.
     return "\n".join([f"harness.main | {label} | serves variables",
                       f"  {'task:':<11} {role}",
@@ -105,8 +109,8 @@ def _effective(job, plan, name):
   """The value the job runs with: a knob left unset shows what it falls
   back to (the plan resolved the variable or default), not `-`."""
   value = getattr(job, name)
-  if value is None and name in ("peer_timeout_secs", "restart_wait_secs"):
-    return getattr(plan, name)
+  if value is None and name in plan.knobs:
+    return plan.knobs[name]
   if name == "save_checkpoints_secs" and value is None and (
       job.save_checkpoints_steps is None):
     return _DEFAULT_SAVE_CHECKPOINTS_SECS
@@ -133,10 +137,10 @@ def run_job(job, *, plan=None, environ=None, out=None):
   Args:
     job: a `job_config.JobConfig` (from `harness.cli.flags.parse`, or built
       directly).
-    plan: the job's `harness.task_plan.TaskPlan` as `flags.parse` returned
+    plan: the job's `harness.plan.TaskPlan` as `flags.parse` returned
       it; None plans `job` here from `environ` (the same rules).
-    environ: mapping read for TF_CONFIG and the variables of
-      `harness.cluster.env_knobs` when `plan` is None (default
+    environ: mapping read for the Kubeflow Trainer status variables, and
+      for TF_CONFIG and the knobs' variables when `plan` is None (default
       `os.environ`).
     out: text stream for the banner, results and summary (default stdout).
 
@@ -150,7 +154,7 @@ def run_job(job, *, plan=None, environ=None, out=None):
   out = sys.stdout if out is None else out
   # The job's plan: flags.parse made it; a job built in code is planned
   # here, its GPUs counted by TensorFlow as it runs.
-  plan = plan or plan_lib.plan_task(job, environ=environ)
+  plan = plan or job_plan.plan_job(job, environ=environ)
   label = plan.task_label
   if job.dry_run:
     _emit(out, describe(job, plan, full=True))
@@ -167,7 +171,7 @@ def run_job(job, *, plan=None, environ=None, out=None):
                and storage.is_temporary_model_dir(estimator.model_dir))
   try:
     with _tensorboard(job, plan, estimator.model_dir, out), \
-        _trainer_status(plan):
+        _trainer_status(plan, trainer_status_endpoint(environ)):
       metrics, export_paths, predictions_path = mode_runners.MODE_RUNNERS[
           job.mode](estimator, job, plan)
   except BaseException:
@@ -195,20 +199,32 @@ def run_job(job, *, plan=None, environ=None, out=None):
 def _is_cluster_voice(plan):
   """The one process of a job that speaks for it: the chief (or worker 0
   without one), the local process, or the client of a remote cluster."""
-  return plan.role == task_plan.Role.CLIENT or (
-      plan.is_chief and plan.role != task_plan.Role.EVALUATOR)
+  return plan.role == plan_lib.Role.CLIENT or (
+      plan.is_chief and plan.role != plan_lib.Role.EVALUATOR)
+
+
+def trainer_status_endpoint(environ=None):
+  """The Kubeflow Trainer status endpoint of `environ` (default
+  `os.environ`), or None; a bad one is a warning, not an error
+  (reporting progress never stops training). Read beside the plan."""
+  try:
+    return trainer_status.endpoint_from_environ(
+        os.environ if environ is None else environ)
+  except errors.ConfigError as e:
+    logging.warning("trainer status | not reporting progress: %s", e)
+    return None
 
 
 @contextlib.contextmanager
-def _trainer_status(plan):
+def _trainer_status(plan, endpoint):
   """Progress posted to the TrainJob while the job runs (Kubeflow Trainer's
-  variables set, `harness.telemetry.trainer_status`), by the chief alone; the
-  last status is posted (bounded) when the job ends, unless it failed."""
-  if plan.trainer_status_endpoint is None or not _is_cluster_voice(plan):
+  variables set, `endpoint`; `harness.telemetry.trainer_status`), by the
+  chief alone; the last status is posted (bounded) when the job ends,
+  unless it failed."""
+  if endpoint is None or not _is_cluster_voice(plan):
     yield
     return
-  trainer_status.start(plan.trainer_status_endpoint,
-                       task_label=plan.task_label)
+  trainer_status.start(endpoint, task_label=plan.task_label)
   try:
     yield
   except BaseException:

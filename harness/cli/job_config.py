@@ -4,7 +4,7 @@
 
     job = job_config.JobConfig(model_fn="linear", input_fn="constant",
                                max_steps=20, model_dir="/tmp/linear")
-    plan = plan_lib.plan_task(job)           # harness.cli.plan
+    plan = job_plan.plan_job(job)            # harness.cli.plan
     job_config.run_config_kwargs(job, plan)  # the RunConfig arguments
 
 The flags of `harness.cli.flags` are this dataclass's fields (one for one,
@@ -57,7 +57,7 @@ class JobConfig:
   `eval_steps` None evaluates the whole eval input; `model_dir` None means
   TF_CONFIG's model_dir, else a new temporary directory (logged). The
   facts of its process (TF_CONFIG, role, model_dir, ...) are not here but
-  in its plan (`harness.task_plan.TaskPlan`), passed beside it.
+  in its plan (`harness.plan.TaskPlan`), passed beside it.
   """
   # What to train.
   model_fn: str = "mnist_cnn"
@@ -158,7 +158,7 @@ class JobResult:
 
 def run_config_kwargs(job, plan):
   """The RunConfig arguments that come from `job`'s fields and its `plan`
-  (a `harness.task_plan.TaskPlan`: the waiting knobs, resolved once); no
+  (a `harness.plan.TaskPlan`: the knobs, resolved once); no
   strategy, model_dir or session_config. One place, compared with the
   flags' defaults by tests."""
   kwargs = dict(
@@ -168,7 +168,8 @@ def run_config_kwargs(job, plan):
       log_step_count_steps=job.log_step_count_steps,
       session_creation_timeout_secs=job.session_creation_timeout_secs)
   for field in fields.FIELDS:  # harness's own, as `harness.fields` says.
-    value = getattr(plan if field.flag.from_plan else job, field.name)
+    value = (plan.knobs[field.name] if field.env is not None else
+             getattr(job, field.name))
     convert = field.flag.to_run_config
     kwargs[field.name] = value if convert is None else convert(value)
   if job.save_checkpoints_steps is not None:

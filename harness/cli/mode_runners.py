@@ -7,19 +7,17 @@
         job.mode](estimator, job, plan)
 
 `build_estimator` makes the RunConfig (strategy, checkpoints, and the
-job's `harness.task_plan.TaskPlan` carried as it is: TF_CONFIG as parsed
-once, the waiting knobs, the model_dir) and the Estimator (the plan's
+job's `harness.plan.TaskPlan` carried as it is: TF_CONFIG as parsed
+once, the knobs, the model_dir) and the Estimator (the plan's
 model_dir, logged with its source); each runner
 builds the input_fns (global batch size) and exporters of its mode.
 evaluate / predict / export are one-process jobs: in a TF_CONFIG cluster
-the chief runs them in-process, as a local job (no server runs for them,
-so 2.15's grpc://<this task> session target would wait for ever), and
-every other task exits (`runs_one_process_job`). This module imports
+the chief runs them in-process, as a local job, and every other task
+exits; the plan decides both (`harness.plan.one_process`). This module imports
 TensorFlow at its top; `harness.cli.job` imports it only when a job runs,
 so the dry run and `--help` stay TensorFlow-free.
 """
 
-import dataclasses
 import inspect
 import json
 import os
@@ -27,12 +25,11 @@ import time
 
 from absl import logging
 
-from harness import cluster as cluster_lib
 from harness import errors
 from harness import estimator as estimator_lib
 from harness import export
+from harness import plan as plan_lib
 from harness import run_config as run_config_lib
-from harness import task_plan
 from harness import training
 from harness._tf import tf
 from harness.cli import job_config
@@ -45,79 +42,47 @@ from harness.guard import stop_signal
 
 __all__ = ["build_estimator", "check_gpus_visible", "input_fn_for",
            "serving_input_receiver_fn", "exporters_for", "export_paths",
-           "ONE_PROCESS_MODES", "one_process_task", "runs_one_process_job",
-           "MODE_RUNNERS", "write_predictions"]
+           "ONE_PROCESS_MODES", "MODE_RUNNERS", "write_predictions"]
 
 # Modes that are one process's job: in a TF_CONFIG cluster the chief does
-# them (`runs_one_process_job`) and every other task exits.
+# them (`harness.plan.runs_one_process_job`) and every other task exits.
 ONE_PROCESS_MODES = ("evaluate", "predict", "export")
 # Seconds between two progress lines of --mode=predict.
 PREDICT_REPORT_SECS = 10.0
 
 
-def one_process_task(info):
-  """The label of the task that runs a one-process mode in `info`'s cluster.
-
-  The chief: the "master" task, else chief/0, else worker/0 (2.15's chief
-  under a strategy, `cluster_lib.is_chief`); "local" without a cluster.
-  """
-  if info is None or not info.has_cluster:
-    return cluster_lib.LOCAL_LABEL
-  for job in (cluster_lib.MASTER, cluster_lib.CHIEF, cluster_lib.WORKER):
-    if info.cluster.get(job):
-      return cluster_lib.task_label(job, 0)
-  return None  # validate() refuses a cluster without any of them.
-
-
-def runs_one_process_job(info):
-  """Whether this task runs `ONE_PROCESS_MODES` (the others exit at once):
-  it is `one_process_task`."""
-  if info is None or not info.has_cluster:
-    return True
-  return info.task_type != cluster_lib.EVALUATOR and (
-      info.task_label == one_process_task(info))
-
-
-def _in_process(job, info):
-  """The TF_CONFIG a one-process mode runs with: no cluster.
-
-  Nothing in this process serves the task's own address (only training
-  starts a server), so 2.15's session target grpc://<this task> would wait
-  for ever; and a worker-only cluster without a strategy has no chief. The
-  job needs neither: it runs as a local process (in-process sessions, no
-  distribution strategy) that keeps TF_CONFIG's other keys (model_dir).
-  """
-  if runs_one_process_job(info):  # The others say so in `_exits_here`.
+def _in_process(job, plan):
+  """The plan a one-process mode runs with (`harness.plan.in_process`):
+  a local job, no server, no strategy; logged by the task that runs it."""
+  if plan_lib.runs_one_process_job(plan):  # The others: `_exits_here`.
     logging.info("%s | %s | --mode=%s is a one-process job: it runs here, "
                  "in-process, as a local job (no server, no distribution "
                  "strategy); the other tasks exit", job.mode,
-                 info.task_label, job.mode)
-  return dataclasses.replace(info, cluster={}, task_type=None, task_id=0,
-                             session_master=None, eval_session_master=None)
+                 plan.task_label, job.mode)
+  return plan_lib.in_process(plan)
 
 
-def _exits_here(job, info):
+def _exits_here(job, plan):
   """True (after one log line) on a task that leaves a one-process job."""
-  if runs_one_process_job(info):
+  if plan_lib.runs_one_process_job(plan):
     return False
   logging.info("%s | %s | --mode=%s is a one-process job run by %s: this "
-               "task has nothing to do and exits", job.mode, info.task_label,
-               job.mode, one_process_task(info))
+               "task has nothing to do and exits", job.mode, plan.task_label,
+               job.mode, plan_lib.one_process_task(plan))
   return True
 
 
 def build_estimator(job, plan):
   """RunConfig (strategy, cluster, checkpoints) and Estimator for `job`,
-  from its `plan` (`harness.task_plan.TaskPlan`), which the RunConfig
-  carries on."""
-  info = plan.cluster_info
-  if plan.role == task_plan.Role.EVALUATOR:
-    strategies.install_evaluator_guard(None, cluster_info=info)
-  elif plan.role != task_plan.Role.PS:
+  from its `plan` (`harness.plan.TaskPlan`), which the RunConfig carries
+  on (a one-process job's: its local plan)."""
+  if plan.role == plan_lib.Role.EVALUATOR:
+    strategies.install_evaluator_guard(None, cluster_info=plan.cluster_info)
+  elif plan.role != plan_lib.Role.PS:
     check_gpus_visible(job)
-  one_process = plan.clustered and job.mode in ONE_PROCESS_MODES
+  one_process = plan.role.in_cluster and job.mode in ONE_PROCESS_MODES
   if one_process:  # Every task: only the chief runs, none trains.
-    info = _in_process(job, info)
+    plan = _in_process(job, plan)
   model_fn = registry.resolve_model_fn(job.model_fn)
   params = registry.merged_params(job)
   kwargs = job_config.run_config_kwargs(job, plan)
@@ -132,13 +97,9 @@ def build_estimator(job, plan):
         train_distribute=strategy, remote_cluster=dict(job.remote_cluster))
   else:
     kwargs["train_distribute"] = strategy
-  if one_process:  # A local job of its own (no cluster): planned anew.
-    config = run_config_lib.RunConfig(cluster_info=info, **kwargs)
-    return estimator_lib.Estimator(model_fn, model_dir=job.model_dir,
-                                   config=config, params=params)
-  # The job's plan, passed on: its TF_CONFIG, model_dir and its source
-  # (the Estimator's one log line names it; with none, the Estimator
-  # makes the temporary one).
+  # The job's plan (a one-process job's local one), passed on: its
+  # TF_CONFIG, model_dir and its source (the Estimator's one log line
+  # names it; with none, the Estimator makes the temporary one).
   config = run_config_lib.RunConfig(plan=plan, **kwargs)
   return estimator_lib.Estimator(model_fn, config=config, params=params)
 
@@ -221,7 +182,7 @@ def export_paths(results):
 
 def _train_and_evaluate(estimator, job, plan):
   params = estimator.params
-  lazy = plan.role == task_plan.Role.PS
+  lazy = plan.role == plan_lib.Role.PS
   train_kwargs, eval_kwargs = job_config.spec_kwargs(job)
   train_spec = training.TrainSpec(
       input_fn_for(job, "train", params, lazy), **train_kwargs)
@@ -235,12 +196,12 @@ def _train_and_evaluate(estimator, job, plan):
 
 
 def _train(estimator, job, plan):
-  if plan.role == task_plan.Role.PS:
+  if plan.role == plan_lib.Role.PS:
     # Estimator.train refuses a ps task (as 2.15): serve the trainers'
     # variables until they finish, as train_and_evaluate's ps does.
     metrics, exports = roles.run_ps(estimator)
     return metrics, exports, None
-  if plan.role == task_plan.Role.EVALUATOR:
+  if plan.role == plan_lib.Role.EVALUATOR:
     logging.warning("train | %s | --mode=train evaluates nothing: this task "
                     "exits (--mode=train_and_evaluate evaluates the "
                     "checkpoints as they come)", plan.task_label)
@@ -251,7 +212,7 @@ def _train(estimator, job, plan):
 
 
 def _evaluate(estimator, job, plan):
-  if _exits_here(job, plan.cluster_info):
+  if _exits_here(job, plan):
     return None, [], None
   return estimator.evaluate(input_fn_for(job, "eval", estimator.params),
                             steps=job.eval_steps), [], None
@@ -266,7 +227,7 @@ def _jsonable(value):
 
 
 def _predict(estimator, job, plan):
-  if _exits_here(job, plan.cluster_info):
+  if _exits_here(job, plan):
     return None, [], None
   path = preflight.predictions_path(job, estimator.model_dir)
   if os.path.dirname(path):
@@ -324,7 +285,7 @@ def write_predictions(predictions, f, *, path, limit, task_label,
 
 
 def _export(estimator, job, plan):
-  if _exits_here(job, plan.cluster_info):
+  if _exits_here(job, plan):
     return None, [], None
   path = estimator.export_saved_model(
       os.path.join(estimator.model_dir, "export", "saved_model"),

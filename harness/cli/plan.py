@@ -1,37 +1,35 @@
-"""The binary's plan: `harness.task_plan` plus the flags' own problems.
+"""The binary's plan: `harness.plan` plus the flags' own problems.
 
-    from harness.cli import plan as plan_lib
+    from harness.cli import plan as job_plan
 
-    plan = plan_lib.plan_task(job, environ=os.environ)  # ConfigError: all
+    plan = job_plan.plan_job(job, environ=os.environ)  # ConfigError: all
     plan.role, plan.task_label, plan.model_dir, plan.replicas
 
 `harness.cli.flags.parse` plans the job it parsed (its problems listed
 with the flags'); `harness.cli.job.run_job` plans a `JobConfig` built in
 code the same way. The facts and the cluster rules are
-`harness.task_plan.plan_task`'s, the function RunConfig plans with; this
+`harness.plan.plan_task`'s, the function RunConfig plans with; this
 module adds what only a command line has: --model_dir against TF_CONFIG's
 in the flags' words, the strategy on --remote_cluster, the GPUs of this
-machine, the global batch over the replicas, and the Kubeflow Trainer
-status endpoint. Every problem is reported together. No TensorFlow.
+machine and the global batch over the replicas. Every problem is reported
+together. No TensorFlow.
 """
 
 import json
 import os
 
-from absl import logging
-
 from harness import cluster as cluster_lib
 from harness import errors
-from harness import task_plan
+from harness import plan as plan_lib
 from harness.cluster import tf_config_checks
 from harness.cluster.strategy_kind import StrategyKind
+from harness.plan import knobs
 from harness.state import paths
-from harness.telemetry import trainer_status
 
-__all__ = ["plan_task", "plan_with_problems"]
+__all__ = ["plan_job", "plan_with_problems"]
 
 
-def plan_task(job, *, environ=None, gpu_count=None):
+def plan_job(job, *, environ=None, gpu_count=None):
   """The `TaskPlan` of `job` in this process, or ConfigError.
 
   Args:
@@ -69,16 +67,13 @@ def plan_with_problems(job, info, *, environ, gpu_count, skip=()):
     (plan, problems): problems as `flag --name=value: why. Fix: ...`
     strings ([]: the plan holds); the plan is what the job would run with.
   """
-  endpoint = _trainer_status_endpoint(environ)
-  plan = task_plan.plan_task(
+  plan = plan_lib.plan_task(
       info, environ=environ, strategy=job.strategy,
       remote_cluster=job.remote_cluster,
       num_devices_per_worker=job.num_devices_per_worker,
-      model_dir_argument=job.model_dir,
-      peer_timeout_secs=job.peer_timeout_secs,
-      restart_wait_secs=job.restart_wait_secs,
-      eval_poll_secs=job.eval_poll_secs, require_cluster_for_task=True,
-      trainer_status_endpoint=endpoint)
+      estimator_model_dir=job.model_dir,
+      knob_values={name: getattr(job, name) for name in knobs.NAMES},
+      require_cluster_for_task=True)
   model_dir_problems = _model_dir_problems(job, plan)
   problems = (_device_problems(job, plan.replicas, gpu_count, skip) +
               _strategy_problems(job, plan, skip) + model_dir_problems)
@@ -88,37 +83,27 @@ def plan_with_problems(job, info, *, environ, gpu_count, skip=()):
 
 
 # The plan's problems reported in the flags' words (below).
-_IN_FLAG_WORDS = (task_plan.RUN_CONFIG_RULES, task_plan.CLUSTER_RULES,
-                  task_plan.MODEL_DIR)
-
-
-def _trainer_status_endpoint(environ):
-  """The status endpoint of `environ`; a bad one is a warning, not an
-  error (reporting progress never stops training)."""
-  try:
-    return trainer_status.endpoint_from_environ(environ)
-  except errors.ConfigError as e:
-    logging.warning("trainer status | not reporting progress: %s", e)
-    return None
+_IN_FLAG_WORDS = (plan_lib.RUN_CONFIG_RULES, plan_lib.CLUSTER_RULES,
+                  plan_lib.MODEL_DIR, plan_lib.ONE_MACHINE)
 
 
 def _model_dir_problems(job, plan):
   """--model_dir against TF_CONFIG's (the plan merged them), beside
   --remote_cluster, and a cluster without a shared model_dir."""
   info = plan.cluster_info
-  clustered = info is not None and info.has_cluster
+  has_cluster = info is not None and info.has_cluster
   problems = []
-  if any(p.rule == task_plan.MODEL_DIR for p in plan.problems):
+  if any(p.rule == plan_lib.MODEL_DIR for p in plan.problems):
     problems.append(
         f"flag --model_dir={job.model_dir}: TF_CONFIG's model_dir is "
         f"{paths.normalize_model_dir(info.model_dir)!r}. Fix: drop one of "
         "them, or make them equal.")
-  if clustered and job.remote_cluster:
+  if has_cluster and job.remote_cluster:
     problems.append(
         f"flag --remote_cluster={json.dumps(job.remote_cluster)}: TF_CONFIG "
         f"also names a cluster ({sorted(info.cluster)}). Fix: unset "
         "TF_CONFIG in the client, or drop --remote_cluster.")
-  if clustered and not plan.model_dir:
+  if has_cluster and not plan.model_dir:
     problems.append(
         "flag --model_dir: not given, and TF_CONFIG names a cluster: every "
         "task needs the same directory (a temporary one would differ). Fix: "
@@ -131,25 +116,25 @@ def _strategy_problems(job, plan, skip):
   its cluster or --remote_cluster."""
   if "strategy" in skip:
     return []
-  if job.remote_cluster and job.strategy == StrategyKind.DEFAULT:
+  if job.remote_cluster and StrategyKind(job.strategy).no_op:
     return [f"flags remote_cluster={_remote_text(job.remote_cluster)}, "
             "strategy=default: a remote cluster is driven through a "
             "strategy. Fix: add --strategy=parameter_server or "
             "--strategy=collective."]
   problems = [str(p.error) for p in plan.problems
-              if p.rule == task_plan.CLUSTER_RULES]
+              if p.rule == plan_lib.CLUSTER_RULES]
   info = plan.cluster_info
-  clustered = info is not None and info.has_cluster
-  jobs = info.training_cluster if clustered else job.remote_cluster or {}
   source = (f"flag --remote_cluster={json.dumps(job.remote_cluster)}:"
             if job.remote_cluster else f"flag --strategy={job.strategy}:")
-  try:
-    if not clustered:  # validate applied the jobs rules to TF_CONFIG's.
-      tf_config_checks.check_strategy_jobs(job.strategy, jobs, source=source)
-    tf_config_checks.check_one_machine_strategy(job.strategy, jobs)
-  except (errors.ClusterConfigError, errors.NotSupportedError) as e:
-    problems.append(str(e))
-  return problems
+  if not (info is not None and info.has_cluster):
+    try:  # validate applied the jobs rules to TF_CONFIG's.
+      tf_config_checks.check_strategy_jobs(
+          job.strategy, job.remote_cluster or {}, source=source)
+    except errors.ClusterConfigError as e:
+      return problems + [str(e)]
+  # The plan's one-machine rule (after the jobs rules, as reported before).
+  return problems + [str(p.error) for p in plan.problems
+                     if p.rule == plan_lib.ONE_MACHINE]
 
 
 def _remote_text(remote_cluster):

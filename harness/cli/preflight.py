@@ -16,7 +16,7 @@ import glob
 import os
 
 from harness import errors
-from harness import task_plan
+from harness import plan as plan_lib
 from harness.state import paths
 
 __all__ = ["preflight", "existing_ancestor",
@@ -110,7 +110,7 @@ def preflight(job_config, plan):
 
   Args:
     job_config: a `JobConfig`.
-    plan: its `harness.task_plan.TaskPlan` (as `flags.parse` made it).
+    plan: its `harness.plan.TaskPlan` (as `flags.parse` made it).
 
   Raises:
     ConfigError: model_dir (or its export/ folder) cannot be written.
@@ -120,7 +120,7 @@ def preflight(job_config, plan):
   model_dir = plan.model_dir
   if job_config.dry_run or not model_dir or paths.is_url(model_dir):
     return  # A temporary folder, or a file system os.path cannot see.
-  if plan.role == task_plan.Role.PS:
+  if plan.role == plan_lib.Role.PS:
     return  # A ps task never writes model_dir (it may not even mount it).
   _check_name_lengths(model_dir)
   _check_symlinks(model_dir)

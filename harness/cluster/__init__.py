@@ -14,9 +14,9 @@ start in milliseconds.
 """
 
 # pylint: disable=unused-import
-from harness.cluster.env_knobs import FROM_ENVIRON
 from harness.cluster.env_knobs import NotGiven
 from harness.cluster.jobs import CHIEF
+from harness.cluster.jobs import CHIEF_ORDER
 from harness.cluster.jobs import CLIENT_LABEL
 from harness.cluster.jobs import EVALUATOR
 from harness.cluster.jobs import LOCAL_LABEL
@@ -24,6 +24,7 @@ from harness.cluster.jobs import MASTER
 from harness.cluster.jobs import PS
 from harness.cluster.jobs import TRAINER_JOBS
 from harness.cluster.jobs import WORKER
+from harness.cluster.jobs import chief_task
 from harness.cluster.jobs import num_trainers
 from harness.cluster.jobs import split_task_label
 from harness.cluster.jobs import task_label

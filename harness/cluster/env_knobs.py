@@ -1,17 +1,18 @@
-"""The timing knobs that used to be environment-only, with one default each.
+"""A knob: a seconds field whose None falls back to a variable, then a default.
 
     from harness.cluster import env_knobs
 
     env_knobs.resolve_secs(None, env_knobs.PEER_TIMEOUT, os.environ)  # 60.0
     env_knobs.resolve_secs(5, env_knobs.PEER_TIMEOUT, os.environ)     # 5.0
 
-Each knob is a `RunConfig` field and a `harness.main` flag
-(`peer_timeout_secs`, `restart_wait_secs`). When the field is None the
-documented environment variable is the fallback, then the default below:
-resolved once a process, by its plan (`harness.task_plan.plan_task`, which
-`harness.main` and `RunConfig` both call). The defaults live here only:
-the flags' help text, `RunConfig`, `harness.guard.preemption` and the docs
-take them from here. No TensorFlow here.
+A `Knob` names its field, its variable and its default; a `harness.fields`
+entry that has one (`Field.env`) is a knob: RunConfig field, `harness.main`
+flag, and resolved once a process by its plan (`harness.plan.knobs`, which
+loops over those entries; `harness.main` and `RunConfig` both plan). The
+two first knobs' defaults live here (`PEER_TIMEOUT`, `RESTART_WAIT`): the
+flags' help text, `RunConfig`, `harness.guard.preemption` and the docs take
+them from here. Also `NotGiven`, harness's "not given" defaults. No
+TensorFlow here.
 """
 
 import dataclasses
@@ -20,26 +21,21 @@ import numbers
 
 from harness import errors
 
-__all__ = ["Knob", "PEER_TIMEOUT", "RESTART_WAIT", "NotGiven", "FROM_ENVIRON",
-           "resolve_secs", "check_secs"]
+__all__ = ["Knob", "PEER_TIMEOUT", "RESTART_WAIT", "NotGiven", "resolve_secs",
+           "check_secs"]
 
 
 class NotGiven(enum.Enum):
   """harness's "not given" defaults, in one place and one style: the members
   of this enum (their `is` identity survives copy and pickle; a repr that
   says what the default does)."""
-  # `RunConfig(cluster_info=)`: TF_CONFIG not parsed by the caller.
-  FROM_ENVIRON = "TF_CONFIG read from the environment"
   # `RunConfig(save_checkpoints_steps=, save_checkpoints_secs=)`.
   CHECKPOINT_DEFAULT = "2.15's checkpoint cadence"
-  # `evaluator.run_continuous(idle_timeout_secs=)`.
-  FROM_RUN_CONFIG = "RunConfig's value"
+  # `evaluator.run_continuous(idle_timeout_secs=)`, a flag's default.
+  RUN_CONFIG_VALUE = "RunConfig's value"
 
   def __repr__(self):
     return f"<{self.value}>"
-
-
-FROM_ENVIRON = NotGiven.FROM_ENVIRON
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -77,7 +73,7 @@ def resolve_secs(value, knob, environ):
 
   Args:
     value: the RunConfig field / flag value, or None.
-    knob: `PEER_TIMEOUT` or `RESTART_WAIT`.
+    knob: a `Knob` (a `harness.fields` entry's `env`).
     environ: mapping read for the fallback variable.
 
   Raises:

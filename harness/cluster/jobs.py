@@ -4,13 +4,28 @@ No TensorFlow here (cluster/'s rule).
 """
 
 __all__ = ["CHIEF", "WORKER", "PS", "EVALUATOR", "MASTER", "TRAINER_JOBS",
-           "num_trainers", "LOCAL_LABEL", "CLIENT_LABEL", "TASK_RESTARTS_ENV", "task_label",
+           "CHIEF_ORDER", "chief_task", "num_trainers", "LOCAL_LABEL",
+           "CLIENT_LABEL", "TASK_RESTARTS_ENV", "task_label",
            "split_task_label"]
 
 CHIEF, WORKER, PS, EVALUATOR, MASTER = (
     "chief", "worker", "ps", "evaluator", "master")
 # The jobs that run training steps, chief first.
 TRAINER_JOBS = (CHIEF, MASTER, WORKER)
+
+
+# Who is the chief, as tf.estimator 2.15's RunConfig decided it: the master
+# task, else the chief, else (a strategy's chief) worker 0.
+CHIEF_ORDER = (MASTER, CHIEF, WORKER)
+
+
+def chief_task(jobs):
+  """The task of `jobs` ({job: [address]}) that is the job's chief, as
+  (job, 0): master/0, else chief/0, else worker/0; None without any."""
+  for job in CHIEF_ORDER:
+    if jobs.get(job):
+      return job, 0
+  return None
 
 
 def num_trainers(cluster):

@@ -235,7 +235,7 @@ def validate(info, *, has_strategy, strategy_kind=None,
              require_cluster_for_task=False):
   """Checks that `info` can run: 2.15's rules and everything harness needs.
 
-  Called once per process, by its plan (`harness.task_plan.plan_task`,
+  Called once per process, by its plan (`harness.plan.plan_task`,
   for `harness.main` and every RunConfig), which keeps the error for the
   moment 2.15 raised it: before training (`run_config.
   check_supported_config`, from `Estimator.train` and

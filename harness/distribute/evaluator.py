@@ -156,7 +156,7 @@ class CheckpointEvaluator:
     return results
 
 
-_FROM_CONFIG = env_knobs.NotGiven.FROM_RUN_CONFIG
+_FROM_CONFIG = env_knobs.NotGiven.RUN_CONFIG_VALUE
 # What `_ContinuousLoop.look` tells the loop to do next.
 _DONE, _LOOK_AGAIN, _SLEEP = "done", "look again", "sleep"
 

@@ -37,17 +37,18 @@ def trainer_tasks(cluster):
 
 
 def chief_task(cluster):
-  """The task that writes checkpoints: chief/0, else master/0, else worker/0.
+  """The task that writes checkpoints, as ("chief", 0): the cluster's chief
+  (`harness.cluster.chief_task`: master, else chief, else worker 0).
 
   Raises:
     ClusterConfigError: the cluster has no training task.
   """
-  tasks = trainer_tasks(cluster)
-  if not tasks:
+  chief = cluster_lib.chief_task(cluster)
+  if chief is None:
     raise errors.ClusterConfigError(
         f"The remote cluster {cluster} has no chief, master or worker job: "
         "nothing would train. Fix: add worker=host:port to it.")
-  return tasks[0]
+  return chief
 
 
 def _connect_error(address, timeout_secs):

@@ -30,7 +30,7 @@ from absl import logging
 from harness import _tf_private
 from harness import cluster as cluster_lib
 from harness import errors
-from harness.cluster import tf_config_checks
+from harness import plan as plan_lib
 from harness.core import train_loop
 from harness.core import trainer
 from harness.distribute import graph_strategy as graph_strategy_lib
@@ -101,10 +101,8 @@ def prepare_task(config):
   task finds the same task prepared: the strategy is configured once and
   one server serves the task's port for the life of the process.
 
-  It trusts what `run_config.check_supported_config` checked before
-  training (`cluster.validate`: the task is in the cluster, the strategy's
-  jobs fit it) and applies the one rule that is not part of it: a
-  one-machine strategy refuses several trainers.
+  It trusts the plan's problems that `check_supported_config` raised
+  before training, and raises its one-machine one for callers that skip it.
 
   Returns:
     A `PreparedTask`.
@@ -115,7 +113,7 @@ def prepare_task(config):
     ClusterConfigError: the server cannot start (port taken, bad address).
   """
   # A ps only serves: the strategy is the trainers' business.
-  strategy = (None if config.task_type == cluster_lib.PS else
+  strategy = (None if config.plan.role == plan_lib.Role.PS else
               config.train_distribute)
   jobs = _training_jobs(config)
   server_class = _tf_private.server_class()
@@ -144,10 +142,11 @@ def _prepare(config, strategy, jobs, server_class):
   """`prepare_task`'s work: the rule, the strategy, the server."""
   preemption.fail_fast_rpcs()  # Before the first RPC: no hang on dead peers.
   kind = None if strategy is None else config.strategy_kind
-  tf_config_checks.check_one_machine_strategy(kind, jobs)
+  plan_lib.raise_problem(config.plan, plan_lib.Stage.TRAIN,
+                         plan_lib.ONE_MACHINE)
   graph_strategy = graph_strategy_lib.v1_of(strategy, kind)
   session_config, num_cpus = None, 1
-  if config.task_type != cluster_lib.PS:
+  if config.plan.role != plan_lib.Role.PS:
     session_config, num_cpus = strategies.configure_checked(
         graph_strategy, kind=kind, jobs=jobs, task_type=config.task_type,
         task_id=config.task_id, session_config=config.session_config)

@@ -11,6 +11,7 @@ from absl import logging
 from harness import _tf_private
 from harness import cluster as cluster_lib
 from harness import errors
+from harness import plan as plan_lib
 from harness._tf import tf
 from harness.cluster import listen
 from harness.distribute.strategies import check_devices
@@ -182,7 +183,7 @@ def serve_task(config, strategy, *, jobs, session_config, num_cpu_devices,
   if not target:
     server = _start_server(config, address, _server_config(
         session_config, jobs, config.task_type,
-        1 if config.task_type == cluster_lib.PS else num_cpu_devices, 0),
+        1 if config.plan.role == plan_lib.Role.PS else num_cpu_devices, 0),
                            jobs, server_class)
     target = server.target
   _log_listening(config, address, "listening on" if server else (

@@ -16,7 +16,10 @@ A new field is one `table.FIELDS` entry, one line in RunConfig's signature
 (`name=_D("name")`, in the table's order: tests/test_fields.py says where
 it is missing) and the code that reads `config.name`; its property,
 `replace()` key, check, docs, JobConfig field, RunConfig argument and flag
-follow from the entry.
+follow from the entry. An entry with `env` (a `harness.cluster.env_knobs.Knob`:
+a knob whose None falls back to a variable, then a default) is no more:
+the plan resolves it (`harness.plan.knobs`), and RunConfig's property, the
+binary's RunConfig and the dry run show the plan's seconds.
 """
 
 from harness.fields.field import Field

@@ -36,7 +36,7 @@ PORT = "port"  # A TCP port, 0..65535.
 STEPS_PER_LOOP = "steps_per_loop"  # An integer >= 1, or "auto".
 FLAG_KINDS = (INT, SECS, BOOL, STRING, ENUM, PORT, STEPS_PER_LOOP)
 # `Flag.default`: the flag's default is RunConfig's.
-SAME_DEFAULT = env_knobs.NotGiven.FROM_RUN_CONFIG
+SAME_DEFAULT = env_knobs.NotGiven.RUN_CONFIG_VALUE
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -52,8 +52,6 @@ class Flag:
     fix: kind INT: the fix its validator names.
     choices: kind ENUM: the values.
     to_run_config: the flag's value -> RunConfig's argument (None: as is).
-    from_plan: RunConfig takes the binary's plan's value (the waiting knobs,
-      resolved once with their variables), not the flag's.
   """
   kind: str
   help: str
@@ -62,7 +60,6 @@ class Flag:
   fix: str | None = None
   choices: tuple[str, ...] = ()
   to_run_config: Callable[[Any], Any] | None = None
-  from_plan: bool = False
 
   def __post_init__(self):
     if self.kind not in FLAG_KINDS:
@@ -85,7 +82,9 @@ class Field:
       `replace()` run it.
     doc: RunConfig's `Args:` entry (without the name).
     flag: how `harness.main` takes it.
-    env: the variable a None value falls back to, then its default.
+    env: the variable a None value falls back to, then its default (a
+      knob: the plan resolves it, `harness.plan.knobs`; RunConfig's
+      property and the binary's RunConfig take the plan's seconds).
   """
   name: str
   default: Any
@@ -94,6 +93,12 @@ class Field:
   doc: str
   flag: Flag
   env: env_knobs.Knob | None = None
+
+  def __post_init__(self):
+    if self.env is not None and self.env.name != self.name:
+      raise ValueError(f"Field {self.name!r}: its env knob is named "
+                       f"{self.env.name!r}. Fix: name the Knob {self.name!r} "
+                       "(its errors name the field).")
 
   @property
   def flag_default(self):

@@ -154,7 +154,7 @@ FIELDS = (
           doc="how often the evaluator task looks for a new checkpoint "
           "(seconds, > 0); `EvalSpec.throttle_secs` only spaces "
           "evaluations.",
-          flag=Flag(kind=field_lib.SECS, from_plan=True,
+          flag=Flag(kind=field_lib.SECS,
                     help="The evaluator task looks for a new checkpoint "
                     "every this many seconds (--throttle_secs only spaces "
                     "evaluations).")),
@@ -173,7 +173,7 @@ FIELDS = (
                       allow_none=True),
           doc="a step of a multi-task job fails after this many seconds "
           "without its peers (None: $HARNESS_PEER_TIMEOUT_SECS, else 60).",
-          flag=Flag(kind=field_lib.SECS, from_plan=True,
+          flag=Flag(kind=field_lib.SECS,
                     help="A training step of a multi-task job fails after "
                     "this many seconds without its peers; the training "
                     "session's close at the end waits as long at most")),
@@ -183,7 +183,7 @@ FIELDS = (
                       allow_none=True),
           doc="how long the evaluator and ps tasks wait for a preempted or "
           "failed chief (None: $HARNESS_RESTART_WAIT_SECS, else 600).",
-          flag=Flag(kind=field_lib.SECS, from_plan=True,
+          flag=Flag(kind=field_lib.SECS,
                     help="How long the evaluator and ps tasks wait for a "
                     "preempted or failed chief to come back")),
     Field(name="force_takeover", default=False, type=bool,

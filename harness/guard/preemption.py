@@ -31,6 +31,7 @@ from absl import logging
 
 from harness import cluster as cluster_lib
 from harness import errors
+from harness import plan as plan_lib
 from harness._tf import tf
 from harness.cluster import env_knobs
 from harness.guard import peer_wait
@@ -149,10 +150,7 @@ class TrainingGuard:
     """The guard for `train_loop.run` under `config` (a RunConfig)."""
     cluster = None
     collective = False
-    in_cluster = (config.remote_cluster is None and
-                  config.task_type in cluster_lib.TRAINER_JOBS and
-                  context.task_label != cluster_lib.LOCAL_LABEL)
-    if in_cluster and config.cluster_spec:
+    if config.plan.role == plan_lib.Role.TRAINER and config.cluster_spec:
       cluster = config.cluster_spec.as_dict()
       collective = bool(config.strategy_kind and
                         config.strategy_kind.lockstep)

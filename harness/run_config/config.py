@@ -9,8 +9,8 @@ Usage::
 
 `RunConfig` keeps 2.15's constructor (plus keyword-only harness fields,
 each declared once in `harness.fields` with its default, check and docs,
-and `environ` / `cluster_info`), properties (and `restart_attempt`),
-`replace()` allow-list and messages.
+and where TF_CONFIG comes from: `environ` or a `plan`), properties (and
+`restart_attempt`), `replace()` allow-list and messages.
 It is a thin shell over data: the user's values (`run_config.checks`), the
 `ClusterInfo` read once from TF_CONFIG (`harness.cluster.tf_config`), and
 facts derived from both (`harness.run_config.distribution`). Unlike 2.15:
@@ -36,6 +36,7 @@ from absl import logging
 from harness import cluster
 from harness import errors
 from harness import fields
+from harness import plan as plan_lib
 from harness.cluster import env_knobs
 from harness.cluster import restart_attempt as restart_attempt_lib
 from harness.run_config import checks
@@ -59,18 +60,13 @@ _DEFAULT_REPLACEABLE_LIST = list(CONSTRUCTOR_ARGS) + list(_HARNESS_FIELDS)
 _D = fields.default  # The keyword-only defaults below are the table's.
 
 
-def _read_cluster_info(environ, cluster_info):
-  """The ClusterInfo of this run: `cluster_info`, or TF_CONFIG of `environ`
+def _read_cluster_info(environ, plan):
+  """The ClusterInfo of this run: the `plan`'s, or TF_CONFIG of `environ`
   read now (None: no TF_CONFIG); logged in one short line."""
-  if cluster_info not in (None, cluster.FROM_ENVIRON) and not isinstance(
-      cluster_info, cluster.ClusterInfo):
-    checks.fail(
-        "cluster_info must be a harness.cluster.tf_config.ClusterInfo or "
-        "None.", "pass harness.cluster.tf_config.from_environ(...)'s result.",
-        cluster_info)
-  info = cluster_info
-  if cluster_info is cluster.FROM_ENVIRON:
-    info = cluster.from_environ(environ)
+  if plan is not None and not isinstance(plan, plan_lib.TaskPlan):
+    checks.fail("plan must be a harness.plan.TaskPlan or None.",
+                "pass harness.plan.plan_task(...)'s result.", plan)
+  info = cluster.from_environ(environ) if plan is None else plan.cluster_info
   if info is not None:
     logging.info("TF_CONFIG environment variable: %s",
                  checks.tf_config_summary(info))
@@ -103,7 +99,7 @@ class RunConfig:
 
   Harness additions: `strategy_kind`, the `StrategyKind` of
   `train_distribute` (None without one), classified once; `plan`, this
-  process's `harness.task_plan.TaskPlan`, which the task properties read.
+  process's `harness.plan.TaskPlan`, which the task properties read.
   """
 
   def __init__(self,
@@ -143,25 +139,18 @@ class RunConfig:
                metrics_bind=_D("metrics_bind"),
                input_pipeline=_D("input_pipeline"),
                xla=_D("xla"),
-               # Where TF_CONFIG comes from.
+               # Where TF_CONFIG comes from: one of them.
                environ=None,
-               cluster_info=cluster.FROM_ENVIRON,
                plan=None):
     """Constructs a RunConfig; arguments as tf.estimator 2.15's, plus:
 
     Args (harness additions, keyword-only; from `harness.fields`):
 {harness_args}
-      environ: mapping read for TF_CONFIG, the two variables above and
-        $JOBSET_RESTART_ATTEMPT instead of `os.environ`, once, here.
-      cluster_info: TF_CONFIG already parsed by the caller (a
-        `harness.cluster.tf_config.ClusterInfo`, or None for "no
-        TF_CONFIG"): TF_CONFIG is then not read again (`harness.main`
-        parses it once, at its edge). The other variables are still
-        read from `os.environ`. Not together with `environ`.
-      plan: the caller's `harness.task_plan.TaskPlan` (`harness.main`'s):
-        its TF_CONFIG, model_dir and knobs are taken as decided, nothing
-        is read or planned again. Not with `model_dir`, `environ` or
-        `cluster_info`.
+      environ: mapping read for TF_CONFIG, the knobs' variables (above)
+        and $JOBSET_RESTART_ATTEMPT instead of `os.environ`, once, here.
+      plan: the caller's `harness.plan.TaskPlan` (`harness.main`'s): its
+        TF_CONFIG, model_dir and knobs are taken as decided, nothing is
+        read or planned again. Not with `model_dir` or `environ`.
 
     Raises:
       ConfigError: a value breaks 2.15's rules (both save_checkpoints_steps
@@ -172,23 +161,21 @@ class RunConfig:
       if model_dir is not None:
         checks.fail("RunConfig takes model_dir from `plan` or from "
                     "`model_dir`, not both.", "pass the plan alone.")
-      cluster_info = plan.cluster_info
-    if cluster_info is not cluster.FROM_ENVIRON and environ is not None:
-      checks.fail("RunConfig takes TF_CONFIG from `environ` or, already "
-                  "parsed, from `cluster_info`, not both.", "pass one of "
-                  "them (the variables of `environ` other than TF_CONFIG are "
-                  "read from os.environ with `cluster_info`).")
+      if environ is not None:
+        checks.fail("RunConfig takes TF_CONFIG from `environ` or, already "
+                    "planned, from `plan`, not both.", "pass one of them "
+                    "(the plan read its variables when it was made).")
     save_checkpoints_steps, save_checkpoints_secs = checks.checkpoint_cadence(
         save_checkpoints_steps, save_checkpoints_secs, unset=_USE_DEFAULT)
     environ = os.environ if environ is None else environ
-    info = _read_cluster_info(environ, cluster_info)
+    info = _read_cluster_info(environ, plan)
     arguments = locals()  # Every constructor argument, defaults resolved.
     self._cluster_info = info
     self._run_check = distribution.RunCheck()
     self._values = {k: arguments[k]
                     for k in CONSTRUCTOR_ARGS + _HARNESS_FIELDS}
     # The model_dir is the plan's: RunConfig's merged with TF_CONFIG's by
-    # `task_plan.plan_task` (in `_derive`), or the given plan's.
+    # `harness.plan.plan_task` (in `_derive`), or the given plan's.
     self._values["model_dir"], self._model_dir_source = (
         (plan.model_dir, plan.model_dir_source) if plan is not None else
         (model_dir, None))
@@ -306,7 +293,7 @@ class RunConfig:
 
   @property
   def plan(self):
-    """This process's `harness.task_plan.TaskPlan` (harness addition)."""
+    """This process's `harness.plan.TaskPlan` (harness addition)."""
     return self._derived.plan
 
   @property
@@ -336,7 +323,7 @@ def _field_property(field):
   for a field with an environment fallback, the seconds its plan resolved."""
   if field.env is None:
     return _value(field.name)
-  return property(lambda self: getattr(self.plan, field.name))
+  return property(lambda self: self.plan.knobs[field.name])
 
 
 def _args_doc():

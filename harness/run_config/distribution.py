@@ -24,11 +24,12 @@ from absl import logging
 
 from harness import cluster
 from harness import errors
-from harness import task_plan
+from harness import plan as plan_lib
 from harness._tf import tf
 from harness.cluster import tf_config_checks
 from harness.cluster.strategy_kind import MULTI_WORKER_KINDS
 from harness.core.strategy_classifier import strategy_kind
+from harness.plan import knobs as plan_knobs
 from harness.run_config import checks
 
 __all__ = [
@@ -126,9 +127,9 @@ def derive(values, info, previous=None, *, plan=None, environ=None,
       None; its strategy kind is reused when the strategies are the same
       objects (replace() and deepcopy share them), so a strategy is
       classified once.
-    plan: the caller's `harness.task_plan.TaskPlan`, taken as it is (its
+    plan: the caller's `harness.plan.TaskPlan`, taken as it is (its
       model_dir aside), or None: planned here.
-    environ: the variables the plan reads (the waiting knobs',
+    environ: the variables the plan reads (the knobs',
       $JOBSET_RESTART_ATTEMPT), as RunConfig read them.
     model_dir_source: where `values["model_dir"]` came from; None: it is
       RunConfig's argument, which the first plan merges with TF_CONFIG's.
@@ -151,14 +152,12 @@ def derive(values, info, previous=None, *, plan=None, environ=None,
       environ=environ or {}, strategy=kind, has_strategy=(
           train is not None), remote_cluster=remote_cluster,
       num_devices_per_worker=_devices_per_worker(train),
-      peer_timeout_secs=values["peer_timeout_secs"],
-      restart_wait_secs=values["restart_wait_secs"],
-      eval_poll_secs=values["eval_poll_secs"])
+      knob_values={name: values[name] for name in plan_knobs.NAMES})
   plan = _plan(info, inputs, previous or plan, values["model_dir"],
                model_dir_source)
-  # Only what 2.15's RunConfig refused (and the waiting knobs); the rest
+  # Only what 2.15's RunConfig refused (and the knobs); the rest
   # is raised before training (check_supported_config), where it matters.
-  task_plan.raise_problem(plan, task_plan.Stage.RUN_CONFIG)
+  plan_lib.raise_problem(plan, plan_lib.Stage.RUN_CONFIG)
   facts = plan.facts
   if remote is not None:
     spec = tf.train.ClusterSpec(remote_cluster)
@@ -182,14 +181,14 @@ def _plan(info, inputs, previous, model_dir, model_dir_source):
   only may differ: planned once. The first plan (no `model_dir_source`)
   merges `model_dir` with TF_CONFIG's; later ones carry it, as decided
   then or replaced (2.15's replace() checked nothing)."""
-  if isinstance(previous, task_plan.TaskPlan):
+  if isinstance(previous, plan_lib.TaskPlan):
     given = previous
   elif previous is not None and previous.plan_inputs == (info, inputs):
     given = previous.plan
   elif model_dir_source is None:
-    return task_plan.plan_task(info, model_dir=model_dir, **inputs)
+    return plan_lib.plan_task(info, run_config_model_dir=model_dir, **inputs)
   else:
-    given = task_plan.plan_task(info, **inputs)
+    given = plan_lib.plan_task(info, **inputs)
   return dataclasses.replace(given, model_dir=model_dir,
                              model_dir_source=model_dir_source)
 
@@ -264,7 +263,7 @@ def check_supported_config(config):
   if run_check.passed:
     return  # These very values passed (replace() makes a new RunConfig).
   if config.remote_cluster is None:  # The plan ran every TF_CONFIG rule.
-    task_plan.raise_problem(config.plan, task_plan.Stage.TRAIN)
+    plan_lib.raise_problem(config.plan, plan_lib.Stage.TRAIN)
   if config.remote_cluster is not None and (
       config.strategy_kind not in MULTI_WORKER_KINDS):
     raise errors.NotSupportedError(

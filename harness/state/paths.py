@@ -67,7 +67,7 @@ def merge_model_dirs(*, argument=None, run_config=None, tf_config=None):
   argument (`harness.main` passes `--model_dir` there), `RunConfig`'s
   `model_dir` argument, TF_CONFIG's "model_dir". Any two that are given
   must agree; the first one given wins. A task's plan
-  (`harness.task_plan.plan_task`) merges the binary's --model_dir, or
+  (`harness.plan.plan_task`) merges the binary's --model_dir, or
   RunConfig's, with TF_CONFIG's; the Estimator its argument with its
   RunConfig's. Every candidate is normalised (`normalize_model_dir`)
   before it is compared.
