@@ -12,13 +12,13 @@ Python runs signal handlers only between bytecodes of the main thread, so a
 main thread blocked in `session.run` (a hung input generator, a huge first
 batch) would never see them. A watcher thread (`guard/signal_watcher`) reads
 each signal from a wakeup socket (`signal.set_wakeup_fd`); it arms a bound
-(`stop_timeout_secs`, default `DEFAULT_STOP_TIMEOUT_SECS`); if no step boundary (in a loop) or no
-exit (outside one) comes within it, one line names the stage the process is
-blocked in and it exits (`os._exit`: the blocked thread cannot unwind). The
-bound is for a step (or a stage) that does not end: a checkpoint save or an
-export in progress (`finishing`) is not cut; the bound starts again once it
-ended. A second signal always ends the process at once, with one line. Exit
-status (`exit_status`): EXIT_PREEMPTED (143) for SIGTERM, EXIT_INTERRUPTED
+(`stop_timeout_secs`, default `DEFAULT_STOP_TIMEOUT_SECS`); if no step boundary
+(in a loop) or no exit (outside one) comes within it, one line names the stage
+the process is blocked in and it exits (`os._exit`: the blocked thread cannot
+unwind). The bound is for a step (or a stage) that does not end: a checkpoint
+save or an export in progress (`finishing`) is not cut; the bound starts again
+once it ended. A second signal always ends the process at once, with one line.
+Exit status (`exit_status`): EXIT_PREEMPTED (143) for SIGTERM, EXIT_INTERRUPTED
 (130) for SIGINT.
 """
 
