@@ -41,6 +41,7 @@ from harness.distribute import roles
 from harness.distribute import strategies
 from harness.export import writer
 from harness.run_config import using_config
+from harness.state import checkpoint_reader
 from harness.state import checkpoints
 from harness.state import storage
 
@@ -124,13 +125,13 @@ class Estimator:
 
   def get_variable_names(self):
     """Names of the variables in the latest checkpoint."""
-    reader = checkpoints.open_reader(self._require_checkpoint())
+    reader = checkpoint_reader.open_reader(self._require_checkpoint())
     return sorted(reader.get_variable_to_shape_map())
 
   def get_variable_value(self, name):
     """The value of variable `name` in the latest checkpoint (numpy)."""
     name = name[:-2] if name.endswith(":0") else name  # As TF's load_variable.
-    return checkpoints.open_reader(self._require_checkpoint()).get_tensor(
+    return checkpoint_reader.open_reader(self._require_checkpoint()).get_tensor(
         name)
 
   def _require_checkpoint(self):
@@ -297,7 +298,7 @@ class Estimator:
       warm_start_lib.unless_restoring(self._warm_start_settings, checkpoint_path)
       predictions = prediction.select_keys(spec.predictions, predict_keys)
       all_hooks = input_hooks + hooks + list(spec.prediction_hooks)
-      checkpoints.check_fits(checkpoint_path, spec.scaffold)
+      checkpoint_reader.check_fits(checkpoint_path, spec.scaffold)
       creator = tf.compat.v1.train.ChiefSessionCreator(
           checkpoint_filename_with_path=checkpoint_path,
           master=self._config.master, scaffold=spec.scaffold,

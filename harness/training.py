@@ -33,6 +33,7 @@ from harness.distribute import roles
 from harness.distribute import save_listener
 from harness.export import exporter as exporter_lib
 from harness.guard.stop_signal import STOP_SIGNAL
+from harness.state import checkpoint_reader
 from harness.state import checkpoints
 
 __all__ = ["TrainSpec", "EvalSpec", "train_and_evaluate"]
@@ -393,7 +394,7 @@ def load_global_step_from_checkpoint_dir(checkpoint_dir):
   no checkpoint or it cannot be read.
   """
   try:
-    step = checkpoints.global_step_of(
+    step = checkpoint_reader.global_step_of(
         tf.train.latest_checkpoint(checkpoint_dir))
   except (tf.errors.OpError, ValueError, TypeError):
     return 0

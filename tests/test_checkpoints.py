@@ -16,6 +16,7 @@ from harness import errors
 from harness import warm_start as warm_start_lib
 from harness._tf import tf
 from harness.distribute import evaluator as evaluator_lib
+from harness.state import checkpoint_reader
 from harness.state import checkpoints
 import harness
 from tests import _support
@@ -140,16 +141,16 @@ class LatestUsableCheckpointTest(parameterized.TestCase):
     prefix = _write_checkpoints(self.model_dir, [10])[0]
     _corrupt(prefix, how)
     with self.assertRaises(errors.CheckpointError) as ctx:
-      checkpoints.check_checkpoint(prefix)
+      checkpoint_reader.check_checkpoint(prefix)
     self.assertIn(os.path.basename(prefix), str(ctx.exception))
 
   def test_structural_check_only_above_the_size_limit(self):
     prefix = _write_checkpoints(self.model_dir, [10])[0]
     _flip_bytes(prefix + ".data-00000-of-00001")
     # Sizes still add up: only a full read finds flipped bytes.
-    checkpoints.check_checkpoint(prefix, full_check_max_bytes=0)
+    checkpoint_reader.check_checkpoint(prefix, full_check_max_bytes=0)
     with self.assertRaises(errors.CheckpointError):
-      checkpoints.check_checkpoint(prefix)
+      checkpoint_reader.check_checkpoint(prefix)
 
   def test_warns_once_per_bad_file_version(self):
     prefixes = _write_checkpoints(self.model_dir, [10, 20])

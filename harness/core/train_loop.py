@@ -23,6 +23,7 @@ from harness.guard import first_batch
 from harness.guard import guard_hook
 from harness.guard import preemption
 from harness.guard import watchdog
+from harness.state import checkpoint_reader
 from harness.state import checkpoints
 from harness.state import lease as lease_lib
 from harness.state import retention
@@ -218,7 +219,8 @@ def _assemble_hooks(train_graph, hooks, *, model_dir, config, context,
   restore_from = None
   if context.should_init:
     restore_from = checkpoints.latest_usable_checkpoint(model_dir)
-    checkpoints.check_fits(restore_from, scaffold)  # Before harness's Saver.
+    # Before harness's Saver.
+    checkpoint_reader.check_fits(restore_from, scaffold)
   _ensure_saver(scaffold, config)
   saver_hooks = chief_hooks.saver_hooks(
       common + list(spec.training_chief_hooks), model_dir=model_dir,
