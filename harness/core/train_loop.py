@@ -12,7 +12,6 @@ import time
 from absl import logging
 
 from harness import _tf_private
-from harness import errors
 from harness import spec as spec_lib
 from harness._tf import tf
 from harness.core import auto_loop
@@ -23,6 +22,7 @@ from harness.guard import first_batch
 from harness.guard import guard_hook
 from harness.guard import preemption
 from harness.guard import watchdog
+from harness.spec import run_specs
 from harness.state import checkpoint_reader
 from harness.state import checkpoints
 from harness.state import lease as lease_lib
@@ -137,7 +137,8 @@ def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
         max_steps=None):
   """Runs the training loop until a hook stops it; returns the last loss."""
   hooks = spec_lib.check_hooks(hooks, "hooks")
-  saving_listeners = _check_saving_listeners(saving_listeners)
+  saving_listeners = run_specs.check_saving_listeners(
+      saving_listeners, run_specs.SAVING_LISTENERS_SENTENCE_TRAIN)
   held, guard = _hold_model_dir(model_dir, config, context), None
   try:
     saving_listeners = _serve_live_metrics(config, context, saving_listeners)
@@ -176,18 +177,6 @@ def _hold_model_dir(model_dir, config, context):
     held.release()
     raise
   return held
-
-
-def _check_saving_listeners(saving_listeners):
-  """A list of `saving_listeners`, each a CheckpointSaverListener."""
-  saving_listeners = list(saving_listeners or [])
-  for listener in saving_listeners:
-    if not isinstance(listener, tf.compat.v1.train.CheckpointSaverListener):
-      raise errors.ConfigTypeError(
-          "saving_listeners must be a list of CheckpointSaverListener, "
-          f"given: {listener}\nFix: pass tf.compat.v1.train."
-          "CheckpointSaverListener objects (subclass it for your own).")
-  return saving_listeners
 
 
 def _add_loss_summary(train_graph):
