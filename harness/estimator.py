@@ -16,7 +16,6 @@ tf.estimator 2.15 resumes here and the other way round.
 """
 
 import copy
-import dataclasses
 import os
 
 import numpy as np
@@ -25,7 +24,6 @@ from absl import logging
 from harness import errors
 from harness import run_config as run_config_lib
 from harness import spec as spec_lib
-from harness import task_plan
 from harness import warm_start as warm_start_lib
 from harness._tf import tf
 from harness.cluster import jobs
@@ -33,12 +31,8 @@ from harness.core import evaluation
 from harness.core import input_pipeline
 from harness.core import prediction
 from harness.core import train_graph
-from harness.core import train_loop
 from harness.core import trainer
-from harness.distribute import graph_strategy
-from harness.distribute import remote
-from harness.distribute import roles
-from harness.distribute import strategies
+from harness.distribute import train_dispatch
 from harness.export import writer
 from harness.run_config import using_config
 from harness.state import checkpoint_reader
@@ -183,39 +177,12 @@ class Estimator:
           "every task (a ps serves the trainers' variables until they "
           "finish), or call train() only in chief/worker tasks.")
     run_config_lib.check_supported_config(self._config)
-    model = self._train_model()
     # The trainer holding model_dir's lease clears an old end-of-training
     # mark (harness.core.train_loop); a refused one deletes nothing.
-    if self._config.remote_cluster is not None:
-      # Standalone client: drive the remote cluster's servers from here.
-      remote.train_remote(
-          model, input_fn, hooks=hooks, steps=steps, max_steps=max_steps,
-          saving_listeners=saving_listeners,
-          connect_timeout_secs=self._config.remote_connect_timeout_secs)
-      return self
-    if _is_cluster_trainer(self._config):
-      # A chief/worker of a TF_CONFIG cluster joins it (as 2.15's coordinator).
-      roles.train_in_cluster(model, input_fn, hooks=hooks, steps=steps,
-                             max_steps=max_steps,
-                             saving_listeners=saving_listeners)
-      return self
-    config = self._config
-    strategy = config.train_distribute
-    context = train_loop.TrainContext(
-        master=config.master, is_chief=config.is_chief,
-        should_init=config.is_chief, session_config=self._session_config,
-        task_label=config.task_label)
-    if strategy is not None:
-      kind = config.strategy_kind  # Classified once, by RunConfig.
-      strategy = graph_strategy.to_graph_strategy(strategy, kind=kind)
-      # E.g. device_count CPU=N for N CPU replicas of a MirroredStrategy.
-      context = dataclasses.replace(
-          context, session_config=strategies.configure_for_task(
-              strategy, cluster=None, task_type=None, task_id=0,
-              session_config=self._session_config, kind=kind))
-    trainer.train(model, input_fn, hooks=hooks, steps=steps,
-                  max_steps=max_steps, saving_listeners=saving_listeners,
-                  context=context, strategy=strategy)
+    train_dispatch.train(
+        self._train_model(), input_fn, hooks=hooks, steps=steps,
+        max_steps=max_steps, saving_listeners=saving_listeners,
+        session_config=self._session_config)
     return self
 
   def _train_model(self):
@@ -371,11 +338,6 @@ def _deepcopyable(config):
   # deep-copied (TF 2.21: copy.deepcopy raises on its lock); hand out the
   # object itself then.
   return config.train_distribute is None and config.eval_distribute is None
-
-
-def _is_cluster_trainer(config):
-  """A chief, worker or master task of TF_CONFIG: the plan's role."""
-  return config.plan.role == task_plan.Role.TRAINER
 
 
 def _warm_starter(settings):
