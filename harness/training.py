@@ -26,6 +26,7 @@ from harness import task_plan
 from harness._tf import tf
 from harness.cluster import jobs
 from harness.cluster import tf_config
+from harness.distribute import checkpoint_evaluator
 from harness.distribute import eval_result
 from harness.distribute import evaluator as evaluator_lib
 from harness.distribute import roles
@@ -203,7 +204,7 @@ class _TrainingExecutor:
   def run_master(self):
     """Legacy `master` job: the chief, also evaluating after checkpoints."""
     _check_eval_spec(self._eval_spec)
-    evaluator = evaluator_lib.CheckpointEvaluator(
+    evaluator = checkpoint_evaluator.CheckpointEvaluator(
         self._estimator, self._eval_spec, self._train_spec.max_steps)
     listener = save_listener.NewCheckpointListener(
         evaluator, self._eval_spec.throttle_secs)
@@ -247,7 +248,7 @@ class _TrainingExecutor:
         "train_and_evaluate | %s | checkpoint every %s, then evaluate "
         "(throttle_secs=%s)", config.task_label, every,
         eval_spec.throttle_secs)
-    evaluator = evaluator_lib.CheckpointEvaluator(
+    evaluator = checkpoint_evaluator.CheckpointEvaluator(
         estimator, eval_spec, self._train_spec.max_steps)
     evaluator.check_writable()  # Before hours of training, not after.
     listener = save_listener.NewCheckpointListener(

@@ -15,7 +15,7 @@ from absl.testing import parameterized
 from harness import errors
 from harness import warm_start as warm_start_lib
 from harness._tf import tf
-from harness.distribute import evaluator as evaluator_lib
+from harness.distribute import checkpoint_evaluator
 from harness.state import checkpoint_reader
 from harness.state import checkpoints
 import harness
@@ -206,7 +206,7 @@ class RestoreFallbackTest(absltest.TestCase):
     self.assertEqual(int(tf.train.load_variable(latest, "global_step")), 8)
 
   def test_evaluator_evaluates_the_previous_checkpoint(self):
-    evaluator = evaluator_lib.CheckpointEvaluator(
+    evaluator = checkpoint_evaluator.CheckpointEvaluator(
         self.est, harness.EvalSpec(_input_fn, steps=2), 100)
     with self.assertLogs(level=logging.WARNING) as logs:
       metrics, _ = evaluator.evaluate_and_export()
