@@ -125,6 +125,14 @@ class LatestUsableCheckpointTest(parameterized.TestCase):
     self.assertIsNone(checkpoints.latest_usable_checkpoint(
         os.path.join(self.model_dir, "nope")))
 
+  def test_latest_usable_step_reads_the_usable_one(self):
+    self.assertIsNone(checkpoints.latest_usable_step(self.model_dir))
+    prefixes = _write_checkpoints(self.model_dir, [10, 20])
+    self.assertEqual(checkpoints.latest_usable_step(self.model_dir), 20)
+    _corrupt(prefixes[-1], "truncated_data")
+    with self.assertLogs(level=logging.WARNING):
+      self.assertEqual(checkpoints.latest_usable_step(self.model_dir), 10)
+
   @parameterized.parameters(*_HOWS)
   def test_corrupt_newest_falls_back_with_warning(self, how):
     prefixes = _write_checkpoints(self.model_dir, [10, 20, 30])

@@ -65,7 +65,6 @@ from harness.distribute.remote_servers import check_servers
 from harness.distribute.remote_servers import chief_task
 from harness.distribute.remote_servers import trainer_tasks
 from harness.guard import stop_signal
-from harness.state import checkpoint_reader
 from harness.state import checkpoints
 
 __all__ = ["interrupted_error", "train_remote"]
@@ -215,8 +214,7 @@ def interrupted_error(model_dir, signal_name="SIGINT", still_stopping=()):
   training (harness.main exits 130 or 143); `still_stopping`: the tasks
   that had not ended their step (and the chief its save) when it gave up
   waiting, so the checkpoint named may not be the last."""
-  step = checkpoint_reader.global_step_of(
-      checkpoints.latest_usable_checkpoint(model_dir))
+  step = checkpoints.latest_usable_step(model_dir)
   saved = ("no checkpoint yet" if step is None else
            f"the newest checkpoint is at step {step}")
   if still_stopping:

@@ -33,7 +33,7 @@ from harness.state import checkpoint_reader
 __all__ = [
     "candidate_checkpoints", "checkpoints_on_disk", "checkpoints_to_recover",
     "is_part_without_index", "read_state", "latest_usable_checkpoint",
-    "step_in_name", "resolve_prefix",
+    "latest_usable_step", "step_in_name", "resolve_prefix",
 ]
 
 _STEP_RE = re.compile(r"-(\d+)$")
@@ -234,3 +234,9 @@ def latest_usable_checkpoint(model_dir, *,
                       chosen)
       _FALLBACKS[os.fsdecode(model_dir)] = note
   return chosen
+
+
+def latest_usable_step(model_dir):
+  """The global step of `latest_usable_checkpoint(model_dir)`; None when
+  there is no usable checkpoint."""
+  return checkpoint_reader.global_step_of(latest_usable_checkpoint(model_dir))
