@@ -16,7 +16,6 @@ tf.estimator 2.15 resumes here and the other way round.
 """
 
 import copy
-import dataclasses
 import os
 
 import numpy as np
@@ -33,14 +32,11 @@ from harness.core import evaluation
 from harness.core import input_pipeline
 from harness.core import prediction
 from harness.core import train_graph
-from harness.core import train_loop
 from harness.core import trainer
-from harness.distribute import graph_strategy
-from harness.distribute import remote
-from harness.distribute import roles
-from harness.distribute import strategies
+from harness.distribute import train_dispatch
 from harness.export import writer
 from harness.run_config import using_config
+from harness.state import checkpoint_reader
 from harness.state import checkpoints
 from harness.state import storage
 
@@ -124,13 +120,13 @@ class Estimator:
 
   def get_variable_names(self):
     """Names of the variables in the latest checkpoint."""
-    reader = checkpoints.open_reader(self._require_checkpoint())
+    reader = checkpoint_reader.open_reader(self._require_checkpoint())
     return sorted(reader.get_variable_to_shape_map())
 
   def get_variable_value(self, name):
     """The value of variable `name` in the latest checkpoint (numpy)."""
     name = name[:-2] if name.endswith(":0") else name  # As TF's load_variable.
-    return checkpoints.open_reader(self._require_checkpoint()).get_tensor(
+    return checkpoint_reader.open_reader(self._require_checkpoint()).get_tensor(
         name)
 
   def _require_checkpoint(self):
@@ -182,39 +178,12 @@ class Estimator:
           "every task (a ps serves the trainers' variables until they "
           "finish), or call train() only in chief/worker tasks.")
     run_config_lib.check_supported_config(self._config)
-    model = self._train_model()
     # The trainer holding model_dir's lease clears an old end-of-training
     # mark (harness.core.train_loop); a refused one deletes nothing.
-    if self._config.remote_cluster is not None:
-      # Standalone client: drive the remote cluster's servers from here.
-      remote.train_remote(
-          model, input_fn, hooks=hooks, steps=steps, max_steps=max_steps,
-          saving_listeners=saving_listeners,
-          connect_timeout_secs=self._config.remote_connect_timeout_secs)
-      return self
-    if _is_cluster_trainer(self._config):
-      # A chief/worker of a TF_CONFIG cluster joins it (as 2.15's coordinator).
-      roles.train_in_cluster(model, input_fn, hooks=hooks, steps=steps,
-                             max_steps=max_steps,
-                             saving_listeners=saving_listeners)
-      return self
-    config = self._config
-    strategy = config.train_distribute
-    context = train_loop.TrainContext(
-        master=config.master, is_chief=config.is_chief,
-        should_init=config.is_chief, session_config=self._session_config,
-        task_label=config.task_label)
-    if strategy is not None:
-      kind = config.strategy_kind  # Classified once, by RunConfig.
-      strategy = graph_strategy.to_graph_strategy(strategy, kind=kind)
-      # E.g. device_count CPU=N for N CPU replicas of a MirroredStrategy.
-      context = dataclasses.replace(
-          context, session_config=strategies.configure_for_task(
-              strategy, cluster=None, task_type=None, task_id=0,
-              session_config=self._session_config, kind=kind))
-    trainer.train(model, input_fn, hooks=hooks, steps=steps,
-                  max_steps=max_steps, saving_listeners=saving_listeners,
-                  context=context, strategy=strategy)
+    train_dispatch.train(
+        self._train_model(), input_fn, hooks=hooks, steps=steps,
+        max_steps=max_steps, saving_listeners=saving_listeners,
+        session_config=self._session_config)
     return self
 
   def _train_model(self):
@@ -297,7 +266,7 @@ class Estimator:
       warm_start_lib.unless_restoring(self._warm_start_settings, checkpoint_path)
       predictions = prediction.select_keys(spec.predictions, predict_keys)
       all_hooks = input_hooks + hooks + list(spec.prediction_hooks)
-      checkpoints.check_fits(checkpoint_path, spec.scaffold)
+      checkpoint_reader.check_fits(checkpoint_path, spec.scaffold)
       creator = tf.compat.v1.train.ChiefSessionCreator(
           checkpoint_filename_with_path=checkpoint_path,
           master=self._config.master, scaffold=spec.scaffold,
@@ -370,11 +339,6 @@ def _deepcopyable(config):
   # deep-copied (TF 2.21: copy.deepcopy raises on its lock); hand out the
   # object itself then.
   return config.train_distribute is None and config.eval_distribute is None
-
-
-def _is_cluster_trainer(config):
-  """A chief, worker or master task of TF_CONFIG: the plan's role."""
-  return config.plan.role == task_plan.Role.TRAINER
 
 
 def _warm_starter(settings):

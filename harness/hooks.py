@@ -30,7 +30,7 @@ from harness._tf import tf
 from harness.core import evaluation
 from harness.core import input_pipeline
 from harness.core import train_graph
-from harness.state import checkpoints
+from harness.state import checkpoint_reader
 from harness.telemetry.progress import ProgressLoggerHook
 
 __all__ = [
@@ -268,7 +268,7 @@ def _checkpoint_global_step(model_dir):
   path = tf.train.latest_checkpoint(model_dir)
   if path is None:
     return 0
-  return int(checkpoints.open_reader(path).get_tensor("global_step"))
+  return int(checkpoint_reader.open_reader(path).get_tensor("global_step"))
 
 
 class _StopAtCheckpointStepHook(SessionRunHook):

@@ -13,7 +13,6 @@ after the last one. With TF_CONFIG, the role in its plan picks the runner
 (`_RUNNERS`; a trainer's by its task type: chief, worker, master).
 """
 
-import collections
 import os
 import time
 
@@ -27,85 +26,17 @@ from harness import spec as spec_lib
 from harness._tf import tf
 from harness.cluster import jobs
 from harness.cluster import tf_config
+from harness.distribute import checkpoint_evaluator
 from harness.distribute import eval_result
 from harness.distribute import evaluator as evaluator_lib
 from harness.distribute import roles
 from harness.distribute import save_listener
-from harness.export import exporter as exporter_lib
 from harness.guard.stop_signal import STOP_SIGNAL
-from harness.state import checkpoints
+from harness.spec.run_specs import EvalSpec  # 2.15's path: re-exported.
+from harness.spec.run_specs import TrainSpec  # 2.15's path: re-exported.
+from harness.state import checkpoint_reader
 
 __all__ = ["TrainSpec", "EvalSpec", "train_and_evaluate"]
-
-
-def _check_callable(input_fn, spec_name):
-  if not callable(input_fn):
-    raise errors.ConfigTypeError(
-        f"`input_fn` must be callable, given: {input_fn}\n{spec_name}'s "
-        "input_fn is not a function. Fix: pass the function itself (not its "
-        "result).")
-
-
-class TrainSpec(collections.namedtuple(
-    "TrainSpec", ["input_fn", "max_steps", "hooks", "saving_listeners"])):
-  """What to train on and for how long (tf.estimator.TrainSpec)."""
-
-  __slots__ = ()
-
-  def __new__(cls, input_fn, max_steps=None, hooks=None,
-              saving_listeners=None):
-    _check_callable(input_fn, "TrainSpec")
-    if max_steps is not None and max_steps <= 0:
-      raise errors.ConfigError(
-          f"Must specify max_steps > 0, given: {max_steps} (TrainSpec). "
-          "Fix: a positive global step to stop at, or None to run until "
-          "input_fn's data ends.")
-    hooks = tuple(spec_lib.check_hooks(
-        hooks, "TrainSpec.hooks", sentence=spec_lib.HOOKS_SENTENCE_SPECS))
-    saving_listeners = tuple(saving_listeners or ())
-    for listener in saving_listeners:
-      if not isinstance(listener, tf.compat.v1.train.CheckpointSaverListener):
-        raise errors.ConfigTypeError(
-            "All saving_listeners must be `CheckpointSaverListener` "
-            f"instances, given: {listener}\nFix: pass tf.compat.v1.train."
-            "CheckpointSaverListener objects (subclass it for your own).")
-    return super().__new__(cls, input_fn=input_fn, max_steps=max_steps,
-                           hooks=hooks, saving_listeners=saving_listeners)
-
-
-class EvalSpec(collections.namedtuple("EvalSpec", [
-    "input_fn", "steps", "name", "hooks", "exporters", "start_delay_secs",
-    "throttle_secs"])):
-  """How and how often to evaluate and export (tf.estimator.EvalSpec)."""
-
-  __slots__ = ()
-
-  def __new__(cls, input_fn, steps=100, name=None, hooks=None,
-              exporters=None, start_delay_secs=120, throttle_secs=600):
-    _check_callable(input_fn, "EvalSpec")
-    if steps is not None and steps <= 0:
-      raise errors.ConfigError(
-          f"Must specify steps > 0, given: {steps} (EvalSpec). Fix: a "
-          "positive number of batches, or None for the whole input.")
-    if name is not None and not isinstance(name, str):
-      raise errors.ConfigTypeError(
-          f"`name` must be string, given: {name}\nEvalSpec's name names the"
-          " eval/ subfolder of its metrics. Fix: pass a str or None.")
-    hooks = tuple(spec_lib.check_hooks(
-        hooks, "EvalSpec.hooks", sentence=spec_lib.HOOKS_SENTENCE_SPECS))
-    exporters = exporter_lib.check_exporters(exporters)
-    if start_delay_secs < 0:
-      raise errors.ConfigError(
-          f"Must specify start_delay_secs >= 0, given: {start_delay_secs}\n"
-          "Fix: 0 starts evaluating at once.")
-    if throttle_secs < 0:
-      raise errors.ConfigError(
-          f"Must specify throttle_secs >= 0, given: {throttle_secs}\n"
-          "Fix: 0 evaluates every new checkpoint.")
-    return super().__new__(
-        cls, input_fn=input_fn, steps=steps, name=name, hooks=hooks,
-        exporters=exporters, start_delay_secs=start_delay_secs,
-        throttle_secs=throttle_secs)
 
 
 def train_and_evaluate(estimator, train_spec, eval_spec):
@@ -273,7 +204,7 @@ class _TrainingExecutor:
   def run_master(self):
     """Legacy `master` job: the chief, also evaluating after checkpoints."""
     _check_eval_spec(self._eval_spec)
-    evaluator = evaluator_lib.CheckpointEvaluator(
+    evaluator = checkpoint_evaluator.CheckpointEvaluator(
         self._estimator, self._eval_spec, self._train_spec.max_steps)
     listener = save_listener.NewCheckpointListener(
         evaluator, self._eval_spec.throttle_secs)
@@ -317,7 +248,7 @@ class _TrainingExecutor:
         "train_and_evaluate | %s | checkpoint every %s, then evaluate "
         "(throttle_secs=%s)", config.task_label, every,
         eval_spec.throttle_secs)
-    evaluator = evaluator_lib.CheckpointEvaluator(
+    evaluator = checkpoint_evaluator.CheckpointEvaluator(
         estimator, eval_spec, self._train_spec.max_steps)
     evaluator.check_writable()  # Before hours of training, not after.
     listener = save_listener.NewCheckpointListener(
@@ -393,7 +324,7 @@ def load_global_step_from_checkpoint_dir(checkpoint_dir):
   no checkpoint or it cannot be read.
   """
   try:
-    step = checkpoints.global_step_of(
+    step = checkpoint_reader.global_step_of(
         tf.train.latest_checkpoint(checkpoint_dir))
   except (tf.errors.OpError, ValueError, TypeError):
     return 0

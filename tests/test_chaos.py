@@ -22,6 +22,7 @@ import pytest
 
 from harness._tf import tf
 from harness.cluster import env_knobs
+from harness.state import checkpoint_reader
 from harness.state import checkpoints
 from tests import conftest
 from tests.programs import launch_watch as watch
@@ -164,7 +165,7 @@ class ChaosTest(parameterized.TestCase):
       self.assertBetween(step, max_steps, max_steps + len(_TRAINERS))
     else:
       self.assertEqual(step, max_steps, failure)
-    checkpoints.check_checkpoint(final)  # Loads: every tensor reads back.
+    checkpoint_reader.check_checkpoint(final)  # Loads: every tensor reads back.
     self.assertIn(step, _eval_steps(model_dir), failure)
     for steps_lost in lost:
       if steps_lost is not None:  # Lost work is at most one interval (+ the

@@ -15,7 +15,8 @@ from absl.testing import parameterized
 from harness import errors
 from harness import warm_start as warm_start_lib
 from harness._tf import tf
-from harness.distribute import evaluator as evaluator_lib
+from harness.distribute import checkpoint_evaluator
+from harness.state import checkpoint_reader
 from harness.state import checkpoints
 import harness
 from tests import _support
@@ -124,6 +125,14 @@ class LatestUsableCheckpointTest(parameterized.TestCase):
     self.assertIsNone(checkpoints.latest_usable_checkpoint(
         os.path.join(self.model_dir, "nope")))
 
+  def test_latest_usable_step_reads_the_usable_one(self):
+    self.assertIsNone(checkpoints.latest_usable_step(self.model_dir))
+    prefixes = _write_checkpoints(self.model_dir, [10, 20])
+    self.assertEqual(checkpoints.latest_usable_step(self.model_dir), 20)
+    _corrupt(prefixes[-1], "truncated_data")
+    with self.assertLogs(level=logging.WARNING):
+      self.assertEqual(checkpoints.latest_usable_step(self.model_dir), 10)
+
   @parameterized.parameters(*_HOWS)
   def test_corrupt_newest_falls_back_with_warning(self, how):
     prefixes = _write_checkpoints(self.model_dir, [10, 20, 30])
@@ -140,16 +149,16 @@ class LatestUsableCheckpointTest(parameterized.TestCase):
     prefix = _write_checkpoints(self.model_dir, [10])[0]
     _corrupt(prefix, how)
     with self.assertRaises(errors.CheckpointError) as ctx:
-      checkpoints.check_checkpoint(prefix)
+      checkpoint_reader.check_checkpoint(prefix)
     self.assertIn(os.path.basename(prefix), str(ctx.exception))
 
   def test_structural_check_only_above_the_size_limit(self):
     prefix = _write_checkpoints(self.model_dir, [10])[0]
     _flip_bytes(prefix + ".data-00000-of-00001")
     # Sizes still add up: only a full read finds flipped bytes.
-    checkpoints.check_checkpoint(prefix, full_check_max_bytes=0)
+    checkpoint_reader.check_checkpoint(prefix, full_check_max_bytes=0)
     with self.assertRaises(errors.CheckpointError):
-      checkpoints.check_checkpoint(prefix)
+      checkpoint_reader.check_checkpoint(prefix)
 
   def test_warns_once_per_bad_file_version(self):
     prefixes = _write_checkpoints(self.model_dir, [10, 20])
@@ -205,7 +214,7 @@ class RestoreFallbackTest(absltest.TestCase):
     self.assertEqual(int(tf.train.load_variable(latest, "global_step")), 8)
 
   def test_evaluator_evaluates_the_previous_checkpoint(self):
-    evaluator = evaluator_lib.CheckpointEvaluator(
+    evaluator = checkpoint_evaluator.CheckpointEvaluator(
         self.est, harness.EvalSpec(_input_fn, steps=2), 100)
     with self.assertLogs(level=logging.WARNING) as logs:
       metrics, _ = evaluator.evaluate_and_export()

@@ -14,6 +14,7 @@ from absl.testing import absltest
 
 from harness import errors
 from harness._tf import tf
+from harness.distribute import checkpoint_evaluator
 from harness.distribute import evaluator as evaluator_lib
 from harness.state import run_state
 import harness
@@ -87,14 +88,14 @@ class EvaluatorPollTest(absltest.TestCase):
   def test_throttle_spaces_evaluations_but_final_checkpoint_is_at_once(self):
     self.est.train(_input_fn, max_steps=5)
     evaluated = []
-    original = evaluator_lib.CheckpointEvaluator.evaluate_and_export
+    original = checkpoint_evaluator.CheckpointEvaluator.evaluate_and_export
 
     def recording(evaluator, checkpoint_path=None):
       evaluated.append(fake.now)
       return original(evaluator, checkpoint_path)
 
     self.enter_context(absltest.mock.patch.object(
-        evaluator_lib.CheckpointEvaluator, "evaluate_and_export", recording))
+        checkpoint_evaluator.CheckpointEvaluator, "evaluate_and_export", recording))
 
     def on_sleep(now):
       if 3 <= now < 4:  # A new, non-final checkpoint: throttled.

@@ -96,6 +96,11 @@ SPLIT_MODULE_NAMES = {
                         "harness.run_config.distribution"),
         "resolve_model_dir": "harness.run_config.model_dir",
     },
+    # Issue 49: the specs moved to spec/; 2.15's path keeps them.
+    "harness.training": {
+        **dict.fromkeys(("TrainSpec", "EvalSpec"), "harness.spec.run_specs"),
+        "train_and_evaluate": None,
+    },
     "harness.compat": dict.fromkeys((
         "install", "check_keras_2", "register_module",
         "ModuleNotProvidedError", "V1_NAMESPACE", "V2_NAMESPACE")),

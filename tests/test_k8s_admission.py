@@ -27,7 +27,7 @@ import kubernetes_validate
 from harness import cluster
 from harness import errors
 from harness import k8s
-from harness.k8s import jobset as jobset_lib
+from harness.cluster import restart_attempt
 from tests import _processes
 from tests import k8s_admission
 from tests import k8s_trainer_admission
@@ -324,9 +324,9 @@ class PodContractTest(parameterized.TestCase):
     pods = _jobset_pods(objects, "mnist", restart_attempt=2)
     self.assertLen(pods, 5)
     for _, _, env in pods.values():
-      self.assertEqual(env[jobset_lib.RESTART_ATTEMPT_ENV], "2")
+      self.assertEqual(env[restart_attempt.RESTART_ATTEMPT_ENV], "2")
     jobs = k8s.render(_config("chief_workers_ps_evaluator", "jobs"))
-    self.assertNotIn(jobset_lib.RESTART_ATTEMPT_ENV, json.dumps(jobs))
+    self.assertNotIn(restart_attempt.RESTART_ATTEMPT_ENV, json.dumps(jobs))
 
   def test_entrypoint_execs_python_as_the_containers_process(self):
     """The shell `exec`s harness.main: it keeps the pod's PID (1)."""

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from harness._tf import tf
+from harness.state import checkpoint_reader
 from harness.state import checkpoints
 from tests import _support
 from tests import conftest
@@ -57,7 +58,7 @@ def _assert_warm_started(test, model_dir):
   np.testing.assert_array_equal(
       tf.train.load_variable(final, _HIDDEN_KERNEL)[3], keras_row)
   # Asynchronous trainers: each may have one step in flight at the end.
-  step = checkpoints.global_step_of(final)
+  step = checkpoint_reader.global_step_of(final)
   test.assertBetween(step, _MAX_STEPS, _MAX_STEPS + 2)
   return step
 

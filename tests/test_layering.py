@@ -462,8 +462,9 @@ def door_hand_ons(sources):
   return found
 
 
-# Issue 27: no module over MAX_MODULE_LINES, none excepted.
-MAX_MODULE_LINES = 400
+# Issue 27: no module over MAX_MODULE_LINES, none excepted (issue 49: 380,
+# so that a module is split by job before it is packed against the cap).
+MAX_MODULE_LINES = 380
 
 
 def long_modules(sources):
@@ -614,8 +615,9 @@ class LayeringTest(absltest.TestCase):
   def test_a_module_over_the_line_cap_fails(self):
     long_source = "x = 1\n" * (MAX_MODULE_LINES + 1)
     self.assertEqual(long_modules({"core/big.py": long_source,
+                                   "core/at_cap.py": "x = 1\n" * 380,
                                    "small.py": "x = 1\n"}),
-                     ["core/big.py: 401 lines (cap 400; split it by job, "
+                     ["core/big.py: 381 lines (cap 380; split it by job, "
                       "see docs/ARCHITECTURE.md)"])
 
   def test_doors_take_names_from_their_definitions(self):

@@ -63,7 +63,7 @@ def _write_record(model_dir, **fields):
   record = dict(host=_HOST, pid=111, task="chief/0", start_time=990.0,
                 refreshed_time=998.0, refresh_secs=5.0, token="other")
   record.update(fields)
-  lease_file.write(model_dir, lease.LeaseRecord(**record))
+  lease_file.write(model_dir, lease_file.LeaseRecord(**record))
 
 
 class LeaseTest(absltest.TestCase):
@@ -84,7 +84,7 @@ class LeaseTest(absltest.TestCase):
                   "host host-a, pid 111, task chief/0", message)
     self.assertIn("last refreshed 20 s ago", message)
     self.assertIn("--force_takeover", message)
-    self.assertEqual(lease.read(self.model_dir).pid, 111)
+    self.assertEqual(lease_file.read(self.model_dir).pid, 111)
 
   def test_dead_holder_on_this_host_is_taken_over(self):
     _acquire(self.model_dir, self.clock, pid=111)  # Never released: "killed".
@@ -94,7 +94,7 @@ class LeaseTest(absltest.TestCase):
     self.addCleanup(second.release)
     self.assertIn("holder pid 111 is not running on this host",
                   "\n".join(logs.output))
-    self.assertEqual(lease.read(self.model_dir).pid, 222)
+    self.assertEqual(lease_file.read(self.model_dir).pid, 222)
 
   def test_live_holder_on_another_host_is_refused_once_it_refreshes(self):
     first = _acquire(self.model_dir, self.clock, pid=111, host="host-b",
@@ -109,7 +109,7 @@ class LeaseTest(absltest.TestCase):
                  sleep=_advance(self.clock, then=first.refresh))
     self.assertIn("held by local on host-b (another process space)",
                   "\n".join(logs.output))
-    self.assertEqual(lease.read(self.model_dir).token, first.record.token)
+    self.assertEqual(lease_file.read(self.model_dir).token, first.record.token)
 
   def test_holder_elsewhere_that_never_refreshes_is_taken_over(self):
     # A restarted pod: its dead predecessor (another PID namespace, same
@@ -125,7 +125,7 @@ class LeaseTest(absltest.TestCase):
                         space=("pid:[4026532002]", "boot-1"))
     self.addCleanup(second.release)
     self.assertIn("taking over the stale lease", "\n".join(logs.output))
-    self.assertEqual(lease.read(self.model_dir).token, second.record.token)
+    self.assertEqual(lease_file.read(self.model_dir).token, second.record.token)
     waited = self.clock.now - start
     limit = lease.STALE_AFTER_REFRESHES * 5
     self.assertGreater(waited, limit - 2)
@@ -143,7 +143,7 @@ class LeaseTest(absltest.TestCase):
         _acquire(self.model_dir, self.clock, pid=1, space=space,
                  pid_alive=lambda pid: False,
                  sleep=_advance(self.clock, then=first.refresh))
-    self.assertEqual(lease.read(self.model_dir).token, first.record.token)
+    self.assertEqual(lease_file.read(self.model_dir).token, first.record.token)
 
   def test_same_pid_namespace_and_boot_still_trusts_a_dead_pid(self):
     space = ("pid:[4026532001]", "boot-1")
@@ -158,14 +158,14 @@ class LeaseTest(absltest.TestCase):
   def test_old_lease_file_without_namespace_is_judged_by_age_only(self):
     old = {"host": _HOST, "pid": 111, "task": "local", "start_time": 990.0,
            "refreshed_time": 998.0, "refresh_secs": 5.0, "token": "old"}
-    path = os.path.join(self.model_dir, lease.LEASE_FILE)
+    path = os.path.join(self.model_dir, lease_file.LEASE_FILE)
 
     def write(refreshed_time):
       with open(path, "w") as f:
         json.dump(dict(old, refreshed_time=refreshed_time), f)
 
     write(998.0)
-    record = lease.read(self.model_dir)
+    record = lease_file.read(self.model_dir)
     self.assertEqual((record.pid, record.pid_ns, record.boot_id),
                      (111, "", ""))
     with self.assertRaises(errors.ModelDirLeaseError):  # It refreshes.
@@ -177,7 +177,7 @@ class LeaseTest(absltest.TestCase):
                         pid_alive=lambda pid: False)
     self.addCleanup(second.release)
     self.assertIn("not refreshed for", "\n".join(logs.output))
-    self.assertEqual(lease.read(self.model_dir).pid_ns,
+    self.assertEqual(lease_file.read(self.model_dir).pid_ns,
                      processes.process_space()[0])
 
   def test_failed_write_leaves_no_temp_file(self):
@@ -194,7 +194,7 @@ class LeaseTest(absltest.TestCase):
         held.refresh()
     finally:
       tf.io.gfile.rename = real_rename
-    self.assertEqual(os.listdir(self.model_dir), [lease.LEASE_FILE])
+    self.assertEqual(os.listdir(self.model_dir), [lease_file.LEASE_FILE])
 
   def test_force_takeover_stops_the_old_holder_at_its_refresh(self):
     first = _acquire(self.model_dir, self.clock, pid=111)
@@ -208,17 +208,17 @@ class LeaseTest(absltest.TestCase):
     self.assertIn("was taken over by another trainer (host host-a, pid 222",
                   str(raised.exception))
     first.release()  # Leaves the new holder's lease alone.
-    self.assertEqual(lease.read(self.model_dir).pid, 222)
+    self.assertEqual(lease_file.read(self.model_dir).pid, 222)
 
   def test_refresh_and_release_on_ram_filesystem(self):
     model_dir = "ram://lease_test/model"
     held = _acquire(model_dir, self.clock, pid=111)
     self.clock.now += 7
     held.refresh()
-    self.assertEqual(lease.read(model_dir).refreshed_time, self.clock.now)
+    self.assertEqual(lease_file.read(model_dir).refreshed_time, self.clock.now)
     held.release()
-    self.assertIsNone(lease.read(model_dir))
-    self.assertFalse(tf.io.gfile.exists(f"{model_dir}/{lease.LEASE_FILE}"))
+    self.assertIsNone(lease_file.read(model_dir))
+    self.assertFalse(tf.io.gfile.exists(f"{model_dir}/{lease_file.LEASE_FILE}"))
 
   def test_refresh_secs_must_be_positive(self):
     with self.assertRaisesRegex(errors.ConfigError, "`refresh_secs` must be"):
@@ -249,12 +249,12 @@ class TwoTrainersTest(absltest.TestCase):
                             env=conftest.child_env(), stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True)
     self.addCleanup(self._kill, proc)
-    _support.poll_until(lambda: lease.read(model_dir) is not None or (
+    _support.poll_until(lambda: lease_file.read(model_dir) is not None or (
         proc.poll() is not None), _WAIT_SECS, interval_secs=0.2)
     with open(log_path, "rb") as f:
       out = f.read().decode("utf-8", "replace")
     self.assertIsNotNone(
-        lease.read(model_dir),
+        lease_file.read(model_dir),
         "the first trainer took no lease in time\n" + _describe(
             "first", command, proc.poll(), out))
     return proc
@@ -271,7 +271,7 @@ class TwoTrainersTest(absltest.TestCase):
   def test_second_fails_naming_first_and_killed_holder_is_taken_over(self):
     model_dir = self.create_tempdir().full_path
     first = self._start_holder(model_dir)
-    holder = lease.read(model_dir)
+    holder = lease_file.read(model_dir)
     self.assertEqual(holder.pid, first.pid)
 
     command = _main_command(model_dir, "--max_steps=20")
@@ -282,18 +282,18 @@ class TwoTrainersTest(absltest.TestCase):
                   f"{holder.host}, pid {first.pid}", _support.flat(out), detail)
     self.assertIn("--force_takeover", _support.flat(out), detail)
     self.assertIsNone(first.poll(), "the first trainer stopped")
-    self.assertEqual(lease.read(model_dir).pid, first.pid)
+    self.assertEqual(lease_file.read(model_dir).pid, first.pid)
 
     os.killpg(first.pid, signal.SIGKILL)
     first.wait(timeout=30)
-    self.assertEqual(lease.read(model_dir).pid, first.pid)  # Left behind.
+    self.assertEqual(lease_file.read(model_dir).pid, first.pid)  # Left behind.
     third, out = self._run(command)
     detail = _describe("third", command, third.returncode, out)
     self.assertEqual(third.returncode, 0, detail)
     self.assertIn("taking over the stale lease", out, detail)
     self.assertIn(f"holder pid {first.pid} is not running on this host", out,
                   detail)
-    self.assertIsNone(lease.read(model_dir), "the lease was not released")
+    self.assertIsNone(lease_file.read(model_dir), "the lease was not released")
     self.assertEqual(
         tf.train.load_variable(tf.train.latest_checkpoint(model_dir),
                                "global_step"), 20)
@@ -306,7 +306,7 @@ class TwoTrainersTest(absltest.TestCase):
     # Two containers with one host name: both trainers are pid 1.
     model_dir = self.create_tempdir().full_path
     first = self._start_holder(model_dir, wrap=_unshared)
-    holder = lease.read(model_dir)
+    holder = lease_file.read(model_dir)
     self.assertEqual(holder.pid, 1)
     command = _unshared(_main_command(model_dir, "--max_steps=20"))
     second, out = self._run(command)
@@ -316,7 +316,7 @@ class TwoTrainersTest(absltest.TestCase):
                   f"{holder.host}, pid 1,", _support.flat(out), detail)
     self.assertNotIn("taking over", out, detail)
     self.assertIsNone(first.poll(), "the first trainer stopped")
-    self.assertEqual(lease.read(model_dir).token, holder.token)
+    self.assertEqual(lease_file.read(model_dir).token, holder.token)
     self.assertNotEqual(holder.pid_ns, processes.process_space()[0])
 
 

@@ -38,7 +38,7 @@ def _other_space_record(**fields):
                 refreshed_time=999_998.0, refresh_secs=_PERIOD_SECS,
                 token="other", pid_ns="pid:[4026532001]", boot_id="boot-1")
   record.update(fields)
-  return lease.LeaseRecord(**record)
+  return lease_file.LeaseRecord(**record)
 
 
 class InProcessTest(absltest.TestCase):
@@ -59,7 +59,7 @@ class InProcessTest(absltest.TestCase):
     self.assertIn(f"model_dir {self.model_dir} is in use by another trainer "
                   "in this process, in thread 'MainThread'",
                   str(raised.exception))
-    self.assertEqual(lease.read(self.model_dir).token, first.record.token)
+    self.assertEqual(lease_file.read(self.model_dir).token, first.record.token)
     first.check()  # The first trainer was not harmed: still its lease.
     first.refresh()
     self.assertIsNone(first.lost_to)
@@ -74,13 +74,13 @@ class InProcessTest(absltest.TestCase):
       second = lease.acquire(self.model_dir, refresh_secs=3600)
     self.addCleanup(second.release)
     self.assertIn("the holder was this process", "\n".join(logs.output))
-    self.assertEqual(lease.read(self.model_dir).token, second.record.token)
+    self.assertEqual(lease_file.read(self.model_dir).token, second.record.token)
 
   def test_a_released_lease_lets_the_next_trainer_of_this_process_in(self):
     lease.acquire(self.model_dir, refresh_secs=3600).release()
     second = lease.acquire(self.model_dir, refresh_secs=3600)
     self.addCleanup(second.release)
-    self.assertEqual(lease.read(self.model_dir).token, second.record.token)
+    self.assertEqual(lease_file.read(self.model_dir).token, second.record.token)
 
 
 class OddTimeTest(parameterized.TestCase):
@@ -122,7 +122,7 @@ class OddTimeTest(parameterized.TestCase):
     self.assertGreaterEqual(waited, _BOUND_SECS - _PERIOD_SECS)
     self.assertIn("taking over the stale lease of model_dir: not refreshed "
                   "during the", "\n".join(logs.output))
-    self.assertEqual(lease.read(self.model_dir).token, held.record.token)
+    self.assertEqual(lease_file.read(self.model_dir).token, held.record.token)
 
   @parameterized.named_parameters(("an_hour", 3600.0), ("a_year", 3.2e7))
   def test_holder_ahead_that_refreshes_is_refused_within_the_bound(
@@ -141,7 +141,7 @@ class OddTimeTest(parameterized.TestCase):
     self.assertLessEqual(self.clock.now - start, _BOUND_SECS + 1)
     self.assertIn("is in use by another trainer: host host-a, pid 1",
                   str(raised.exception))
-    self.assertEqual(lease.read(self.model_dir).token, "other")
+    self.assertEqual(lease_file.read(self.model_dir).token, "other")
 
   def test_refresh_period_that_is_not_a_number_waits_the_default_bound(self):
     lease_file.write(self.model_dir, _other_space_record(

@@ -61,7 +61,7 @@ class NoLockTest(absltest.TestCase):
 
   def test_a_write_landing_after_the_read_back_is_seen(self):
     model_dir = "ram://lease_race/settle"
-    other = lease.LeaseRecord(
+    other = lease_file.LeaseRecord(
         host="host-b", pid=7, task="chief/0", start_time=1.0,
         refreshed_time=1.0, refresh_secs=5.0, token="other",
         pid_ns="pid:[1]", boot_id="boot-b")
@@ -75,7 +75,7 @@ class NoLockTest(absltest.TestCase):
                                 "is in use by another trainer: host host-b"):
       lease.acquire(model_dir, sleep=sleep)
     self.assertEqual(slept, [lease.SETTLE_SECS])
-    self.assertEqual(lease.read(model_dir).token, "other")
+    self.assertEqual(lease_file.read(model_dir).token, "other")
 
   def test_a_local_directory_is_locked_and_ram_is_not(self):
     local = self.create_tempdir().full_path
@@ -97,7 +97,7 @@ class RefreshPeriodBoundTest(absltest.TestCase):
     model_dir = self.create_tempdir().full_path
     start = 1_000_000.0
     clock = [start]
-    lease_file.write(model_dir, lease.LeaseRecord(
+    lease_file.write(model_dir, lease_file.LeaseRecord(
         host="host-a", pid=1, task="chief/0", start_time=start,
         refreshed_time=start, refresh_secs=1e9, token="other",
         pid_ns="pid:[4026532001]", boot_id="boot-1"))
@@ -118,7 +118,7 @@ class RefreshPeriodBoundTest(absltest.TestCase):
     self.assertGreaterEqual(clock[0] - start, bound - 60)
 
   def test_a_huge_refresh_period_counts_as_the_maximum(self):
-    record = lease.LeaseRecord(
+    record = lease_file.LeaseRecord(
         host="h", pid=1, task="chief/0", start_time=0.0, refreshed_time=0.0,
         refresh_secs=1e9, token="t")
     self.assertEqual(record.period_secs, lease_file.MAX_REFRESH_SECS)

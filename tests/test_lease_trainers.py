@@ -48,7 +48,7 @@ class RefusedTrainerTest(absltest.TestCase):
     self.addCleanup(holder.wait, timeout=30)
     self.addCleanup(holder.kill)
     ns, boot = processes.process_space()
-    lease_file.write(model_dir, lease.LeaseRecord(
+    lease_file.write(model_dir, lease_file.LeaseRecord(
         host=socket.gethostname(), pid=holder.pid, task="local",
         start_time=time.time() - 60, refreshed_time=time.time(),
         refresh_secs=5.0, token="holder", pid_ns=ns, boot_id=boot))
@@ -70,7 +70,7 @@ class RefusedTrainerTest(absltest.TestCase):
                   f", pid {holder.pid}", str(raised.exception))
     self.assertEqual(_tree(model_dir), before,
                      "the refused trainer changed model_dir")
-    self.assertEqual(lease.read(model_dir).token, "holder")
+    self.assertEqual(lease_file.read(model_dir).token, "holder")
 
 
 @pytest.mark.slow
@@ -120,7 +120,7 @@ class SameProcessTest(absltest.TestCase):
     thread.join(_WAIT_SECS)
     self.assertEqual(outcome.get("first"), "finished", outcome)
     self.assertEqual(_support.checkpoint_step(model_dir), 6)
-    self.assertIsNone(lease.read(model_dir), "the first kept its lease")
+    self.assertIsNone(lease_file.read(model_dir), "the first kept its lease")
     # A later run in this process takes the model_dir as usual.
     _support.linear_estimator(model_dir, save_checkpoints_steps=2).train(
         _support.constant_input_fn, max_steps=8)

@@ -27,6 +27,7 @@ from harness._tf import tf
 from harness.cli import flags as flags_lib
 from harness.cli import results_text
 from harness.distribute import evaluator as evaluator_lib
+from harness.state import checkpoint_reader
 from harness.state import checkpoints
 from harness.state import paths
 from harness.state import run_state
@@ -184,7 +185,7 @@ def _receiver_fn():
 
 
 def _step(path):
-  return int(checkpoints.open_reader(path).get_tensor("global_step"))
+  return int(checkpoint_reader.open_reader(path).get_tensor("global_step"))
 
 
 def _gfile_names(directory):

@@ -19,6 +19,7 @@ from harness import estimator
 from harness._tf import tf
 from harness.canned import default_heads
 from harness.canned import dnn
+from harness.canned import dnn_tower
 from harness.canned import feature_columns as feature_columns_lib
 from harness.canned import linear
 from harness.canned import optimizers
@@ -76,7 +77,7 @@ def combined_model_fn(features, labels, mode, head, *, linear_feature_columns,
   training = mode == ModeKeys.TRAIN
   parts = []  # (logits, variables, optimizer, learning rate, update ops)
   if dnn_feature_columns:
-    logits, variables, updates = dnn.dnn_logits(
+    logits, variables, updates = dnn_tower.dnn_logits(
         features, mode, units=head.logits_dimension,
         hidden_units=dnn_hidden_units, feature_columns=dnn_feature_columns,
         activation_fn=dnn_activation_fn, dropout=dnn_dropout,
@@ -90,7 +91,7 @@ def combined_model_fn(features, labels, mode, head, *, linear_feature_columns,
         feature_columns=linear_feature_columns,
         sparse_combiner=linear_sparse_combiner,
         partitioner=input_layer_partitioner)
-    dnn.layer_summary(logits, "linear")
+    dnn_tower.layer_summary(logits, "linear")
     parts.append((logits, variables, linear_optimizer,
                   _linear_learning_rate(len(linear_feature_columns)), []))
   logits = parts[0][0] if len(parts) == 1 else parts[0][0] + parts[1][0]

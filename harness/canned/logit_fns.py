@@ -14,7 +14,7 @@ their callers here::
 """
 
 from harness._tf import tf
-from harness.canned import dnn
+from harness.canned import dnn_tower
 from harness.canned import linear
 from harness.spec import fn_args
 
@@ -63,7 +63,7 @@ def dnn_logit_fn_builder(units, hidden_units, feature_columns, activation_fn,
     raise ValueError(f"units must be an int.  Given type: {type(units)}")
 
   def dnn_logit_fn(features, mode):
-    logits, _, _ = dnn.dnn_logits(
+    logits, _, _ = dnn_tower.dnn_logits(
         features, mode, units=units, hidden_units=hidden_units,
         feature_columns=feature_columns, activation_fn=activation_fn,
         dropout=dropout, batch_norm=batch_norm, v1=True,

@@ -16,7 +16,7 @@ from absl import logging
 from harness import errors
 from harness._tf import tf
 from harness.guard import stop_signal
-from harness.state import checkpoints
+from harness.state import checkpoint_reader
 from harness.state import storage
 from harness.telemetry import live_metrics
 from harness.telemetry import trainer_status
@@ -166,7 +166,7 @@ def evaluate_once(*, checkpoint_path, master, scaffold, eval_op, final_ops,
   stop_hook = _StopAfterNEvalsHook(steps)
   final_hook = tf.compat.v1.train.FinalOpsHook(final_ops)
   all_hooks = list(hooks) + [stop_hook, final_hook, _StopSignalHook()]
-  checkpoints.check_fits(checkpoint_path, scaffold)
+  checkpoint_reader.check_fits(checkpoint_path, scaffold)
   # tf.estimator 2.15's lines around an evaluation (TensorFlow's logger).
   tf.compat.v1.logging.info("Starting evaluation at %s", time.strftime(
       "%Y-%m-%dT%H:%M:%S", time.localtime()))

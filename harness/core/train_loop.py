@@ -12,7 +12,6 @@ import time
 from absl import logging
 
 from harness import _tf_private
-from harness import errors
 from harness import spec as spec_lib
 from harness._tf import tf
 from harness.core import auto_loop
@@ -23,6 +22,8 @@ from harness.guard import first_batch
 from harness.guard import guard_hook
 from harness.guard import preemption
 from harness.guard import watchdog
+from harness.spec import run_specs
+from harness.state import checkpoint_reader
 from harness.state import checkpoints
 from harness.state import lease as lease_lib
 from harness.state import retention
@@ -136,7 +137,8 @@ def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
         max_steps=None):
   """Runs the training loop until a hook stops it; returns the last loss."""
   hooks = spec_lib.check_hooks(hooks, "hooks")
-  saving_listeners = _check_saving_listeners(saving_listeners)
+  saving_listeners = run_specs.check_saving_listeners(
+      saving_listeners, run_specs.SAVING_LISTENERS_SENTENCE_TRAIN)
   held, guard = _hold_model_dir(model_dir, config, context), None
   try:
     saving_listeners = _serve_live_metrics(config, context, saving_listeners)
@@ -177,18 +179,6 @@ def _hold_model_dir(model_dir, config, context):
   return held
 
 
-def _check_saving_listeners(saving_listeners):
-  """A list of `saving_listeners`, each a CheckpointSaverListener."""
-  saving_listeners = list(saving_listeners or [])
-  for listener in saving_listeners:
-    if not isinstance(listener, tf.compat.v1.train.CheckpointSaverListener):
-      raise errors.ConfigTypeError(
-          "saving_listeners must be a list of CheckpointSaverListener, "
-          f"given: {listener}\nFix: pass tf.compat.v1.train."
-          "CheckpointSaverListener objects (subclass it for your own).")
-  return saving_listeners
-
-
 def _add_loss_summary(train_graph):
   """Adds the "loss" summary (unless model_fn made one) and LOSSES entry."""
   spec = train_graph.spec
@@ -218,7 +208,8 @@ def _assemble_hooks(train_graph, hooks, *, model_dir, config, context,
   restore_from = None
   if context.should_init:
     restore_from = checkpoints.latest_usable_checkpoint(model_dir)
-    checkpoints.check_fits(restore_from, scaffold)  # Before harness's Saver.
+    # Before harness's Saver.
+    checkpoint_reader.check_fits(restore_from, scaffold)
   _ensure_saver(scaffold, config)
   saver_hooks = chief_hooks.saver_hooks(
       common + list(spec.training_chief_hooks), model_dir=model_dir,

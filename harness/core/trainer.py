@@ -86,8 +86,7 @@ def train(model, input_fn, *, hooks, steps, max_steps, saving_listeners,
   check_positive(steps, "steps")
   check_positive(max_steps, "max_steps")
   if max_steps is not None:
-    start = checkpoints.global_step_of(
-        checkpoints.latest_usable_checkpoint(model.model_dir))
+    start = checkpoints.latest_usable_step(model.model_dir)
     if start is not None and max_steps <= start:
       logging.info("Skipping training since max_steps has already saved "
                    "(global step %d >= max_steps %d).", start, max_steps)

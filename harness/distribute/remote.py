@@ -56,9 +56,9 @@ from harness import errors
 from harness import run_config as run_config_lib
 from harness._tf import tf
 from harness.core import train_loop
-from harness.core import trainer
 from harness.distribute import graph_strategy as graph_strategy_lib
 from harness.distribute import remote_stop
+from harness.distribute import remote_tasks
 from harness.distribute import server_claim
 from harness.distribute import strategies
 from harness.distribute.remote_servers import check_servers
@@ -73,44 +73,6 @@ _STOP_SECS = 30.0  # How long stopping the other tasks after an error takes.
 _WAIT_LOG_SECS = 60.0
 _CLOSE_LOG_SECS = 5.0  # Say what the client waits for after this long.
 _MAX_KEY_BASE = 2**21  # Group keys are int32 on the servers: base * 1000.
-
-
-class _TaskHook(tf.compat.v1.train.SessionRunHook):
-  """Tells the client when a task's session exists; stops it when asked.
-
-  Every task starts stepping once all tasks have a session (or one of them
-  ended or failed, or the client stops): under parameter servers a task
-  whose session came first would otherwise train alone for a while.
-  """
-
-  def __init__(self, ready, everyone_ready, agreement, timeout_secs, claims):
-    self._ready = ready
-    self._everyone_ready = everyone_ready
-    self._agreement = agreement
-    self._stop = agreement.stop
-    self._runs_done = 0
-    self._timeout_secs = timeout_secs
-    self._claims = claims
-
-  def after_create_session(self, session, coord):
-    del session, coord
-    self._ready.set()
-    deadline = time.monotonic() + self._timeout_secs
-    while not (self._stop.is_set() or time.monotonic() > deadline or
-               all(e.is_set() for e in self._everyone_ready)):
-      self._stop.wait(0.05)
-
-  def after_run(self, run_context, run_values):
-    del run_values
-    self._runs_done += 1
-    if self._agreement.ends_after(self._runs_done):
-      run_context.request_stop()
-
-  def end(self, session):
-    # Before this task's session closes (MonitoredSession ends the hooks
-    # first): the close may keep its server busy for a while.
-    del session
-    self._claims.closing()
 
 
 def _task_strategy(graph_strategy, kind, cluster, job, index, session_config,
@@ -223,7 +185,7 @@ def _train_claimed(model, input_fn, cluster, graph_strategy, chief, claims, *,
         master=f"grpc://{cluster[job][index]}", is_chief=is_chief,
         should_init=is_chief or kind.lockstep,
         session_config=task_config, task_label=f"remote {job}/{index}")
-    runs.append(_TaskRun(
+    runs.append(remote_tasks.TaskRun(
         model, input_fn, context, strategy, steps=steps,
         max_steps=max_steps,
         hooks=list(hooks or []) if is_chief else [],
@@ -252,8 +214,7 @@ def interrupted_error(model_dir, signal_name="SIGINT", still_stopping=()):
   training (harness.main exits 130 or 143); `still_stopping`: the tasks
   that had not ended their step (and the chief its save) when it gave up
   waiting, so the checkpoint named may not be the last."""
-  step = checkpoints.global_step_of(
-      checkpoints.latest_usable_checkpoint(model_dir))
+  step = checkpoints.latest_usable_step(model_dir)
   saved = ("no checkpoint yet" if step is None else
            f"the newest checkpoint is at step {step}")
   if still_stopping:
@@ -265,47 +226,6 @@ def interrupted_error(model_dir, signal_name="SIGINT", still_stopping=()):
       "command again to resume from it.")
   error.signal_name = signal_name
   return error
-
-
-class _TaskRun:
-  """One task's training thread and its outcome."""
-
-  def __init__(self, model, input_fn, context, strategy, *, steps,
-               max_steps, hooks, saving_listeners, agreement, everyone_ready,
-               start_timeout_secs, claims):
-    self.label = context.task_label.split()[-1]
-    self.ready = threading.Event()
-    self.done = threading.Event()  # Set when the thread's work has ended.
-    self.result = None
-    self.error = None
-    self.failed_at = None
-    task_hook = _TaskHook(self.ready, everyone_ready, agreement,
-                          start_timeout_secs, claims)
-    self._model = model
-    self._input_fn = input_fn
-    self._train_kwargs = dict(
-        hooks=hooks + [task_hook], steps=steps, max_steps=max_steps,
-        saving_listeners=saving_listeners, context=context, strategy=strategy)
-    self.thread = threading.Thread(target=self._run, daemon=True,
-                                   name=f"remote-{self.label}")
-
-  def _run(self):
-    try:
-      self.result = trainer.train(self._model, self._input_fn,
-                                  **self._train_kwargs)
-    except BaseException as e:  # pylint: disable=broad-except
-      self.error = e
-      self.failed_at = time.monotonic()
-      logging.warning("remote | %s | failed: %s: %s", self.label,
-                      type(e).__name__, e)
-    finally:
-      self.ready.set()  # A task that stops early is not waited for either.
-      self.done.set()
-
-  def running(self):
-    # Not thread.is_alive(): a join() interrupted by Ctrl-C can leave it
-    # False for a thread that still runs (CPython, Python <= 3.12).
-    return not self.done.is_set()
 
 
 def _run_all(runs, stop, config, claims, model_dir):

@@ -212,8 +212,7 @@ def train_in_cluster(model, input_fn, *, hooks=None, steps=None,
     if reason is not None:
       run_state.write_task_done(model.model_dir, config.task_label)
     if config.is_chief and reason is not None:
-      step = checkpoints.global_step_of(
-          checkpoints.latest_usable_checkpoint(model.model_dir))
+      step = checkpoints.latest_usable_step(model.model_dir)
       run_state.write_training_stopped(model.model_dir, reason, step)
       logging.info("train | %s | training %s at step %s%s", config.task_label,
                    reason.split(":")[0], step, _PS_LOST if "lost peer ps/" in (

@@ -3,7 +3,8 @@
 Usage::
 
     listener = save_listener.NewCheckpointListener(
-        evaluator_lib.CheckpointEvaluator(estimator, eval_spec, max_steps),
+        checkpoint_evaluator.CheckpointEvaluator(estimator, eval_spec,
+                                                 max_steps),
         eval_spec.throttle_secs)
     estimator.train(input_fn, max_steps=max_steps,
                     saving_listeners=[listener])

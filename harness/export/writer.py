@@ -26,6 +26,7 @@ from harness import errors
 from harness._tf import tf
 from harness.export import outputs as outputs_lib
 from harness.spec import ModeKeys
+from harness.state import checkpoint_reader
 from harness.state import checkpoints
 from harness.state import retention
 from harness.state import storage
@@ -186,7 +187,7 @@ def _add_meta_graph_for_mode(builder, mode, receiver_fn, build_spec_fn,
       local_init_op = tf.compat.v1.train.Scaffold.default_local_init_op()
     # The same saver restores now and is written into the MetaGraph, so a
     # custom Scaffold saver reaches the SavedModel loader too.
-    checkpoints.check_fits(checkpoint_path, spec.scaffold)
+    checkpoint_reader.check_fits(checkpoint_path, spec.scaffold)
     saver = spec.scaffold.saver or tf.compat.v1.train.Saver(sharded=True)
     if spec.train_op is not None:
       tf.compat.v1.add_to_collection(_TRAIN_OP_COLLECTION, spec.train_op)

@@ -10,28 +10,28 @@ the previous handler.
 
 Python runs signal handlers only between bytecodes of the main thread, so a
 main thread blocked in `session.run` (a hung input generator, a huge first
-batch) would never see them. A watcher thread reads each signal from a
-wakeup socket (`signal.set_wakeup_fd`) and arms a bound (`stop_timeout_secs`,
-default `DEFAULT_STOP_TIMEOUT_SECS`); if no step boundary (in a loop) or no
-exit (outside one) comes within it, one line names the stage the process is
-blocked in and it exits (`os._exit`: the blocked thread cannot unwind). The
-bound is for a step (or a stage) that does not end: a checkpoint save or an
-export in progress (`finishing`) is not cut; the bound starts again once it
-ended. A second signal always ends the process at once, with one line. Exit
-status (`exit_status`): EXIT_PREEMPTED (143) for SIGTERM, EXIT_INTERRUPTED
+batch) would never see them. A watcher thread (`guard/signal_watcher`) reads
+each signal from a wakeup socket (`signal.set_wakeup_fd`); it arms a bound
+(`stop_timeout_secs`, default `DEFAULT_STOP_TIMEOUT_SECS`); if no step boundary
+(in a loop) or no exit (outside one) comes within it, one line names the stage
+the process is blocked in and it exits (`os._exit`: the blocked thread cannot
+unwind). The bound is for a step (or a stage) that does not end: a checkpoint
+save or an export in progress (`finishing`) is not cut; the bound starts again
+once it ended. A second signal always ends the process at once, with one line.
+Exit status (`exit_status`): EXIT_PREEMPTED (143) for SIGTERM, EXIT_INTERRUPTED
 (130) for SIGINT.
 """
 
 import contextlib
 import os
 import signal
-import socket
 import threading
 
 from absl import logging
 
 from harness import errors
 from harness import fields
+from harness.guard import signal_watcher
 
 __all__ = ["STOP_SIGNALS", "StopSignal", "STOP_SIGNAL", "Terminated",
            "notify_preemption", "DEFAULT_STOP_TIMEOUT_SECS", "exit_status"]
@@ -95,7 +95,9 @@ class StopSignal:
     # The stage SIGTERM raised `Terminated` in (raised inside TensorFlow's
     # C++ bindings it may come out as another exception).
     self.terminated_in = None
-    self._watcher = None  # (thread, read socket, write socket, old fd)
+    # Reads each signal while the main thread blocks (watcher thread).
+    self._watcher = signal_watcher.SignalWatcher(STOP_SIGNALS,
+                                                 self._on_watched)
     self._timer = None
     self._armed = 0  # Which timer is the live one.
     self._signals_seen = 0
@@ -128,7 +130,7 @@ class StopSignal:
     self._previous = {n: signal.signal(n, self._on_signal)
                       for n in STOP_SIGNALS}
     self._installed = True
-    self._start_watcher()
+    self._watcher.start()
 
   def acquire(self, *, label="local",
               stop_timeout_secs=DEFAULT_STOP_TIMEOUT_SECS):
@@ -153,50 +155,6 @@ class StopSignal:
                      "notify_preemption() from the main thread's own)")
         return
       self._install()
-
-  def _start_watcher(self):
-    read_end, write_end = socket.socketpair()
-    write_end.setblocking(False)
-    try:
-      old_fd = signal.set_wakeup_fd(write_end.fileno(),
-                                    warn_on_full_buffer=False)
-    except ValueError:  # Not the main thread after all: handler only.
-      read_end.close()
-      write_end.close()
-      return
-    thread = threading.Thread(target=self._watch, args=(read_end, old_fd),
-                              name="harness-stop-signal", daemon=True)
-    self._watcher = (thread, read_end, write_end, old_fd)
-    thread.start()
-
-  def _stop_watcher(self):
-    """Restores the previous wakeup fd; the watcher thread then ends."""
-    self._cancel_timer()
-    if self._watcher is None:
-      return
-    thread, read_end, write_end, old_fd = self._watcher
-    self._watcher = None
-    signal.set_wakeup_fd(old_fd)
-    write_end.close()  # The watcher's recv() returns b"" and it ends.
-    thread.join(timeout=5)
-    read_end.close()
-
-  def _watch(self, read_end, old_fd):
-    while True:
-      try:
-        data = read_end.recv(64)
-      except OSError:
-        return
-      if not data:
-        return
-      if old_fd != -1:  # Whoever used the wakeup fd before us still hears.
-        try:
-          os.write(old_fd, data)
-        except OSError:
-          pass
-      for signum in data:
-        if signum in tuple(int(s) for s in STOP_SIGNALS):
-          self._on_watched(signal.Signals(signum).name)
 
   def _where(self):
     return self._finishing[-1] if self._finishing else self.stage
@@ -345,7 +303,8 @@ class StopSignal:
         self._users = 0  # Cannot restore from here; forward from now on.
         return
       previous = dict(self._previous)
-    self._stop_watcher()  # Outside the lock: the watcher may wait for it.
+    self._cancel_timer()
+    self._watcher.stop()  # Outside the lock: the watcher may wait for it.
     for signum, handler in previous.items():
       signal.signal(signum, signal.SIG_DFL if handler is None else handler)
 
@@ -357,7 +316,7 @@ class StopSignal:
 
   def _on_signal(self, signum, frame):
     name = signal.Signals(signum).name
-    if self._users > 0 and self._watcher is not None:
+    if self._users > 0 and self._watcher.running:
       # The watcher thread counts, logs and bounds it (it got it through
       # the wakeup fd); raising the flag here too makes the current step's
       # hooks see it at once, whichever thread runs first.

@@ -51,18 +51,14 @@ import json
 
 from harness.cluster import jobs
 from harness.cluster import jobset_env
-# The JobSet restart attempt, set by the JobSet controller on every pod it
-# creates (kubernetes-sigs/jobset pkg/constants/constants.go RestartsKey),
-# passed through the downward API; harness.main reads it (cluster/).
-from harness.cluster.restart_attempt import RESTART_ATTEMPT_ANNOTATION
-from harness.cluster.restart_attempt import RESTART_ATTEMPT_ENV
+from harness.cluster import restart_attempt
 from harness.k8s import config as config_lib
 from harness.k8s import pods
 from harness.k8s import policy
 
 __all__ = ["render_jobset", "render_trainjob", "jobset_spec",
-           "runtime_name", "JOBSET_API", "TRAINER_API", "RESTART_ATTEMPT_ENV",
-           "RESTART_ATTEMPT_ANNOTATION", "ANCESTOR_LABEL", "TRAINER_CONTAINER"]
+           "runtime_name", "JOBSET_API", "TRAINER_API", "ANCESTOR_LABEL",
+           "TRAINER_CONTAINER"]
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 TRAINER_API = "trainer.kubeflow.org/v1alpha1"
@@ -102,8 +98,11 @@ def _place_env(config):
                  f"'{jobset_env.POD_INDEX_ANNOTATION}']"),
       {"name": jobset_env.TASKS_ENV, "value": json.dumps(tasks)},
       {"name": jobset_env.PORT_ENV, "value": str(config.port)},
-      _field_env(RESTART_ATTEMPT_ENV,
-                 f"metadata.annotations['{RESTART_ATTEMPT_ANNOTATION}']"),
+      # The JobSet restart attempt, set by the JobSet controller on every
+      # pod it creates (kubernetes-sigs/jobset pkg/constants/constants.go
+      # RestartsKey); harness.main reads it (cluster/restart_attempt).
+      _field_env(restart_attempt.RESTART_ATTEMPT_ENV, "metadata.annotations["
+                 f"'{restart_attempt.RESTART_ATTEMPT_ANNOTATION}']"),
   ]
 
 

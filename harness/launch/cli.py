@@ -30,7 +30,8 @@ SIGTERM goes to the trainers, after them to ps and evaluator (SIGKILL after
     code = harness.launch.launch(["python", "train.py"], workers=2, ps=1)
 
 The task supervisor (process groups, restarts, stopping, output) is
-`launch/supervisor.py`; this module builds the cluster and is the binary.
+`launch/supervisor.py`; this module builds the cluster and is the binary
+(its flags and `--help` text: `launch/cli_flags.py`).
 """
 
 import contextlib
@@ -42,10 +43,8 @@ import shutil
 import signal
 import sys
 import threading
-import types
 
 from absl import app
-from absl import flags
 
 from harness import cluster as cluster_lib
 from harness import errors
@@ -53,6 +52,7 @@ from harness import tf_env
 from harness.cli import binary_flags
 from harness.cli import tensorboard_server
 from harness.cluster import listen
+from harness.launch import cli_flags
 from harness.launch import metrics_ports
 from harness.launch import netns
 from harness.launch import ports
@@ -270,90 +270,20 @@ def launch(command, *, workers, chief=False, ps=0, evaluator=False,
 # ---------------------------------------------------------------- binary --
 
 
-def _define_flags():
-  """Defines the binary's flags and returns their holders.
-
-  Called only when the module runs as a binary, so that importing it as a
-  library adds no flags that could clash with other modules' flags.
-  """
-  return types.SimpleNamespace(
-      workers=flags.DEFINE_integer("workers", 1, "Number of worker tasks.",
-                                   lower_bound=0),
-      chief=flags.DEFINE_bool("chief", False, "Whether to add a chief task."),
-      ps=flags.DEFINE_integer("ps", 0, "Number of parameter server tasks.",
-                              lower_bound=0),
-      evaluator=flags.DEFINE_bool(
-          "evaluator", False, "Whether to add an evaluator task (not in the "
-          "cluster; its TF_CONFIG task is evaluator/0)."),
-      max_restarts=flags.DEFINE_integer(
-          "max_restarts", 0, "Restarts per task after a non-zero exit or a "
-          "signal.", lower_bound=0),
-      host=flags.DEFINE_string("host", "127.0.0.1",
-                               "Address every task listens on."),
-      timeout_secs=flags.DEFINE_float(
-          "timeout_secs", 0, "If > 0, stop everything after this many "
-          "seconds and exit 124.", lower_bound=0),
-      grace_secs=flags.DEFINE_float(
-          "grace_secs", 10, "Seconds between SIGTERM and SIGKILL when "
-          "stopping tasks.", lower_bound=0),
-      network_isolation=flags.DEFINE_enum(
-          "network_isolation", "auto", netns.MODES, "auto: run the "
-          "tasks in a private network namespace when the platform allows "
-          "(TensorFlow servers listen on every interface), else warn; netns: "
-          "require it; none: share this machine's network (needed for "
-          "gs:// model_dirs) and warn."),
-      # TensorBoard: one server for the cluster's model_dir.
-      tensorboard=flags.DEFINE_integer(
-          "tensorboard", None, "--tensorboard[=PORT]: serve the tasks' "
-          "--model_dir with TensorBoard on 127.0.0.1:PORT while the cluster "
-          "runs and print its URL; a bare --tensorboard is port "
-          f"{tensorboard_server.DEFAULT_PORT}, 0 picks a free port.",
-          lower_bound=0, upper_bound=65535),
-      tensorboard_keep=flags.DEFINE_bool(
-          "tensorboard_keep", False, "Leave --tensorboard's server running "
-          "after the cluster ends (prints its pid)."))
-
-
-_USAGE = ("usage: python -m harness.launch --workers=N [--chief] [--ps=P] "
-          "[--evaluator] [--max_restarts=R] [--timeout_secs=S] "
-          "[--tensorboard[=PORT]] -- COMMAND...")
-
-
-_HELP = """\
-Runs a training cluster on this machine, one subprocess a task: each runs the
-command after `--` with its own TF_CONFIG (free ports on --host) and
-HARNESS_TASK=<job>/<index>.
-
-    python -m harness.launch --workers=2 --ps=1 --evaluator -- \\
-        python -m harness.main --model_dir=/tmp/m ...
-
-Output lines are prefixed by their task, `[worker/1] ...`; the launcher's,
-`launch | `. A task's stderr loses TensorFlow's C++ lines below its
-TF_CPP_MIN_LOG_LEVEL (3 unless set; TF 2.21 prints some at import). Exit
-status: 0 once every chief, worker and evaluator task exited 0 (ps tasks are
-then stopped); a failed task's status (128+N for signal N) once its restarts
-are used up; 124 after --timeout_secs."""
-
-
-def _help_text(flag):
-  names = [holder.name for holder in vars(flag).values()]
-  return (f"{_USAGE}\n\n{_HELP}\n\nflags:\n"
-          + binary_flags.flag_help(flags.FLAGS, names))
-
-
 def _tensorboard(flag, command):
   """One TensorBoard for the cluster (`--tensorboard`), or a null context."""
   if flag.tensorboard.value is None:
     if flag.tensorboard_keep.value:
-      binary_flags.usage_error("launch", "--tensorboard_keep keeps the server "
-                               "that --tensorboard starts: add --tensorboard.", _USAGE)
+      binary_flags.usage_error(
+          "launch", "--tensorboard_keep keeps the server that --tensorboard "
+          "starts: add --tensorboard.", cli_flags.USAGE)
     return contextlib.nullcontext()
   model_dir = tensorboard_server.model_dir_in_command(command)
   if not model_dir:
     binary_flags.usage_error(
         "launch", f"--tensorboard={flag.tensorboard.value}: the command "
         "after `--` passes no --model_dir to serve. Fix: add "
-        "--model_dir=<shared path> to the command.", _USAGE)
+        "--model_dir=<shared path> to the command.", cli_flags.USAGE)
   return tensorboard_server.serving(
       model_dir, port=flag.tensorboard.value,
       keep=flag.tensorboard_keep.value, label="launch | tensorboard")
@@ -364,7 +294,7 @@ def _main(flag, argv):
   if not command:
     binary_flags.usage_error(
         "launch", "no command: put the command every task runs after `--`.",
-        _USAGE)
+        cli_flags.USAGE)
   stop_event = threading.Event()
   received = []
 
@@ -384,7 +314,7 @@ def _main(flag, argv):
           grace_secs=flag.grace_secs.value, stop_event=stop_event,
           network_isolation=flag.network_isolation.value)
   except errors.ConfigError as e:
-    binary_flags.usage_error("launch", str(e), _USAGE)
+    binary_flags.usage_error("launch", str(e), cli_flags.USAGE)
   if received and status == 130:
     status = 128 + received[0]
   sys.exit(status)
@@ -392,8 +322,9 @@ def _main(flag, argv):
 
 def run():
   """Console-script entry point (`harness-launch`), as `python -m`."""
-  flag = _define_flags()
-  parse = binary_flags.flags_parser("launch", _USAGE, lambda: _help_text(flag))
+  flag = cli_flags.define()
+  parse = binary_flags.flags_parser("launch", cli_flags.USAGE,
+                                    lambda: cli_flags.help_text(flag))
   app.run(functools.partial(_main, flag),
           flags_parser=lambda argv: parse(
               tensorboard_server.expand_bare_flag(argv)))

@@ -45,17 +45,8 @@ from harness._tf import tf
 from harness.state import lease_file
 from harness.state import processes
 
-__all__ = [
-    "LEASE_FILE", "DEFAULT_REFRESH_SECS", "STALE_AFTER_REFRESHES",
-    "LeaseRecord", "Lease", "hold", "read", "stale_reason",
-]
+__all__ = ["STALE_AFTER_REFRESHES", "Lease", "hold", "stale_reason"]
 
-LEASE_FILE = lease_file.LEASE_FILE
-DEFAULT_REFRESH_SECS = lease_file.DEFAULT_REFRESH_SECS
-LeaseRecord = lease_file.LeaseRecord
-read = lease_file.read
-_path = lease_file.path
-_write = lease_file.write
 STALE_AFTER_REFRESHES = 6  # Periods without a refresh: the holder is gone.
 # Without a lock: the second read-back of a claim's token, seconds later.
 SETTLE_SECS = 1.0
@@ -171,14 +162,14 @@ class Lease:
       try:
         self.refresh()
       except Exception as e:  # pylint: disable=broad-except
-        logging.warning("lease | cannot refresh %s: %s", _path(self.model_dir),
-                        e)
+        logging.warning("lease | cannot refresh %s: %s",
+                        lease_file.path(self.model_dir), e)
       if self._lost is not None:
         return
 
   def refresh(self):
     """Rewrites the lease with the current time, unless another took it."""
-    current = read(self.model_dir)
+    current = lease_file.read(self.model_dir)
     if current is not None and current.token != self.record.token:
       self._lost = current
       _forget(self)
@@ -189,7 +180,7 @@ class Lease:
       return
     self.record = dataclasses.replace(self.record,
                                       refreshed_time=self._clock())
-    _write(self.model_dir, self.record)
+    lease_file.write(self.model_dir, self.record)
 
   def check(self):
     """Raises ModelDirLeaseError once another trainer took the lease over."""
@@ -223,15 +214,15 @@ class Lease:
     _forget(self)
     if self._thread.is_alive():
       self._thread.join(timeout=self.record.refresh_secs + 5)
-    current = read(self.model_dir)
+    current = lease_file.read(self.model_dir)
     if current is not None and current.token == self.record.token:
       try:
-        tf.io.gfile.remove(_path(self.model_dir))
+        tf.io.gfile.remove(lease_file.path(self.model_dir))
       except Exception as e:  # pylint: disable=broad-except
         if type(e).__name__ != "NotFoundError":
           raise
       logging.info("lease | %s | released model_dir's %s", self.record.task,
-                   LEASE_FILE)
+                   lease_file.LEASE_FILE)
 
   def __enter__(self):
     return self
@@ -246,7 +237,7 @@ def _forget(held):
 
 
 def acquire(model_dir, *, task_label="local", force_takeover=False,
-            refresh_secs=DEFAULT_REFRESH_SECS, clock=time.time,
+            refresh_secs=lease_file.DEFAULT_REFRESH_SECS, clock=time.time,
             host=None, pid=None, pid_alive=processes.pid_alive, space=None,
             sleep=time.sleep):
   """Takes the trainer's lease of `model_dir` and starts refreshing it.
@@ -295,9 +286,9 @@ def acquire(model_dir, *, task_label="local", force_takeover=False,
       _HELD[record.token] = lease
   lease._thread.start()  # pylint: disable=protected-access
   logging.info("lease | %s | holds model_dir's %s (host %s, pid "
-               "%d, refreshed every %g s)", task_label, LEASE_FILE,
+               "%d, refreshed every %g s)", task_label, lease_file.LEASE_FILE,
                record.host, record.pid, refresh_secs)
-  logging.debug("lease | %s | %s", task_label, _path(model_dir))
+  logging.debug("lease | %s | %s", task_label, lease_file.path(model_dir))
   return lease
 
 
@@ -305,7 +296,7 @@ def _claim(model_dir, *, task_label, force_takeover, clock, sleep, host, pid,
            space, pid_alive, refresh_secs):
   """`acquire`'s decision and write; returns the written `LeaseRecord`."""
   now = clock()
-  current = read(model_dir)
+  current = lease_file.read(model_dir)
   reason = None
   if current is not None and not force_takeover and not _same_process_space(
       current, host, space) and stale_reason(
@@ -318,18 +309,18 @@ def _claim(model_dir, *, task_label, force_takeover, clock, sleep, host, pid,
                force_takeover=force_takeover, reason=reason or stale_reason(
                    current, now=now, host=host, pid=pid,
                    pid_alive=pid_alive, space=space))
-  record = LeaseRecord(
+  record = lease_file.LeaseRecord(
       host=host, pid=pid, task=task_label, start_time=now, refreshed_time=now,
       refresh_secs=refresh_secs, token=uuid.uuid4().hex,
       pid_ns=space[0], boot_id=space[1])
-  _write(model_dir, record)
+  lease_file.write(model_dir, record)
   _verify(model_dir, record, now)
   return record
 
 
 def _verify(model_dir, record, now):
   """Raises ModelDirLeaseError unless the lease file holds `record`."""
-  check = read(model_dir)
+  check = lease_file.read(model_dir)
   if check is None or check.token != record.token:  # Lost a start-up race.
     raise errors.ModelDirLeaseError(_held_message(model_dir, check or record,
                                                   now))
@@ -366,12 +357,13 @@ def _held_message(model_dir, holder, now):
         "model_dir.")
   return (
       f"model_dir {model_dir} is in use by another trainer: "
-      f"{holder.describe(now)} (lease file {_path(model_dir)}). Two trainers "
-      "on one model_dir would interleave their checkpoints. Fix: wait for "
-      "that trainer to finish (or stop it), use another --model_dir, or, if "
-      "it is gone, pass --force_takeover (RunConfig(force_takeover=True)); a "
-      f"lease not refreshed for {stale_after:g} s, or whose process is dead "
-      "in this host's PID namespace, is taken over automatically.")
+      f"{holder.describe(now)} (lease file {lease_file.path(model_dir)}). "
+      "Two trainers on one model_dir would interleave their checkpoints. "
+      "Fix: wait for that trainer to finish (or stop it), use another "
+      "--model_dir, or, if it is gone, pass --force_takeover "
+      "(RunConfig(force_takeover=True)); a lease not refreshed for "
+      f"{stale_after:g} s, or whose process is dead in this host's PID "
+      "namespace, is taken over automatically.")
 
 
 def hold(model_dir, **kwargs):

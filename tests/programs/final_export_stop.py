@@ -17,7 +17,7 @@ import sys
 import time
 import types
 
-from harness.distribute import evaluator
+from harness.distribute import checkpoint_evaluator as evaluator_lib
 from harness.guard import stop_signal
 
 
@@ -34,7 +34,7 @@ class _SignalledExporter:
 def main(model_dir, final):
   stop_signal.STOP_SIGNAL.install_for_process(label="evaluator/0",
                                               stop_timeout_secs=2)
-  checkpoint_evaluator = evaluator.CheckpointEvaluator(
+  checkpoint_evaluator = evaluator_lib.CheckpointEvaluator(
       types.SimpleNamespace(model_dir=model_dir),
       types.SimpleNamespace(exporters=[_SignalledExporter()]), 100)
   try:

@@ -70,8 +70,8 @@ _LABEL_SHAPE_ERR_MSG = (
     "n_classes argument to the head and/or the shape of your label.")
 
 
-class Head(abc.ABC):
-  """Interface for the head/top of a model (tf.estimator 2.15's v2 Head)."""
+class HeadBase(abc.ABC):
+  """What every head declares, v2 (`Head`) or v1 (`canned/head_v1`'s)."""
 
   @property
   @abc.abstractmethod
@@ -82,6 +82,10 @@ class Head(abc.ABC):
   @abc.abstractmethod
   def logits_dimension(self):
     """Size of the last dimension of the logits `Tensor`."""
+
+
+class Head(HeadBase):
+  """Interface for the head/top of a model (tf.estimator 2.15's v2 Head)."""
 
   @property
   @abc.abstractmethod

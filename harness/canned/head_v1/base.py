@@ -90,22 +90,13 @@ class HeadSpec(collections.namedtuple("HeadSpec", [
         export_outputs=self.export_outputs)
 
 
-class Head(abc.ABC):
+class Head(base_head.HeadBase):
   """tf.estimator 2.15's v1 `_Head`: the top of a model, given its logits.
 
-  A subclass defines `name`, `logits_dimension` and `create_loss`, and
-  either `create_estimator_spec` or `_create_tpu_estimator_spec`.
+  A subclass defines `name`, `logits_dimension` (`base_head.HeadBase`) and
+  `create_loss`, and either `create_estimator_spec` or
+  `_create_tpu_estimator_spec`.
   """
-
-  @property
-  @abc.abstractmethod
-  def name(self):
-    """The head's name (a string or None)."""
-
-  @property
-  @abc.abstractmethod
-  def logits_dimension(self):
-    """Size of the last dimension of the logits `Tensor`."""
 
   @abc.abstractmethod
   def create_loss(self, features, mode, logits, labels):
