@@ -27,6 +27,7 @@ _HAND_WRITTEN = (
     "## Harness overhead hotspots",
     "### What the figures show",
     "## Where the time goes in a collective step",
+    "### Counted: what harness runs per 100 steps beyond the bare loop",
     "### What the per-step breakdown shows",
     "### What the canned figures show",
     "### Check after the TaskPlan",

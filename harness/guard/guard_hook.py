@@ -1,10 +1,21 @@
 """The training guard's hook: SIGTERM -> a stop (agreed by every collective
 worker), then `TrainingPreemptedError` after the chief's final save.
 
+Collective workers agree in a stop vote (a 2-float all-reduce in a run of
+its own after a training run) about every `VOTE_SECS` of training (at most
+a tenth of `stop_timeout_secs`, the bound from a signal to the stop), not
+after every run: each vote also sums every worker's proposal of how many
+runs make that time, so all workers get the same count and vote again
+after the same run. A run of a few milliseconds at steps_per_loop=1 would
+otherwise pay a second session.run and a second all-reduce each step
+(`python -m bench.perf.step_accounting`, bench/RESULTS.md).
+
 `preemption.TrainingGuard` makes one (`guard.hook`), to be added last.
 `SaveStageListener` goes first among a CheckpointSaverHook's listeners: a
 save in progress is a stage the stop bound does not cut (`stop_signal`).
 """
+
+import time
 
 from absl import logging
 
@@ -15,20 +26,30 @@ from harness.guard.stop_signal import STOP_SIGNAL
 from harness.state import checkpoints
 
 __all__ = ["GuardHook", "SaveStageListener", "VOTE_GROUP_KEY",
-           "VOTE_INSTANCE_KEY"]
+           "VOTE_INSTANCE_KEY", "VOTE_SECS", "MAX_RUNS_BETWEEN_VOTES"]
 
 # Keys of the vote collective: far above the strategy's own (which count up
 # from 1), so the two never share a group or an instance.
 VOTE_GROUP_KEY = 1 << 30
 VOTE_INSTANCE_KEY = (1 << 30) + 1
+# A SIGTERM stops training about this long (plus one run) after it arrived,
+# at most; a vote costs a session.run and a small all-reduce (~1-3 ms).
+# Runs that slow down 10-fold between votes still stop within the bound.
+VOTE_SECS = 1.0
+MAX_RUNS_BETWEEN_VOTES = 1000
 
 
 class GuardHook(tf.compat.v1.train.SessionRunHook):
   """SIGTERM -> stop (agreed under collective); raises after the save."""
 
-  def __init__(self, guard):
+  def __init__(self, guard, clock=time.monotonic):
     self._guard = guard
+    self._clock = clock
     self._vote = None
+    self._runs_per_vote = 1  # Agreed at each vote; the first run votes.
+    self._runs_since_vote = 0
+    self._voted_at = None
+    self._vote_secs = VOTE_SECS
     self._local_flag = None
     self._step = None
     self._options = None
@@ -46,9 +67,11 @@ class GuardHook(tf.compat.v1.train.SessionRunHook):
       self._options = tf.compat.v1.RunOptions(
           timeout_in_ms=int(guard.peer_timeout_secs * 1000))
     if guard.vote_group_size > 1:
+      self._vote_secs = min(VOTE_SECS, guard.stop_timeout_secs / 10)
       with tf.compat.v1.device(guard.vote_device), tf.name_scope("preempt"):
+        # [this worker's stop flag, its proposed runs until the next vote]
         self._local_flag = tf.compat.v1.placeholder_with_default(
-            tf.constant(0.0), shape=[], name="local_stop")
+            tf.constant([0.0, 1.0]), shape=[2], name="local_stop")
         self._vote = tf.raw_ops.CollectiveReduceV2(
             input=self._local_flag, group_size=guard.vote_group_size,
             group_key=VOTE_GROUP_KEY, instance_key=VOTE_INSTANCE_KEY,
@@ -58,6 +81,8 @@ class GuardHook(tf.compat.v1.train.SessionRunHook):
   def after_create_session(self, session, coord):
     del coord
     self._stop_requested = False
+    self._runs_per_vote, self._runs_since_vote = 1, 0
+    self._voted_at = self._clock()
     if self._step is not None:
       self.start_step = int(session.run(self._step))
       logging.info("train | %s | starting at step %d", self._guard.label,
@@ -81,13 +106,7 @@ class GuardHook(tf.compat.v1.train.SessionRunHook):
 
   def _after_step(self, run_context):
     if self._vote is not None:
-      # A run of its own, after the step: inside the step it could
-      # interleave differently with the model's collectives on each worker
-      # (e.g. those of a steps_per_loop while_loop) and deadlock.
-      votes = int(run_context.session.run(
-          self._vote, feed_dict={
-              self._local_flag: 1.0 if STOP_SIGNAL.event.is_set() else 0.0},
-          options=self._options))
+      votes = self._vote_if_due(run_context.session)
       stop = votes > 0
     else:
       stop = STOP_SIGNAL.event.is_set()
@@ -102,6 +121,27 @@ class GuardHook(tf.compat.v1.train.SessionRunHook):
                       " (agreed by every worker)" if self._vote is not None
                       else "")
       run_context.request_stop()
+
+  def _vote_if_due(self, session):
+    """The agreed number of tasks stopping (0 between votes)."""
+    self._runs_since_vote += 1
+    if self._runs_since_vote < self._runs_per_vote:
+      return 0
+    now = self._clock()
+    per_run = (now - self._voted_at) / self._runs_since_vote
+    proposal = MAX_RUNS_BETWEEN_VOTES if per_run <= 0 else int(
+        max(1, min(MAX_RUNS_BETWEEN_VOTES, self._vote_secs // per_run)))
+    # A run of its own, after the step: inside the step it could
+    # interleave differently with the model's collectives on each worker
+    # (e.g. those of a steps_per_loop while_loop) and deadlock.
+    votes, proposals = session.run(self._vote, feed_dict={
+        self._local_flag: [1.0 if STOP_SIGNAL.event.is_set() else 0.0,
+                           float(proposal)]}, options=self._options)
+    # Every worker got the same sums: the same next vote.
+    self._runs_per_vote = max(1, int(round(proposals)) //
+                              self._guard.vote_group_size)
+    self._runs_since_vote, self._voted_at = 0, now
+    return int(round(votes))
 
   def end(self, session):
     if not self._stop_requested:

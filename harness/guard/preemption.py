@@ -10,8 +10,9 @@
   stops after the current step, the chief's CheckpointSaverHook saves at that step in `end()`, and
   the guard's hook (the last one) raises `TrainingPreemptedError`, so that a
   supervisor restarts the task, which resumes at that step. Under a
-  collective strategy every step all-reduces a 0/1 stop vote, so that all
-  workers stop after the same step (a worker stopping alone would leave its
+  collective strategy the workers all-reduce a stop vote about every
+  second of training (`guard_hook.VOTE_SECS`), after the same run, so that
+  all stop after the same step (a worker stopping alone would leave its
   peers waiting in the next all-reduce).
 * A step failing because a peer is gone raises `errors.PeerLostError`
   naming the peer, instead of MonitoredSession's in-place session
