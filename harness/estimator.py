@@ -22,7 +22,6 @@ import numpy as np
 from absl import logging
 
 from harness import errors
-from harness import plan as task_plan
 from harness import run_config as run_config_lib
 from harness import spec as spec_lib
 from harness import warm_start as warm_start_lib

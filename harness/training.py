@@ -20,7 +20,7 @@ from absl import logging
 
 from harness import errors
 from harness import estimator as estimator_lib
-from harness import plan as task_plan
+from harness import plan as plan_lib
 from harness import run_config as run_config_lib
 from harness import spec as spec_lib
 from harness._tf import tf
@@ -56,7 +56,7 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
       estimator=estimator, train_spec=train_spec, eval_spec=eval_spec)
   config = estimator.config
   role, _, task_id = _task_of(config)
-  if role == task_plan.Role.EVALUATOR and task_id > 0:
+  if role == plan_lib.Role.EVALUATOR and task_id > 0:
     raise errors.ClusterConfigError(
         "For distributed training, there can only be one `evaluator` task "
         f"(with task id 0).  Given task id {task_id}\nFix: run one "
@@ -80,9 +80,9 @@ def _check_eval_spec(eval_spec):
 
 # The runner of each role; a trainer's is `run_<its task type>` (chief,
 # worker, master, or a type a subclass adds a runner for).
-_RUNNERS = {task_plan.Role.LOCAL: "run_local",
-            task_plan.Role.CLIENT: "run_local", task_plan.Role.PS: "run_ps",
-            task_plan.Role.EVALUATOR: "run_evaluator"}
+_RUNNERS = {plan_lib.Role.LOCAL: "run_local",
+            plan_lib.Role.CLIENT: "run_local", plan_lib.Role.PS: "run_ps",
+            plan_lib.Role.EVALUATOR: "run_evaluator"}
 
 
 def _task_of(config):
@@ -96,12 +96,12 @@ def _task_of(config):
   task_type = config.task_type
   if isinstance(config, run_config_lib.RunConfig) and (
       config.remote_cluster is not None):
-    role = task_plan.Role.CLIENT  # A standalone client: it trains remotely.
+    role = plan_lib.Role.CLIENT  # A standalone client: it trains remotely.
   elif not config.cluster_spec and task_type != jobs.EVALUATOR:
-    role = task_plan.Role.LOCAL  # No TF_CONFIG cluster.
+    role = plan_lib.Role.LOCAL  # No TF_CONFIG cluster.
   else:
-    role = {jobs.PS: task_plan.Role.PS, jobs.EVALUATOR: (
-        task_plan.Role.EVALUATOR)}.get(task_type, task_plan.Role.TRAINER)
+    role = {jobs.PS: plan_lib.Role.PS, jobs.EVALUATOR: (
+        plan_lib.Role.EVALUATOR)}.get(task_type, plan_lib.Role.TRAINER)
   return role, task_type, config.task_id
 
 

@@ -13,7 +13,7 @@ the model to `train`, which picks the way by the RunConfig:
 
 import dataclasses
 
-from harness import task_plan
+from harness import plan as plan_lib
 from harness.core import train_loop
 from harness.core import trainer
 from harness.distribute import graph_strategy
@@ -42,7 +42,7 @@ def train(model, input_fn, *, hooks, steps, max_steps, saving_listeners,
         saving_listeners=saving_listeners,
         connect_timeout_secs=config.remote_connect_timeout_secs)
     return
-  if config.plan.role == task_plan.Role.TRAINER:
+  if config.plan.role == plan_lib.Role.TRAINER:
     # A chief/worker of a TF_CONFIG cluster joins it (as 2.15's coordinator).
     roles.train_in_cluster(model, input_fn, hooks=hooks, steps=steps,
                            max_steps=max_steps,
