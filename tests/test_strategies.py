@@ -172,14 +172,14 @@ class ConfigureForTaskTest(parameterized.TestCase):
                      ["/job:worker/replica:0/task:1/device:CPU:0",
                       "/job:worker/replica:0/task:1/device:CPU:1"])
 
-  def test_collective_cpu_all_reduces_each_gradient_by_default(self):
-    # TF's configure() packs every gradient into one all-reduce
-    # (ScopedAllocator ON); harness's CPU default turns it off.
+  def test_collective_keeps_tensorflows_scoped_allocator_by_default(self):
+    # The strategy packs the gradients itself in graph mode; harness leaves
+    # configure()'s rewrite setting (ON) as it is.
     config = strategies.configure_for_task(
         strategies.make_strategy("collective"), cluster=_CLUSTER,
         task_type="worker", task_id=1)
     rewrite = config.graph_options.rewrite_options
-    self.assertEqual(rewrite.scoped_allocator_optimization, rewrite.OFF)
+    self.assertEqual(rewrite.scoped_allocator_optimization, rewrite.ON)
 
   @parameterized.parameters("ON", "OFF")
   def test_collective_packing_set_by_the_user_is_kept(self, toggle):
@@ -192,14 +192,13 @@ class ConfigureForTaskTest(parameterized.TestCase):
     self.assertEqual(
         config.graph_options.rewrite_options.scoped_allocator_optimization,
         getattr(rewrite, toggle))
-    self.assertEqual(collective_config.keep_packing(user_config, "GPU"),
-                     toggle == "ON")
+    self.assertEqual(collective_config.user_scoped_allocator(user_config),
+                     getattr(rewrite, toggle))
 
-  def test_collective_on_gpus_keeps_packing(self):
-    self.assertTrue(collective_config.keep_packing(None, "GPU"))
-    self.assertFalse(collective_config.keep_packing(None, "CPU"))
-    self.assertFalse(collective_config.keep_packing(
-        tf.compat.v1.ConfigProto(), "CPU"))
+  def test_no_user_choice_is_none(self):
+    self.assertIsNone(collective_config.user_scoped_allocator(None))
+    self.assertIsNone(collective_config.user_scoped_allocator(
+        tf.compat.v1.ConfigProto()))
 
   def test_collective_keeps_devices_it_was_built_with(self):
     strategy = strategies.make_strategy("collective", num_devices_per_worker=2)

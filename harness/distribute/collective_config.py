@@ -6,21 +6,17 @@
                                 count=1, device_type="CPU")
 
 `strategies.configure_checked` calls `configure` for a collective task; it
-fills the session `config` in place. TensorFlow's `configure()` turns on
-grappler's ScopedAllocator rewrite for `CollectiveReduce`, which packs all
-of a step's gradients into one all-reduce, launched once the last gradient
-exists. On CPU devices harness turns it off again unless the user's
+fills the session `config` in place. In graph mode the strategy itself
+concatenates each pack of gradients (`CommunicationOptions.bytes_per_pack`;
+0, the default, is one pack) into one all-reduce a step: ConcatV2,
+CollectiveReduceV2, SplitV (`python -m bench.perf.step_accounting` traced
+it). TensorFlow's `configure()` also turns on grappler's ScopedAllocator
+rewrite; harness keeps that setting, or the user's where their
 `session_config` set `graph_options.rewrite_options.scoped_allocator_
-optimization` themselves (ON packs, OFF does not, on any device): each
-gradient's all-reduce then starts as soon as that gradient is computed,
-while the layers below it are still in backprop. Measured on the shared
-2-core machine, 2 workers, one core each, the bench CNN (bench/RESULTS.md,
-"Where the time goes in a collective step"): unpacked / packed examples/s,
-median of interleaved rounds, 1.05x with the bare loop (`python -m
-bench.perf.scaling_worker --runner=bare --scoped_allocator=off`; 7 rounds,
-0.99-1.07) and 1.08x with harness (3 rounds, 0.95-1.08); the MLP within
-noise (3 rounds). On GPUs (NCCL) the packed all-reduce stays: one launch
-per step matters more there.
+optimization` (ON or OFF). With the strategy packing already, the rewrite
+decides nothing about packing: harness once turned it off on CPU to
+all-reduce each gradient as it was ready, and the traces showed the same
+one packed all-reduce either way (bench/RESULTS.md, "Counted").
 """
 
 from absl import logging
@@ -29,25 +25,21 @@ from harness import _tf_private
 from harness import cluster as cluster_lib
 from harness._tf import tf
 
-__all__ = ["configure", "keep_packing"]
+__all__ = ["configure", "user_scoped_allocator"]
 
 
-def keep_packing(user_config, device_type):
-  """Whether a collective task keeps TensorFlow's one packed all-reduce.
+def user_scoped_allocator(user_config):
+  """The user's `scoped_allocator_optimization` (ON / OFF), or None.
 
   Args:
     user_config: the user's `ConfigProto`, or None (harness's default).
-    device_type: "CPU" or "GPU", the task's devices.
-
-  Returns:
-    The user's `scoped_allocator_optimization` where they set it (ON:
-    True, OFF: False); otherwise True on GPUs, False on CPUs.
   """
-  if user_config is not None:
-    rewrite = user_config.graph_options.rewrite_options
-    if rewrite.scoped_allocator_optimization != rewrite.DEFAULT:
-      return rewrite.scoped_allocator_optimization == rewrite.ON
-  return device_type != "CPU"
+  if user_config is None:
+    return None
+  rewrite = user_config.graph_options.rewrite_options
+  if rewrite.scoped_allocator_optimization == rewrite.DEFAULT:
+    return None
+  return rewrite.scoped_allocator_optimization
 
 
 def configure(strategy, config, jobs, task_type, task_id, *, count,
@@ -63,8 +55,8 @@ def configure(strategy, config, jobs, task_type, task_id, *, count,
     jobs: {job: [address, ...]}, the training jobs ({}: local).
     task_type, task_id: this task.
     count, device_type: devices per worker and their type.
-    user_config: the user's `ConfigProto` (None: harness's default), read
-      for the packing choice (`keep_packing`).
+    user_config: the user's `ConfigProto` (None: harness's default): its
+      ScopedAllocator choice, where it made one, is kept.
   """
   with tf.Graph().as_default():
     if not jobs:
@@ -77,14 +69,12 @@ def configure(strategy, config, jobs, task_type, task_id, *, count,
       with _tf_private.override_collective_local_devices(
           strategy, count, device_type):
         strategy.configure(config, jobs, task_type, task_id)
-  packed = keep_packing(user_config, device_type)
-  if not packed:
-    rewrite = config.graph_options.rewrite_options
-    rewrite.scoped_allocator_optimization = rewrite.OFF
+  chosen = user_scoped_allocator(user_config)
+  if chosen is not None:  # configure() turned it ON: the user's choice wins.
+    config.graph_options.rewrite_options.scoped_allocator_optimization = (
+        chosen)
   if jobs:
     logging.info("strategy | %s/%d | collective over %d workers | %d "
-                 "replicas in sync | gradients %s", task_type, task_id,
+                 "replicas in sync", task_type, task_id,
                  cluster_lib.num_trainers(jobs),
-                 strategy.num_replicas_in_sync,
-                 "packed into one all-reduce" if packed else
-                 "all-reduced one by one as each is ready")
+                 strategy.num_replicas_in_sync)
