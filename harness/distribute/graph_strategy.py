@@ -2,7 +2,8 @@
 
 `to_graph_strategy` rebuilds a TF2 strategy as its v1 equivalent (same
 devices, same collective options) inside a throwaway graph (`v1_of` when
-the kind is known); `make_strategy` (in `strategies`) and the mapping share
+the kind is known); `build_v1` builds a new one of a kind for
+`strategies.make_strategy`. Both are tables keyed by kind, and share
 `local_resolver`, the cluster-less resolver that keeps constructors from
 reading TF_CONFIG.
 """
@@ -15,7 +16,7 @@ from harness._tf import tf
 from harness.cluster.strategy_kind import StrategyKind
 from harness.core.strategy_classifier import strategy_kind
 
-__all__ = ["to_graph_strategy", "v1_of", "is_v1", "local_resolver"]
+__all__ = ["to_graph_strategy", "v1_of", "is_v1", "local_resolver", "build_v1"]
 
 
 def is_v1(strategy):
@@ -61,13 +62,74 @@ def _v1_central_storage(strategy):
       parameter_device=strategy.extended.parameter_devices[0])
 
 
-# Each kind whose TF2 class has a graph-mode (tf.compat.v1) twin.
+def _refuse_tf2_parameter_server(strategy):
+  raise errors.ConfigError(
+      f"train_distribute is a TF2 {type(strategy).__name__} "
+      "(tf.distribute.experimental.ParameterServerStrategy), which runs "
+      "functions through a tf.distribute.experimental.coordinator."
+      "ClusterCoordinator and cannot train a graph-mode (Estimator) "
+      "model_fn. Fix: use "
+      "tf.compat.v1.distribute.experimental.ParameterServerStrategy(), "
+      "which reads the same TF_CONFIG.")
+
+
+# Each kind whose TF2 class has a graph-mode (tf.compat.v1) twin, or a
+# reason why it cannot have one.
 _TO_V1 = {
     StrategyKind.COLLECTIVE: _v1_collective,
     StrategyKind.MIRRORED: _v1_mirrored,
     StrategyKind.ONE_DEVICE: _v1_one_device,
     StrategyKind.CENTRAL_STORAGE: _v1_central_storage,
+    StrategyKind.PARAMETER_SERVER: _refuse_tf2_parameter_server,
 }
+
+
+def _gpus(devices, device_type):
+  return len(devices) if device_type == "GPU" else 0
+
+
+def _new_mirrored(devices, unused_device_type):
+  return tf.compat.v1.distribute.MirroredStrategy(devices=devices)
+
+
+def _new_one_device(devices, unused_device_type):
+  return tf.compat.v1.distribute.OneDeviceStrategy(devices[0])
+
+
+def _new_central_storage(devices, unused_device_type):
+  return tf.compat.v1.distribute.experimental.CentralStorageStrategy(
+      compute_devices=devices, parameter_device="/device:CPU:0")
+
+
+def _new_parameter_server(devices, device_type):
+  return tf.compat.v1.distribute.experimental.ParameterServerStrategy(
+      cluster_resolver=local_resolver(_gpus(devices, device_type)))
+
+
+def _new_collective(devices, device_type):
+  strategy = tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy(
+      cluster_resolver=local_resolver(_gpus(devices, device_type)))
+  if (len(devices), device_type) != (
+      _tf_private.collective_num_devices_per_worker(strategy)):
+    _tf_private.reinitialize_collective_local(strategy, devices)
+  return strategy
+
+
+# Each kind `strategies.make_strategy` builds (but the no-op default) -> its
+# v1 strategy on (devices, device_type).
+_BUILDERS = {
+    StrategyKind.MIRRORED: _new_mirrored,
+    StrategyKind.ONE_DEVICE: _new_one_device,
+    StrategyKind.CENTRAL_STORAGE: _new_central_storage,
+    StrategyKind.PARAMETER_SERVER: _new_parameter_server,
+    StrategyKind.COLLECTIVE: _new_collective,
+}
+
+
+def build_v1(kind, devices, device_type):
+  """A new v1 strategy of the buildable `kind` on `devices` ("/device:GPU:0",
+  ...) of `device_type`; `strategies.make_strategy` checks them first."""
+  return _BUILDERS[kind](devices, device_type)
 
 
 def to_graph_strategy(strategy, *, kind=None):
@@ -108,16 +170,6 @@ def v1_of(strategy, kind):
   if is_v1(strategy):
     return strategy
   name = type(strategy).__name__
-  if kind == StrategyKind.PARAMETER_SERVER:
-    raise errors.ConfigError(
-        f"train_distribute is a TF2 {name} (tf.distribute.experimental."
-        "ParameterServerStrategy), which runs "
-        "functions through a tf.distribute.experimental.coordinator."
-        "ClusterCoordinator and cannot train a graph-mode (Estimator) "
-        "model_fn. Fix: use "
-        "tf.compat.v1.distribute.experimental.ParameterServerStrategy(), "
-        "which reads the same "
-        "TF_CONFIG.")
   if kind not in _TO_V1:
     raise errors.NotSupportedError(
         f"train_distribute is a TF2 {name} (kind {str(kind)!r}), which harness "

@@ -47,8 +47,8 @@ from harness.cluster import strategy_kind as strategy_kind_lib
 from harness.cluster.strategy_kind import StrategyKind
 from harness.core.strategy_classifier import strategy_kind
 from harness.distribute import collective_config
+from harness.distribute import graph_strategy
 from harness.distribute.graph_strategy import is_v1
-from harness.distribute.graph_strategy import local_resolver
 
 __all__ = ["make_strategy", "configure_for_task", "configure_checked",
            "install_evaluator_guard",
@@ -113,32 +113,11 @@ def make_strategy(kind, *, num_devices_per_worker=1, device_type="CPU",
     raise errors.NotSupportedError(_PS_CPU_DEVICES.format(count=count))
   devices = [f"/device:{device_type}:{i}" for i in range(count)]
   with tf.Graph().as_default():
-    strategy = None if kind.no_op else _build(kind, devices, device_type)
+    strategy = None if kind.no_op else graph_strategy.build_v1(
+        kind, devices, device_type)
   # The cluster it will train on (`harness.main` passes none: its plan
   # checked the flags' cluster).
   _check_cluster_fits(kind, training_cluster(cluster))
-  return strategy
-
-
-def _build(kind, devices, device_type):
-  """A v1 strategy of `kind` on `devices` (checked by `make_strategy`)."""
-  v1 = tf.compat.v1.distribute
-  num_gpus = len(devices) if device_type == "GPU" else 0
-  if kind == StrategyKind.MIRRORED:
-    return v1.MirroredStrategy(devices=devices)
-  if kind == StrategyKind.ONE_DEVICE:
-    return v1.OneDeviceStrategy(devices[0])
-  if kind == StrategyKind.CENTRAL_STORAGE:
-    return v1.experimental.CentralStorageStrategy(
-        compute_devices=devices, parameter_device="/device:CPU:0")
-  if kind == StrategyKind.PARAMETER_SERVER:
-    return v1.experimental.ParameterServerStrategy(
-        cluster_resolver=local_resolver(num_gpus))
-  strategy = v1.experimental.MultiWorkerMirroredStrategy(
-      cluster_resolver=local_resolver(num_gpus))
-  if (len(devices), device_type) != (
-      _tf_private.collective_num_devices_per_worker(strategy)):
-    _tf_private.reinitialize_collective_local(strategy, devices)
   return strategy
 
 
