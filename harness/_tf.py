@@ -34,16 +34,14 @@ from harness import tf_env
 from harness._tf_private import keras_choice
 
 __all__ = ["tf", "ensure_legacy_keras", "check_keras_2", "check_keras_2_model",
-           "quiet_tensorflow", "VERBOSITY_ENV"]
+           "quiet_tensorflow"]
 
-VERBOSITY_ENV = tf_env.VERBOSITY_ENV
 _LEGACY_KERAS_ENV = "TF_USE_LEGACY_KERAS"
-_verbose_requested = tf_env.verbose_requested
 
 
 def _import_tensorflow_quietly(environ):
   """Imports tensorflow with fd 2 sent to a file; replays it on failure."""
-  if "tensorflow" in sys.modules or _verbose_requested(environ):
+  if "tensorflow" in sys.modules or tf_env.verbose_requested(environ):
     import tensorflow  # lazy: the one quiet TensorFlow import  # pylint: disable=g-import-not-at-top
     return tensorflow
   tf_env.quiet_cpp_logs(environ)
@@ -222,7 +220,7 @@ def _bootstrap():
   environ[_LEGACY_KERAS_ENV] = "1"
   imported_before = "tensorflow" in sys.modules
   tf_module = _import_tensorflow_quietly(environ)
-  quiet_tensorflow(verbose=_verbose_requested(environ))
+  quiet_tensorflow(verbose=tf_env.verbose_requested(environ))
   _print_tensorflow_lines_once(tf_module)
   _show_progress_lines()
   ensure_legacy_keras(tf_module)

@@ -23,6 +23,7 @@ from harness.guard import first_batch
 from harness.guard import guard_hook
 from harness.guard import preemption
 from harness.guard import watchdog
+from harness.spec import ModeKeys
 from harness.state import checkpoints
 from harness.state import lease as lease_lib
 from harness.state import retention
@@ -31,8 +32,6 @@ from harness.telemetry import live_metrics
 from harness.telemetry import progress
 
 __all__ = ["TrainContext", "StopAtStepHook", "run"]
-
-ModeKeys = spec_lib.ModeKeys
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
