@@ -2,10 +2,9 @@
 
 `to_graph_strategy` rebuilds a TF2 strategy as its v1 equivalent (same
 devices, same collective options) inside a throwaway graph (`v1_of` when
-the kind is known); `build_v1` builds a new one of a kind for
-`strategies.make_strategy`. Both are tables keyed by kind, and share
-`local_resolver`, the cluster-less resolver that keeps constructors from
-reading TF_CONFIG.
+the kind is known, through a table keyed by kind); `make_strategy` (in
+`strategies`) and the mapping share `local_resolver`, the cluster-less
+resolver that keeps constructors from reading TF_CONFIG.
 """
 
 from absl import logging
@@ -16,7 +15,7 @@ from harness._tf import tf
 from harness.cluster.strategy_kind import StrategyKind
 from harness.core.strategy_classifier import strategy_kind
 
-__all__ = ["to_graph_strategy", "v1_of", "is_v1", "local_resolver", "build_v1"]
+__all__ = ["to_graph_strategy", "v1_of", "is_v1", "local_resolver"]
 
 
 def is_v1(strategy):
@@ -82,54 +81,6 @@ _TO_V1 = {
     StrategyKind.CENTRAL_STORAGE: _v1_central_storage,
     StrategyKind.PARAMETER_SERVER: _refuse_tf2_parameter_server,
 }
-
-
-def _gpus(devices, device_type):
-  return len(devices) if device_type == "GPU" else 0
-
-
-def _new_mirrored(devices, unused_device_type):
-  return tf.compat.v1.distribute.MirroredStrategy(devices=devices)
-
-
-def _new_one_device(devices, unused_device_type):
-  return tf.compat.v1.distribute.OneDeviceStrategy(devices[0])
-
-
-def _new_central_storage(devices, unused_device_type):
-  return tf.compat.v1.distribute.experimental.CentralStorageStrategy(
-      compute_devices=devices, parameter_device="/device:CPU:0")
-
-
-def _new_parameter_server(devices, device_type):
-  return tf.compat.v1.distribute.experimental.ParameterServerStrategy(
-      cluster_resolver=local_resolver(_gpus(devices, device_type)))
-
-
-def _new_collective(devices, device_type):
-  strategy = tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy(
-      cluster_resolver=local_resolver(_gpus(devices, device_type)))
-  if (len(devices), device_type) != (
-      _tf_private.collective_num_devices_per_worker(strategy)):
-    _tf_private.reinitialize_collective_local(strategy, devices)
-  return strategy
-
-
-# Each kind `strategies.make_strategy` builds (but the no-op default) -> its
-# v1 strategy on (devices, device_type).
-_BUILDERS = {
-    StrategyKind.MIRRORED: _new_mirrored,
-    StrategyKind.ONE_DEVICE: _new_one_device,
-    StrategyKind.CENTRAL_STORAGE: _new_central_storage,
-    StrategyKind.PARAMETER_SERVER: _new_parameter_server,
-    StrategyKind.COLLECTIVE: _new_collective,
-}
-
-
-def build_v1(kind, devices, device_type):
-  """A new v1 strategy of the buildable `kind` on `devices` ("/device:GPU:0",
-  ...) of `device_type`; `strategies.make_strategy` checks them first."""
-  return _BUILDERS[kind](devices, device_type)
 
 
 def to_graph_strategy(strategy, *, kind=None):

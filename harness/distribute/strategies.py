@@ -47,8 +47,8 @@ from harness.cluster import strategy_kind as strategy_kind_lib
 from harness.cluster.strategy_kind import StrategyKind
 from harness.core.strategy_classifier import strategy_kind
 from harness.distribute import collective_config
-from harness.distribute import graph_strategy
 from harness.distribute.graph_strategy import is_v1
+from harness.distribute.graph_strategy import local_resolver
 
 __all__ = ["make_strategy", "configure_for_task", "configure_checked",
            "install_evaluator_guard",
@@ -112,13 +112,35 @@ def make_strategy(kind, *, num_devices_per_worker=1, device_type="CPU",
   if kind.needs_ps and device_type == "CPU" and count > 1:
     raise errors.NotSupportedError(_PS_CPU_DEVICES.format(count=count))
   devices = [f"/device:{device_type}:{i}" for i in range(count)]
+  gpus = count if device_type == "GPU" else 0
   with tf.Graph().as_default():
-    strategy = None if kind.no_op else graph_strategy.build_v1(
-        kind, devices, device_type)
+    strategy = None if kind.no_op else _BUILDERS[kind](devices, gpus)
+    if kind.lockstep and (count, device_type) != (
+        _tf_private.collective_num_devices_per_worker(strategy)):
+      _tf_private.reinitialize_collective_local(strategy, devices)
   # The cluster it will train on (`harness.main` passes none: its plan
   # checked the flags' cluster).
   _check_cluster_fits(kind, training_cluster(cluster))
   return strategy
+
+
+_V1 = tf.compat.v1.distribute
+# Each kind `make_strategy` builds but the no-op default -> its v1 strategy
+# on (devices, their number if GPUs, else 0).
+_BUILDERS = {
+    StrategyKind.MIRRORED: lambda devices, _: _V1.MirroredStrategy(devices),
+    StrategyKind.ONE_DEVICE: lambda devices, _: _V1.OneDeviceStrategy(
+        devices[0]),
+    StrategyKind.CENTRAL_STORAGE: lambda devices, _: (
+        _V1.experimental.CentralStorageStrategy(
+            compute_devices=devices, parameter_device="/device:CPU:0")),
+    StrategyKind.PARAMETER_SERVER: lambda _, gpus: (
+        _V1.experimental.ParameterServerStrategy(
+            cluster_resolver=local_resolver(gpus))),
+    StrategyKind.COLLECTIVE: lambda _, gpus: (
+        _V1.experimental.MultiWorkerMirroredStrategy(
+            cluster_resolver=local_resolver(gpus))),
+}
 
 
 def _check_task(jobs, task_type, task_id):
