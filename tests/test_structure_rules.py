@@ -99,8 +99,12 @@ def reexports(relative, source, allowed_modules):
     names = [n.id for target in targets for n in ast.walk(target)
              if isinstance(n, ast.Name)]
     if names == ["__all__"]:
-      listed = [e.value for e in getattr(node.value, "elts", ())
-                if isinstance(e, ast.Constant)]
+      elements = getattr(node.value, "elts", None)
+      if elements is None or not all(
+          isinstance(e, ast.Constant) for e in elements):
+        found.append(f"{relative}:{node.lineno}: __all__ is not a list of "
+                     "strings (write the names out, so they can be checked)")
+      listed = [e.value for e in elements or () if isinstance(e, ast.Constant)]
       continue
     for name in names:
       if (_root_name(node.value) in from_harness and not name.startswith("_")
@@ -238,6 +242,10 @@ class StructureRulesTest(absltest.TestCase):
         "state/lease.py:6: read = lease_file.read (import it from there)",
         "state/lease.py: __all__ lists CHIEF, which it does not define "
         "(callers import it from its module)"])
+    self.assertEqual(reexports("x.py", "__all__ = sorted(NAMES)\n",
+                               frozenset()), [
+        "x.py:1: __all__ is not a list of strings (write the names out, so "
+        "they can be checked)"])
     # A door, and a module at a 2.15 path, may hand names on.
     self.assertEqual(reexports("state/__init__.py", source, frozenset()), [])
     self.assertEqual(reexports(
@@ -311,12 +319,13 @@ class StructureRulesTest(absltest.TestCase):
 
   def test_the_tf_private_door_lists_every_name_of_its_modules(self):
     door = importlib.import_module("harness._tf_private")
+    by_module = door._BY_MODULE  # pylint: disable=protected-access
     modules = sorted(p.stem for p in (HARNESS_DIR / "_tf_private").glob("*.py")
                      if p.stem != "__init__")
-    self.assertEqual(sorted(door._BY_MODULE), modules)  # pylint: disable=protected-access
+    self.assertEqual(sorted(by_module), modules)
     for module in modules:
       names = importlib.import_module(f"harness._tf_private.{module}").__all__
-      self.assertCountEqual(door._BY_MODULE[module], names, module)  # pylint: disable=protected-access
+      self.assertCountEqual(by_module[module], names, module)
 
   def test_the_architecture_page_is_one_page(self):
     lines = ARCHITECTURE.read_text().count("\n")
