@@ -192,6 +192,22 @@ def root_problems(files, skip=frozenset()):
           "folder of its job"]
 
 
+# The two imports that cross a layer upwards (docs/ARCHITECTURE.md): the
+# folder read -> the folder that reads it, which it never imports back.
+UPWARD_READS = {"run_config": "harness.distribute", "spec": "harness.core"}
+
+
+def reads_back(relative, source):
+  """Imports of its reader by a folder read upwards (`UPWARD_READS`)."""
+  reader = UPWARD_READS.get(pathlib.PurePosixPath(relative).parts[0])
+  if reader is None:
+    return []
+  return [f"{relative}:{line}: imports {name} ({reader} reads this folder "
+          "from below; the arrow runs one way)"
+          for line, name in test_layering.imported_names(source)
+          if name == reader or name.startswith(reader + ".")]
+
+
 def rules_without_tests(text, root=ROOT):
   """Each bullet of the page's "## Rules" section names a test
   (`tests/file.py::Class::test`) that exists; returns what is wrong."""
@@ -326,6 +342,19 @@ class StructureRulesTest(absltest.TestCase):
     for module in modules:
       names = importlib.import_module(f"harness._tf_private.{module}").__all__
       self.assertCountEqual(by_module[module], names, module)
+
+  def test_the_folders_read_upwards_do_not_read_back(self):
+    found = []
+    for relative, source in test_layering.harness_sources().items():
+      found += reads_back(relative, source)
+    self.assertEqual(found, [])
+
+  def test_a_folder_reading_back_fails(self):
+    source = "def f():\n  from harness.distribute import roles\n"
+    self.assertLen(reads_back("run_config/config.py", source), 1)
+    self.assertLen(reads_back("spec/checks.py",
+                              "import harness.core.trainer\n"), 1)
+    self.assertEqual(reads_back("cli/job.py", source), [])
 
   def test_the_architecture_page_is_one_page(self):
     lines = ARCHITECTURE.read_text().count("\n")
