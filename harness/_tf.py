@@ -30,18 +30,18 @@ from absl import logging as absl_logging
 
 from harness import errors
 from harness import tf_env
+# Imports nothing of harness (the door is lazy): no circle back to here.
+from harness._tf_private import keras_choice
 
 __all__ = ["tf", "ensure_legacy_keras", "check_keras_2", "check_keras_2_model",
-           "quiet_tensorflow", "VERBOSITY_ENV"]
+           "quiet_tensorflow"]
 
-VERBOSITY_ENV = tf_env.VERBOSITY_ENV
 _LEGACY_KERAS_ENV = "TF_USE_LEGACY_KERAS"
-_verbose_requested = tf_env.verbose_requested
 
 
 def _import_tensorflow_quietly(environ):
   """Imports tensorflow with fd 2 sent to a file; replays it on failure."""
-  if "tensorflow" in sys.modules or _verbose_requested(environ):
+  if "tensorflow" in sys.modules or tf_env.verbose_requested(environ):
     import tensorflow  # lazy: the one quiet TensorFlow import  # pylint: disable=g-import-not-at-top
     return tensorflow
   tf_env.quiet_cpp_logs(environ)
@@ -137,12 +137,11 @@ def check_keras_2(api_modules):
     api_modules: TensorFlow API modules (`tf`, `tf.compat.v1`, ...); their
       `keras` is read without being loaded.
   """
-  from harness._tf_private import keras as keras_private  # lazy: it imports this module  # pylint: disable=g-import-not-at-top
   api_modules = list(api_modules)
   for module in api_modules:
-    name = keras_private.loaded_keras_name(module)
+    name = keras_choice.loaded_keras_name(module)
     if name is not None and not name.startswith("tf_keras"):
-      if _rerouted_after_ray(keras_private, api_modules):
+      if _rerouted_after_ray(api_modules):
         return
       raise errors.LegacyKerasError(
           f"tf.keras was loaded as Keras 3 (module {name!r}) before harness "
@@ -164,7 +163,7 @@ _RAY_FIX = ("start Ray with `ray.init(runtime_env={\"env_vars\": "
 _RAY_SKIPPED = ("ray", "keras", "tensorflow", "tf_keras", "harness")
 
 
-def _rerouted_after_ray(keras_private, api_modules):
+def _rerouted_after_ray(api_modules):
   """Whether tf.keras, loaded as Keras 3 by Ray alone, now is tf_keras.
 
   Ray Train imports `ray.train.tensorflow` (which touches tf.keras) in each
@@ -174,13 +173,13 @@ def _rerouted_after_ray(keras_private, api_modules):
   """
   if _RAY_TF_MODULE not in sys.modules:
     return False
-  holders = keras_private.keras_3_holders(_RAY_SKIPPED)
+  holders = keras_choice.keras_3_holders(_RAY_SKIPPED)
   if holders:
     logging.getLogger("harness").warning(
         "tf.keras was loaded as Keras 3 by Ray Train and is held by %s: "
         "harness cannot point it at Keras 2.", ", ".join(holders[:5]))
     return False
-  keras_private.reroute_keras_to_tf_keras(api_modules)
+  keras_choice.reroute_keras_to_tf_keras(api_modules)
   absl_logging.info(
       "harness: Ray Train (%s) had loaded tf.keras as Keras 3 before harness "
       "was imported; nothing else held it, so tf.keras is now Keras 2 "
@@ -221,7 +220,7 @@ def _bootstrap():
   environ[_LEGACY_KERAS_ENV] = "1"
   imported_before = "tensorflow" in sys.modules
   tf_module = _import_tensorflow_quietly(environ)
-  quiet_tensorflow(verbose=_verbose_requested(environ))
+  quiet_tensorflow(verbose=tf_env.verbose_requested(environ))
   _print_tensorflow_lines_once(tf_module)
   _show_progress_lines()
   ensure_legacy_keras(tf_module)

@@ -118,7 +118,7 @@ class AdmittedByEveryReleaseTest(_ReleasedCrdsTest):
         except k8s_admission.Refused as e:
           self.fail(str(e))
         kinds = [o["kind"] for o in admitted]
-        if config.uses_jobset:  # Trainer's controller built one too.
+        if config.kind.jobset:  # Trainer's controller built one too.
           self.assertEqual(kinds.count("JobSet"), 1, kinds)
 
   @parameterized.named_parameters(*_renderings())

@@ -12,40 +12,51 @@ tests/test_tf_private_guard.py fails on any private TF access (`x._y`,
 No `tensorflow.python.*` module is imported: every access is a private
 attribute of a public object (or a patch of a public class), which keeps the
 surface to what is listed here.
+
+The door is lazy: a name loads its module on first use, so that `_tf`,
+which the modules import, can read `keras_choice` (which imports nothing of
+harness) while it loads TensorFlow, with no import circle.
 """
 
-# pylint: disable=unused-import
-from harness._tf_private.distribute import collective_communication_options
-from harness._tf_private.distribute import collective_num_devices_per_worker
-from harness._tf_private.distribute import localize_tf_config_resolver
-from harness._tf_private.distribute import loss_scaled_by_optimizer
-from harness._tf_private.distribute import mirrored_cross_device_ops
-from harness._tf_private.distribute import override_collective_local_devices
-from harness._tf_private.distribute import reinitialize_collective_local
-from harness._tf_private.distribute import scale_loss_for_estimator
-from harness._tf_private.distribute import set_collective_communication_options
-from harness._tf_private.distribute import set_collective_key_base
-from harness._tf_private.distribute import server_class
-from harness._tf_private.distribute import set_ps_gpus_per_worker
-from harness._tf_private.distribute import started_in_process_server
-from harness._tf_private.keras import is_graph_network
-from harness._tf_private.keras import keras_compiled_metrics
-from harness._tf_private.keras import keras_loss_and_train_op
-from harness._tf_private.keras import keras_restore_subclassed
-from harness._tf_private.keras import keras_3_holders
-from harness._tf_private.keras import keras_track
-from harness._tf_private.keras import keras_weight_compiled_loss
-from harness._tf_private.keras import loaded_keras_name
-from harness._tf_private.keras import reroute_keras_to_tf_keras
-from harness._tf_private.keras import seed_keras_initializers
-from harness._tf_private.training import add_saving_listeners
-from harness._tf_private.training import moved_modules
-from harness._tf_private.training import remove_autograph_files
-from harness._tf_private.training import GLOBAL_STEP_READ_KEY
-from harness._tf_private.training import global_step_read
-from harness._tf_private.training import initializer_ops
-from harness._tf_private.training import rebuild_saver
-from harness._tf_private.training import RetentionSaver
-from harness._tf_private.training import set_hook_steps_per_run
-from harness._tf_private.training import SUMMARY_WRITER_INIT_KEY
-from harness._tf_private.training import variable_fetch_tensor
+import importlib
+
+# Module -> the names the door hands on from it.
+_BY_MODULE = {
+    "distribute": (
+        "collective_communication_options",
+        "collective_num_devices_per_worker", "localize_tf_config_resolver",
+        "loss_scaled_by_optimizer", "mirrored_cross_device_ops",
+        "override_collective_local_devices", "reinitialize_collective_local",
+        "scale_loss_for_estimator", "set_collective_communication_options",
+        "set_collective_key_base", "server_class", "set_ps_gpus_per_worker",
+        "started_in_process_server"),
+    "keras": (
+        "is_graph_network", "keras_compiled_metrics",
+        "keras_loss_and_train_op", "keras_restore_subclassed", "keras_track",
+        "keras_weight_compiled_loss", "seed_keras_initializers"),
+    "keras_choice": (
+        "loaded_keras_name", "keras_3_holders", "reroute_keras_to_tf_keras"),
+    "training": (
+        "add_saving_listeners", "moved_modules", "remove_autograph_files",
+        "GLOBAL_STEP_READ_KEY", "global_step_read", "initializer_ops",
+        "rebuild_saver", "RetentionSaver", "set_hook_steps_per_run",
+        "SUMMARY_WRITER_INIT_KEY", "variable_fetch_tensor"),
+}
+_EXPORTS = {name: module for module, names in _BY_MODULE.items()
+            for name in names}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+  if name in _EXPORTS:
+    value = getattr(importlib.import_module(
+        f"harness._tf_private.{_EXPORTS[name]}"), name)
+    globals()[name] = value
+    return value
+  raise AttributeError(
+      f"module 'harness._tf_private' has no attribute {name!r}")
+
+
+def __dir__():
+  return sorted(set(globals()) | set(_EXPORTS))

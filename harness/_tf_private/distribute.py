@@ -21,6 +21,7 @@ __all__ = [
     "set_collective_key_base",
     "loss_scaled_by_optimizer",
     "scale_loss_for_estimator",
+    "server_class",
 ]
 
 # Task types whose TF_CONFIG the patched resolver hides from strategies.

@@ -17,6 +17,7 @@ from absl import flags
 from harness import cluster as cluster_lib
 from harness import errors
 from harness.cli import job_config
+from harness.cluster.strategy_kind import StrategyKind
 
 __all__ = ["normalize_strategy", "parse_params_text", "StrategyParser",
            "ParamsParser", "RemoteClusterParser", "StepsPerLoopParser"]
@@ -38,7 +39,7 @@ _STRATEGY_PREFIXES = ("tfcompatv1distributeexperimental",
 
 
 def normalize_strategy(text):
-  """Maps a strategy spelling people type to one of `job_config.STRATEGIES`.
+  """Maps a strategy spelling people type to its `StrategyKind`.
 
   Case, '-', '_', '.', a `tf.distribute.` prefix and a `Strategy` suffix do
   not matter: "MultiWorkerMirroredStrategy", "multi-worker-mirrored" and
@@ -58,7 +59,7 @@ def normalize_strategy(text):
       key = key[:-len(suffix)]
       break
   if key in _STRATEGY_SPELLINGS:
-    return _STRATEGY_SPELLINGS[key]
+    return StrategyKind(_STRATEGY_SPELLINGS[key])
   close = difflib.get_close_matches(key, list(_STRATEGY_SPELLINGS), n=1)
   hint = f" Did you mean {_STRATEGY_SPELLINGS[close[0]]!r}?" if close else ""
   raise ValueError(
@@ -68,7 +69,7 @@ def normalize_strategy(text):
 
 
 class StrategyParser(flags.ArgumentParser):
-  """A strategy spelling -> one of `job_config.STRATEGIES`."""
+  """A strategy spelling -> its `StrategyKind` (one of `STRATEGIES`)."""
 
   def parse(self, argument):
     return normalize_strategy(argument)

@@ -71,7 +71,8 @@ class JobConfig:
   predictions_file: str | None = None
   max_predictions: int | None = None  # None: until the input ends.
   # Devices and cluster.
-  strategy: str = "default"
+  # A kind `make_strategy` builds; its value (a string) is taken too.
+  strategy: strategy_kind.StrategyKind = strategy_kind.StrategyKind.DEFAULT
   num_gpus_per_worker: int = 0
   cpu_stand_in: bool = False
   remote_cluster: Mapping[str, list[str]] | None = None
@@ -110,6 +111,8 @@ class JobConfig:
             f"JobConfig `{name}` is {getattr(self, name)!r}; valid values "
             f"are {list(valid)}. Fix: use those (harness.cli.flags.parse also "
             "accepts other spellings of a strategy).")
+    object.__setattr__(self, "strategy",
+                       strategy_kind.StrategyKind(self.strategy))
     object.__setattr__(self, "params", dict(self.params))
     object.__setattr__(self, "exporters", tuple(self.exporters))
     if self.remote_cluster is not None:

@@ -14,7 +14,7 @@ Code asks a kind what it does, never which kind it is::
 
 A kind's behaviour is its row in `_TRAITS`. A new kind is a member, its row,
 its `--strategy` spellings (`cli/flag_parsers.py`), its builder
-(`distribute/strategies._build`), its class in
+(`distribute/strategies._BUILDERS`), its class in
 `core/strategy_classifier.py` and, for a TF2 class, its v1 twin
 (`distribute/graph_strategy._TO_V1`).
 """

@@ -19,6 +19,7 @@ from harness._tf import tf
 from harness.core import auto_loop
 from harness.core import input_pipeline
 from harness.core import step_loop
+from harness.spec import ModeKeys
 from harness.telemetry import step_rate
 
 __all__ = [
@@ -30,7 +31,6 @@ __all__ = [
     "replica_device_setter",
 ]
 
-ModeKeys = spec_lib.ModeKeys
 
 def set_graph_seed(seed):
   """tf_random_seed for the default graph, tf_keras initializers included."""

@@ -22,6 +22,7 @@ from harness.guard import first_batch
 from harness.guard import guard_hook
 from harness.guard import preemption
 from harness.guard import watchdog
+from harness.spec import ModeKeys
 from harness.spec import run_specs
 from harness.state import checkpoint_reader
 from harness.state import checkpoints
@@ -32,8 +33,6 @@ from harness.telemetry import live_metrics
 from harness.telemetry import progress
 
 __all__ = ["TrainContext", "StopAtStepHook", "run"]
-
-ModeKeys = spec_lib.ModeKeys
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

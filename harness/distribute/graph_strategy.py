@@ -2,9 +2,9 @@
 
 `to_graph_strategy` rebuilds a TF2 strategy as its v1 equivalent (same
 devices, same collective options) inside a throwaway graph (`v1_of` when
-the kind is known); `make_strategy` (in `strategies`) and the mapping share
-`local_resolver`, the cluster-less resolver that keeps constructors from
-reading TF_CONFIG.
+the kind is known, through a table keyed by kind); `make_strategy` (in
+`strategies`) and the mapping share `local_resolver`, the cluster-less
+resolver that keeps constructors from reading TF_CONFIG.
 """
 
 from absl import logging
@@ -61,12 +61,25 @@ def _v1_central_storage(strategy):
       parameter_device=strategy.extended.parameter_devices[0])
 
 
-# Each kind whose TF2 class has a graph-mode (tf.compat.v1) twin.
+def _refuse_tf2_parameter_server(strategy):
+  raise errors.ConfigError(
+      f"train_distribute is a TF2 {type(strategy).__name__} "
+      "(tf.distribute.experimental.ParameterServerStrategy), which runs "
+      "functions through a tf.distribute.experimental.coordinator."
+      "ClusterCoordinator and cannot train a graph-mode (Estimator) "
+      "model_fn. Fix: use "
+      "tf.compat.v1.distribute.experimental.ParameterServerStrategy(), "
+      "which reads the same TF_CONFIG.")
+
+
+# Each kind whose TF2 class has a graph-mode (tf.compat.v1) twin, or a
+# reason why it cannot have one.
 _TO_V1 = {
     StrategyKind.COLLECTIVE: _v1_collective,
     StrategyKind.MIRRORED: _v1_mirrored,
     StrategyKind.ONE_DEVICE: _v1_one_device,
     StrategyKind.CENTRAL_STORAGE: _v1_central_storage,
+    StrategyKind.PARAMETER_SERVER: _refuse_tf2_parameter_server,
 }
 
 
@@ -108,16 +121,6 @@ def v1_of(strategy, kind):
   if is_v1(strategy):
     return strategy
   name = type(strategy).__name__
-  if kind == StrategyKind.PARAMETER_SERVER:
-    raise errors.ConfigError(
-        f"train_distribute is a TF2 {name} (tf.distribute.experimental."
-        "ParameterServerStrategy), which runs "
-        "functions through a tf.distribute.experimental.coordinator."
-        "ClusterCoordinator and cannot train a graph-mode (Estimator) "
-        "model_fn. Fix: use "
-        "tf.compat.v1.distribute.experimental.ParameterServerStrategy(), "
-        "which reads the same "
-        "TF_CONFIG.")
   if kind not in _TO_V1:
     raise errors.NotSupportedError(
         f"train_distribute is a TF2 {name} (kind {str(kind)!r}), which harness "

@@ -112,34 +112,35 @@ def make_strategy(kind, *, num_devices_per_worker=1, device_type="CPU",
   if kind.needs_ps and device_type == "CPU" and count > 1:
     raise errors.NotSupportedError(_PS_CPU_DEVICES.format(count=count))
   devices = [f"/device:{device_type}:{i}" for i in range(count)]
+  gpus = count if device_type == "GPU" else 0
   with tf.Graph().as_default():
-    strategy = None if kind.no_op else _build(kind, devices, device_type)
+    strategy = None if kind.no_op else _BUILDERS[kind](devices, gpus)
+    if kind.lockstep and (count, device_type) != (
+        _tf_private.collective_num_devices_per_worker(strategy)):
+      _tf_private.reinitialize_collective_local(strategy, devices)
   # The cluster it will train on (`harness.main` passes none: its plan
   # checked the flags' cluster).
   _check_cluster_fits(kind, training_cluster(cluster))
   return strategy
 
 
-def _build(kind, devices, device_type):
-  """A v1 strategy of `kind` on `devices` (checked by `make_strategy`)."""
-  v1 = tf.compat.v1.distribute
-  num_gpus = len(devices) if device_type == "GPU" else 0
-  if kind == StrategyKind.MIRRORED:
-    return v1.MirroredStrategy(devices=devices)
-  if kind == StrategyKind.ONE_DEVICE:
-    return v1.OneDeviceStrategy(devices[0])
-  if kind == StrategyKind.CENTRAL_STORAGE:
-    return v1.experimental.CentralStorageStrategy(
-        compute_devices=devices, parameter_device="/device:CPU:0")
-  if kind == StrategyKind.PARAMETER_SERVER:
-    return v1.experimental.ParameterServerStrategy(
-        cluster_resolver=local_resolver(num_gpus))
-  strategy = v1.experimental.MultiWorkerMirroredStrategy(
-      cluster_resolver=local_resolver(num_gpus))
-  if (len(devices), device_type) != (
-      _tf_private.collective_num_devices_per_worker(strategy)):
-    _tf_private.reinitialize_collective_local(strategy, devices)
-  return strategy
+_V1 = tf.compat.v1.distribute
+# Each kind `make_strategy` builds but the no-op default -> its v1 strategy
+# on (devices, their number if GPUs, else 0).
+_BUILDERS = {
+    StrategyKind.MIRRORED: lambda devices, _: _V1.MirroredStrategy(devices),
+    StrategyKind.ONE_DEVICE: lambda devices, _: _V1.OneDeviceStrategy(
+        devices[0]),
+    StrategyKind.CENTRAL_STORAGE: lambda devices, _: (
+        _V1.experimental.CentralStorageStrategy(
+            compute_devices=devices, parameter_device="/device:CPU:0")),
+    StrategyKind.PARAMETER_SERVER: lambda _, gpus: (
+        _V1.experimental.ParameterServerStrategy(
+            cluster_resolver=local_resolver(gpus))),
+    StrategyKind.COLLECTIVE: lambda _, gpus: (
+        _V1.experimental.MultiWorkerMirroredStrategy(
+            cluster_resolver=local_resolver(gpus))),
+}
 
 
 def _check_task(jobs, task_type, task_id):

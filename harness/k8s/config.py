@@ -18,11 +18,11 @@ import dataclasses
 import re
 
 from harness import errors
-from harness.cluster import jobset_env
+from harness.k8s import outputs
 from harness.k8s import policy
 
 __all__ = [
-    "K8sConfig", "OUTPUTS", "JOBSET_GATES", "REMOVED_FLAGS",
+    "K8sConfig", "JOBSET_GATES", "REMOVED_FLAGS",
     "RESTART_POLICIES",
     "training_tasks", "cluster_addresses",
     "CLUSTER_ENV", "TASK_TYPE_ENV", "TASK_INDEX_ENV", "JOB_INDEX_ENV",
@@ -43,8 +43,7 @@ CONFIG_ERROR_EXIT_CODE = errors.EXIT_BAD_CONFIG
 # The container's command: TF_CONFIG from this pod's place, then exec args;
 # no shell as PID 1, SIGTERM handled from the first instant (k8s/start.py).
 ENTRYPOINT = ("python", "-m", "harness.k8s.start", "--")
-# `--output`: what the manifests are.
-OUTPUTS = ("jobset", "trainjob", "jobs", "tfjob", "servers")
+
 # `--restart_policy`: what a disruption of one training pod restarts.
 RESTART_POLICIES = ("pod", "group")
 # `--jobset_feature_gates`: gate -> (what it needs, what it adds).
@@ -201,11 +200,11 @@ class K8sConfig:
                   "use --workers=1 or more, or --chief.")
     self._check_gates()
     if self.restart_policy not in RESTART_POLICIES or (
-        self.restart_policy == "group" and not self.uses_jobset):
+        self.restart_policy == "group" and not self.kind.jobset):
       _flag_error("restart_policy", self.restart_policy, "must be pod, or "
                   "group with --output=jobset or trainjob (only a JobSet "
                   "restarts a group of Jobs).", "give --restart_policy=pod.")
-    if self.standalone:
+    if self.kind.standalone:
       self._check_standalone()
     else:
       self._check_training()
@@ -227,9 +226,9 @@ class K8sConfig:
       _flag_error("cpu", self.cpu, "is not a Kubernetes CPU quantity (cores "
                   "as a number, or millicores with m).",
                   "e.g. --cpu=2 or --cpu=500m.")
-    if self.output not in OUTPUTS:
+    if self.output not in outputs.OUTPUTS:
       _flag_error("output", self.output, f"must be one of "
-                  f"{', '.join(OUTPUTS)}.", "e.g. --output=jobset (or "
+                  f"{', '.join(outputs.OUTPUTS)}.", "e.g. --output=jobset (or "
                   "--output=jobs without the JobSet controller).")
 
   def _check_gates(self):
@@ -246,7 +245,7 @@ class K8sConfig:
                     f" (it uses {', '.join(JOBSET_GATES)}).", "drop it; the "
                     "default (no gate) is what a stock JobSet install "
                     "admits.")
-      if not self.uses_jobset:
+      if not self.kind.jobset:
         _flag_error("jobset_feature_gates", self.jobset_feature_gates,
                     f"only --output=jobset and trainjob run a JobSet, not "
                     f"--output={self.output}.", "drop the flag.")
@@ -304,19 +303,9 @@ class K8sConfig:
     return self.name
 
   @property
-  def standalone(self):
-    """Whether only standard servers run (`--output=servers`)."""
-    return self.output == "servers"
-
-  @property
-  def tfjob(self):
-    """Whether a Kubeflow TFJob runs the training cluster."""
-    return self.output == "tfjob"
-
-  @property
-  def uses_jobset(self):
-    """Whether a JobSet runs the job (`--output=jobset|trainjob`)."""
-    return self.output in ("jobset", "trainjob")
+  def kind(self):
+    """`output` as an `outputs.Output`, whose traits say what it implies."""
+    return outputs.Output(self.output)
 
   @property
   def feature_gates(self):
@@ -327,7 +316,7 @@ class K8sConfig:
   @property
   def model_dir_path(self):
     """model_dir as the pods see it (None for a standalone cluster)."""
-    if self.standalone:
+    if self.kind.standalone:
       return None
     return f"{MODEL_MOUNT}/{self.name}" if self.pvc else self.model_dir
 
@@ -344,16 +333,9 @@ def training_tasks(config):
 
 def cluster_addresses(config):
   """{job: [address, ...]} of the training cluster (no evaluator)."""
+  address_of = outputs.ADDRESSES[config.kind]
   result = {}
   for i, (task_type, index) in enumerate(training_tasks(config)):
-    if config.tfjob:  # The address the training operator gives the task.
-      address = f"{config.name}-{task_type}-{index}.{config.namespace}.svc"
-    elif config.standalone:  # A StatefulSet per role.
-      address = f"{config.name}-{task_type}-{index}.{config.service}"
-    elif config.uses_jobset:  # Pod `index` of the type's replicatedJob.
-      address = (f"{jobset_env.hostname(config.name, task_type, index)}."
-                 f"{config.service}")
-    else:  # Hostname of index i of the training Job.
-      address = f"{config.name}-{i}.{config.service}"
-    result.setdefault(task_type, []).append(f"{address}:{config.port}")
+    result.setdefault(task_type, []).append(
+        f"{address_of(config, i, task_type, index)}:{config.port}")
   return result

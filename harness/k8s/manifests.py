@@ -83,7 +83,7 @@ def _network_policy(config, component):
       instance_labels={k: labels[k] for k in (
           "app.kubernetes.io/name", "app.kubernetes.io/instance")},
       port=config.port, allow_cidr=config.allow_cidr,
-      metrics_port=0 if config.standalone else config.metrics_port)
+      metrics_port=0 if config.kind.standalone else config.metrics_port)
 
 
 def _evaluator_job(config):
@@ -202,7 +202,7 @@ def render(config):
   objects = _RENDERERS[config.output](config)
   if config.queue_name:
     _queue(objects, config.queue_name)
-  if config.tensorboard and not config.standalone:
+  if config.tensorboard and not config.kind.standalone:
     objects += _tensorboard(config)
   return objects
 
@@ -240,7 +240,7 @@ def _with_evaluator_job(render_tasks):
   return render_all
 
 
-# `--output` (`config.OUTPUTS`) -> the objects of its tasks. A JobSet or
+# `--output` (`outputs.Output`) -> the objects of its tasks. A JobSet or
 # TrainJob holds the evaluator as one of its replicatedJobs.
 _RENDERERS = {
     "jobset": jobset.render_jobset,
@@ -279,10 +279,10 @@ def to_yaml(objects, *, header=""):
 
 def layout_comment(config, argv):
   lines = _command_lines(["python", "-m", "harness.k8s", *argv]) + [""]
-  if config.standalone or config.tfjob:
+  if not config.kind.layout:
     return "\n".join(lines)
   tasks = config_lib.training_tasks(config)
-  if not config.uses_jobset:
+  if not config.kind.jobset:
     lines.append(f"Pods of Job {config.name} (hostname -> task):")
     lines += [f"  {config.name}-{i} -> {task_type}/{index}"
               for i, (task_type, index) in enumerate(tasks)]

@@ -22,12 +22,14 @@ import dataclasses
 import socket
 
 from harness import errors
+from harness.cluster import jobs
 
 __all__ = ["FLAG", "AUTO", "MetricsPlan", "plan"]
 
 FLAG = "--metrics_port"
 AUTO = "auto"
-_SERVING_JOBS = ("chief", "worker", "evaluator")
+# The jobs whose tasks serve metrics: the trainers and the evaluator.
+_SERVING_JOBS = jobs.TRAINER_JOBS + (jobs.EVALUATOR,)
 _HOST = "127.0.0.1"
 
 
@@ -84,7 +86,13 @@ def _value(command):
   return value
 
 
-def _listen(port, name, first):
+def _listen(port, name, flag_text):
+  """A socket listening on `port` of 127.0.0.1 for task `name`.
+
+  Raises:
+    ConfigError: the port cannot be bound; the message quotes the command's
+      `--metrics_port` value, `flag_text`, that gave it.
+  """
   sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
   try:
     sock.bind((_HOST, port))
@@ -92,23 +100,24 @@ def _listen(port, name, first):
   except OSError as e:
     sock.close()
     raise errors.ConfigError(
-        f"{FLAG}={first} in the command: task {name} gets port {port} (one "
+        f"{FLAG}={flag_text} in the command: task {name} gets port {port} (one "
         f"port a task, in order), which cannot be bound on {_HOST}: {e}. "
         f"Fix: pick another {FLAG}, or {FLAG}={AUTO} for free ports.") from e
   return sock
 
 
-def _pick(port, name, first, taken):
-  """A socket listening on `port` (0: a free one) that is not in `taken`."""
+def _pick(port, name, flag_text, taken):
+  """A socket listening on `port` (0: a free one) that is not in `taken`;
+  `flag_text` is the command's `--metrics_port` value, for the errors."""
   for _ in range(100):  # A free port that is a TF port of the cluster: again.
-    sock = _listen(port, name, first)
+    sock = _listen(port, name, flag_text)
     if sock.getsockname()[1] not in taken:
       return sock
     sock.close()
     if port:
       break
   raise errors.ConfigError(
-      f"{FLAG}={first} in the command: task {name} gets port {port}, a "
+      f"{FLAG}={flag_text} in the command: task {name} gets port {port}, a "
       f"TensorFlow port of the cluster. Fix: pick another {FLAG}, or "
       f"{FLAG}={AUTO}.")
 
@@ -129,7 +138,8 @@ def plan(command, names, *, avoid=()):
       port cannot be bound.
   """
   value = _value(command)
-  serving = [n for n in names if n.split("/")[0] in _SERVING_JOBS]
+  serving = [n for n in names
+             if jobs.split_task_label(n)[0] in _SERVING_JOBS]
   if value is None or value.strip() == "0":
     return MetricsPlan(command=list(command), ports={}, listeners=[])
   auto = value.strip() == AUTO

@@ -143,7 +143,8 @@ class MultiHead(base_head.Head):
     return predictions
 
   def metrics(self, regularization_losses=None):
-    """"loss/<head>" means (+ regularization); heads add theirs on update."""
+    """A mean of each head's loss, keyed "loss/<head>", and of the
+    regularization losses when given; `update_metrics` adds each head's own."""
     eval_metrics = {}
     if regularization_losses is not None:
       eval_metrics[self._loss_regularization_key] = tf.keras.metrics.Mean(
