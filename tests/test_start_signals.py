@@ -47,8 +47,10 @@ class StartUpSweepTest(parameterized.TestCase):
     result = start_signals.run_once("plain", at_secs, from_handler=True)
     self.assertTrue(result["ok"], result)
     if result["code"] == errors.EXIT_PREEMPTED:
+      # Stopped in a start-up stage, or (later instants) in training.
       self.assertRegex(_one_binary_line(self, result),
-                       r"^harness\.main: SIGTERM: .*stopped while")
+                       r"^harness\.main: (SIGTERM: .*stopped while|"
+                       r"TrainingPreemptedError: .*preempted \(SIGTERM\))")
 
   @parameterized.parameters(0.05, 0.2, 0.4, 0.8, 1.6, 3.0)
   def test_rendered_entrypoint_as_pid_1(self, at_secs):

@@ -6,8 +6,8 @@
     python -m bench.perf.start_signals --from_handler   # from the first line
 
 Each instant starts a fresh run and sends SIGTERM that many seconds after
-it started: `plain` is `python -m harness.main` alone (a linear model, 20
-steps, a fresh model_dir); `pod` is the rendered container command
+it started: `plain` is `python -m harness.main` alone (a linear model,
+`_STEPS` steps, a fresh model_dir); `pod` is the rendered container command
 (`harness.k8s.ENTRYPOINT` + `python -m harness.main ...`, a one-chief
 cluster in HARNESS_K8S_CLUSTER) under `unshare --pid --fork --mount-proc`,
 so that it is PID 1 of its own PID namespace as in a pod, and the signal
@@ -35,6 +35,11 @@ import time
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 _WAIT_SECS = 120  # After the signal: a TensorFlow import to finish.
+# Steps of a run: more than any machine trains in the 4 s of the sweep (20
+# steps were done 3 s after the first line on a quiet 2-core machine, so a
+# lost signal looked like a finished run), and few enough that a run whose
+# signal is lost ends (exit 0, a failure for the pod door) within _WAIT_SECS.
+_STEPS = 20000
 _BINARY_LINE = ("harness.main: ", "harness.k8s.start: ")
 
 
@@ -63,7 +68,8 @@ def command(door, model_dir):
   """(argv, extra environment) of one run through `door`."""
   from harness.k8s import config  # pylint: disable=g-import-not-at-top
   main = [sys.executable, "-m", "harness.main", "--model_fn=linear",
-          "--input_fn=constant", "--max_steps=20", f"--model_dir={model_dir}"]
+          "--input_fn=constant", f"--max_steps={_STEPS}",
+          f"--model_dir={model_dir}"]
   if door == "plain":
     return main, {}
   entry = [sys.executable if a == "python" else a for a in config.ENTRYPOINT]
