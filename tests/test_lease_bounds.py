@@ -20,7 +20,7 @@ _HOST = "host-a"
 _PERIOD_SECS = 5.0
 # The documented wait for a holder whose pid cannot be checked here: the
 # stale limit plus one refresh period (docs/SECURITY.md: 35 s).
-_BOUND_SECS = (lease.STALE_AFTER_REFRESHES + 1) * _PERIOD_SECS
+_BOUND_SECS = (lease_file.STALE_AFTER_REFRESHES + 1) * _PERIOD_SECS
 
 
 class _Clock:

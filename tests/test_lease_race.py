@@ -79,13 +79,13 @@ class NoLockTest(absltest.TestCase):
 
   def test_a_local_directory_is_locked_and_ram_is_not(self):
     local = self.create_tempdir().full_path
-    with lease_file.claim_lock(local, timeout_secs=1) as atomic:
+    with lease.claim_lock(local, timeout_secs=1) as atomic:
       self.assertTrue(atomic)
       with self.assertRaisesRegex(errors.ModelDirLeaseError,
                                   "kept deciding who holds its lease"):
-        with lease_file.claim_lock(local, timeout_secs=0.05):
+        with lease.claim_lock(local, timeout_secs=0.05):
           pass
-    with lease_file.claim_lock("ram://lease_race/x", timeout_secs=1) as atomic:
+    with lease.claim_lock("ram://lease_race/x", timeout_secs=1) as atomic:
       self.assertFalse(atomic)
 
 
@@ -113,7 +113,7 @@ class RefreshPeriodBoundTest(absltest.TestCase):
           space=("pid:[4026532002]", "boot-1"), pid_alive=lambda pid: True,
           refresh_secs=30, sleep=sleep)
     self.addCleanup(held.release)
-    bound = (lease.STALE_AFTER_REFRESHES + 1) * lease_file.MAX_REFRESH_SECS
+    bound = (lease_file.STALE_AFTER_REFRESHES + 1) * lease_file.MAX_REFRESH_SECS
     self.assertLessEqual(clock[0] - start, bound + 1)
     self.assertGreaterEqual(clock[0] - start, bound - 60)
 

@@ -115,7 +115,7 @@ class SameProcessTest(absltest.TestCase):
     refused_after = time.monotonic() - started
     self.assertIn("is in use by another trainer in this process, in thread "
                   "'first-trainer'", str(raised.exception))
-    self.assertLess(refused_after, lease.STALE_AFTER_REFRESHES * 5,
+    self.assertLess(refused_after, lease_file.STALE_AFTER_REFRESHES * 5,
                     "the refusal waited for the lease to go stale")
     thread.join(_WAIT_SECS)
     self.assertEqual(outcome.get("first"), "finished", outcome)

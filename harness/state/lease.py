@@ -15,28 +15,30 @@ whose pid is dead is taken over at once, as is an earlier run of this
 process (our pid, a lease this process no longer holds); a live trainer in
 another thread of this process is refused at once. A holder elsewhere
 (another container with the same host name, another machine, an old lease
-file) is watched until it refreshes (refused) or for `STALE_AFTER_REFRESHES`
-periods after its last refresh, at most, also when that time is ahead of
-our clock or not a number (no refresh: taken over with a warning, a
-restarted pod's dead predecessor). `force_takeover=True`
+file) is watched until it refreshes (refused) or for
+`lease_file.STALE_AFTER_REFRESHES` periods after its last refresh, at most,
+also when that time is ahead of our clock or not a number (no refresh: taken
+over with a warning, a restarted pod's dead predecessor). `force_takeover=True`
 (`--force_takeover`) takes over a live lease; the old holder stops at its
 next refresh.
 
 Evaluators, exports and predictions read model_dir without a lease.
 A claim (read, decide, write, read back) holds an exclusive lock of a local
-model_dir (`lease_file.claim_lock`), so two processes decide one after the
+model_dir (`claim_lock`), so two processes decide one after the
 other: exactly one holds it. On a filesystem without locks (gs://, hdfs://)
 the claim reads its token back at once and again `SETTLE_SECS` later: two
 trainers both hold it only when one took longer than that from its read to
 its write, and the loser stops at its first refresh.
 """
 
+import contextlib
 import dataclasses
+import errno
+import fcntl
 import os
 import socket
 import threading
 import time
-import uuid
 
 from absl import logging
 
@@ -45,97 +47,76 @@ from harness._tf import tf
 from harness.state import lease_file
 from harness.state import processes
 
-__all__ = ["STALE_AFTER_REFRESHES", "Lease", "hold", "stale_reason"]
+__all__ = ["SETTLE_SECS", "Lease", "acquire", "hold", "claim_lock"]
 
-STALE_AFTER_REFRESHES = 6  # Periods without a refresh: the holder is gone.
 # Without a lock: the second read-back of a claim's token, seconds later.
 SETTLE_SECS = 1.0
 # The longest a claim may wait for another process's claim: its watch.
-_CLAIM_LOCK_SECS = (STALE_AFTER_REFRESHES + 2) * lease_file.MAX_REFRESH_SECS
+_CLAIM_LOCK_SECS = ((lease_file.STALE_AFTER_REFRESHES + 2) *
+                    lease_file.MAX_REFRESH_SECS)
 
-# The leases this process holds now, by token: another thread of this
-# process that meets one is refused at once (a lease with this pid but
-# another token is an earlier run's). And a lock per model_dir, so that two
-# threads' check-then-write cannot interleave.
-_HELD = {}
-_HELD_LOCK = threading.Lock()
+# A lock per model_dir, so that two threads' claims cannot interleave.
 _DIR_LOCKS = {}
+_DIR_LOCKS_LOCK = threading.Lock()
 
 
 def _dir_lock(model_dir):
   key = model_dir.rstrip("/")
   if "://" not in model_dir:
     key = os.path.realpath(model_dir)  # local-fs: one key for aliases
-  with _HELD_LOCK:
+  with _DIR_LOCKS_LOCK:
     return _DIR_LOCKS.setdefault(key, threading.Lock())
 
 
-def _held_here(record):
-  """The live `Lease` of this process that wrote `record`, or None."""
-  with _HELD_LOCK:
-    return _HELD.get(record.token)
+def _local_dir(model_dir):
+  """The local path of `model_dir`, or None for another filesystem."""
+  model_dir = os.fspath(model_dir)
+  if model_dir.startswith("file://"):
+    return model_dir[len("file://"):]
+  return None if "://" in model_dir else model_dir
 
 
-def _same_process_space(record, host, space=None):
-  """Whether `record`'s pid can be checked here: same host, PID ns, boot."""
-  return processes.same_space(record.host, record.pid_ns, record.boot_id,
-                              this_host=host, space=space)
+@contextlib.contextmanager
+def claim_lock(model_dir, *, timeout_secs, sleep=time.sleep):
+  """Holds an exclusive `flock` of a local `model_dir` for one claim.
 
+  Yields True while it holds it; False where there is none to take
+  (another filesystem, or one without `flock`): the claim is then
+  check-then-write, verified by reading the token back.
 
-def _held_elsewhere(model_dir, current, *, task_label, clock, sleep, host,
-                    pid, space):
-  """Watches a live holder in another process space; raises while it lives.
-
-  Returns:
-    (the lease as last read or None, the time it was read, the reason it is
-    stale when it was not refreshed while watched, else None).
+  Raises:
+    ModelDirLeaseError: another process held it for `timeout_secs`.
   """
-  watched_from = clock()
-  current, unchanged = lease_file.watch(
-      model_dir, current, stale_after=STALE_AFTER_REFRESHES,
-      task_label=task_label, clock=clock, sleep=sleep)
-  now = clock()
-  if current is None:
-    return None, now, None
-  reason = stale_reason(current, now=now, host=host, pid=pid, space=space)
-  if reason is None and unchanged:
-    reason = (f"not refreshed during the {now - watched_from:.0f} s watched; "
-              f"its last refresh time {current.refreshed_time!r} is ahead "
-              "of this host's clock or not a number")
-  if reason is None:
-    raise errors.ModelDirLeaseError(_held_message(model_dir, current, now))
-  return current, now, reason
+  local = _local_dir(model_dir)
+  fd = None
+  if local is not None:
+    try:
+      fd = os.open(local, os.O_RDONLY | os.O_DIRECTORY)  # local-fs: flock
+    except OSError:
+      fd = None
+  try:
+    yield fd is not None and _flock(fd, model_dir, timeout_secs, sleep)
+  finally:
+    if fd is not None:
+      os.close(fd)  # Releases the lock.
 
 
-def stale_reason(record, *, now, host, pid, pid_alive=processes.pid_alive,
-                 space=None):
-  """Why `record`'s holder is gone, or None while it may still be training.
-
-  The holder's pid is evidence only when host name, PID namespace and boot
-  id all match ours (two containers with one host name share none of the
-  latter); otherwise only a refresh older than the stale limit counts. A
-  holder with our pid is a live trainer of this process (another thread)
-  while its lease is held here, else an earlier run's.
-
-  Args: the `LeaseRecord`, the current time (seconds since epoch), this
-  machine's host name and this process's pid; `pid_alive(pid) -> bool`;
-  `space`: this process's (pid namespace, boot id), `process_space()` if
-  None. Returns a short reason ("holder pid 12 is not running ...") or None.
-  """
-  if _same_process_space(record, host, space):
-    if record.pid == pid:
-      if _held_here(record) is not None:
-        return None
-      return (f"the holder was this process (pid {pid}) in an earlier run or "
-              "container")
-    if not pid_alive(record.pid):
-      return f"holder pid {record.pid} is not running on this host"
-  limit = STALE_AFTER_REFRESHES * record.period_secs
-  age = record.age(now)
-  if age is not None and age > limit:
-    return (f"not refreshed for {age:.0f} s (> {STALE_AFTER_REFRESHES} x "
-            f"{record.period_secs:g} s refresh period)")
-  return None
+def _flock(fd, model_dir, timeout_secs, sleep):
+  deadline = time.monotonic() + timeout_secs
+  while True:
+    try:
+      fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+      return True
+    except OSError as e:
+      if e.errno not in (errno.EAGAIN, errno.EACCES):
+        return False  # ENOLCK, EOPNOTSUPP...: no locks on this filesystem.
+    if time.monotonic() > deadline:
+      raise errors.ModelDirLeaseError(
+          f"model_dir {model_dir}: another process kept deciding who holds "
+          f"its lease for {timeout_secs:g} s (an exclusive lock of the "
+          "directory). Fix: stop the other trainer, or use another "
+          "--model_dir.")
+    sleep(0.01)
 
 
 class Lease:
@@ -150,7 +131,6 @@ class Lease:
     self._thread = threading.Thread(
         target=self._refresh_loop, name="harness-lease", daemon=True)
     self._hook = None
-    self.thread_name = threading.current_thread().name  # The trainer's.
 
   @property
   def lost_to(self):
@@ -172,7 +152,7 @@ class Lease:
     current = lease_file.read(self.model_dir)
     if current is not None and current.token != self.record.token:
       self._lost = current
-      _forget(self)
+      lease_file.forget(self.record.token)
       logging.error(
           "lease | %s | model_dir %s was taken over by %s; this trainer "
           "stops writing it", self.record.task, self.model_dir,
@@ -211,7 +191,7 @@ class Lease:
   def release(self):
     """Stops refreshing and removes the lease file if it is still ours."""
     self._stop.set()
-    _forget(self)
+    lease_file.forget(self.record.token)
     if self._thread.is_alive():
       self._thread.join(timeout=self.record.refresh_secs + 5)
     current = lease_file.read(self.model_dir)
@@ -229,11 +209,6 @@ class Lease:
 
   def __exit__(self, *unused_exc):
     self.release()
-
-
-def _forget(held):
-  with _HELD_LOCK:
-    _HELD.pop(held.record.token, None)
 
 
 def acquire(model_dir, *, task_label="local", force_takeover=False,
@@ -272,98 +247,20 @@ def acquire(model_dir, *, task_label="local", force_takeover=False,
   model_dir = os.fspath(model_dir)
   tf.io.gfile.makedirs(model_dir)
   # Threads of this process decide one by one, and processes too.
-  with _dir_lock(model_dir), lease_file.claim_lock(
+  with _dir_lock(model_dir), claim_lock(
       model_dir, timeout_secs=_CLAIM_LOCK_SECS) as atomic:
-    record = _claim(model_dir, task_label=task_label,
-                    force_takeover=force_takeover, clock=clock, sleep=sleep,
-                    pid_alive=pid_alive, refresh_secs=float(refresh_secs),
-                    **identity)
-    if not atomic:  # Another's write may land after our read-back.
-      sleep(SETTLE_SECS)
-      _verify(model_dir, record, clock())
+    record = lease_file.claim(
+        model_dir, task_label=task_label, force_takeover=force_takeover,
+        refresh_secs=float(refresh_secs), clock=clock, sleep=sleep,
+        pid_alive=pid_alive, settle_secs=None if atomic else SETTLE_SECS,
+        **identity)
     lease = Lease(model_dir, record, clock=clock)
-    with _HELD_LOCK:
-      _HELD[record.token] = lease
   lease._thread.start()  # pylint: disable=protected-access
   logging.info("lease | %s | holds model_dir's %s (host %s, pid "
                "%d, refreshed every %g s)", task_label, lease_file.LEASE_FILE,
                record.host, record.pid, refresh_secs)
   logging.debug("lease | %s | %s", task_label, lease_file.path(model_dir))
   return lease
-
-
-def _claim(model_dir, *, task_label, force_takeover, clock, sleep, host, pid,
-           space, pid_alive, refresh_secs):
-  """`acquire`'s decision and write; returns the written `LeaseRecord`."""
-  now = clock()
-  current = lease_file.read(model_dir)
-  reason = None
-  if current is not None and not force_takeover and not _same_process_space(
-      current, host, space) and stale_reason(
-          current, now=now, host=host, pid=pid, space=space) is None:
-    current, now, reason = _held_elsewhere(
-        model_dir, current, task_label=task_label, clock=clock, sleep=sleep,
-        host=host, pid=pid, space=space)
-  if current is not None:
-    _take_over(model_dir, current, now, task_label=task_label,
-               force_takeover=force_takeover, reason=reason or stale_reason(
-                   current, now=now, host=host, pid=pid,
-                   pid_alive=pid_alive, space=space))
-  record = lease_file.LeaseRecord(
-      host=host, pid=pid, task=task_label, start_time=now, refreshed_time=now,
-      refresh_secs=refresh_secs, token=uuid.uuid4().hex,
-      pid_ns=space[0], boot_id=space[1])
-  lease_file.write(model_dir, record)
-  _verify(model_dir, record, now)
-  return record
-
-
-def _verify(model_dir, record, now):
-  """Raises ModelDirLeaseError unless the lease file holds `record`."""
-  check = lease_file.read(model_dir)
-  if check is None or check.token != record.token:  # Lost a start-up race.
-    raise errors.ModelDirLeaseError(_held_message(model_dir, check or record,
-                                                  now))
-
-
-def _take_over(model_dir, current, now, *, task_label, force_takeover,
-               reason):
-  """Says why `current` (stale, or forced) is taken over; else raises."""
-  if reason is not None:
-    # One short line; the holder's details at DEBUG.
-    logging.warning("lease | %s | taking over the stale lease of model_dir: "
-                    "%s", task_label, reason)
-    logging.debug("lease | %s | the stale lease: %s", task_label,
-                  current.describe(now))
-  elif force_takeover:
-    logging.warning(
-        "lease | %s | --force_takeover: taking over the live lease of "
-        "model_dir %s from %s; that trainer stops at its next refresh",
-        task_label, model_dir, current.describe(now))
-  else:
-    raise errors.ModelDirLeaseError(_held_message(model_dir, current, now))
-
-
-def _held_message(model_dir, holder, now):
-  stale_after = STALE_AFTER_REFRESHES * holder.period_secs
-  here = _held_here(holder)
-  if here is not None and holder.pid == os.getpid():
-    return (
-        f"model_dir {model_dir} is in use by another trainer in this process, "
-        f"in thread {here.thread_name!r}: {holder.describe(now)}. Two "
-        "trainers on one model_dir would interleave their checkpoints. Fix: "
-        "wait for that "
-        "train() call to return (join its thread), or give this one another "
-        "model_dir.")
-  return (
-      f"model_dir {model_dir} is in use by another trainer: "
-      f"{holder.describe(now)} (lease file {lease_file.path(model_dir)}). "
-      "Two trainers on one model_dir would interleave their checkpoints. "
-      "Fix: wait for that trainer to finish (or stop it), use another "
-      "--model_dir, or, if it is gone, pass --force_takeover "
-      "(RunConfig(force_takeover=True)); a lease not refreshed for "
-      f"{stale_after:g} s, or whose process is dead in this host's PID "
-      "namespace, is taken over automatically.")
 
 
 def hold(model_dir, **kwargs):

@@ -1,40 +1,49 @@
-"""The trainer's lease file, `<model_dir>/trainer.lease`: record, read, write.
+"""The trainer's lease file, `<model_dir>/trainer.lease`, and its claim.
 
-`harness.state.lease` decides who may train in a model_dir; this module only
-turns the file into a `LeaseRecord` and back, through `tf.io.gfile`::
+`harness.state.lease` holds a lease for a trainer (locks, refresh, release);
+this module owns what the file says and who may write it: the record, its
+read and write through `tf.io.gfile`, and the one claim that reads it,
+decides whether its holder is gone, watches a holder in another process
+space, writes the new record and reads it back::
 
-    record = lease_file.read(model_dir)  # None: no lease (or unreadable)
+    record = lease_file.claim(model_dir, task_label="chief/0", ...)
+    current = lease_file.read(model_dir)  # None: no lease (or unreadable)
     lease_file.write(model_dir, dataclasses.replace(record, refreshed_time=t))
-    with lease_file.claim_lock(model_dir, timeout_secs=60) as atomic: ...
 
-`claim_lock` makes a claim's check-then-write atomic between processes on a
-local filesystem (an exclusive `flock` of the directory); elsewhere (gs://,
-hdfs://, a filesystem without locks) it holds nothing and says so.
+It also keeps the tokens of the leases this process holds: a record with our
+pid is another thread's live lease while its token is held here.
 """
 
-import contextlib
 import dataclasses
 import datetime
-import errno
-import fcntl
 import json
 import math
 import os
-import time
+import threading
+import uuid
 
 from absl import logging
 
 from harness import errors
 from harness._tf import tf
+from harness.state import processes
 
 __all__ = ["LEASE_FILE", "DEFAULT_REFRESH_SECS", "MAX_REFRESH_SECS",
-           "LeaseRecord", "path", "read", "write", "claim_lock", "watch"]
+           "STALE_AFTER_REFRESHES", "LeaseRecord", "path", "read", "write",
+           "watch", "stale_reason", "claim", "forget"]
 
 LEASE_FILE = "trainer.lease"
 DEFAULT_REFRESH_SECS = 5.0
 # A lease file's refresh period counts up to this (a broken or hostile
 # `refresh_secs: 1e9` must not make another trainer wait for years).
 MAX_REFRESH_SECS = 60.0
+STALE_AFTER_REFRESHES = 6  # Periods without a refresh: the holder is gone.
+
+# The thread names of the leases this process holds now, by token: another
+# thread of this process that meets one is refused at once (a lease with
+# this pid but another token is an earlier run's).
+_HELD = {}
+_HELD_LOCK = threading.Lock()
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -137,57 +146,6 @@ def write(model_dir, record):
     raise
 
 
-def _local_dir(model_dir):
-  """The local path of `model_dir`, or None for another filesystem."""
-  model_dir = os.fspath(model_dir)
-  if model_dir.startswith("file://"):
-    return model_dir[len("file://"):]
-  return None if "://" in model_dir else model_dir
-
-
-@contextlib.contextmanager
-def claim_lock(model_dir, *, timeout_secs, sleep=time.sleep):
-  """Holds an exclusive `flock` of a local `model_dir` for one claim.
-
-  Yields True while it holds it; False where there is none to take
-  (another filesystem, or one without `flock`): the claim is then
-  check-then-write, verified by reading the token back.
-
-  Raises:
-    ModelDirLeaseError: another process held it for `timeout_secs`.
-  """
-  local = _local_dir(model_dir)
-  fd = None
-  if local is not None:
-    try:
-      fd = os.open(local, os.O_RDONLY | os.O_DIRECTORY)  # local-fs: flock
-    except OSError:
-      fd = None
-  try:
-    yield fd is not None and _flock(fd, model_dir, timeout_secs, sleep)
-  finally:
-    if fd is not None:
-      os.close(fd)  # Releases the lock.
-
-
-def _flock(fd, model_dir, timeout_secs, sleep):
-  deadline = time.monotonic() + timeout_secs
-  while True:
-    try:
-      fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-      return True
-    except OSError as e:
-      if e.errno not in (errno.EAGAIN, errno.EACCES):
-        return False  # ENOLCK, EOPNOTSUPP...: no locks on this filesystem.
-    if time.monotonic() > deadline:
-      raise errors.ModelDirLeaseError(
-          f"model_dir {model_dir}: another process kept deciding who holds "
-          f"its lease for {timeout_secs:g} s (an exclusive lock of the "
-          "directory). Fix: stop the other trainer, or use another "
-          "--model_dir.")
-    sleep(0.01)
-
-
 def watch(model_dir, current, *, stale_after, task_label, clock, sleep):
   """Watches a live-looking lease whose holder's pid cannot be checked here.
 
@@ -220,3 +178,168 @@ def watch(model_dir, current, *, stale_after, task_label, clock, sleep):
     if clock() - start > wait:
       break
   return current, True
+
+
+def stale_reason(record, *, now, host, pid, pid_alive=processes.pid_alive,
+                 space=None):
+  """Why `record`'s holder is gone, or None while it may still be training.
+
+  The holder's pid is evidence only when host name, PID namespace and boot
+  id all match ours (two containers with one host name share none of the
+  latter); otherwise only a refresh older than the stale limit counts. A
+  holder with our pid is a live trainer of this process (another thread)
+  while its lease is held here, else an earlier run's.
+
+  Args: the `LeaseRecord`, the current time (seconds since epoch), this
+  machine's host name and this process's pid; `pid_alive(pid) -> bool`;
+  `space`: this process's (pid namespace, boot id), `process_space()` if
+  None. Returns a short reason ("holder pid 12 is not running ...") or None.
+  """
+  return _judge(record, now=now, host=host, pid=pid, pid_alive=pid_alive,
+                space=space)[1]
+
+
+def _judge(record, *, now, host, pid, pid_alive, space):
+  """(whether `record`'s pid can be checked here, `stale_reason`)."""
+  local = processes.same_space(record.host, record.pid_ns, record.boot_id,
+                               this_host=host, space=space)
+  if local and record.pid != pid and not pid_alive(record.pid):
+    return local, f"holder pid {record.pid} is not running on this host"
+  if local and record.pid == pid:
+    if _held_here(record) is not None:
+      return local, None
+    return local, (f"the holder was this process (pid {pid}) in an earlier "
+                   "run or container")
+  limit = STALE_AFTER_REFRESHES * record.period_secs
+  age = record.age(now)
+  if age is not None and age > limit:
+    return local, (f"not refreshed for {age:.0f} s (> {STALE_AFTER_REFRESHES}"
+                   f" x {record.period_secs:g} s refresh period)")
+  return local, None
+
+
+def _held_here(record):
+  """The thread name of this process's live lease `record`, or None."""
+  with _HELD_LOCK:
+    return _HELD.get(record.token)
+
+
+def forget(token):
+  """This process no longer holds the lease of `token` (released or lost)."""
+  with _HELD_LOCK:
+    _HELD.pop(token, None)
+
+
+def claim(model_dir, *, task_label, force_takeover, refresh_secs, clock,
+          sleep, host, pid, space, pid_alive, settle_secs=None):
+  """Reads, decides, writes and reads back the lease of `model_dir`.
+
+  The caller holds the claim's locks (`harness.state.lease.acquire`). A
+  holder in our process space is judged by its pid, one elsewhere is
+  watched (`watch`); a stale or forced holder is taken over with a warning.
+  `settle_secs`: where no lock made the claim atomic, read the token back
+  again that much later. The lease is then held by this thread.
+
+  Returns:
+    The written `LeaseRecord`.
+
+  Raises:
+    ModelDirLeaseError: another trainer holds a live lease, or won a race.
+  """
+  now = clock()
+  current = read(model_dir)
+  local, reason = (None, None) if current is None else _judge(
+      current, now=now, host=host, pid=pid, pid_alive=pid_alive, space=space)
+  if current is not None and reason is None and not force_takeover and (
+      not local):  # A live-looking holder elsewhere: watch it.
+    current, now, reason = _held_elsewhere(
+        model_dir, current, task_label=task_label, clock=clock, sleep=sleep,
+        host=host, pid=pid, space=space)
+  if current is not None:
+    _take_over(model_dir, current, now, task_label=task_label,
+               force_takeover=force_takeover, reason=reason)
+  record = LeaseRecord(
+      host=host, pid=pid, task=task_label, start_time=now, refreshed_time=now,
+      refresh_secs=refresh_secs, token=uuid.uuid4().hex,
+      pid_ns=space[0], boot_id=space[1])
+  write(model_dir, record)
+  _verify(model_dir, record, now)
+  if settle_secs is not None:  # Another's write may land after our read-back.
+    sleep(settle_secs)
+    _verify(model_dir, record, clock())
+  with _HELD_LOCK:
+    _HELD[record.token] = threading.current_thread().name
+  return record
+
+
+def _held_elsewhere(model_dir, current, *, task_label, clock, sleep, host,
+                    pid, space):
+  """Watches a live holder in another process space; raises while it lives.
+
+  Returns:
+    (the lease as last read or None, the time it was read, the reason it is
+    stale when it was not refreshed while watched, else None).
+  """
+  watched_from = clock()
+  current, unchanged = watch(
+      model_dir, current, stale_after=STALE_AFTER_REFRESHES,
+      task_label=task_label, clock=clock, sleep=sleep)
+  now = clock()
+  if current is None:
+    return None, now, None
+  reason = stale_reason(current, now=now, host=host, pid=pid, space=space)
+  if reason is None and unchanged:
+    reason = (f"not refreshed during the {now - watched_from:.0f} s watched; "
+              f"its last refresh time {current.refreshed_time!r} is ahead "
+              "of this host's clock or not a number")
+  if reason is None:
+    raise errors.ModelDirLeaseError(_held_message(model_dir, current, now))
+  return current, now, reason
+
+
+def _verify(model_dir, record, now):
+  """Raises ModelDirLeaseError unless the lease file holds `record`."""
+  check = read(model_dir)
+  if check is None or check.token != record.token:  # Lost a start-up race.
+    raise errors.ModelDirLeaseError(_held_message(model_dir, check or record,
+                                                  now))
+
+
+def _take_over(model_dir, current, now, *, task_label, force_takeover,
+               reason):
+  """Says why `current` (stale, or forced) is taken over; else raises."""
+  if reason is not None:
+    # One short line; the holder's details at DEBUG.
+    logging.warning("lease | %s | taking over the stale lease of model_dir: "
+                    "%s", task_label, reason)
+    logging.debug("lease | %s | the stale lease: %s", task_label,
+                  current.describe(now))
+  elif force_takeover:
+    logging.warning(
+        "lease | %s | --force_takeover: taking over the live lease of "
+        "model_dir %s from %s; that trainer stops at its next refresh",
+        task_label, model_dir, current.describe(now))
+  else:
+    raise errors.ModelDirLeaseError(_held_message(model_dir, current, now))
+
+
+def _held_message(model_dir, holder, now):
+  stale_after = STALE_AFTER_REFRESHES * holder.period_secs
+  thread_name = _held_here(holder)
+  if thread_name is not None and holder.pid == os.getpid():
+    return (
+        f"model_dir {model_dir} is in use by another trainer in this process, "
+        f"in thread {thread_name!r}: {holder.describe(now)}. Two "
+        "trainers on one model_dir would interleave their checkpoints. Fix: "
+        "wait for that "
+        "train() call to return (join its thread), or give this one another "
+        "model_dir.")
+  return (
+      f"model_dir {model_dir} is in use by another trainer: "
+      f"{holder.describe(now)} (lease file {path(model_dir)}). "
+      "Two trainers on one model_dir would interleave their checkpoints. "
+      "Fix: wait for that trainer to finish (or stop it), use another "
+      "--model_dir, or, if it is gone, pass --force_takeover "
+      "(RunConfig(force_takeover=True)); a lease not refreshed for "
+      f"{stale_after:g} s, or whose process is dead in this host's PID "
+      "namespace, is taken over automatically.")
