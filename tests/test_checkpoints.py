@@ -112,7 +112,7 @@ class LatestUsableCheckpointTest(parameterized.TestCase):
 
   def setUp(self):
     super().setUp()
-    checkpoints._VERDICTS.clear()  # pylint: disable=protected-access
+    checkpoint_reader._VERDICTS.clear()  # pylint: disable=protected-access
     self.model_dir = self.create_tempdir().full_path
 
   def test_intact_newest_is_returned(self):
@@ -195,7 +195,7 @@ class RestoreFallbackTest(absltest.TestCase):
 
   def setUp(self):
     super().setUp()
-    checkpoints._VERDICTS.clear()  # pylint: disable=protected-access
+    checkpoint_reader._VERDICTS.clear()  # pylint: disable=protected-access
     self.model_dir = self.create_tempdir().full_path
     self.est = _support.linear_estimator(self.model_dir, 5,
                                          keep_checkpoint_max=10)

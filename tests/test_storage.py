@@ -280,7 +280,7 @@ class RamModelDirTest(absltest.TestCase):
     tf.io.gfile.remove(data)  # ram:// appends on "wb" to an existing file.
     with tf.io.gfile.GFile(data, "wb") as f:
       f.write(content[:len(content) // 2])
-    checkpoints._VERDICTS.clear()  # pylint: disable=protected-access
+    checkpoint_reader._VERDICTS.clear()  # pylint: disable=protected-access
     with self.assertLogs(logger="absl", level="WARNING") as logs:
       self.assertEqual(self.est.latest_checkpoint(),
                        self.model_dir + "model.ckpt-10")

@@ -2,7 +2,8 @@
 they fit the model.
 
 `state/checkpoints.py` finds the checkpoint to restore and asks this module
-whether each candidate reads back (`check_checkpoint`): its index must open,
+once per candidate whether it reads back (`verdict`, which caches
+`check_checkpoint` per version of the files): its index must open,
 every data shard must exist and hold at least the bytes of its fixed-size
 tensors, and, up to `FULL_CHECK_MAX_BYTES` of data, every tensor is read
 back (which verifies TensorFlow's per-tensor CRC). Every file access is
@@ -13,12 +14,15 @@ import math
 import os
 import re
 
+from absl import logging
+
 from harness import errors
 from harness._tf import tf
 
 __all__ = [
-    "FULL_CHECK_MAX_BYTES", "check_checkpoint", "check_fits", "open_reader",
-    "global_step_of", "data_file_paths", "listdir", "first_line",
+    "FULL_CHECK_MAX_BYTES", "check_checkpoint", "verdict", "check_fits",
+    "open_reader", "global_step_of", "data_file_paths", "listdir",
+    "first_line",
 ]
 
 # Above this much data a checkpoint is checked for structure and size only:
@@ -27,6 +31,9 @@ FULL_CHECK_MAX_BYTES = 512 * 1024 * 1024
 
 _SHARD_RE = re.compile(r"\.data-(\d+)-of-(\d+)$")
 _KERAS_GLOBAL_STEP = "estimator_global_step/.ATTRIBUTES/VARIABLE_VALUE"
+# {prefix: (files signature, error message or None)}: each version of a
+# checkpoint's files is read once per process (the evaluator polls).
+_VERDICTS = {}
 
 
 def _split(prefix):
@@ -138,6 +145,37 @@ def check_checkpoint(prefix, *, full_check_max_bytes=FULL_CHECK_MAX_BYTES):
       raise errors.CheckpointError(
           f"data file {data[0] if len(data) == 1 else data} is corrupt: "
           f"tensor {name!r}: {first_line(e)}") from e
+
+
+def _signature(prefix):
+  paths = [prefix + ".index"] + data_file_paths(prefix)
+  signature = []
+  for path in sorted(paths):
+    try:
+      stat = tf.io.gfile.stat(path)
+    except tf.errors.OpError:
+      continue
+    signature.append((path, stat.length, stat.mtime_nsec))
+  return tuple(signature)
+
+
+def verdict(prefix, full_check_max_bytes=FULL_CHECK_MAX_BYTES):
+  """None if checkpoint `prefix` reads back (`check_checkpoint`), else why
+  not; cached per version of its files, and a new reason is logged once."""
+  signature = _signature(prefix)
+  cached = _VERDICTS.get(prefix)
+  if cached is not None and cached[0] == signature:
+    return cached[1]
+  try:
+    check_checkpoint(prefix, full_check_max_bytes=full_check_max_bytes)
+    problem = None
+  except errors.CheckpointError as e:
+    problem = str(e)
+  if problem is not None and (cached is None or cached[1] != problem):
+    logging.warning("checkpoint | skipping unusable checkpoint %s: %s",
+                    prefix, problem)
+  _VERDICTS[prefix] = (signature, problem)
+  return problem
 
 
 def first_line(error):

@@ -16,9 +16,8 @@ Every file access is `tf.io.gfile`, so any filesystem TensorFlow knows
 restarted Saver which checkpoints already count against
 `keep_checkpoint_max` (see `retention.py`).
 
-A checkpoint is checked once per version of its files (path, size, mtime),
-by `checkpoint_reader.check_checkpoint`: this module finds the candidates,
-that one reads them.
+This module finds the candidates; `checkpoint_reader.verdict` says of each
+whether it reads back, once per version of its files (path, size, mtime).
 """
 
 import os
@@ -26,7 +25,6 @@ import re
 
 from absl import logging
 
-from harness import errors
 from harness._tf import tf
 from harness.state import checkpoint_reader
 
@@ -40,9 +38,6 @@ _STEP_RE = re.compile(r"-(\d+)$")
 # A data shard or `.meta` of the Estimator's `model.ckpt-<step>` checkpoints.
 _ESTIMATOR_PART_RE = re.compile(r"^(model\.ckpt-\d+)\.(data-\d+-of-\d+|meta)$")
 _SECOND_URL_RE = re.compile(r".+/([a-zA-Z][a-zA-Z0-9+.-]*://.*)$")
-# {prefix: (files signature, error message or None)}: each version of a
-# checkpoint's files is read once per process (the evaluator polls).
-_VERDICTS = {}
 # {model_dir: (why, chosen)}: each fallback from the state file is logged once.
 _FALLBACKS = {}
 
@@ -166,37 +161,6 @@ def checkpoints_to_recover(model_dir):
                    if p not in listed and _step_of(p) > newest]
 
 
-def _signature(prefix):
-  paths = [prefix + ".index"] + checkpoint_reader.data_file_paths(prefix)
-  signature = []
-  for path in sorted(paths):
-    try:
-      stat = tf.io.gfile.stat(path)
-    except tf.errors.OpError:
-      continue
-    signature.append((path, stat.length, stat.mtime_nsec))
-  return tuple(signature)
-
-
-def _verdict(prefix, full_check_max_bytes):
-  """None if `prefix` is usable, else why not (cached per file version)."""
-  signature = _signature(prefix)
-  cached = _VERDICTS.get(prefix)
-  if cached is not None and cached[0] == signature:
-    return cached[1]
-  try:
-    checkpoint_reader.check_checkpoint(
-        prefix, full_check_max_bytes=full_check_max_bytes)
-    problem = None
-  except errors.CheckpointError as e:
-    problem = str(e)
-  if problem is not None and (cached is None or cached[1] != problem):
-    logging.warning("checkpoint | skipping unusable checkpoint %s: %s",
-                    prefix, problem)
-  _VERDICTS[prefix] = (signature, problem)
-  return problem
-
-
 def latest_usable_checkpoint(model_dir, *,
                              full_check_max_bytes=(
                                  checkpoint_reader.FULL_CHECK_MAX_BYTES)):
@@ -221,7 +185,7 @@ def latest_usable_checkpoint(model_dir, *,
   latest, _, problem = read_state(model_dir)
   chosen = None
   for prefix in candidate_checkpoints(model_dir):
-    if _verdict(prefix, full_check_max_bytes) is None:
+    if checkpoint_reader.verdict(prefix, full_check_max_bytes) is None:
       chosen = prefix
       break
   if chosen is not None and chosen != latest:
@@ -239,4 +203,5 @@ def latest_usable_checkpoint(model_dir, *,
 def latest_usable_step(model_dir):
   """The global step of `latest_usable_checkpoint(model_dir)`; None when
   there is no usable checkpoint."""
-  return checkpoint_reader.global_step_of(latest_usable_checkpoint(model_dir))
+  prefix = latest_usable_checkpoint(model_dir)
+  return checkpoint_reader.global_step_of(prefix)
