@@ -36,12 +36,7 @@ def write_training_stopped(model_dir, reason, global_step):
                         "global_step": None if global_step is None
                                        else int(global_step),
                         "written_at": time.time()})
-  _write_atomic(model_dir, _path(model_dir), payload)
-
-
-def _write_atomic(model_dir, path, payload):
-  del model_dir  # The marker's folder; write_text_atomic creates it.
-  storage.write_text_atomic(path, payload)
+  storage.write_text_atomic(_path(model_dir), payload)  # Makes the folder.
 
 
 def _load_json(path):
@@ -74,15 +69,16 @@ def _task_path(model_dir, kind, task_label):
 
 
 def _write_task_now(model_dir, kind, task_label):
-  _write_atomic(model_dir, _task_path(model_dir, kind, task_label),
-                json.dumps({"written_at": time.time()}))
+  path = _task_path(model_dir, kind, task_label)
+  storage.write_text_atomic(path, json.dumps({"written_at": time.time()}))
 
 
 def _tasks_written_since(model_dir, kind, task_labels, since):
   """The subset of `task_labels` whose `kind` record is newer than `since`."""
   written = set()
   for label in task_labels:
-    record = _read_record(_task_path(model_dir, kind, label))
+    path = _task_path(model_dir, kind, label)
+    record = _read_record(path)
     if record is not None and record.get("written_at", 0) >= since:
       written.add(label)
   return written
@@ -156,7 +152,7 @@ def write_task_started(model_dir, task_label):
   """
   path = _started_path(model_dir, task_label)
   previous = _read_record(path)
-  _write_atomic(model_dir, path, json.dumps({"written_at": time.time()}))
+  storage.write_text_atomic(path, json.dumps({"written_at": time.time()}))
   return previous
 
 
@@ -165,7 +161,7 @@ def write_task_opened(model_dir, task_label):
   path = _started_path(model_dir, task_label)
   record = _read_record(path) or {"written_at": time.time()}
   record["opened_at"] = time.time()
-  _write_atomic(model_dir, path, json.dumps(record))
+  storage.write_text_atomic(path, json.dumps(record))
 
 
 def task_records(model_dir, task_labels):
