@@ -28,6 +28,7 @@ _HAND_WRITTEN = (
     "### What the figures show",
     "## Where the time goes in a collective step",
     "### Counted: what harness runs per 100 steps beyond the bare loop",
+    "### A/B checks after issue 49's refactor",
     "### What the per-step breakdown shows",
     "### What the canned figures show",
     "### Check after the TaskPlan",
