@@ -10,10 +10,10 @@ the script's directory (the current directory for `-m`), and its exit status
 Ctrl-C (SIGINT) or SIGTERM ends as `harness.main` ends: one line, no
 traceback, exit status 130 (SIGINT) or 143 (SIGTERM). In an evaluator task
 (TF_CONFIG), strategies the program builds initialise locally, as under
-`harness.main` (`strategies.install_evaluator_guard`). Before
-anything else, `harness.compat` is imported, so `tf.estimator`,
-`tf.compat.v1.estimator` and the `tensorflow_estimator` modules resolve to
-harness and TensorFlow loads with Keras 2.
+`harness.main` (`evaluator_guard.install`). Before anything else,
+`harness.compat` is imported, so `tf.estimator`, `tf.compat.v1.estimator`
+and the `tensorflow_estimator` modules resolve to harness and TensorFlow
+loads with Keras 2.
 
 Usage errors (no program, an unknown option, a missing script) print a
 message and exit with status 2.
@@ -52,13 +52,13 @@ def _install_aliases():
   error, which then answer without loading TensorFlow.
   """
   import harness.compat  # lazy: TensorFlow only once a program runs  # pylint: disable=g-import-not-at-top,unused-import
-  from harness.distribute import strategies  # lazy: loads TensorFlow  # pylint: disable=g-import-not-at-top
+  from harness.distribute import evaluator_guard  # lazy: loads TensorFlow  # pylint: disable=g-import-not-at-top
   # An evaluator task (TF_CONFIG) builds the program's top-level strategy
   # for local use, as harness.main's does (a collective one would fail with
   # KeyError: 'evaluator'). A malformed TF_CONFIG is the program's
   # RunConfig's to report.
   try:
-    strategies.install_evaluator_guard(os.environ)
+    evaluator_guard.install(os.environ)
   except errors.ClusterConfigError:
     pass
 

@@ -37,7 +37,7 @@ ALLOWED = {
     "called on stand-ins too",
     ("tpu/tpu_config.py", "__init__"): "2.15's TPU RunConfig: its "
     "evaluation_master from its own task_type property",
-    ("distribute/strategies.py", "install_evaluator_guard"): "a library "
+    ("distribute/evaluator_guard.py", "install"): "a library "
     "function given a ClusterInfo, not a plan (the binary calls it for "
     "Role.EVALUATOR only)",
     ("distribute/strategies.py", "_check_cluster_fits"): "make_strategy's "

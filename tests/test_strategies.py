@@ -20,8 +20,10 @@ from harness import errors
 from harness._tf import tf
 from harness.core import strategy_classifier
 from harness.distribute import collective_config
+from harness.distribute import evaluator_guard
 from harness.distribute import graph_strategy as graph_strategy_lib
 from harness.distribute import strategies
+from harness.distribute import task_devices
 from harness.distribute import task_servers
 from tests import _processes
 from tests import _support
@@ -205,14 +207,14 @@ class ConfigureForTaskTest(parameterized.TestCase):
     config = strategies.configure_for_task(
         strategy, cluster=_CLUSTER, task_type="chief", task_id=0)
     self.assertEqual(strategy.num_replicas_in_sync, 6)
-    self.assertEqual(strategies.cpu_devices_per_worker(strategy), 2)
+    self.assertEqual(task_devices.cpu_devices_per_worker(strategy), 2)
     self.assertEqual(config.device_count["CPU"], 2)
 
   @parameterized.parameters(("mirrored", 2, 2), ("one_device", 1, 1),
                             ("parameter_server", 1, 1), ("default", 1, 1))
   def test_cpu_devices_per_worker(self, kind, count, expected):
     strategy = strategies.make_strategy(kind, num_devices_per_worker=count)
-    self.assertEqual(strategies.cpu_devices_per_worker(strategy), expected)
+    self.assertEqual(task_devices.cpu_devices_per_worker(strategy), expected)
 
   def test_collective_leader_is_worker_0_without_chief(self):
     strategy = strategies.make_strategy("collective")
@@ -325,8 +327,8 @@ class EvaluatorGuardTest(absltest.TestCase):
     environ = {"TF_CONFIG": json.dumps(
         {"cluster": {"worker": ["h:1"]}, "task": {"type": "worker",
                                                   "index": 0}})}
-    self.assertFalse(strategies.install_evaluator_guard(environ))
-    self.assertFalse(strategies.install_evaluator_guard({}))
+    self.assertFalse(evaluator_guard.install(environ))
+    self.assertFalse(evaluator_guard.install({}))
 
   @pytest.mark.slow
   def test_evaluator_builds_legacy_strategies(self):
@@ -337,13 +339,13 @@ class EvaluatorGuardTest(absltest.TestCase):
             "cluster": {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]},
             "task": {"type": "evaluator", "index": 0}})
         from harness import _tf_private
-        from harness.distribute import strategies
+        from harness.distribute import evaluator_guard
         from harness._tf import tf
         try:
           tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy()
         except KeyError as e:
           print("UNGUARDED KeyError", e)
-        print("INSTALLED", strategies.install_evaluator_guard(os.environ))
+        print("INSTALLED", evaluator_guard.install(os.environ))
         built = [
             tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy(),
             tf.distribute.MultiWorkerMirroredStrategy(),

@@ -35,6 +35,7 @@ from harness._tf import tf
 from harness.cli import job_config
 from harness.cli import preflight
 from harness.cli import registry
+from harness.distribute import evaluator_guard
 from harness.distribute import roles
 from harness.distribute import strategies
 from harness.export import exporter
@@ -77,7 +78,7 @@ def build_estimator(job, plan):
   from its `plan` (`harness.plan.TaskPlan`), which the RunConfig carries
   on (a one-process job's: its local plan)."""
   if plan.role == plan_lib.Role.EVALUATOR:
-    strategies.install_evaluator_guard(None, cluster_info=plan.cluster_info)
+    evaluator_guard.install(None, cluster_info=plan.cluster_info)
   elif plan.role != plan_lib.Role.PS:
     check_gpus_visible(job)
   one_process = plan.role.in_cluster and job.mode in ONE_PROCESS_MODES

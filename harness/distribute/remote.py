@@ -61,6 +61,7 @@ from harness.distribute import remote_stop
 from harness.distribute import remote_tasks
 from harness.distribute import server_claim
 from harness.distribute import strategies
+from harness.distribute import task_devices
 from harness.distribute.remote_servers import check_servers
 from harness.distribute.remote_servers import chief_task
 from harness.distribute.remote_servers import trainer_tasks
@@ -103,7 +104,7 @@ def _task_strategy(graph_strategy, kind, cluster, job, index, session_config,
 def _num_cpu_devices(graph_strategy, kind):
   if not kind.lockstep:
     return 1
-  return strategies.cpu_devices_per_worker(graph_strategy, kind=kind)
+  return task_devices.cpu_devices_per_worker(graph_strategy, kind=kind)
 
 
 def train_remote(model, input_fn, *, hooks=None, steps=None,

@@ -13,7 +13,7 @@ without TensorFlow's private distribute coordinator::
         session_config=run_config.session_config, num_devices_per_worker=2)
     if target is None:
       server = tf.distribute.Server(
-          tf.train.ClusterSpec(strategies.training_cluster(cluster)),
+          tf.train.ClusterSpec(task_devices.training_cluster(cluster)),
           job_name="worker", task_index=1, start=True,
           config=task_servers.server_config_for(
               session_config, cluster=cluster, task_type="worker",
@@ -29,13 +29,11 @@ first worker); parameter-server trainers other than the chief wait for it.
 The `--strategy` flag builds a strategy with `make_strategy`. A RunConfig's
 task (`roles.prepare_task`), whose cluster `cluster.validate` checked before
 training, is configured by `configure_checked`, which checks nothing again.
-An evaluator process calls `install_evaluator_guard(os.environ)` before user
-code runs.
+`task_devices` holds a task's devices and jobs; an evaluator process calls
+`evaluator_guard.install(os.environ)` before user code runs.
 """
 
 import copy
-
-from absl import logging
 
 from harness import _tf_private
 from harness import cluster as cluster_lib
@@ -47,13 +45,11 @@ from harness.cluster import strategy_kind as strategy_kind_lib
 from harness.cluster.strategy_kind import StrategyKind
 from harness.core.strategy_classifier import strategy_kind
 from harness.distribute import collective_config
+from harness.distribute import task_devices
 from harness.distribute.graph_strategy import is_v1
 from harness.distribute.graph_strategy import local_resolver
 
-__all__ = ["make_strategy", "configure_for_task", "configure_checked",
-           "install_evaluator_guard",
-           "DEVICE_TYPES", "training_cluster", "check_devices",
-           "cpu_devices_per_worker"]
+__all__ = ["make_strategy", "configure_for_task", "configure_checked"]
 
 _PS_CPU_DEVICES = (
     "num_devices_per_worker={count} CPU devices with parameter servers: the "
@@ -102,7 +98,7 @@ def make_strategy(kind, *, num_devices_per_worker=1, device_type="CPU",
         f"Unknown strategy kind {kind!r}: valid kinds are "
         f"{', '.join(strategy_kind_lib.BUILDABLE_KINDS)}.")
   kind = StrategyKind(kind)
-  check_devices(num_devices_per_worker, device_type, allow_none=False)
+  task_devices.check_devices(num_devices_per_worker, device_type, allow_none=False)
   count = num_devices_per_worker
   if kind.single_device and not kind.no_op and count != 1:
     raise errors.ConfigError(
@@ -120,7 +116,7 @@ def make_strategy(kind, *, num_devices_per_worker=1, device_type="CPU",
       _tf_private.reinitialize_collective_local(strategy, devices)
   # The cluster it will train on (`harness.main` passes none: its plan
   # checked the flags' cluster).
-  _check_cluster_fits(kind, training_cluster(cluster))
+  _check_cluster_fits(kind, task_devices.training_cluster(cluster))
   return strategy
 
 
@@ -198,13 +194,13 @@ def configure_for_task(strategy, *, cluster, task_type, task_id,
     NotSupportedError: a single-machine strategy on several trainers, or N
       > 1 CPU devices with parameter servers.
   """
-  check_devices(num_devices_per_worker, device_type, allow_none=True)
+  task_devices.check_devices(num_devices_per_worker, device_type, allow_none=True)
   kind = None if strategy is None else kind or strategy_kind(strategy)
   if kind is not None and not kind.no_op and not is_v1(strategy):
     raise errors.ConfigError(
         f"configure_for_task needs a tf.compat.v1 strategy, got the TF2 "
         f"{type(strategy).__name__}. Fix: pass to_graph_strategy(strategy).")
-  jobs = training_cluster(cluster)
+  jobs = task_devices.training_cluster(cluster)
   _check_cluster_fits(kind, jobs)
   if jobs:
     _check_task(jobs, task_type, task_id)
@@ -241,7 +237,7 @@ def configure_checked(strategy, *, kind, jobs, task_type, task_id,
   count, device_type = _configure_kind(
       strategy, kind, config, jobs, task_type, task_id,
       num_devices_per_worker, device_type, user_config=session_config)
-  num_cpus = _cpu_devices(strategy, kind)
+  num_cpus = task_devices.cpu_devices(strategy, kind)
   if device_type == "CPU" and count is not None:
     num_cpus = max(num_cpus, count)
   if num_cpus > 1:
@@ -280,101 +276,3 @@ def _configure_kind(strategy, kind, config, jobs, task_type, task_id, count,
   else:
     strategy.configure(config)
   return count, device_type
-
-
-def install_evaluator_guard(environ, *, cluster_info=None):
-  """Lets an evaluator process construct multi-worker strategies safely.
-
-  A legacy script builds its strategy at top level in every task. In an
-  evaluator (TF_CONFIG task type "evaluator") a collective strategy then
-  fails with `KeyError: 'evaluator'`, or, if the cluster lists the
-  evaluator, starts a server and health checks on its port. With the guard,
-  strategies built while TF_CONFIG's task is an evaluator see no cluster
-  and initialise for local training (the evaluator needs no strategy). The
-  guard is process-wide, idempotent, and inert for other task types.
-
-  Args:
-    environ: a mapping such as `os.environ`, read for TF_CONFIG. (The guard
-      itself checks `os.environ`, which is what TensorFlow reads.)
-    cluster_info: TF_CONFIG already parsed (`ClusterInfo`): `environ` unread.
-
-  Returns:
-    True if TF_CONFIG's task is an evaluator and the guard is installed.
-
-  Raises:
-    ClusterConfigError: TF_CONFIG is malformed.
-  """
-  info = cluster_info or cluster_lib.from_environ(environ)
-  if info is None or info.task_type != cluster_lib.EVALUATOR:
-    return False
-  _tf_private.localize_tf_config_resolver({cluster_lib.EVALUATOR})
-  logging.info("strategy | evaluator | strategies built here train locally")
-  return True
-
-
-# ------------------------------------------------ a task's devices and jobs
-
-DEVICE_TYPES = ("CPU", "GPU")
-
-
-def training_cluster(cluster):
-  """The jobs of `cluster` that take part in training (no evaluator).
-
-  Args:
-    cluster: {job: [address, ...]}, a `ClusterInfo`, a ClusterSpec, or None.
-
-  Returns:
-    {job: [address, ...]}, {} for None.
-  """
-  if isinstance(cluster, tf.train.ClusterSpec):
-    cluster = cluster.as_dict()
-  elif isinstance(cluster, cluster_lib.ClusterInfo):
-    cluster = cluster.cluster
-  return {str(job): list(addresses) for job, addresses in (
-      cluster or {}).items() if job != cluster_lib.EVALUATOR and addresses}
-
-
-def check_devices(num_devices_per_worker, device_type, allow_none):
-  """Raises ConfigError unless `device_type` is "CPU" or "GPU" and the count
-  is an integer >= 1 (or None where `allow_none`)."""
-  if device_type not in DEVICE_TYPES:
-    raise errors.ConfigError(
-        f"`device_type` must be one of {DEVICE_TYPES}, got "
-        f"{device_type!r}.")
-  if num_devices_per_worker is None and allow_none:
-    return
-  if isinstance(num_devices_per_worker, bool) or not isinstance(
-      num_devices_per_worker, int) or num_devices_per_worker < 1:
-    raise errors.ConfigError(
-        "`num_devices_per_worker` must be an integer >= 1, got "
-        f"{num_devices_per_worker!r}.")
-
-
-def cpu_devices_per_worker(strategy, *, kind=None):
-  """How many CPU devices each task needs for `strategy` (at least 1).
-
-  Use it for the server's and session's `device_count` when the strategy
-  replicates over several CPU devices (the CPU stand-in for GPUs).
-
-  Args:
-    strategy: a v1 strategy (configured or not), or None.
-    kind: `strategy`'s `StrategyKind` when the caller has it (a RunConfig's
-      `strategy_kind`); None classifies `strategy` here. Ignored when
-      `strategy` is None.
-
-  Returns:
-    The number of CPU replicas on one worker, or 1.
-  """
-  if strategy is None:
-    return 1
-  return _cpu_devices(strategy, kind or strategy_kind(strategy))
-
-
-def _cpu_devices(strategy, kind):
-  """`cpu_devices_per_worker` for a known `kind` (None: no strategy)."""
-  if kind is None or kind.no_op:
-    return 1
-  devices = strategy.extended.worker_devices
-  num_cpus = sum(1 for device in devices
-                 if tf.DeviceSpec.from_string(device).device_type == "CPU")
-  return max(1, num_cpus)

@@ -14,8 +14,8 @@ from harness import errors
 from harness import plan as plan_lib
 from harness._tf import tf
 from harness.cluster import listen
-from harness.distribute.strategies import check_devices
-from harness.distribute.strategies import training_cluster
+from harness.distribute.task_devices import check_devices
+from harness.distribute.task_devices import training_cluster
 
 __all__ = ["server_config_for", "in_process_server_target", "serve_task"]
 

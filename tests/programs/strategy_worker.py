@@ -21,6 +21,7 @@ import traceback
 from harness._tf import tf
 from harness.distribute import graph_strategy
 from harness.distribute import strategies
+from harness.distribute import task_devices
 from harness.distribute import task_servers
 
 _RECOVERY_WAIT_SECS = 0.2
@@ -109,7 +110,7 @@ def train(spec):
       num_devices_per_worker=count)
   if target is None:
     server = tf.distribute.Server(
-        tf.train.ClusterSpec(strategies.training_cluster(cluster)),
+        tf.train.ClusterSpec(task_devices.training_cluster(cluster)),
         job_name=task_type, task_index=task_id, start=True,
         config=task_servers.server_config_for(
             session_config, cluster=cluster, task_type=task_type,
@@ -150,7 +151,7 @@ def serve(spec):
   """Runs a parameter server until killed or `serve_secs` pass."""
   cluster = spec["cluster"]
   server = tf.distribute.Server(
-      tf.train.ClusterSpec(strategies.training_cluster(cluster)),
+      tf.train.ClusterSpec(task_devices.training_cluster(cluster)),
       job_name=spec["task_type"], task_index=spec["task_id"], start=True,
       config=task_servers.server_config_for(None, cluster=cluster,
                                           task_type=spec["task_type"]))
