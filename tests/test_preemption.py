@@ -72,6 +72,21 @@ class LocalPreemptionTest(absltest.TestCase):
     self.assertIn("starting at step 7", "\n".join(logs.output))
     self.assertEqual(_support.checkpoint_step(self.model_dir), 12)
 
+  def test_sigterm_swallowed_while_the_session_was_made_stops_at_step_1(self):
+    # harness.main's handler raises Terminated outside a training loop;
+    # raised inside TensorFlow's C++ (creating the session) it can be
+    # swallowed there, and training then went on to max_steps (exit 0).
+    self.addCleanup(setattr, stop_signal.STOP_SIGNAL, "terminated_in", None)
+    stop_signal.STOP_SIGNAL.terminated_in = "creating the training session"
+    with self.assertLogs(level=logging.WARNING) as logs:
+      with self.assertRaises(errors.TrainingPreemptedError) as ctx:
+        self.est.train(_input_fn, max_steps=100)
+    self.assertIn("stopped at step 1,", str(ctx.exception))
+    self.assertEqual(_support.checkpoint_step(self.model_dir), 1)
+    self.assertIn("SIGTERM came while creating the training session",
+                  "\n".join(logs.output))
+    self.assertIsNone(stop_signal.STOP_SIGNAL.terminated_in)
+
   def test_notify_preemption_from_another_thread(self):
     notifier = lambda: threading.Thread(
         target=stop_signal.notify_preemption).start()

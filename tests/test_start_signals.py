@@ -50,7 +50,8 @@ class StartUpSweepTest(parameterized.TestCase):
       # Stopped in a start-up stage, or (later instants) in training.
       self.assertRegex(_one_binary_line(self, result),
                        r"^harness\.main: (SIGTERM: .*stopped while|"
-                       r"TrainingPreemptedError: .*preempted \(SIGTERM\))")
+                       r"TrainingPreemptedError: .*preempted \(SIGTERM\))",
+                       result["output"][-3000:])
 
   @parameterized.parameters(0.05, 0.2, 0.4, 0.8, 1.6, 3.0)
   def test_rendered_entrypoint_as_pid_1(self, at_secs):

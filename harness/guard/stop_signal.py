@@ -139,14 +139,23 @@ class StopSignal:
       self._users += 1
       if self._users > 1:
         return
-      self.event.clear()
-      self.signal_name = None
+      # SIGTERM that raised `Terminated` inside TensorFlow's C++ (creating
+      # the session) can be swallowed there: the loop then starts stopping.
+      carried, self.terminated_in = self.terminated_in, None
       self.label = label
       self.stage = "starting the training loop"
       self.stop_timeout_secs = stop_timeout_secs
-      self._signals_seen = 0
       self._finishing = []
       self._expired_in = None
+      if carried is not None:
+        self.event.set()
+        logging.warning("preempt | %s | %s came while %s: stopping after "
+                        "the first step and saving a checkpoint", label,
+                        self.signal_name or "SIGTERM", carried)
+      else:
+        self.event.clear()
+        self.signal_name = None
+        self._signals_seen = 0
       if self._installed:  # A binary's handlers serve the loop too.
         return
       if threading.current_thread() is not threading.main_thread():
