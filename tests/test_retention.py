@@ -93,7 +93,8 @@ class RetentionTest(absltest.TestCase):
     with self.assertLogs(logger="absl", level="WARNING") as logs:
       self.estimator().train(_input_fn, max_steps=8)
     self.assertIn(f"checkpoint | {self.model_dir}: the `checkpoint` state "
-                  f"file is missing; using {self.model_dir}/model.ckpt-6",
+                  "file is missing; using model.ckpt-6 (the newest usable "
+                  "checkpoint on disk)",
                   "\n".join(logs.output))
     self.assertEqual(_steps(self.model_dir), [6, 8])  # 0, 2, 4: over keep.
 

@@ -195,7 +195,7 @@ def latest_usable_checkpoint(model_dir, *,
     if _FALLBACKS.get(os.fsdecode(model_dir)) != note:
       logging.warning("checkpoint | %s: %s; using %s (the newest usable "
                       "checkpoint on disk)", os.fsdecode(model_dir), why,
-                      chosen)
+                      os.path.basename(chosen))  # Its folder starts the line.
       _FALLBACKS[os.fsdecode(model_dir)] = note
   return chosen
 
