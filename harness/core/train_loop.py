@@ -22,7 +22,6 @@ from harness.guard import first_batch
 from harness.guard import guard_hook
 from harness.guard import preemption
 from harness.guard import watchdog
-from harness.spec import ModeKeys
 from harness.spec import run_specs
 from harness.state import checkpoint_reader
 from harness.state import checkpoints
