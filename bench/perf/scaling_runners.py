@@ -152,18 +152,29 @@ def _run_bare(args, clock):
     dataset = tf.data.Dataset.from_tensor_slices((features, labels)).shard(
         trainers, trainer_id).repeat().batch(args.batch_size)
 
-    def step_fn():
-      x, y = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
+    def step_fn(x=None, y=None):
+      if x is None:
+        x, y = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
       loss, train = train_op(tf, args.model, x, y)
       with tf.control_dependencies([train]):
         return tf.identity(loss)
 
-    per_replica = strategy.extended.call_for_each_replica(step_fn)
+    iterator = None
+    if getattr(args, "bare_input", "one_shot") == "input_fn":
+      # As harness and tf.estimator 2.15 feed a strategy: input_fn per
+      # worker, a MultiDeviceIterator to the worker's devices.
+      iterator = strategy.make_input_fn_iterator(lambda ctx: dataset)
+      per_replica = strategy.extended.call_for_each_replica(
+          step_fn, args=iterator.get_next())
+    else:
+      per_replica = strategy.extended.call_for_each_replica(step_fn)
     # This task's loss: no all-reduce beyond the gradients' (the floor).
     loss = strategy.experimental_local_results(per_replica)[0]
     init = tf.compat.v1.global_variables_initializer()
     ready = tf.compat.v1.report_uninitialized_variables()
     with tf.compat.v1.Session(server.target, config=config) as session:
+      if iterator is not None:
+        session.run(iterator.initializer)
       if args.strategy != "ps" or trainer_id == 0:
         session.run(init)
       else:

@@ -22,6 +22,7 @@ __all__ = [
     "loss_scaled_by_optimizer",
     "scale_loss_for_estimator",
     "server_class",
+    "worker_input_context",
 ]
 
 # Task types whose TF_CONFIG the patched resolver hides from strategies.
@@ -220,3 +221,38 @@ def server_class():
   public = tf.distribute.Server
   module = sys.modules.get(public.__module__)
   return getattr(module, public.__name__, public)
+
+
+def worker_input_context(strategy):
+  """The `tf.distribute.InputContext` `strategy` gives this worker's
+  input_fn, or None where it is not known here.
+
+  Why private: `make_input_fn_iterator` builds the context and the
+  iterator together (a `MultiDeviceIterator`); harness feeds a one-CPU
+  worker from a plain iterator and needs the same context on its own.
+  A collective strategy makes it in `_make_input_context`; a parameter
+  server strategy computes it inline from its cluster (`_cluster_spec`,
+  `_task_type`, `_task_id`): pipelines are the chief and workers, this
+  task's id counts the chief first, as both strategies do.
+  """
+  extended = strategy.extended
+  make = getattr(extended, "_make_input_context", None)
+  if make is not None:
+    return make()
+  if not isinstance(strategy,
+                    tf.compat.v1.distribute.experimental.ParameterServerStrategy):
+    return None
+  cluster = getattr(extended, "_cluster_spec", None)
+  if not cluster:
+    return tf.distribute.InputContext(
+        num_input_pipelines=1, input_pipeline_id=0,
+        num_replicas_in_sync=strategy.num_replicas_in_sync)
+  jobs = cluster.as_dict()
+  chiefs = len(jobs.get("chief", ()))
+  task_type, task_id = extended._task_type, extended._task_id  # pylint: disable=protected-access
+  if task_type not in ("chief", "worker"):
+    return None
+  return tf.distribute.InputContext(
+      num_input_pipelines=chiefs + len(jobs.get("worker", ())),
+      input_pipeline_id=task_id + (chiefs if task_type == "worker" else 0),
+      num_replicas_in_sync=strategy.num_replicas_in_sync)

@@ -19,6 +19,7 @@ op seeds a `tf_random_seed` derives, are those of "as_written".
 
 from absl import logging
 
+from harness import _tf_private
 from harness import errors
 from harness import spec as spec_lib
 from harness._tf import tf
@@ -243,5 +244,32 @@ def distributed_iterator(strategy, input_fn, mode, params, config):
           "the batch size it yields is per replica.")
     return result
 
-  iterator = strategy.make_input_fn_iterator(dataset_fn)
+  device, context = _one_cpu_worker(strategy)
+  if context is not None:
+    with tf.device(device):
+      iterator = tf.compat.v1.data.make_initializable_iterator(
+          dataset_fn(context))
+  else:
+    iterator = strategy.make_input_fn_iterator(dataset_fn)
   return iterator, [DatasetInitializerHook(iterator)]
+
+
+def _one_cpu_worker(strategy):
+  """(device, input context) when this worker computes on one CPU device,
+  else (None, None).
+
+  Such a worker reads its batches through a plain iterator on that device:
+  the input_fn is called once, with the context `make_input_fn_iterator`
+  would give it, and its batch is the one replica's. TensorFlow's iterator
+  for a strategy (a `MultiDeviceIterator`, which buffers each device's
+  batches on a thread of its own) cost 2 one-core collective workers 19 %
+  of their examples/s against a plain iterator (bench/RESULTS.md, "Where
+  the time goes"). Several devices or a GPU keep TensorFlow's iterator: it
+  splits the batches among the devices and copies them ahead of the step.
+  """
+  devices = tuple(strategy.extended.worker_devices)
+  if len(devices) != 1:
+    return None, None
+  if tf.DeviceSpec.from_string(devices[0]).device_type not in (None, "CPU"):
+    return None, None
+  return devices[0], _tf_private.worker_input_context(strategy)
