@@ -179,6 +179,12 @@ class ReadmeSentenceTest(absltest.TestCase):
     # 1.08 MB; CNN: 8.5 ms more than 25.6 for 1.39 MB.
     self.assertIn("added a = 5.0-6.1 ms per MB of gradients", sentence)
 
+  def test_one_load_where_both_runs_started_alike(self):
+    text = (_section("cnn", 10000, 15000, 14000, 7500, load="2.71") + "\n"
+            + _section("mlp", 80000, 60000, 60000, 20000, load="2.66"))
+    self.assertIn("(2-core machine, load 2.7 before;",
+                  scaling_table.readme_sentence(text))
+
   def test_no_sentence_without_both_models(self):
     self.assertIsNone(scaling_table.readme_sentence(
         _section("cnn", 10000, 15000, 14000, 7500)))

@@ -103,12 +103,12 @@ class DistributedTest(absltest.TestCase):
       self.assertIn(_MAX_STEPS, _steps_logged(self.output, task),
                     self.output[-4000:])
 
-  def _check_ps_cluster(self, strategy, extra=(), evaluator=True):
+  def _check_ps_cluster(self, strategy, extra=(), evaluator=True, ps=1):
     model_dir = self.create_tempdir().full_path
     code, output = _run_cluster(model_dir, strategy,
                                 extra=["--sync_start", *extra],
                                 chief=True, workers=1,
-                                ps=1, evaluator=evaluator)
+                                ps=ps, evaluator=evaluator)
     self.assertEqual(code, 0, output[-4000:])
     latest = tf.train.latest_checkpoint(model_dir)
     # Asynchronous steps: each trainer may have one step in flight (its read
@@ -125,6 +125,7 @@ class DistributedTest(absltest.TestCase):
       self.assertNotEmpty(_steps_logged(output, task), output[-4000:])
     if evaluator:
       self.assertIn(step, _eval_steps(model_dir))
+    return model_dir
 
   def test_chief_worker_ps_evaluator_without_strategy(self):
     self._check_ps_cluster("none")
@@ -133,6 +134,20 @@ class DistributedTest(absltest.TestCase):
     # v1 ParameterServerStrategy with 5 steps per session.run (its train_op
     # is the global-step variable, built inside the loop body).
     self._check_ps_cluster("ps", extra=["--steps_per_loop=5"])
+
+  def test_ps_strategy_by_size_on_two_ps(self):
+    # RunConfig(ps_placement="by_size"): both trainers place each variable
+    # on the same one of the 2 ps tasks, and training reaches max_steps.
+    model_dir = self._check_ps_cluster(
+        "ps", extra=["--ps_placement=by_size"], evaluator=False, ps=2)
+    placed = []
+    for task in ("chief-0", "worker-0"):
+      with open(os.path.join(model_dir, f"devices-{task}.json"),
+                encoding="utf-8") as f:
+        placed.append(json.load(f))
+    self.assertEqual(placed[0], placed[1])
+    self.assertEqual({d.split("/task:")[1][:1] for d in placed[0].values()},
+                     {"0", "1"}, placed[0])
 
 
 if __name__ == "__main__":

@@ -29,7 +29,8 @@ _BAD = {
     "force_takeover": "yes", "bind_address": "10.0.0.1",
     "remote_claim_timeout_secs": 0, "max_runs_without_progress": 0,
     "stop_timeout_secs": 0, "input_timeout_secs": 0, "input_report_secs": -1, "metrics_port": 70000,
-    "metrics_bind": "", "input_pipeline": "fast", "xla": 1,
+    "metrics_bind": "", "input_pipeline": "fast", "ps_placement": "even",
+    "xla": 1,
 }
 _GOOD = {
     "steps_per_loop": 3, "remote_connect_timeout_secs": 7,
@@ -39,7 +40,8 @@ _GOOD = {
     "remote_claim_timeout_secs": 4, "max_runs_without_progress": 7,
     "stop_timeout_secs": 3, "input_timeout_secs": 11, "input_report_secs": 2,
     "metrics_port": 9464, "metrics_bind": "0.0.0.0",
-    "input_pipeline": fields.AS_WRITTEN, "xla": True,
+    "input_pipeline": fields.AS_WRITTEN, "ps_placement": fields.BY_SIZE,
+    "xla": True,
 }
 
 

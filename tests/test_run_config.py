@@ -71,6 +71,7 @@ class SignatureTest(absltest.TestCase):
                                     "metrics_port": 0,
                                     "metrics_bind": "127.0.0.1",
                                     "input_pipeline": "tuned",
+                                    "ps_placement": "round_robin",
                                     "xla": False,
                                     "environ": None,
                                     "plan": None})
@@ -453,7 +454,7 @@ class ReplaceTest(parameterized.TestCase):
         "'force_takeover', 'bind_address', 'remote_claim_timeout_secs', "
         "'max_runs_without_progress', 'stop_timeout_secs', "
         "'input_timeout_secs', 'input_report_secs', 'metrics_port', "
-        "'metrics_bind', 'input_pipeline', 'xla']."
+        "'metrics_bind', 'input_pipeline', 'ps_placement', 'xla']."
         " Fix: ")
 
   @parameterized.named_parameters(

@@ -12,6 +12,9 @@
   (worker 0's values are broadcast). Parameter servers: v1
   `ParameterServerStrategy`; the chief initialises, the other trainers
   wait for it.
+* ``bare_input_fn``: the bare loop, its batches read through
+  `strategy.make_input_fn_iterator` (a `MultiDeviceIterator`), as
+  tf.estimator 2.15 fed a strategy.
 * ``keras``: tf-keras `Model.fit` under TF2 `MultiWorkerMirroredStrategy`
   (collective only), `steps_per_execution=1` (Keras's default).
 
@@ -122,7 +125,7 @@ def _tf_config():
       tf_config["task"]["index"])
 
 
-def _run_bare(args, clock):
+def _run_bare(args, clock, input_fn=False):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   cluster, task_type, task_id = _tf_config()
   features, labels = model_data(args.model)
@@ -160,7 +163,7 @@ def _run_bare(args, clock):
         return tf.identity(loss)
 
     iterator = None
-    if getattr(args, "bare_input", "one_shot") == "input_fn":
+    if input_fn:
       # As harness and tf.estimator 2.15 feed a strategy: input_fn per
       # worker, a MultiDeviceIterator to the worker's devices.
       iterator = strategy.make_input_fn_iterator(lambda ctx: dataset)
@@ -250,4 +253,6 @@ def _run_keras(args, clock):
   return workers
 
 
-RUNNERS = {"bare": _run_bare, "keras": _run_keras}
+RUNNERS = {"bare": _run_bare,
+           "bare_input_fn": lambda args, clock: _run_bare(args, clock, True),
+           "keras": _run_keras}

@@ -33,6 +33,10 @@ RUNNER_DESCRIPTIONS = {
                "`steps_per_loop` as given: auto is `harness.main`'s default)",
     "bare": "the same graph and strategy driven by a plain "
             "`session.make_callable` loop in every task (no harness)",
+    "bare_input_fn": "the bare loop fed through "
+                     "`strategy.make_input_fn_iterator` (TensorFlow's "
+                     "`MultiDeviceIterator`, as tf.estimator 2.15 fed a "
+                     "strategy and harness did before 10e9e4b)",
     "keras": "tf-keras `Model.fit` under TF2 `MultiWorkerMirroredStrategy`",
 }
 # Acceptance targets on 2 cores (issue 50): 2 workers over one.
@@ -239,6 +243,12 @@ def _range(values):
           else f"{values[0]:.2f}-{values[-1]:.2f}x")
 
 
+def _span(values):
+  """"a-b" of the values at one decimal, or "a" where both round alike."""
+  low, high = f"{min(values):.1f}", f"{max(values):.1f}"
+  return low if low == high else f"{low}-{high}"
+
+
 def readme_sentence(results_text):
   """The README's `scaling` span from RESULTS.md's collective sections
   (cnn, mlp), or None without both."""
@@ -256,12 +266,11 @@ def readme_sentence(results_text):
         vs_bare.append(value)
       elif label.startswith("harness") and " / keras, " in label:
         vs_keras.append(value)
-  cost = (f"{min(per_mb):.1f}-{max(per_mb):.1f}" if round(min(per_mb), 1)
-          != round(max(per_mb), 1) else f"{per_mb[0]:.1f}")
+  cost, load = _span(per_mb), _span(loads)
   return (
       f"2 collective workers, one core each, 256 examples per worker per "
       f"step, trained {phrases[0]} and {phrases[1]} one worker's examples/s"
-      f" (2-core machine, load {min(loads):.1f}-{max(loads):.1f} before; "
+      f" (2-core machine, load {load} before; "
       f"`python -m bench.perf.scaling`, bench/RESULTS.md); harness ran at "
       f"{_range(vs_bare)} the bare `make_callable` loop's speed and "
       f"{_range(vs_keras)} Keras `fit`'s. Each step's all-reduce added "

@@ -32,7 +32,7 @@ __all__ = ["RESULT_PREFIX", "main"]
 
 RESULT_PREFIX = "SCALING_RESULT "
 MODELS = ("mlp", "cnn", "wide")
-RUNNERS = ("harness", "bare", "keras")
+RUNNERS = ("harness", "bare", "bare_input_fn", "keras")
 
 
 def _serve_ps():
@@ -162,11 +162,6 @@ def _parse(argv):
                       help="gradient packing (grappler's ScopedAllocator): "
                       "default is TF's for bare (on) and harness's choice "
                       "for harness without --harness_defaults")
-  parser.add_argument("--bare_input", default="one_shot",
-                      choices=("one_shot", "input_fn"),
-                      help="bare runner's input: a one-shot iterator per "
-                      "replica, or strategy.make_input_fn_iterator (as "
-                      "harness and tf.estimator 2.15 feed a strategy)")
   parser.add_argument("--trace", action="store_true",
                       help="bare runner: after the timed steps, print a "
                       "traced step's summary (SCALING_TRACE line)")

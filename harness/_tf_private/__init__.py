@@ -29,7 +29,8 @@ _BY_MODULE = {
         "override_collective_local_devices", "reinitialize_collective_local",
         "scale_loss_for_estimator", "set_collective_communication_options",
         "set_collective_key_base", "server_class", "set_ps_gpus_per_worker",
-        "started_in_process_server", "worker_input_context"),
+        "started_in_process_server", "worker_input_context",
+        "ps_task_count", "ps_variable_placement"),
     "keras": (
         "is_graph_network", "keras_compiled_metrics",
         "keras_loss_and_train_op", "keras_restore_subclassed", "keras_track",

@@ -23,6 +23,8 @@ __all__ = [
     "scale_loss_for_estimator",
     "server_class",
     "worker_input_context",
+    "ps_task_count",
+    "ps_variable_placement",
 ]
 
 # Task types whose TF_CONFIG the patched resolver hides from strategies.
@@ -256,3 +258,41 @@ def worker_input_context(strategy):
       num_input_pipelines=chiefs + len(jobs.get("worker", ())),
       input_pipeline_id=task_id + (chiefs if task_type == "worker" else 0),
       num_replicas_in_sync=strategy.num_replicas_in_sync)
+
+
+def ps_task_count(strategy):
+  """The ps tasks a v1 ParameterServerStrategy configured for a cluster
+  places variables on; 0 for any other strategy or without a cluster.
+
+  Why private: the cluster is known to the strategy only after
+  `configure()` (`_cluster_spec`); `parameter_devices` is public but
+  lists the local device when there is no cluster.
+  """
+  if not isinstance(strategy,
+                    tf.compat.v1.distribute.experimental.ParameterServerStrategy):
+    return 0
+  cluster = getattr(strategy.extended, "_cluster_spec", None)
+  return len(cluster.as_dict().get("ps", ())) if cluster else 0
+
+
+@contextlib.contextmanager
+def ps_variable_placement(strategy, ps_strategy):
+  """While active, a configured v1 ParameterServerStrategy places each new
+  variable on the ps task `ps_strategy(op)` returns.
+
+  Why private: the strategy builds its variable device function
+  (`_variable_device`, a `replica_device_setter` over its cluster, round
+  robin) in `configure()` and takes no chooser (its own TODO). The
+  replacement is the same device setter with `ps_strategy`.
+  """
+  extended = strategy.extended
+  saved = extended._variable_device  # pylint: disable=protected-access
+  extended._variable_device = tf.compat.v1.train.replica_device_setter(  # pylint: disable=protected-access
+      ps_tasks=ps_task_count(strategy),
+      worker_device=extended._worker_device,  # pylint: disable=protected-access
+      merge_devices=True, cluster=extended._cluster_spec,  # pylint: disable=protected-access
+      ps_strategy=ps_strategy)
+  try:
+    yield
+  finally:
+    extended._variable_device = saved  # pylint: disable=protected-access

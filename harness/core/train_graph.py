@@ -18,6 +18,7 @@ from harness import spec as spec_lib
 from harness._tf import tf
 from harness.core import auto_loop
 from harness.core import input_pipeline
+from harness.core import ps_placement
 from harness.core import step_loop
 from harness.spec import ModeKeys
 from harness.telemetry import step_rate
@@ -159,7 +160,7 @@ def build_distributed(strategy, call_model_fn, input_fn, params, config):
   """
   graph = tf.compat.v1.get_default_graph()
   scale = _tf_private.scale_loss_for_estimator(strategy)
-  with strategy.scope():
+  with strategy.scope(), _ps_placed(strategy, config):
     ctx = scale() if scale is not None else _null_context()
     with ctx:
       set_graph_seed(config.tf_random_seed)
@@ -277,6 +278,24 @@ def _distributed_scaffold(scaffold, strategy):
       saver=local.saver, copy_from_scaffold=None)
 
 
+def _ps_strategy(config):
+  """The ps task chooser `config.ps_placement` names (None: TensorFlow's
+  round robin)."""
+  if getattr(config, "ps_placement", None) != fields.BY_SIZE:
+    return None
+  return ps_placement.BySize(config.num_ps_replicas)
+
+
+def _ps_placed(strategy, config):
+  """A context placing a parameter-server strategy's variables by size
+  while the graph is built, where `config.ps_placement` asks for it."""
+  tasks = _tf_private.ps_task_count(strategy)
+  if not tasks or _ps_strategy(config) is None:
+    return _null_context()
+  return _tf_private.ps_variable_placement(strategy,
+                                           ps_placement.BySize(tasks))
+
+
 def replica_device_setter(config):
   """Between-graph ps placement of a TF_CONFIG ps cluster (None without ps
   tasks, or under a strategy, which places variables itself)."""
@@ -285,7 +304,7 @@ def replica_device_setter(config):
   return tf.compat.v1.train.replica_device_setter(
       ps_tasks=config.num_ps_replicas,
       worker_device=f"/job:{config.task_type}/task:{config.task_id}",
-      merge_devices=True,
+      merge_devices=True, ps_strategy=_ps_strategy(config),
       ps_ops=["Variable", "VariableV2", "AutoReloadVariable",
               "MutableHashTable", "MutableHashTableV2",
               "MutableHashTableOfTensors", "MutableHashTableOfTensorsV2",

@@ -25,6 +25,7 @@ binary's RunConfig and the dry run show the plan's seconds.
 from harness.fields.field import Field
 from harness.fields.field import Flag
 from harness.fields.table import AS_WRITTEN
+from harness.fields.table import BY_SIZE
 from harness.fields.table import BY_NAME
 from harness.fields.table import check_max_runs
 from harness.fields.table import check_metrics_bind
@@ -44,6 +45,6 @@ __all__ = [
     # Values and checks the code below RunConfig uses.
     "STEPS_PER_LOOP_AUTO", "DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS",
     "DEFAULT_REMOTE_CLAIM_TIMEOUT_SECS", "TUNED", "AS_WRITTEN",
-    "INPUT_PIPELINES", "check_max_runs", "check_metrics_port",
+    "INPUT_PIPELINES", "BY_SIZE", "check_max_runs", "check_metrics_port",
     "check_metrics_bind",
 ]

@@ -26,7 +26,8 @@ from harness.fields.field import Flag
 __all__ = [
     "FIELDS", "BY_NAME", "NAMES", "default", "STEPS_PER_LOOP_AUTO",
     "DEFAULT_REMOTE_CONNECT_TIMEOUT_SECS", "DEFAULT_REMOTE_CLAIM_TIMEOUT_SECS",
-    "TUNED", "AS_WRITTEN", "INPUT_PIPELINES", "check_max_runs",
+    "TUNED", "AS_WRITTEN", "INPUT_PIPELINES", "ROUND_ROBIN", "BY_SIZE",
+    "PS_PLACEMENTS", "check_max_runs",
     "check_metrics_port", "check_metrics_bind",
 ]
 
@@ -45,6 +46,11 @@ TUNED = "tuned"
 # ... or is used as the input_fn returned it (tf.estimator 2.15's behaviour).
 AS_WRITTEN = "as_written"
 INPUT_PIPELINES = (TUNED, AS_WRITTEN)
+# ps_placement: parameter-server variables round robin in creation order
+# (tf.estimator 2.15's) or by size (harness.core.ps_placement).
+ROUND_ROBIN = "round_robin"
+BY_SIZE = "by_size"
+PS_PLACEMENTS = (ROUND_ROBIN, BY_SIZE)
 _MAX_RUNS = 100  # max_runs_without_progress's default.
 _METRICS_BIND = "127.0.0.1"  # Loopback: no other machine can scrape.
 
@@ -115,6 +121,16 @@ def _check_input_pipeline(value):
         f"input_pipeline must be one of {', '.join(INPUT_PIPELINES)}.",
         f"use {TUNED!r} (prefetch and order-keeping tf.data options) or "
         f"{AS_WRITTEN!r} (the input_fn's dataset as returned).", value)
+
+
+def _check_ps_placement(value):
+  """One of `PS_PLACEMENTS`."""
+  if value not in PS_PLACEMENTS:
+    field_lib.fail(
+        f"ps_placement must be one of {', '.join(PS_PLACEMENTS)}.",
+        f"use {ROUND_ROBIN!r} (creation order, as tf.estimator 2.15) or "
+        f"{BY_SIZE!r} (each variable to the ps task holding the fewest "
+        "bytes).", value)
 
 
 def _float_or_none(value):
@@ -293,6 +309,17 @@ FIELDS = (
                     "prefetch(AUTOTUNE) and order-keeping tf.data options "
                     "(same elements, same order); as_written: used as "
                     "returned, as tf.estimator did.")),
+    Field(name="ps_placement", default=ROUND_ROBIN, type=str,
+          check=_check_ps_placement,
+          doc='"round_robin" (default): parameter-server variables go to '
+          "the ps tasks in turn, in creation order, as tf.estimator 2.15 "
+          'placed them; "by_size": each to the task holding the fewest '
+          "bytes so far (`harness.core.ps_placement`), so tasks hold even "
+          "shares of a model whose large and small variables alternate.",
+          flag=Flag(kind=field_lib.ENUM, choices=PS_PLACEMENTS,
+                    help="Parameter-server variable placement: round_robin "
+                    "(creation order, as tf.estimator) or by_size (each "
+                    "variable to the ps task holding the fewest bytes).")),
     Field(name="xla", default=False, type=bool,
           check=field_lib.check_bool(
               "xla", "XLA auto-clustering of the graph", "use False unless "

@@ -138,6 +138,7 @@ class RunConfig:
                metrics_port=_D("metrics_port"),
                metrics_bind=_D("metrics_bind"),
                input_pipeline=_D("input_pipeline"),
+               ps_placement=_D("ps_placement"),
                xla=_D("xla"),
                # Where TF_CONFIG comes from: one of them.
                environ=None,

@@ -83,6 +83,20 @@ class SlowStepHook(tf.compat.v1.train.SessionRunHook):
     time.sleep(self._secs)
 
 
+class _DevicesHook(tf.compat.v1.train.SessionRunHook):
+  """Writes where each global variable of the TRAIN graph was placed
+  (devices-<task>.json in model_dir)."""
+
+  def __init__(self, model_dir):
+    self._path = os.path.join(model_dir, "devices-" + os.environ.get(
+        "HARNESS_TASK", "local").replace("/", "-") + ".json")
+
+  def begin(self):
+    with open(self._path, "w", encoding="utf-8") as f:
+      json.dump({v.op.name: v.device
+                 for v in tf.compat.v1.global_variables()}, f)
+
+
 def make_strategy(name, devices):
   if name == "collective":
     if devices > 1:
@@ -108,6 +122,7 @@ def main():
   parser.add_argument("--steps_per_loop", type=int, default=1)
   # Sleep after each session.run: training outlasts the evaluator's polls.
   parser.add_argument("--step_secs", type=float, default=0.0)
+  parser.add_argument("--ps_placement", default="round_robin")
   args = parser.parse_args()
   strategy = make_strategy(args.strategy, args.devices)
   config = harness.RunConfig(
@@ -116,13 +131,14 @@ def main():
       train_distribute=strategy, tf_random_seed=7,
       save_summary_steps=args.summary_steps,
       log_step_count_steps=args.log_steps or None,
-      steps_per_loop=args.steps_per_loop)
+      steps_per_loop=args.steps_per_loop, ps_placement=args.ps_placement)
   est = harness.Estimator(model_fn, config=config)
   metrics, exports = harness.train_and_evaluate(
       est, harness.TrainSpec(input_fn, max_steps=args.max_steps, hooks=(
           [_SyncStartHook(args.model_dir, config.is_chief)]
           if args.sync_start else []) + (
-              [SlowStepHook(args.step_secs)] if args.step_secs else [])),
+              [SlowStepHook(args.step_secs)] if args.step_secs else []) + [
+                  _DevicesHook(args.model_dir)]),
       harness.EvalSpec(input_fn, steps=4, start_delay_secs=0, throttle_secs=1,
                        exporters=[harness.FinalExporter("final",
                                                         serving_input_fn)]))
