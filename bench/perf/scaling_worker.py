@@ -123,6 +123,7 @@ def _train(args, clock, window):
       save_summary_steps=100, train_distribute=strategy,
       checkpoint_save_graph_def=False,
       tf_random_seed=configs.SEED, steps_per_loop=steps_per_loop,
+      ps_placement=args.ps_placement,
       session_config=(None if args.harness_defaults else
                       scaling_runners.session_config(tf, args)))
   estimator = harness.Estimator(model_fn=model_fn, config=config)
@@ -162,6 +163,9 @@ def _parse(argv):
                       help="gradient packing (grappler's ScopedAllocator): "
                       "default is TF's for bare (on) and harness's choice "
                       "for harness without --harness_defaults")
+  parser.add_argument("--ps_placement", default="round_robin",
+                      choices=("round_robin", "by_size"),
+                      help="harness runner: RunConfig.ps_placement")
   parser.add_argument("--trace", action="store_true",
                       help="bare runner: after the timed steps, print a "
                       "traced step's summary (SCALING_TRACE line)")
