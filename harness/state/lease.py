@@ -224,24 +224,28 @@ class Lease:
       self._hook = _LeaseHook()
     return self._hook
 
+  def check_folder(self):
+    """`check`, after looking for our lease file (a save's check): raises
+    ModelDirDeletedError when model_dir is not the folder this lease was
+    written in. Nothing once released."""
+    if self._stop.is_set():
+      return
+    self._gone = self._gone or self._gone_detail()
+    self.check()
+
   @property
   def saving_listener(self):
-    """A CheckpointSaverListener that checks, before each save, that
-    model_dir is still the folder this lease is in (`check`, then
-    `_gone_detail`): a deleted model_dir that something made again (a
-    summary write) would take the save, training on without its
-    checkpoints. Nothing once released (a saver hook reused by the next
-    train() call keeps its listeners)."""
+    """A CheckpointSaverListener that runs `check_folder` before each save:
+    a deleted model_dir that something made again (a summary write) would
+    take the save, training on without its checkpoints. A saver hook that
+    the next train() call reuses keeps it: released, it checks nothing."""
     lease = self
 
     class _SameFolderListener(tf.compat.v1.train.CheckpointSaverListener):
 
       def before_save(self, session, global_step_value):
         del session, global_step_value
-        if lease._stop.is_set():  # pylint: disable=protected-access
-          return
-        lease._gone = lease._gone or lease._gone_detail()  # pylint: disable=protected-access
-        lease.check()
+        lease.check_folder()
 
     return _SameFolderListener()
 
