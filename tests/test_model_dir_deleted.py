@@ -15,6 +15,7 @@ import shutil
 
 from absl.testing import absltest
 
+import harness
 from harness import errors
 from harness._tf import tf
 from harness.state import lease
@@ -156,6 +157,34 @@ class EstimatorTrainTest(absltest.TestCase):
                       hooks=[_DeleteAtStep(self.model_dir, 5)])
     # The save at step 10 did not go into the new, empty folder.
     self.assertIsNone(tf.train.latest_checkpoint(self.model_dir))
+
+  def test_the_model_fns_own_saver_hook_is_checked_too(self):
+    model_dir = self.model_dir
+    base = _support.scalar_weight_model_fn()
+
+    def model_fn(features, labels, mode):
+      spec = base(features, labels, mode)
+      saver_hook = tf.compat.v1.train.CheckpointSaverHook(
+          model_dir, save_steps=10)
+      return spec._replace(training_chief_hooks=[saver_hook])
+
+    estimator = harness.Estimator(model_fn, config=harness.RunConfig(
+        model_dir=model_dir, save_checkpoints_steps=10,
+        save_checkpoints_secs=None))
+    with self.assertRaisesRegex(errors.ModelDirDeletedError, _DELETED):
+      estimator.train(_support.constant_input_fn, max_steps=40,
+                      hooks=[_DeleteAtStep(model_dir, 5)])
+    self.assertIsNone(tf.train.latest_checkpoint(model_dir))
+
+  def test_train_and_evaluate_passes(self):
+    estimator = _support.linear_estimator(self.model_dir, 10)
+    for max_steps in (20, 30):  # Twice: a restart into its model_dir.
+      harness.train_and_evaluate(
+          estimator,
+          harness.TrainSpec(_support.constant_input_fn, max_steps=max_steps),
+          harness.EvalSpec(_support.constant_input_fn, steps=2,
+                           throttle_secs=0))
+    self.assertEqual(_support.checkpoint_step(self.model_dir), 30)
 
   def test_train_twice_and_a_restart_pass(self):
     estimator = _support.linear_estimator(self.model_dir, 10)
