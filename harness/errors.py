@@ -102,9 +102,10 @@ class ModelDirLeaseError(HarnessError, RuntimeError):
   """Another trainer holds (or took over) the lease of this model_dir."""
 
 
-class ModelDirDeletedError(HarnessError, RuntimeError):
+class ModelDirDeletedError(HarnessError, ValueError):
   """The trainer's model_dir was deleted (or replaced by a new folder) while
-  it trained: the next checkpoint would go where no earlier one is."""
+  it trained: the next checkpoint would go where no earlier one is
+  (tf.estimator raised ValueError from the Saver when the folder was gone)."""
 
   @staticmethod
   def message(model_dir, detail):
