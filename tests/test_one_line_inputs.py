@@ -5,6 +5,7 @@ naming the value, the rule and the fix."""
 
 import os
 import shutil
+import sys
 
 from absl.testing import absltest
 import pytest
@@ -120,6 +121,32 @@ class ModelDirDeletedTest(absltest.TestCase):
     # The line and its folded continuations (a long model_dir folds early).
     self.assertIn(f"--model_dir={model_dir} was deleted while the job ran",
                   _support.last_error(child.output), child.describe())
+
+  def test_the_chief_of_a_ps_cluster_too(self):
+    # Its saves go through the ps task's server; the chief checks its lease
+    # file before each one. The worker and the ps then stop (SIGTERM).
+    model_dir = os.path.join(self.create_tempdir().full_path, "m")
+    launch = _support.ChildProcess(
+        ["-m", "harness.launch", "--chief", "--workers=1", "--ps=1",
+         "--timeout_secs=240", "--", sys.executable, "-m", "harness.main",
+         f"--model_dir={model_dir}", "--mode=train", "--model_fn=linear",
+         "--input_fn=constant", "--max_steps=1000000",
+         "--save_checkpoints_steps=200", "--save_summary_steps=10"],
+        "launch")
+    self.addCleanup(launch.kill_group)
+    self.assertTrue(launch.wait_for_text("train | chief/0 | step ", 240),
+                    launch.describe())
+    _support.wait_for(lambda: _deleted(model_dir), 30, f"{model_dir} deleted")
+    self.assertEqual(launch.wait(240), errors.EXIT_FAILED, launch.describe())
+    chief = [line[len("[chief/0] "):] for line in launch.lines
+             if line.startswith("[chief/0] ")]
+    self.assertLen([line for line in chief
+                    if line.startswith("harness.main:")], 1, launch.describe())
+    self.assertNotIn("Traceback", launch.output, launch.describe())
+    # The line and its folded continuations.
+    self.assertIn(f"ModelDirDeletedError: --model_dir={model_dir} was "
+                  "deleted while the job ran",
+                  _support.last_error("\n".join(chief)), launch.describe())
 
 
 if __name__ == "__main__":
