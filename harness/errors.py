@@ -28,6 +28,7 @@ __all__ = [
     "RemoteClusterBusyError",
     "PeerLostError",
     "ModelDirLeaseError",
+    "ModelDirDeletedError",
     "ServerStartError",
     "LegacyKerasError",
     "NotSupportedError",
@@ -99,6 +100,22 @@ class ServerStartError(HarnessError, RuntimeError):
 
 class ModelDirLeaseError(HarnessError, RuntimeError):
   """Another trainer holds (or took over) the lease of this model_dir."""
+
+
+class ModelDirDeletedError(HarnessError, ValueError):
+  """The trainer's model_dir was deleted (or replaced by a new folder) while
+  it trained: the next checkpoint would go where no earlier one is
+  (tf.estimator raised ValueError from the Saver when the folder was gone)."""
+
+  @staticmethod
+  def message(model_dir, detail):
+    """The one-line text for `model_dir` (`detail`: what showed it)."""
+    return (
+        f"--model_dir={model_dir} was deleted while the job ran "
+        f"({detail}); its checkpoints went with it. Fix: keep "
+        "model_dir in place while a job writes it (did a cleanup or another "
+        "job remove it?), then run the same command again (from step 0 if "
+        "nothing is left).")
 
 
 class TrainingPreemptedError(HarnessError, RuntimeError):

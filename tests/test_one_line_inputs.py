@@ -5,6 +5,7 @@ naming the value, the rule and the fix."""
 
 import os
 import shutil
+import sys
 
 from absl.testing import absltest
 import pytest
@@ -76,7 +77,6 @@ class SymlinkPreflightTest(absltest.TestCase):
     self._preflight(os.path.join(link, "model"))
 
 
-@pytest.mark.slow
 def _deleted(path):
   """One try at deleting `path` whole; whether it succeeded."""
   try:
@@ -86,7 +86,14 @@ def _deleted(path):
   return True
 
 
+@pytest.mark.slow
 class ModelDirDeletedTest(absltest.TestCase):
+  """With summaries on: TensorFlow's summary writer makes the deleted
+  folder again for its next event, and the save after it went into that new
+  folder, training on to the end (exit 0 in 1 of 7 runs with the default
+  100 steps between summaries). The chief's lease check before each save
+  (and its refresh) ends it instead (tests/test_model_dir_deleted.py checks
+  it in this process)."""
 
   def test_one_line_naming_model_dir(self):
     root = self.create_tempdir().full_path
@@ -94,12 +101,13 @@ class ModelDirDeletedTest(absltest.TestCase):
     child = _support.ChildProcess(
         ["-m", "harness.main", "--model_fn=linear", "--input_fn=constant",
          "--mode=train", "--max_steps=100000", "--save_checkpoints_steps=200",
-         # No summary writes: TensorFlow's summary writer would make the
-         # deleted folder again before the next save noticed it.
-         "--save_summary_steps=0",
+         # A summary every 10 steps makes the deleted folder again before
+         # the next save nearly always (the old code: exit 0 in 2 of 3).
+         "--save_summary_steps=10",
          f"--model_dir={model_dir}"], "trainer")
     self.addCleanup(child.kill_group)
-    self.assertTrue(child.wait_for_text("train | local | step 1/", 240),
+    # The first line is at step 10 (a loop of K=10 steps between summaries).
+    self.assertTrue(child.wait_for_text("train | local | step ", 240),
                     child.describe())
     # The trainer may write into it while rmtree runs ("Directory not
     # empty" on a fast machine): try again, a bounded number of times.
@@ -113,6 +121,32 @@ class ModelDirDeletedTest(absltest.TestCase):
     # The line and its folded continuations (a long model_dir folds early).
     self.assertIn(f"--model_dir={model_dir} was deleted while the job ran",
                   _support.last_error(child.output), child.describe())
+
+  def test_the_chief_of_a_ps_cluster_too(self):
+    # Its saves go through the ps task's server; the chief checks its lease
+    # file before each one. The worker and the ps then stop (SIGTERM).
+    model_dir = os.path.join(self.create_tempdir().full_path, "m")
+    launch = _support.ChildProcess(
+        ["-m", "harness.launch", "--chief", "--workers=1", "--ps=1",
+         "--timeout_secs=240", "--", sys.executable, "-m", "harness.main",
+         f"--model_dir={model_dir}", "--mode=train", "--model_fn=linear",
+         "--input_fn=constant", "--max_steps=1000000",
+         "--save_checkpoints_steps=200", "--save_summary_steps=10"],
+        "launch")
+    self.addCleanup(launch.kill_group)
+    self.assertTrue(launch.wait_for_text("train | chief/0 | step ", 240),
+                    launch.describe())
+    _support.wait_for(lambda: _deleted(model_dir), 30, f"{model_dir} deleted")
+    self.assertEqual(launch.wait(240), errors.EXIT_FAILED, launch.describe())
+    chief = [line[len("[chief/0] "):] for line in launch.lines
+             if line.startswith("[chief/0] ")]
+    self.assertLen([line for line in chief
+                    if line.startswith("harness.main:")], 1, launch.describe())
+    self.assertNotIn("Traceback", launch.output, launch.describe())
+    # The line and its folded continuations.
+    self.assertIn(f"ModelDirDeletedError: --model_dir={model_dir} was "
+                  "deleted while the job ran",
+                  _support.last_error("\n".join(chief)), launch.describe())
 
 
 if __name__ == "__main__":

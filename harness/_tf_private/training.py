@@ -156,17 +156,16 @@ def initializer_ops(variable):
   return [variable.initializer]
 
 
-def add_saving_listeners(saver_hook, listeners, first=None):
+def add_saving_listeners(saver_hook, listeners, first=()):
   """Adds `CheckpointSaverListener`s to an existing `CheckpointSaverHook`.
 
   Why private: the hook takes listeners only in its constructor; a
   model_fn's own saver hook gets train(saving_listeners=...) through
-  `_listeners`, as tf.estimator 2.15 did. `first` (optional) goes before
+  `_listeners`, as tf.estimator 2.15 did. `first` (a list) goes before
   the hook's own listeners.
   """
   saver_hook._listeners.extend(listeners)  # pylint: disable=protected-access
-  if first is not None:
-    saver_hook._listeners.insert(0, first)  # pylint: disable=protected-access
+  saver_hook._listeners[:0] = list(first)  # pylint: disable=protected-access
 
 
 # AutoGraph (a strategy's call_for_each_replica converts the Estimator's

@@ -159,12 +159,8 @@ def _names_path(error, path):
 
 
 def _model_dir_deleted(error, model_dir):
-  return (
-      f"--model_dir={model_dir} was deleted while the job ran "
-      f"({_first_lines(error, 1)}); its checkpoints went with it. Fix: keep "
-      "model_dir in place while a job writes it (did a cleanup or another "
-      "job remove it?), then run the same command again (from step 0 if "
-      "nothing is left).")
+  return errors.ModelDirDeletedError.message(model_dir,
+                                             _first_lines(error, 1))
 
 
 def _explain_op_error(error, model_dir, tf):

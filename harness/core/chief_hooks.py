@@ -19,15 +19,16 @@ __all__ = ["saver_hooks", "summary_hooks"]
 
 
 def saver_hooks(all_hooks, *, model_dir, config, scaffold, saving_listeners,
-                stage_listener=None):
+                first_listeners=()):
   """The chief's CheckpointSaverHook, unless `all_hooks` has one.
 
   `saving_listeners` go to the new hook, or are added to the given one;
-  `stage_listener` (a save is not cut by the stop bound) goes first.
+  `first_listeners` (model_dir's check, then: a save is not cut by the stop
+  bound) go before any other.
   """
   chief_hooks = []
   if config.save_checkpoints_secs or config.save_checkpoints_steps:
-    first = [stage_listener] if stage_listener is not None else []
+    first = list(first_listeners)
     if not any(isinstance(h, tf.compat.v1.train.CheckpointSaverHook)
                for h in all_hooks):
       chief_hooks.append(tf.compat.v1.train.CheckpointSaverHook(
@@ -39,7 +40,7 @@ def saver_hooks(all_hooks, *, model_dir, config, scaffold, saving_listeners,
       saver_hook = next(h for h in all_hooks if isinstance(
           h, tf.compat.v1.train.CheckpointSaverHook))
       _tf_private.add_saving_listeners(saver_hook, saving_listeners,
-                                       first=stage_listener)
+                                       first=first)
   elif saving_listeners:
     raise errors.ConfigError(
         "There should be a CheckpointSaverHook to use saving_listeners. "

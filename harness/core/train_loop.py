@@ -144,7 +144,7 @@ def run(train_graph, *, model_dir, config, context, hooks, saving_listeners,
     worker_hooks, creator, guard = _assemble_hooks(
         train_graph, hooks, model_dir=model_dir, config=config,
         context=context, saving_listeners=saving_listeners,
-        max_steps=max_steps)
+        max_steps=max_steps, held=held)
     worker_hooks += [held.hook] if held is not None else []
     loss, steps_done = _run_session(
         train_graph, creator, worker_hooks, model_dir=model_dir,
@@ -192,8 +192,11 @@ def _add_loss_summary(train_graph):
 
 
 def _assemble_hooks(train_graph, hooks, *, model_dir, config, context,
-                    saving_listeners, max_steps):
+                    saving_listeners, max_steps, held=None):
   """Every hook of the run, in order (it matters), and the session creator.
+
+  `held` (the chief's lease) checks before each save that model_dir is
+  still the folder it holds.
 
   Returns:
     (worker hooks, session creator, preemption.TrainingGuard).
@@ -209,11 +212,13 @@ def _assemble_hooks(train_graph, hooks, *, model_dir, config, context,
     # Before harness's Saver.
     checkpoint_reader.check_fits(restore_from, scaffold)
   _ensure_saver(scaffold, config)
+  first = [held.saving_listener] if held is not None else []
+  if config.remote_cluster is None:
+    first.append(guard_hook.SaveStageListener())
   saver_hooks = chief_hooks.saver_hooks(
       common + list(spec.training_chief_hooks), model_dir=model_dir,
       config=config, scaffold=scaffold, saving_listeners=saving_listeners,
-      stage_listener=(guard_hook.SaveStageListener()
-                      if config.remote_cluster is None else None))
+      first_listeners=first)
   worker_hooks = []
   if context.is_chief:
     # First: the Saver counts the checkpoints earlier runs left.

@@ -22,6 +22,12 @@ over with a warning, a restarted pod's dead predecessor). `force_takeover=True`
 (`--force_takeover`) takes over a live lease; the old holder stops at its
 next refresh.
 
+The lease file is also what only the folder the trainer started with has:
+`saving_listener` looks for it before each checkpoint save, and a refresh
+that finds it gone stops rewriting it; either ends training with
+`ModelDirDeletedError` (model_dir deleted, or deleted and made again, e.g.
+by TensorFlow's summary writer), never a save into the new folder.
+
 Evaluators, exports and predictions read model_dir without a lease.
 A claim (read, decide, write, read back) holds an exclusive lock of a local
 model_dir (`claim_lock`), so two processes decide one after the
@@ -128,6 +134,7 @@ class Lease:
     self._clock = clock
     self._stop = threading.Event()
     self._lost = None  # The record that replaced ours, once seen.
+    self._gone = None  # Why model_dir is not our folder any more, once seen.
     self._thread = threading.Thread(
         target=self._refresh_loop, name="harness-lease", daemon=True)
     self._hook = None
@@ -144,11 +151,36 @@ class Lease:
       except Exception as e:  # pylint: disable=broad-except
         logging.warning("lease | cannot refresh %s: %s",
                         lease_file.path(self.model_dir), e)
-      if self._lost is not None:
+      if self._lost is not None or self._gone is not None:
         return
 
+  def _gone_detail(self):
+    """Why model_dir is no longer the folder this lease was written in (our
+    lease file is missing), or None. Two `tf.io.gfile` lookups."""
+    gfile = tf.io.gfile
+    try:
+      if gfile.exists(lease_file.path(self.model_dir)):
+        return None
+      if not gfile.exists(self.model_dir):
+        return "it no longer exists"
+    except tf.errors.OpError as e:  # Its file system cannot say: not known.
+      logging.warning("lease | cannot look for %s: %s",
+                      lease_file.path(self.model_dir), e)
+      return None
+    return (f"the folder there now lacks the {lease_file.LEASE_FILE} this "
+            "trainer wrote when it started: it was made again, e.g. by "
+            "TensorFlow's summary writer")
+
   def refresh(self):
-    """Rewrites the lease with the current time, unless another took it."""
+    """Rewrites the lease with the current time, unless another took it or
+    it is gone (model_dir deleted: writing it would make the folder again)."""
+    gone = self._gone_detail()
+    if gone is not None:
+      self._gone = gone
+      logging.error("lease | %s | model_dir %s was deleted (%s); this "
+                    "trainer stops writing it", self.record.task,
+                    self.model_dir, gone)
+      return
     current = lease_file.read(self.model_dir)
     if current is not None and current.token != self.record.token:
       self._lost = current
@@ -163,7 +195,11 @@ class Lease:
     lease_file.write(self.model_dir, self.record)
 
   def check(self):
-    """Raises ModelDirLeaseError once another trainer took the lease over."""
+    """Raises ModelDirLeaseError once another trainer took the lease over,
+    ModelDirDeletedError once a refresh found model_dir deleted."""
+    if self._gone is not None:
+      raise errors.ModelDirDeletedError(errors.ModelDirDeletedError.message(
+          self.model_dir, self._gone))
     if self._lost is not None:
       raise errors.ModelDirLeaseError(
           f"model_dir {self.model_dir} was taken over by another trainer "
@@ -187,6 +223,31 @@ class Lease:
 
       self._hook = _LeaseHook()
     return self._hook
+
+  def check_folder(self):
+    """`check`, after looking for our lease file (a save's check): raises
+    ModelDirDeletedError when model_dir is not the folder this lease was
+    written in. Nothing once released."""
+    if self._stop.is_set():
+      return
+    self._gone = self._gone or self._gone_detail()
+    self.check()
+
+  @property
+  def saving_listener(self):
+    """A CheckpointSaverListener that runs `check_folder` before each save:
+    a deleted model_dir that something made again (a summary write) would
+    take the save, training on without its checkpoints. A saver hook that
+    the next train() call reuses keeps it: released, it checks nothing."""
+    lease = self
+
+    class _SameFolderListener(tf.compat.v1.train.CheckpointSaverListener):
+
+      def before_save(self, session, global_step_value):
+        del session, global_step_value
+        lease.check_folder()
+
+    return _SameFolderListener()
 
   def release(self):
     """Stops refreshing and removes the lease file if it is still ours."""
