@@ -29,6 +29,7 @@ _HAND_WRITTEN = (
     "## Where the time goes in a collective step",
     "### Counted: what harness runs per 100 steps beyond the bare loop",
     "### A/B checks after issue 49's refactor",
+    "### The input iterator: harness's gap to the bare loop, placed",
     "### What the per-step breakdown shows",
     "### What the canned figures show",
     "### Check after the TaskPlan",

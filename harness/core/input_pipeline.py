@@ -262,9 +262,9 @@ def _one_cpu_worker(strategy):
   the input_fn is called once, with the context `make_input_fn_iterator`
   would give it, and its batch is the one replica's. TensorFlow's iterator
   for a strategy (a `MultiDeviceIterator`, which buffers each device's
-  batches on a thread of its own) cost 2 one-core collective workers 19 %
-  of their examples/s against a plain iterator (bench/RESULTS.md, "Where
-  the time goes"). Several devices or a GPU keep TensorFlow's iterator: it
+  batches on a thread of its own) cost one-core collective workers 10-19 %
+  of their examples/s against a plain iterator (bench/RESULTS.md, the
+  `bare_input_fn` rows). Several devices or a GPU keep TensorFlow's iterator: it
   splits the batches among the devices and copies them ahead of the step.
   """
   devices = tuple(strategy.extended.worker_devices)
