@@ -133,6 +133,33 @@ class TableTest(absltest.TestCase):
     self.assertIn("- scheduler autogroup of the bench: /autogroup-2 nice -20",
                   text)
 
+  def test_a_larger_machine_has_sections_of_its_own(self):
+    self.assertEqual(scaling_table.markers("mlp", cores=16)[0],
+                     "<!-- bench.perf.scaling 16 cores: generated section "
+                     "begins -->")
+    self.assertEqual(scaling_table.markers("wide", "ps", cores=2),
+                     scaling_table.markers("wide", "ps"))
+    text = scaling_table.render(
+        setups=self.setups, runs=self.runs, command="c", rounds=2,
+        warmup_steps=100, timed_steps=400, elapsed_secs=60,
+        uptime_before="-", uptime_after="-", model="cnn",
+        strategy="collective", autogroup=None, batch_per_worker=256,
+        cores=16)
+    self.assertTrue(text.startswith(scaling_table.markers("cnn",
+                                                          cores=16)[0]))
+    self.assertIn("1 core per worker): cnn, 16 cores\n", text)
+
+  def test_by_size_is_set_against_round_robin(self):
+    s = scaling_table.Setup
+    by_size = s(runner="harness_by_size", workers=2, steps_per_loop="1")
+    harness = s(runner="harness", workers=2, steps_per_loop="1")
+    runs = {harness: [_run(100), _run(120)],
+            by_size: [_run(150), _run(120)]}
+    got = {what: each for what, _, each in scaling_table.speedups(
+        [harness, by_size], runs)}
+    self.assertEqual(got["harness_by_size, 2 workers, K=1 / harness, 2 "
+                         "workers, K=1"], [1.5, 1.0])
+
   def test_each_model_and_strategy_has_its_own_markers(self):
     self.assertEqual(scaling_table.markers("mlp")[0],
                      "<!-- bench.perf.scaling: generated section begins -->")

@@ -274,7 +274,7 @@ def _setups(args):
   setups = []
   for n in args.worker_counts:
     for runner in args.runner_names:
-      loops = args.loops if runner == "harness" else ["1"]
+      loops = args.loops if runner.startswith("harness") else ["1"]
       setups += [Setup(runner=runner, workers=n, steps_per_loop=k)
                  for k in loops]
   return setups
@@ -282,7 +282,7 @@ def _setups(args):
 
 def _worker_args(args, setup):
   extra = [f"--runner={setup.runner}", f"--strategy={args.strategy}"]
-  if setup.runner == "harness":
+  if setup.runner.startswith("harness"):
     extra.append("--harness_defaults")
   return extra + args.worker_flags.split()
 
@@ -318,8 +318,10 @@ def main(argv=None):
       elapsed_secs=time.time() - start, uptime_before=uptime_before,
       uptime_after=report.uptime(), model=args.model,
       strategy=args.strategy, autogroup=autogroup,
-      batch_per_worker=_BATCH_PER_WORKER, ps=args.ps)
-  begin, end = scaling_table.markers(args.model, args.strategy)
+      batch_per_worker=_BATCH_PER_WORKER, ps=args.ps,
+      cores=len(os.sched_getaffinity(0)))
+  begin, end = scaling_table.markers(args.model, args.strategy,
+                                     len(os.sched_getaffinity(0)))
   report.write_section(args.out, text, begin=begin, end=end)
   if os.path.abspath(args.out) == _RESULTS:  # Not a scratch copy's.
     with open(args.out, encoding="utf-8") as f:

@@ -33,6 +33,9 @@ RUNNER_DESCRIPTIONS = {
                "`steps_per_loop` as given: auto is `harness.main`'s default)",
     "bare": "the same graph and strategy driven by a plain "
             "`session.make_callable` loop in every task (no harness)",
+    "harness_by_size": "harness with `RunConfig(ps_placement=\"by_size\")`"
+                       " (each ps variable to the task holding the fewest "
+                       "bytes; harness's default is round robin)",
     "bare_input_fn": "the bare loop fed through "
                      "`strategy.make_input_fn_iterator` (TensorFlow's "
                      "`MultiDeviceIterator`, as tf.estimator 2.15 fed a "
@@ -52,17 +55,21 @@ class Setup:
 
   @property
   def label(self):
-    loop = f", K={self.steps_per_loop}" if self.runner == "harness" else ""
+    loop = (f", K={self.steps_per_loop}" if self.runner.startswith(
+        "harness") else "")
     return (f"{self.runner}, {self.workers} worker"
             f"{'s' if self.workers > 1 else ''}{loop}")
 
 
-def markers(model, strategy="collective"):
-  """The (begin, end) markers of this model's section in RESULTS.md."""
+def markers(model, strategy="collective", cores=2):
+  """The (begin, end) markers of this model's section in RESULTS.md; a
+  machine of more than 2 cores has sections of its own."""
   name = model if strategy == "collective" else f"{model} {strategy}"
   if name == "mlp":
     name = ""
   tag = f"bench.perf.scaling {name}".rstrip()
+  if cores > 2:
+    tag += f" {cores} cores"
   return (f"<!-- {tag}: generated section begins -->",
           f"<!-- {tag}: generated section ends -->")
 
@@ -94,8 +101,12 @@ def speedups(setups, runs):
     if s.workers > 1 and one is not None:
       rows.append((f"{s.label} / 1 worker", _per_round(runs, one, s)))
   for s in setups:
-    if s.runner != "harness":
+    if not s.runner.startswith("harness"):
       continue
+    if s.runner == "harness_by_size":  # Over round robin, same K.
+      base = by_key.get(("harness", s.workers, s.steps_per_loop))
+      if base is not None:
+        rows.append((f"{s.label} / {base.label}", _per_round(runs, base, s)))
     for other in ("bare", "keras"):
       base = by_key.get((other, s.workers, "1"))
       if base is not None:
@@ -151,17 +162,18 @@ def _raw(setups, runs, rounds):
 
 def render(*, setups, runs, command, rounds, warmup_steps, timed_steps,
            elapsed_secs, uptime_before, uptime_after, model, strategy,
-           autogroup, batch_per_worker, ps=0):
+           autogroup, batch_per_worker, ps=0, cores=2):
   """The generated section for RESULTS.md, markers included."""
   now = datetime.datetime.now(datetime.timezone.utc)
-  begin, end = markers(model, strategy)
+  begin, end = markers(model, strategy, cores)
   runners = dict.fromkeys(s.runner for s in setups)
   kind = ("v1 `MultiWorkerMirroredStrategy` (collective)"
           if strategy == "collective" else
           f"v1 `ParameterServerStrategy`, {ps} ps tasks")
   return "\n".join([
       begin,
-      f"## Multi-worker scaling ({strategy}, 1 core per worker): {model}",
+      f"## Multi-worker scaling ({strategy}, 1 core per worker): {model}"
+      + (f", {cores} cores" if cores > 2 else ""),
       "",
       f"Run {now:%Y-%m-%d %H:%M} UTC, `{command}` (from the project root, "
       f"with `.venv/bin/python`), {rounds} interleaved rounds, "
@@ -262,9 +274,9 @@ def readme_sentence(results_text):
     per_mb.append(cost)
     loads.append(figures.get("load", 0.0))
     for label, value in figures.items():
-      if label.startswith("harness") and " / bare, " in label:
+      if label.startswith("harness,") and " / bare, " in label:
         vs_bare.append(value)
-      elif label.startswith("harness") and " / keras, " in label:
+      elif label.startswith("harness,") and " / keras, " in label:
         vs_keras.append(value)
   cost, load = _span(per_mb), _span(loads)
   return (

@@ -32,7 +32,7 @@ __all__ = ["RESULT_PREFIX", "main"]
 
 RESULT_PREFIX = "SCALING_RESULT "
 MODELS = ("mlp", "cnn", "wide")
-RUNNERS = ("harness", "bare", "bare_input_fn", "keras")
+RUNNERS = ("harness", "harness_by_size", "bare", "bare_input_fn", "keras")
 
 
 def _serve_ps():
@@ -199,7 +199,9 @@ def main(argv):
             "steps_per_loop": args.steps_per_loop,
             "timed_steps": args.timed_steps}
   try:
-    if args.runner == "harness":
+    if args.runner.startswith("harness"):
+      if args.runner == "harness_by_size":
+        args.ps_placement = "by_size"
       result["replicas"] = _train(args, clock, window)
     else:
       result["replicas"] = scaling_runners.RUNNERS[args.runner](args, clock)
