@@ -55,14 +55,18 @@ def _first_lines(text, limit=2):
   return " ".join(lines[:limit])
 
 
+def _chained(error):
+  """`error` and the exceptions it chains (cause, else context), once each."""
+  seen = set()
+  while error is not None and id(error) not in seen:
+    seen.add(id(error))
+    yield error
+    error = error.__cause__ or error.__context__
+
+
 def _op_error_chain(error, tf):
   """The TensorFlow errors in `error`'s cause/context chain, outermost first."""
-  chain = []
-  while error is not None and len(chain) < 20:
-    if isinstance(error, tf.errors.OpError):
-      chain.append(error)
-    error = error.__cause__ or error.__context__
-  return chain
+  return [e for e in _chained(error) if isinstance(e, tf.errors.OpError)]
 
 
 def _op_error_text(message):
@@ -113,7 +117,8 @@ def explain(error, model_dir, *, params=None):
     params: the model's params (to name a NaN learning rate), or None.
   """
   tf = sys.modules.get("tensorflow")
-  if _model_dir_gone(model_dir, tf) and _names_path(error, model_dir):
+  if model_dir and _names_path(error, model_dir) and (
+      _model_dir_gone(model_dir, tf) or _saver_found_it_gone(error)):
     return type(error).__name__, _model_dir_deleted(error, model_dir)
   if tf is not None and isinstance(
       error, tf.compat.v1.train.NanLossDuringTrainingError):
@@ -145,17 +150,20 @@ def _model_dir_gone(model_dir, tf):
     return False
 
 
+def _saver_found_it_gone(error):
+  """Whether the Saver refused a save for want of model_dir (its "Parent
+  directory of ... doesn't exist" ValueError): deleted, even where a task's
+  end marks made the folder again before this was asked."""
+  return any(isinstance(e, ValueError) and str(e).startswith(
+      "Parent directory of") and "doesn't exist, can't save" in str(e)
+             for e in _chained(error))
+
+
 def _names_path(error, path):
   """Whether `error` (or an exception it chains) names `path`: a failure on
   model_dir's files, not the user's own error while model_dir was still to
   be made (it is made when training starts)."""
-  seen = set()
-  while error is not None and id(error) not in seen:
-    seen.add(id(error))
-    if path in str(error):
-      return True
-    error = error.__cause__ or error.__context__
-  return False
+  return any(path in str(e) for e in _chained(error))
 
 
 def _model_dir_deleted(error, model_dir):
@@ -273,15 +281,12 @@ def _path_in(message):
 def _errno_of(error, tf):
   """The OS errno of `error` (an OSError, or a TensorFlow error saying
   "No space left on device"), looking through its causes; else None."""
-  seen = 0
-  while error is not None and seen < 20:
-    seen += 1
-    if isinstance(error, OSError) and error.errno:
-      return error.errno
-    if tf is not None and isinstance(error, tf.errors.OpError) and (
-        "No space left on device" in error.message):
+  for e in _chained(error):
+    if isinstance(e, OSError) and e.errno:
+      return e.errno
+    if tf is not None and isinstance(e, tf.errors.OpError) and (
+        "No space left on device" in e.message):
       return errno.ENOSPC
-    error = error.__cause__ or error.__context__
   return None
 
 
