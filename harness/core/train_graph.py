@@ -278,22 +278,21 @@ def _distributed_scaffold(scaffold, strategy):
       saver=local.saver, copy_from_scaffold=None)
 
 
-def _ps_strategy(config):
-  """The ps task chooser `config.ps_placement` names (None: TensorFlow's
-  round robin)."""
-  if getattr(config, "ps_placement", None) != fields.BY_SIZE:
+def _ps_strategy(config, tasks):
+  """The chooser of `tasks` ps tasks `config.ps_placement` names (None:
+  TensorFlow's round robin, or no ps task)."""
+  if not tasks or getattr(config, "ps_placement", None) != fields.BY_SIZE:
     return None
-  return ps_placement.BySize(config.num_ps_replicas)
+  return ps_placement.BySize(tasks)
 
 
 def _ps_placed(strategy, config):
   """A context placing a parameter-server strategy's variables by size
   while the graph is built, where `config.ps_placement` asks for it."""
-  tasks = _tf_private.ps_task_count(strategy)
-  if not tasks or _ps_strategy(config) is None:
+  chooser = _ps_strategy(config, _tf_private.ps_task_count(strategy))
+  if chooser is None:
     return _null_context()
-  return _tf_private.ps_variable_placement(strategy,
-                                           ps_placement.BySize(tasks))
+  return _tf_private.ps_variable_placement(strategy, chooser)
 
 
 def replica_device_setter(config):
@@ -304,7 +303,8 @@ def replica_device_setter(config):
   return tf.compat.v1.train.replica_device_setter(
       ps_tasks=config.num_ps_replicas,
       worker_device=f"/job:{config.task_type}/task:{config.task_id}",
-      merge_devices=True, ps_strategy=_ps_strategy(config),
+      merge_devices=True,
+      ps_strategy=_ps_strategy(config, config.num_ps_replicas),
       ps_ops=["Variable", "VariableV2", "AutoReloadVariable",
               "MutableHashTable", "MutableHashTableV2",
               "MutableHashTableOfTensors", "MutableHashTableOfTensorsV2",
