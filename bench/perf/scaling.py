@@ -114,7 +114,7 @@ def _parse_result(path):
 
 
 def run_setup(setup, *, warmup_steps, timed_steps, timeout_secs,
-              model="mlp", worker_args=(), ps=0):
+              model="mlp", worker_args=(), ps=0, independent=False):
   """Runs one cluster to completion; returns its result dict.
 
   Args:
@@ -126,6 +126,9 @@ def run_setup(setup, *, warmup_steps, timed_steps, timeout_secs,
       communication options, threads).
     ps: parameter-server tasks (with --strategy=ps), on the cores after
       the workers' (or the last core when there are none left).
+    independent: `setup.workers` one-worker clusters side by side, worker i
+      on core i, none talking to another (no ps): what the cores give
+      without communication. Their rates add up.
 
   Returns:
     {"examples_per_sec", "seconds" (slowest worker), "first_step_secs"
@@ -133,7 +136,13 @@ def run_setup(setup, *, warmup_steps, timed_steps, timeout_secs,
     "load1"}, or with "error" set when a worker failed or timed out.
   """
   load1 = os.getloadavg()[0]
-  tf_configs = launch.build_tf_configs(workers=setup.workers, ps=ps)
+  if independent:
+    if ps:
+      raise ValueError("independent=True runs one-worker clusters: no ps.")
+    tf_configs = {f"worker/{i}": next(iter(launch.build_tf_configs(
+        workers=1, ps=0).values())) for i in range(setup.workers)}
+  else:
+    tf_configs = launch.build_tf_configs(workers=setup.workers, ps=ps)
   trainers = [n for n in tf_configs if not n.startswith("ps/")]
   tmp = tempfile.mkdtemp(prefix="bench_scaling_")
   procs, logs, servers = [], [], []
@@ -187,15 +196,17 @@ def run_setup(setup, *, warmup_steps, timed_steps, timeout_secs,
   if failures:
     return {"error": failures[0], "load1": load1, "workers": results}
   replicas = {r["replicas"] for r in results}
-  if replicas != {setup.workers}:
+  expected = 1 if independent else setup.workers
+  if replicas != {expected}:
     return {"error": f"replicas in sync {replicas}, expected "
-                     f"{setup.workers}", "load1": load1, "workers": results}
+                     f"{expected}", "load1": load1, "workers": results}
   seconds = max(r["seconds"] for r in results)
-  # Lockstep: every worker's steps end with the slowest. Parameter servers:
-  # each trainer runs at its own pace; their rates add up.
+  # Lockstep: every worker's steps end with the slowest. Parameter servers
+  # and independent workers: each at its own pace; their rates add up.
   rate = (setup.workers * _BATCH_PER_WORKER * timed_steps / seconds
-          if ps == 0 else sum(_BATCH_PER_WORKER * r["timed_steps"]
-                              / r["seconds"] for r in results))
+          if ps == 0 and not independent else sum(
+              _BATCH_PER_WORKER * r["timed_steps"] / r["seconds"]
+              for r in results))
   return {
       "examples_per_sec": rate,
       "seconds": seconds,

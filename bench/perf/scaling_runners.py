@@ -17,6 +17,10 @@
   tf.estimator 2.15 fed a strategy.
 * ``keras``: tf-keras `Model.fit` under TF2 `MultiWorkerMirroredStrategy`
   (collective only), `steps_per_execution=1` (Keras's default).
+* ``allreduce``: no model: each step all-reduces a float32 tensor of the
+  model's gradient bytes (`--allreduce_bytes` when set) alone, under the
+  bare loop's strategy, session config and server (collective only): the
+  floor a lockstep step pays for its gradients on this machine.
 
 Each returns the replicas in sync (collective) or the trainers (ps), and
 calls `clock.step_done()` after every step. TensorFlow is imported inside.
@@ -27,6 +31,7 @@ import os
 import time
 
 from bench import configs
+from bench.perf import scaling_table
 
 __all__ = ["RUNNERS", "TRACE_PREFIX", "WIDE_BUCKETS", "WIDE_COLUMNS",
            "wide_data", "model_data", "train_op", "communication_options",
@@ -125,10 +130,9 @@ def _tf_config():
       tf_config["task"]["index"])
 
 
-def _run_bare(args, clock, input_fn=False):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+def _bare_strategy_and_server(tf, args):
+  """(strategy, session config, server) of the bare loop's task."""
   cluster, task_type, task_id = _tf_config()
-  features, labels = model_data(args.model)
   v1 = tf.compat.v1.distribute.experimental
   with tf.Graph().as_default():  # Graph mode: the strategy starts no server.
     if args.strategy == "ps":
@@ -146,6 +150,14 @@ def _run_bare(args, clock, input_fn=False):
   server = tf.distribute.Server(
       tf.train.ClusterSpec(cluster), job_name=task_type, task_index=task_id,
       config=config, start=True)
+  return strategy, config, server
+
+
+def _run_bare(args, clock, input_fn=False):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  cluster, task_type, task_id = _tf_config()
+  features, labels = model_data(args.model)
+  strategy, config, server = _bare_strategy_and_server(tf, args)
   trainers = len(cluster.get("chief", ())) + len(cluster.get("worker", ()))
   trainer_id = task_id + (len(cluster.get("chief", ()))
                           if task_type == "worker" else 0)
@@ -231,6 +243,37 @@ def _trace(tf, session, fetch, runs=5):
   return sorted(summaries, key=lambda s: s["wall_ms"])[len(summaries) // 2]
 
 
+def _run_allreduce(args, clock):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  if args.strategy != "collective":
+    raise ValueError("the allreduce runner measures collective all-reduce "
+                     "only (--strategy=collective).")
+  size = args.allreduce_bytes or scaling_table.GRADIENT_BYTES.get(args.model)
+  if not size:
+    raise ValueError(f"the allreduce runner has no gradient size for "
+                     f"--model={args.model}; set --allreduce_bytes.")
+  strategy, config, server = _bare_strategy_and_server(tf, args)
+  with tf.Graph().as_default(), strategy.scope():
+    tensor = tf.compat.v1.get_variable(
+        "gradients", initializer=tf.ones([max(1, size // 4)]),
+        use_resource=True)
+
+    def reduce_fn():
+      return tf.distribute.get_replica_context().all_reduce(
+          tf.distribute.ReduceOp.SUM, tensor.read_value())
+
+    reduced = strategy.experimental_local_results(
+        strategy.extended.call_for_each_replica(reduce_fn))[0]
+    fetch = reduced[:1]  # Fetch 4 bytes, not the whole sum.
+    with tf.compat.v1.Session(server.target, config=config) as session:
+      session.run(tf.compat.v1.global_variables_initializer())
+      step = session.make_callable(fetch)
+      for _ in range(clock.total_steps):
+        step()
+        clock.step_done()
+  return strategy.num_replicas_in_sync
+
+
 def _run_keras(args, clock):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import tf_keras as keras  # pylint: disable=g-import-not-at-top
@@ -254,5 +297,6 @@ def _run_keras(args, clock):
 
 
 RUNNERS = {"bare": _run_bare,
+           "allreduce": _run_allreduce,
            "bare_input_fn": lambda args, clock: _run_bare(args, clock, True),
            "keras": _run_keras}

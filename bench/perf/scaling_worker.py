@@ -32,7 +32,8 @@ __all__ = ["RESULT_PREFIX", "main"]
 
 RESULT_PREFIX = "SCALING_RESULT "
 MODELS = ("mlp", "cnn", "wide")
-RUNNERS = ("harness", "harness_by_size", "bare", "bare_input_fn", "keras")
+RUNNERS = ("harness", "harness_by_size", "bare", "bare_input_fn", "keras",
+           "allreduce")
 
 
 def _serve_ps():
@@ -171,6 +172,9 @@ def _parse(argv):
                       "traced step's summary (SCALING_TRACE line)")
   parser.add_argument("--threads", type=int, default=0,
                       help="intra- and inter-op threads (0: TF's choice)")
+  parser.add_argument("--allreduce_bytes", type=int, default=0,
+                      help="allreduce runner: bytes a step all-reduces "
+                      "(0: the model's gradient bytes)")
   parser.add_argument("--batch_size", type=int, default=256,
                       help="examples per worker per step")
   parser.add_argument("--warmup_steps", type=int, required=True)
