@@ -46,8 +46,8 @@ from bench.perf import scaling_table
 __all__ = ["KINDS", "TARGETS", "markers", "ceiling", "summarise", "render",
            "readme_sentence", "main"]
 
-# What each round runs per (model, N): the Setup's runner, workers, and
-# run_setup's extra arguments.
+# The runs of each round per (model, N), in order (`_run` turns each into
+# a `scaling.run_setup` call).
 KINDS = ("alone", "side_by_side", "allreduce", "allreduce_4b", "bare")
 # Issue 50's targets: N workers over one.
 TARGETS = {("cnn", 2): 1.85, ("mlp", 2): 1.6, ("cnn", 8): 6.0,
