@@ -33,7 +33,6 @@ This module imports no TensorFlow (only the workers it starts do).
 """
 
 import argparse
-import datetime
 import os
 import statistics
 import sys
@@ -53,8 +52,6 @@ KINDS = ("alone", "side_by_side", "allreduce", "allreduce_4b", "bare")
 TARGETS = {("cnn", 2): 1.85, ("mlp", 2): 1.6, ("cnn", 8): 6.0,
            ("mlp", 8): 3.0}
 _BATCH = 256
-_RESULTS_MD = os.path.join(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))), "RESULTS.md")
 
 
 def markers(cores=2):
@@ -199,21 +196,16 @@ def _raw(runs, rounds):
 def render(*, rows, runs, command, rounds, warmup_steps, timed_steps,
            elapsed_secs, uptime_before, uptime_after, autogroup, cores=2):
   """The generated section for RESULTS.md, markers included."""
-  now = datetime.datetime.now(datetime.timezone.utc)
   begin, end = markers(cores)
   return "\n".join([
       begin,
       "## The ceiling of collective scaling here (bench.perf.ceiling)"
       + (f", {cores} cores" if cores > 2 else ""),
       "",
-      f"Run {now:%Y-%m-%d %H:%M} UTC, `{command}` (from the project root, "
-      f"with `.venv/bin/python`), {rounds} interleaved rounds, "
-      f"{elapsed_secs:.0f} s in all.",
-      "",
-      report.machine(),
-      f"- `uptime` before: {uptime_before}; after: {uptime_after}",
-      f"- scheduler autogroup of the bench: {autogroup or 'n/a'}",
-      "",
+      *scaling_table.run_lines(
+          command=command, rounds=rounds, elapsed_secs=elapsed_secs,
+          uptime_before=uptime_before, uptime_after=uptime_after,
+          autogroup=autogroup),
       f"Worker i under `taskset -c i`, {_BATCH} examples per worker per "
       f"step, {warmup_steps} warm-up + {timed_steps} timed steps; medians "
       "of the rounds. alone: the bare loop on one worker (c = 256 / its "
@@ -283,13 +275,7 @@ def _parse(argv):
                       help="comma-separated worker counts >= 2 (one core "
                       "each)")
   parser.add_argument("--rounds", type=int, default=3)
-  parser.add_argument("--warmup_steps", type=int, default=100)
-  parser.add_argument("--timed_steps", type=int, default=400)
-  parser.add_argument("--timeout_secs", type=int, default=600,
-                      help="per run")
-  parser.add_argument("--out", default=_RESULTS_MD,
-                      help="the RESULTS file; only bench/RESULTS.md's "
-                      "figures are written into the README")
+  scaling.add_run_flags(parser)
   args = parser.parse_args(argv)
   args.model_names = args.models.split(",")
   bad = set(args.model_names) - set(scaling_table.GRADIENT_BYTES)
@@ -342,7 +328,7 @@ def main(argv=None):
                 autogroup=autogroup, cores=cores)
   begin, end = markers(cores)
   report.write_section(args.out, text, begin=begin, end=end)
-  if os.path.abspath(args.out) == _RESULTS_MD and cores == 2:
+  if os.path.abspath(args.out) == scaling.RESULTS and cores == 2:
     with open(args.out, encoding="utf-8") as f:
       sentence = readme_sentence(f.read())
     if sentence and report.write_readme_span("ceiling", sentence):

@@ -43,8 +43,8 @@ from bench.perf import scaling_table
 from bench.perf import scaling_worker
 from harness import launch
 
-__all__ = ["Setup", "run_setup", "share_nice_with_autogroup", "main",
-           "BEGIN", "END"]
+__all__ = ["Setup", "run_setup", "share_nice_with_autogroup", "add_run_flags",
+           "main", "BEGIN", "END", "RESULTS"]
 
 Setup = scaling_table.Setup
 BEGIN, END = scaling_table.markers("mlp")
@@ -52,7 +52,7 @@ BEGIN, END = scaling_table.markers("mlp")
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 _BATCH_PER_WORKER = 256
-_RESULTS = os.path.join(_ROOT, "bench", "RESULTS.md")
+RESULTS = os.path.join(_ROOT, "bench", "RESULTS.md")
 
 
 def _worker_env(name, tf_config):
@@ -238,19 +238,25 @@ def _parse(argv):
   parser.add_argument("--worker_flags", default="",
                       help="more bench.perf.scaling_worker flags for every "
                       "task, space-separated (e.g. --bytes_per_pack=0)")
-  parser.add_argument("--warmup_steps", type=int, default=100)
-  parser.add_argument("--timed_steps", type=int, default=400)
-  parser.add_argument("--timeout_secs", type=int, default=600,
-                      help="per cluster run")
-  parser.add_argument("--out", default=_RESULTS,
-                      help="the RESULTS file; only bench/RESULTS.md's "
-                      "figures are written into the README")
+  add_run_flags(parser)
   args = parser.parse_args(argv)
   args.worker_counts = [int(n) for n in args.workers.split(",")]
   args.runner_names = args.runners.split(",")
   args.loops = args.steps_per_loop.split(",")
   _check(parser, args)
   return args
+
+
+def add_run_flags(parser):
+  """The flags every run_setup caller takes: warm-up and timed steps, each
+  run's timeout, the RESULTS file."""
+  parser.add_argument("--warmup_steps", type=int, default=100)
+  parser.add_argument("--timed_steps", type=int, default=400)
+  parser.add_argument("--timeout_secs", type=int, default=600,
+                      help="per cluster run")
+  parser.add_argument("--out", default=RESULTS,
+                      help="the RESULTS file; only bench/RESULTS.md's "
+                      "figures are written into the README")
 
 
 def _check(parser, args):
@@ -334,7 +340,7 @@ def main(argv=None):
   begin, end = scaling_table.markers(args.model, args.strategy,
                                      len(os.sched_getaffinity(0)))
   report.write_section(args.out, text, begin=begin, end=end)
-  if os.path.abspath(args.out) == _RESULTS:  # Not a scratch copy's.
+  if os.path.abspath(args.out) == RESULTS:  # Not a scratch copy's.
     with open(args.out, encoding="utf-8") as f:
       sentence = scaling_table.readme_sentence(f.read())
     if sentence and report.write_readme_span("scaling", sentence):

@@ -16,7 +16,7 @@ import statistics
 from bench import report
 
 __all__ = ["Setup", "MODEL_DESCRIPTIONS", "RUNNER_DESCRIPTIONS", "markers",
-           "median_rate", "speedups", "render", "GRADIENT_BYTES",
+           "median_rate", "speedups", "run_lines", "render", "GRADIENT_BYTES",
            "section_figures", "readme_sentence"]
 
 MODEL_DESCRIPTIONS = {
@@ -160,11 +160,27 @@ def _raw(setups, runs, rounds):
   return lines
 
 
+def run_lines(*, command, rounds, elapsed_secs, uptime_before, uptime_after,
+              autogroup):
+  """The lines under a section's title: when and how it ran, the machine,
+  its load, the bench's autogroup; then an empty line."""
+  now = datetime.datetime.now(datetime.timezone.utc)
+  return [
+      f"Run {now:%Y-%m-%d %H:%M} UTC, `{command}` (from the project root, "
+      f"with `.venv/bin/python`), {rounds} interleaved rounds, "
+      f"{elapsed_secs:.0f} s in all.",
+      "",
+      report.machine(),
+      f"- `uptime` before: {uptime_before}; after: {uptime_after}",
+      f"- scheduler autogroup of the bench: {autogroup or 'n/a'}",
+      "",
+  ]
+
+
 def render(*, setups, runs, command, rounds, warmup_steps, timed_steps,
            elapsed_secs, uptime_before, uptime_after, model, strategy,
            autogroup, batch_per_worker, ps=0, cores=2):
   """The generated section for RESULTS.md, markers included."""
-  now = datetime.datetime.now(datetime.timezone.utc)
   begin, end = markers(model, strategy, cores)
   runners = dict.fromkeys(s.runner for s in setups)
   kind = ("v1 `MultiWorkerMirroredStrategy` (collective)"
@@ -175,14 +191,9 @@ def render(*, setups, runs, command, rounds, warmup_steps, timed_steps,
       f"## Multi-worker scaling ({strategy}, 1 core per worker): {model}"
       + (f", {cores} cores" if cores > 2 else ""),
       "",
-      f"Run {now:%Y-%m-%d %H:%M} UTC, `{command}` (from the project root, "
-      f"with `.venv/bin/python`), {rounds} interleaved rounds, "
-      f"{elapsed_secs:.0f} s in all.",
-      "",
-      report.machine(),
-      f"- `uptime` before: {uptime_before}; after: {uptime_after}",
-      f"- scheduler autogroup of the bench: {autogroup or 'n/a'}",
-      "",
+      *run_lines(command=command, rounds=rounds, elapsed_secs=elapsed_secs,
+                 uptime_before=uptime_before, uptime_after=uptime_after,
+                 autogroup=autogroup),
       f"{kind}, a TF_CONFIG cluster on 127.0.0.1, worker i under `taskset "
       f"-c i`; {MODEL_DESCRIPTIONS[model]}, batch {batch_per_worker} per "
       f"worker, in-memory data sharded by worker; {warmup_steps} warm-up + "
