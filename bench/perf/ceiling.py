@@ -221,12 +221,7 @@ def render(*, rows, runs, command, rounds, warmup_steps, timed_steps,
       "",
       *_table(rows),
       "",
-      "<details><summary>Every run</summary>",
-      "",
-      *_raw(runs, rounds),
-      "",
-      "</details>",
-      end,
+      *scaling_table.every_run(_raw(runs, rounds), end),
   ])
 
 

@@ -16,7 +16,7 @@ import statistics
 from bench import report
 
 __all__ = ["Setup", "MODEL_DESCRIPTIONS", "RUNNER_DESCRIPTIONS", "markers",
-           "median_rate", "speedups", "run_lines", "render", "GRADIENT_BYTES",
+           "median_rate", "speedups", "run_lines", "every_run", "render", "GRADIENT_BYTES",
            "section_figures", "readme_sentence"]
 
 MODEL_DESCRIPTIONS = {
@@ -177,6 +177,12 @@ def run_lines(*, command, rounds, elapsed_secs, uptime_before, uptime_after,
   ]
 
 
+def every_run(rows, end):
+  """A section's folded table of every run, then its end marker."""
+  return ["<details><summary>Every run</summary>", "", *rows, "",
+          "</details>", end]
+
+
 def render(*, setups, runs, command, rounds, warmup_steps, timed_steps,
            elapsed_secs, uptime_before, uptime_after, model, strategy,
            autogroup, batch_per_worker, ps=0, cores=2):
@@ -209,12 +215,7 @@ def render(*, setups, runs, command, rounds, warmup_steps, timed_steps,
       "",
       *_ratios(setups, runs, model),
       "",
-      "<details><summary>Every run</summary>",
-      "",
-      *_raw(setups, runs, rounds),
-      "",
-      "</details>",
-      end,
+      *every_run(_raw(setups, runs, rounds), end),
   ])
 
 
