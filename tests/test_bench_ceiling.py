@@ -212,7 +212,7 @@ class NewRunsTest(absltest.TestCase):
 
   def test_allreduce_alone_and_side_by_side_run(self):
     if len(os.sched_getaffinity(0)) < 2:
-      self.skipTest("needs 2 cores")
+      self.skipTest("needs 2 cores: run it where this process may use 2")
     allreduce = scaling.run_setup(
         scaling.Setup(runner="allreduce", workers=2), warmup_steps=2,
         timed_steps=5, timeout_secs=240, model="mlp",
