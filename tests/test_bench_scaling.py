@@ -4,13 +4,18 @@ benchmark itself is timed, not tested)."""
 
 import contextlib
 import io
+import os
 import re
+import sys
+from unittest import mock
 
 from absl.testing import absltest
+import pytest
 
 from bench.perf import scaling
 from bench.perf import scaling_table
 from bench.perf import scaling_worker
+from bench.tf215 import tf215_env
 from tests import conftest
 
 
@@ -67,6 +72,30 @@ class FlagsTest(absltest.TestCase):
   def test_k_must_divide_the_step_counts(self):
     self.assertIn("--steps_per_loop value 7",
                   self._error(["--steps_per_loop=7"]))
+
+  def test_allreduce_is_the_ceilings_not_a_runner_here(self):
+    self.assertIn("bench.perf.ceiling", self._error(
+        ["--runners=harness,allreduce"]))
+
+  def test_every_runner_here_has_its_description(self):
+    self.assertEqual(
+        set(scaling_worker.RUNNERS) - {"allreduce"},
+        set(scaling_table.RUNNER_DESCRIPTIONS))
+
+  def test_estimator215_runs_under_the_215_venv(self):
+    self.assertEqual(scaling.worker_python("bare"), sys.executable)
+    with mock.patch.object(os.path, "exists", return_value=False):
+      with self.assertRaisesRegex(FileNotFoundError,
+                                  "python -m bench.tf215.tf215_env"):
+        scaling.worker_python("estimator215")
+    with mock.patch.object(os.path, "exists", return_value=True):
+      self.assertEqual(scaling.worker_python("estimator215"),
+                       tf215_env.python_of(tf215_env.DEFAULT_VENV_DIR))
+    # TF 2.15 has its own Keras 2 and no tf_keras.
+    env = scaling._worker_env("worker/0", {}, "estimator215")  # pylint: disable=protected-access
+    self.assertNotIn("TF_USE_LEGACY_KERAS", env)
+    env = scaling._worker_env("worker/0", {}, "harness")  # pylint: disable=protected-access
+    self.assertEqual(env["TF_USE_LEGACY_KERAS"], "1")
 
   def test_worker_flags_are_the_workers_own(self):
     args = scaling_worker._parse([  # pylint: disable=protected-access
@@ -160,6 +189,21 @@ class TableTest(absltest.TestCase):
     self.assertEqual(got["harness_by_size, 2 workers, K=1 / harness, 2 "
                          "workers, K=1"], [1.5, 1.0])
 
+  def test_estimator215_is_set_against_harness(self):
+    s = scaling_table.Setup
+    e215 = s(runner="estimator215", workers=2)
+    harness = s(runner="harness", workers=2, steps_per_loop="auto")
+    runs = {e215: [_run(100), _run(80)], harness: [_run(150), _run(160)]}
+    got = {what: each for what, _, each in scaling_table.speedups(
+        [e215, harness], runs)}
+    self.assertEqual(got["harness, 2 workers, K=auto / estimator215, 2 "
+                         "workers"], [1.5, 2.0])
+    self.assertIn("- estimator215: tf.estimator 2.15's", scaling_table.render(
+        setups=[e215, harness], runs=runs, command="c", rounds=2,
+        warmup_steps=100, timed_steps=400, elapsed_secs=60,
+        uptime_before="-", uptime_after="-", model="mlp",
+        strategy="collective", autogroup=None, batch_per_worker=256))
+
   def test_each_model_and_strategy_has_its_own_markers(self):
     self.assertEqual(scaling_table.markers("mlp")[0],
                      "<!-- bench.perf.scaling: generated section begins -->")
@@ -171,14 +215,18 @@ class TableTest(absltest.TestCase):
                      "ends -->")
 
 
-def _section(model, one, two, bare2, keras2, load="1.50"):
+def _section(model, one, two, bare2, keras2, load="1.50", e215=None):
   setups = [scaling_table.Setup(runner="harness", workers=1,
                                 steps_per_loop="auto"),
             scaling_table.Setup(runner="harness", workers=2,
                                 steps_per_loop="auto"),
             scaling_table.Setup(runner="bare", workers=2),
             scaling_table.Setup(runner="keras", workers=2)]
-  runs = {s: [_run(r)] for s, r in zip(setups, (one, two, bare2, keras2))}
+  rates = [one, two, bare2, keras2]
+  if e215:
+    setups.append(scaling_table.Setup(runner="estimator215", workers=2))
+    rates.append(e215)
+  runs = {s: [_run(r)] for s, r in zip(setups, rates)}
   return scaling_table.render(
       setups=setups, runs=runs, command="c", rounds=1, warmup_steps=100,
       timed_steps=400, elapsed_secs=1,
@@ -201,10 +249,17 @@ class ReadmeSentenceTest(absltest.TestCase):
                   "worker's examples/s (2-core machine, load 1.5-2.2 "
                   "before", sentence)
     self.assertIn("harness ran at 1.00-1.07x the bare `make_callable` "
-                  "loop's speed and 2.00-3.00x Keras `fit`'s", sentence)
+                  "loop's speed, 2.00-3.00x Keras `fit`'s. Each", sentence)
     # MLP: 2 x 256 / 60,000 s = 8.5 ms a step, 5.3 ms more than 3.2 for
     # 1.08 MB; CNN: 8.5 ms more than 25.6 for 1.39 MB.
     self.assertIn("added a = 5.0-6.1 ms per MB of gradients", sentence)
+
+  def test_sentence_sets_harness_against_215_where_it_ran(self):
+    text = (_section("cnn", 10000, 15000, 14000, 7500, e215=10000) + "\n"
+            + _section("mlp", 80000, 60000, 60000, 20000, e215=40000))
+    self.assertIn("2.00-3.00x Keras `fit`'s and 1.50x tf.estimator 2.15's "
+                  "(`train_and_evaluate` on TensorFlow 2.15). Each",
+                  scaling_table.readme_sentence(text))
 
   def test_one_load_where_both_runs_started_alike(self):
     text = (_section("cnn", 10000, 15000, 14000, 7500, load="2.71") + "\n"
@@ -228,6 +283,23 @@ class ReadmeSentenceTest(absltest.TestCase):
                      re.DOTALL)
     self.assertIsNotNone(span)
     self.assertEqual(span.group(1), scaling_table.readme_sentence(results))
+
+
+@pytest.mark.slow  # A 2-worker cluster on TensorFlow 2.15.
+class Estimator215RunTest(absltest.TestCase):
+
+  def test_two_215_workers_train_in_sync(self):
+    if not os.path.exists(tf215_env.python_of(tf215_env.DEFAULT_VENV_DIR)):
+      self.skipTest("no tf.estimator 2.15 venv (python -m "
+                    "bench.tf215.tf215_env makes one)")
+    if len(os.sched_getaffinity(0)) < 2:
+      self.skipTest("needs 2 cores")
+    result = scaling.run_setup(
+        scaling.Setup(runner="estimator215", workers=2), warmup_steps=2,
+        timed_steps=6, timeout_secs=300, model="mlp",
+        worker_args=["--runner=estimator215", "--strategy=collective"])
+    self.assertNotIn("error", result)
+    self.assertEqual([w["replicas"] for w in result["workers"]], [2, 2])
 
 
 if __name__ == "__main__":

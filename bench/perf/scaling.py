@@ -14,8 +14,10 @@ A cluster on 127.0.0.1 (ports picked by binding port 0,
 batch 256 PER WORKER on in-memory data, warm-up then timed steps. Runners
 (`--runners`): harness (`harness.Estimator.train` with harness's defaults),
 bare (the same graph and strategy under a plain `session.make_callable`
-loop, `bench.perf.scaling_runners`) and keras (tf-keras `fit` under TF2
-`MultiWorkerMirroredStrategy`). Global examples/s = workers x 256 x timed
+loop, `bench.perf.scaling_runners`), keras (tf-keras `fit` under TF2
+`MultiWorkerMirroredStrategy`) and estimator215 (tf.estimator 2.15's
+`train_and_evaluate` on TensorFlow 2.15, its tasks run by the python of
+`python -m bench.tf215.tf215_env`). Global examples/s = workers x 256 x timed
 steps / seconds of the slowest worker (ps: the sum of each trainer's
 examples/s). Every (runner, workers) setup runs
 once per round, interleaved, for `--rounds` rounds; ratios are medians of
@@ -41,10 +43,11 @@ import time
 from bench import report
 from bench.perf import scaling_table
 from bench.perf import scaling_worker
+from bench.tf215 import tf215_env
 from harness import launch
 
-__all__ = ["Setup", "run_setup", "share_nice_with_autogroup", "add_run_flags",
-           "main", "BEGIN", "END", "RESULTS"]
+__all__ = ["Setup", "run_setup", "worker_python", "share_nice_with_autogroup",
+           "add_run_flags", "main", "BEGIN", "END", "RESULTS"]
 
 Setup = scaling_table.Setup
 BEGIN, END = scaling_table.markers("mlp")
@@ -55,11 +58,13 @@ _BATCH_PER_WORKER = 256
 RESULTS = os.path.join(_ROOT, "bench", "RESULTS.md")
 
 
-def _worker_env(name, tf_config):
+def _worker_env(name, tf_config, runner=None):
   env = dict(os.environ)
   env.update({"TF_CONFIG": json.dumps(tf_config), "HARNESS_TASK": name,
               "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "2",
               "PYTHONUNBUFFERED": "1"})
+  if runner == "estimator215":  # TF 2.15's own Keras; no tf_keras there.
+    del env["TF_USE_LEGACY_KERAS"]
   return env
 
 
@@ -113,6 +118,20 @@ def _parse_result(path):
   return None
 
 
+def worker_python(runner):
+  """The python a task of `runner` runs under: this one, or for
+  estimator215 the tf.estimator 2.15 venv's (`bench.tf215.tf215_env`)."""
+  if runner != "estimator215":
+    return sys.executable
+  python = tf215_env.python_of(tf215_env.DEFAULT_VENV_DIR)
+  if not os.path.exists(python):
+    raise FileNotFoundError(
+        f"the estimator215 runner runs under {python}, which is missing: "
+        "make it with `python -m bench.tf215.tf215_env` (python3.11 and "
+        "PyPI, once).")
+  return python
+
+
 def run_setup(setup, *, warmup_steps, timed_steps, timeout_secs,
               model="mlp", worker_args=(), ps=0, independent=False):
   """Runs one cluster to completion; returns its result dict.
@@ -135,6 +154,7 @@ def run_setup(setup, *, warmup_steps, timed_steps, timeout_secs,
     (latest worker), "peak_rss_mib" (largest), "workers": [worker results],
     "load1"}, or with "error" set when a worker failed or timed out.
   """
+  python = worker_python(setup.runner)
   load1 = os.getloadavg()[0]
   if independent:
     if ps:
@@ -153,7 +173,7 @@ def run_setup(setup, *, warmup_steps, timed_steps, timeout_secs,
                                             if n.startswith("ps/")]):
       tf_config = tf_configs[name]
       argv = ["taskset", "-c", str(cores[min(core, len(cores) - 1)]),
-              sys.executable, "-m", "bench.perf.scaling_worker",
+              python, "-m", "bench.perf.scaling_worker",
               f"--model_dir={tmp}/model",
               f"--model={model}",
               f"--batch_size={_BATCH_PER_WORKER}",
@@ -164,7 +184,7 @@ def run_setup(setup, *, warmup_steps, timed_steps, timeout_secs,
       log_path = os.path.join(tmp, f"{name.replace('/', '-')}.log")
       with open(log_path, "w", encoding="utf-8") as log:
         proc = subprocess.Popen(
-            argv, cwd=_ROOT, env=_worker_env(name, tf_config), stdout=log,
+            argv, cwd=_ROOT, env=_worker_env(name, tf_config, setup.runner), stdout=log,
             stderr=subprocess.STDOUT, process_group=0)
       if name.startswith("ps/"):
         servers.append(proc)
@@ -260,10 +280,15 @@ def add_run_flags(parser):
 
 
 def _check(parser, args):
-  unknown = set(args.runner_names) - set(scaling_worker.RUNNERS)
+  runners = [r for r in scaling_worker.RUNNERS if r != "allreduce"]
+  if "allreduce" in args.runner_names:
+    parser.error(f"--runners={args.runners}: allreduce trains nothing (its "
+                 "examples/s mean nothing); `python -m bench.perf.ceiling` "
+                 "runs it.")
+  unknown = set(args.runner_names) - set(runners)
   if unknown:
     parser.error(f"--runners={args.runners}: {sorted(unknown)} unknown; "
-                 f"use {', '.join(scaling_worker.RUNNERS)}.")
+                 f"use {', '.join(runners)}.")
   needed = max(args.worker_counts) + (args.ps if args.strategy == "ps"
                                       else 0)
   cores = len(os.sched_getaffinity(0))

@@ -41,6 +41,10 @@ RUNNER_DESCRIPTIONS = {
                      "`MultiDeviceIterator`, as tf.estimator 2.15 fed a "
                      "strategy and harness did before 10e9e4b)",
     "keras": "tf-keras `Model.fit` under TF2 `MultiWorkerMirroredStrategy`",
+    "estimator215": "tf.estimator 2.15's `Estimator.train` on TensorFlow "
+                    "2.15 (the venv of `python -m bench.tf215.tf215_env`), "
+                    "its defaults: one step a `session.run`, the same v1 "
+                    "strategy, model_fn and input_fn as harness",
 }
 # Acceptance targets on 2 cores (issue 50): 2 workers over one.
 SPEEDUP_TARGETS = {"cnn": 1.85, "mlp": 1.6}
@@ -107,7 +111,7 @@ def speedups(setups, runs):
       base = by_key.get(("harness", s.workers, s.steps_per_loop))
       if base is not None:
         rows.append((f"{s.label} / {base.label}", _per_round(runs, base, s)))
-    for other in ("bare", "keras"):
+    for other in ("bare", "keras", "estimator215"):
       base = by_key.get((other, s.workers, "1"))
       if base is not None:
         rows.append((f"{s.label} / {base.label}", _per_round(runs, base, s)))
@@ -276,7 +280,7 @@ def _span(values):
 def readme_sentence(results_text):
   """The README's `scaling` span from RESULTS.md's collective sections
   (cnn, mlp), or None without both."""
-  phrases, per_mb, vs_bare, vs_keras, loads = [], [], [], [], []
+  phrases, per_mb, vs_bare, vs_keras, vs_215, loads = [], [], [], [], [], []
   for model in ("cnn", "mlp"):
     figures = section_figures(results_text, model)
     phrase, cost = _model_phrase(model, figures)
@@ -290,14 +294,19 @@ def readme_sentence(results_text):
         vs_bare.append(value)
       elif label.startswith("harness,") and " / keras, " in label:
         vs_keras.append(value)
+      elif label.startswith("harness,") and " / estimator215, " in label:
+        vs_215.append(value)
   cost, load = _span(per_mb), _span(loads)
+  others = (f"{_range(vs_keras)} Keras `fit`'s and {_range(vs_215)} "
+            "tf.estimator 2.15's (`train_and_evaluate` on TensorFlow 2.15)"
+            if vs_215 else f"{_range(vs_keras)} Keras `fit`'s")
   return (
       f"2 collective workers, one core each, 256 examples per worker per "
       f"step, trained {phrases[0]} and {phrases[1]} one worker's examples/s"
       f" (2-core machine, load {load} before; "
       f"`python -m bench.perf.scaling`, bench/RESULTS.md); harness ran at "
-      f"{_range(vs_bare)} the bare `make_callable` loop's speed and "
-      f"{_range(vs_keras)} Keras `fit`'s. Each step's all-reduce added "
+      f"{_range(vs_bare)} the bare `make_callable` loop's speed, "
+      f"{others}. Each step's all-reduce added "
       f"a = {cost} ms per MB of gradients here (gRPC on one machine; "
       "MLP and CNN), so N workers train about N c / (c + a x MB) times as "
       "fast as one, c being a step's compute: where c is not several times "

@@ -9,7 +9,10 @@ Trains the bench MLP (784 -> 256 -> 256 -> 10), CNN or wide model
 (`bench.perf.scaling_runners`), Adam 1e-3, on in-memory data sharded by worker,
 batch `--batch_size` per worker, with `--runner`: harness
 (`harness.Estimator.train`; `--harness_defaults`: the strategy and session
-config as harness builds them), bare or keras (`bench.perf.scaling_runners`),
+config as harness builds them), estimator215 (tf.estimator 2.15's
+`Estimator.train` with its defaults, run by the python of `python -m
+bench.tf215.tf215_env`: TensorFlow 2.15), bare, keras or allreduce
+(`bench.perf.scaling_runners`),
 under `--strategy` (collective: v1 `MultiWorkerMirroredStrategy`; ps: v1
 `ParameterServerStrategy`, a ps task only serves). Prints one line
 `SCALING_RESULT {json}`: the timed steps, their seconds, seconds from
@@ -33,7 +36,7 @@ __all__ = ["RESULT_PREFIX", "main"]
 RESULT_PREFIX = "SCALING_RESULT "
 MODELS = ("mlp", "cnn", "wide")
 RUNNERS = ("harness", "harness_by_size", "bare", "bare_input_fn", "keras",
-           "allreduce")
+           "allreduce", "estimator215")
 
 
 def _serve_ps():
@@ -46,11 +49,11 @@ def _serve_ps():
 
 
 def _strategy(tf, args):
-  """The v1 strategy the harness runner gives RunConfig."""
+  """The v1 strategy the harness (or estimator215) runner gives RunConfig."""
   v1 = tf.compat.v1.distribute.experimental
   if args.strategy == "ps":
     return v1.ParameterServerStrategy()
-  if args.harness_defaults:
+  if args.harness_defaults or args.runner == "estimator215":
     return v1.MultiWorkerMirroredStrategy()
   options = scaling_runners.communication_options(tf, args)
   strategy = v1.MultiWorkerMirroredStrategy(
@@ -59,12 +62,22 @@ def _strategy(tf, args):
   return strategy
 
 
-def _train(args, clock, window):
+def _train(args, clock, window, estimator215=False):
   """Runs Estimator.train in this TF_CONFIG task; returns replicas in sync
   (ps: trainers). `window` gets the step counts at the timed window's
-  start and end."""
-  from harness._tf import tf  # pylint: disable=g-import-not-at-top
-  import harness  # pylint: disable=g-import-not-at-top
+  start and end. With `estimator215`, tf.estimator 2.15's Estimator on
+  TensorFlow 2.15 (this process runs in the venv of
+  `bench.tf215.tf215_env`), else harness's."""
+  if estimator215:
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    if not tf.__version__.startswith("2.15"):
+      raise RuntimeError(
+          f"--runner=estimator215 runs on TensorFlow 2.15 (the python of "
+          f"`python -m bench.tf215.tf215_env`), not {tf.__version__}.")
+    api = tf.estimator
+  else:
+    from harness._tf import tf  # pylint: disable=g-import-not-at-top
+    import harness as api  # pylint: disable=g-import-not-at-top
   images, labels = scaling_runners.model_data(args.model)
 
   def input_fn(input_context=None):
@@ -87,7 +100,7 @@ def _train(args, clock, window):
               "/", "_"), [], tf.int64, trainable=False,
           initializer=tf.compat.v1.zeros_initializer()))
       train_op = tf.group(train_op, own_steps[-1].assign_add(1))
-    return harness.EstimatorSpec(mode=mode, loss=loss, train_op=train_op)
+    return api.EstimatorSpec(mode=mode, loss=loss, train_op=train_op)
 
   class ClockHook(tf.compat.v1.train.SessionRunHook):
     """Counts each run's steps: K, or under auto the change of the global
@@ -115,23 +128,35 @@ def _train(args, clock, window):
         run_context.request_stop()
 
   strategy = _strategy(tf, args)
-  steps_per_loop = ("auto" if args.steps_per_loop == 0
-                    else args.steps_per_loop)
   # No graph.pbtxt / graph events: the data is a 25 MB graph constant and
   # writing it costs seconds on one core before step 1 (not timed here).
-  config = harness.RunConfig(
-      model_dir=args.model_dir, log_step_count_steps=100,
-      save_summary_steps=100, train_distribute=strategy,
-      checkpoint_save_graph_def=False,
-      tf_random_seed=configs.SEED, steps_per_loop=steps_per_loop,
-      ps_placement=args.ps_placement,
-      session_config=(None if args.harness_defaults else
-                      scaling_runners.session_config(tf, args)))
-  estimator = harness.Estimator(model_fn=model_fn, config=config)
+  common = dict(model_dir=args.model_dir, log_step_count_steps=100,
+                save_summary_steps=100, train_distribute=strategy,
+                checkpoint_save_graph_def=False, tf_random_seed=configs.SEED)
+  if estimator215:  # 2.15's own defaults: one step a run, its session config.
+    config = api.RunConfig(**common)
+  else:
+    config = api.RunConfig(
+        **common, steps_per_loop=("auto" if args.steps_per_loop == 0
+                                  else args.steps_per_loop),
+        ps_placement=args.ps_placement,
+        session_config=(None if args.harness_defaults else
+                        scaling_runners.session_config(tf, args)))
+  estimator = api.Estimator(model_fn=model_fn, config=config)
   # Parameter servers: trainers share the global step, so each stops by
   # its own clock (ClockHook) before the bound.
-  estimator.train(input_fn, hooks=[ClockHook()], max_steps=clock.total_steps
-                  * (1 if args.strategy == "collective" else 100))
+  max_steps = clock.total_steps * (1 if args.strategy == "collective"
+                                   else 100)
+  if estimator215:
+    # 2.15 trains a cluster only through train_and_evaluate (its
+    # distribute coordinator; Estimator.train takes a standalone client
+    # only). With no evaluator task in the cluster nothing evaluates.
+    api.train_and_evaluate(
+        estimator, api.TrainSpec(input_fn, max_steps=max_steps,
+                                 hooks=[ClockHook()]),
+        api.EvalSpec(input_fn, steps=1))
+  else:
+    estimator.train(input_fn, hooks=[ClockHook()], max_steps=max_steps)
   if config.is_chief and args.strategy != "ps":
     # Each run counted steps_per_loop steps: true only if none ended early.
     final_step = int(estimator.get_variable_value("global_step"))
@@ -203,10 +228,11 @@ def main(argv):
             "steps_per_loop": args.steps_per_loop,
             "timed_steps": args.timed_steps}
   try:
-    if args.runner.startswith("harness"):
+    if args.runner.startswith("harness") or args.runner == "estimator215":
       if args.runner == "harness_by_size":
         args.ps_placement = "by_size"
-      result["replicas"] = _train(args, clock, window)
+      result["replicas"] = _train(args, clock, window,
+                                  estimator215=args.runner == "estimator215")
     else:
       result["replicas"] = scaling_runners.RUNNERS[args.runner](args, clock)
   except Exception as e:  # pylint: disable=broad-except
