@@ -290,10 +290,10 @@ class Estimator215RunTest(absltest.TestCase):
 
   def test_two_215_workers_train_in_sync(self):
     if not os.path.exists(tf215_env.python_of(tf215_env.DEFAULT_VENV_DIR)):
-      self.skipTest("no tf.estimator 2.15 venv (python -m "
-                    "bench.tf215.tf215_env makes one)")
+      self.skipTest("no tf.estimator 2.15 venv: run `python -m "
+                    "bench.tf215.tf215_env` (it makes one), then run it again")
     if len(os.sched_getaffinity(0)) < 2:
-      self.skipTest("needs 2 cores")
+      self.skipTest("needs 2 cores: run it where this process may use 2")
     result = scaling.run_setup(
         scaling.Setup(runner="estimator215", workers=2), warmup_steps=2,
         timed_steps=6, timeout_secs=300, model="mlp",
