@@ -31,6 +31,7 @@ _HAND_WRITTEN = (
     "### A/B checks after issue 49's refactor",
     "### The input iterator: harness's gap to the bare loop, placed",
     "### Reading the ceiling",
+    "### harness against tf.estimator 2.15 on one and two workers",
     "### What the per-step breakdown shows",
     "### What the canned figures show",
     "### Check after the TaskPlan",
