@@ -436,7 +436,7 @@ class ReadmeSpanTest(absltest.TestCase):
     self.assertEqual(
         sorted(set(re.findall(r"<!-- ([a-z-]+) -->", readme))),
         ["ceiling", "first-command", "install-time", "peer-loss",
-         "scaling", "suite-time", "xla-slowdown"])
+         "scaling", "sparse-kernels", "suite-time", "xla-slowdown"])
     reliability = (conftest.REPO_ROOT / "docs" / "RELIABILITY.md").read_text()
     self.assertEqual(
         sorted(set(re.findall(r"<!-- ([a-z-]+) -->", reliability))),

@@ -70,7 +70,7 @@ class RenderedTest(absltest.TestCase):
 
   def test_each_section_is_its_data_rendered(self):
     found = sections.generated_sections(_results())
-    self.assertLen(found, 14)
+    self.assertLen(found, 15)
     for begin, section in found.items():
       with self.subTest(section=begin):
         self.assertTrue(os.path.exists(sections.data_path(begin)),

@@ -166,6 +166,9 @@ def _train(args, clock, window, estimator215=False):
           f"global step {final_step}: some session.run made fewer than "
           f"steps_per_loop={args.steps_per_loop} steps.")
   if args.strategy == "ps":
+    if estimator215:  # 2.15 gives each task a config of one worker replica.
+      cluster = json.loads(os.environ["TF_CONFIG"])["cluster"]
+      return len(cluster.get("chief", ())) + len(cluster.get("worker", ()))
     return config.num_worker_replicas
   return strategy.num_replicas_in_sync
 

@@ -24,6 +24,7 @@ from harness.core import loop_spec
 from harness.core import train_graph
 from harness.core import train_loop
 from harness.state import checkpoints
+from harness.telemetry import tf_notes
 
 __all__ = ["TrainModel", "train", "check_positive"]
 
@@ -128,6 +129,7 @@ def _build_and_run(model, input_fn, hooks, saving_listeners, max_steps,
         raise loop_spec.NeedsOneStepPerRun(reason)
     if model.warm_start is not None:
       model.warm_start()
+    tf_notes.note_sparse_updates(graph, context.task_label)
     loss = train_loop.run(
         built, model_dir=model.model_dir, config=config, hooks=hooks,
         saving_listeners=saving_listeners, context=context,
