@@ -114,6 +114,17 @@ def _no_child_left_at_the_end():
   _processes.kill_started_since(0)
 
 
+def readme_span_and_results(name):
+  """(the README's text between `<!-- name -->` and `<!-- /name -->`, or
+  None without those markers; bench/RESULTS.md's text): what a test pins a
+  generated README sentence with."""
+  readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+  span = re.search(rf"<!-- {name} -->(.*?)<!-- /{name} -->", readme,
+                   re.DOTALL)
+  results = (REPO_ROOT / "bench" / "RESULTS.md").read_text(encoding="utf-8")
+  return (span.group(1) if span else None), results
+
+
 def child_env(tf_config=None, extra=None):
   """os.environ for a child process: repo importable, TF_CONFIG as given.
 

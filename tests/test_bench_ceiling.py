@@ -7,7 +7,6 @@ timed, not tested)."""
 import contextlib
 import io
 import os
-import re
 from unittest import mock
 
 from absl.testing import absltest
@@ -199,12 +198,9 @@ class SectionTest(absltest.TestCase):
     self.assertIsNone(ceiling.readme_sentence(only_mlp))
 
   def test_readme_span_is_the_results_sentence(self):
-    readme = (conftest.REPO_ROOT / "README.md").read_text()
-    results = (conftest.REPO_ROOT / "bench" / "RESULTS.md").read_text()
-    span = re.search(r"<!-- ceiling -->(.*?)<!-- /ceiling -->", readme,
-                     re.DOTALL)
+    span, results = conftest.readme_span_and_results("ceiling")
     self.assertIsNotNone(span)
-    self.assertEqual(span.group(1), ceiling.readme_sentence(results))
+    self.assertEqual(span, ceiling.readme_sentence(results))
 
 
 @pytest.mark.slow  # Two 2-process TensorFlow runs.

@@ -5,7 +5,6 @@ benchmark itself is timed, not tested)."""
 import contextlib
 import io
 import os
-import re
 import sys
 from unittest import mock
 
@@ -277,12 +276,9 @@ class ReadmeSentenceTest(absltest.TestCase):
                      {"mlp": 1077288, "cnn": 1388584})
 
   def test_readme_span_is_the_results_sentence(self):
-    readme = (conftest.REPO_ROOT / "README.md").read_text()
-    results = (conftest.REPO_ROOT / "bench" / "RESULTS.md").read_text()
-    span = re.search(r"<!-- scaling -->(.*?)<!-- /scaling -->", readme,
-                     re.DOTALL)
+    span, results = conftest.readme_span_and_results("scaling")
     self.assertIsNotNone(span)
-    self.assertEqual(span.group(1), scaling_table.readme_sentence(results))
+    self.assertEqual(span, scaling_table.readme_sentence(results))
 
 
 @pytest.mark.slow  # A 2-worker cluster on TensorFlow 2.15.

@@ -4,7 +4,6 @@ TensorFlow (the benchmark itself is timed, not tested)."""
 
 import json
 import os
-import re
 import subprocess
 import sys
 
@@ -63,12 +62,9 @@ class SectionTest(absltest.TestCase):
     self.assertIsNone(sparse_kernels.readme_sentence(same))
 
   def test_readme_span_is_the_results_sentence(self):
-    readme = (conftest.REPO_ROOT / "README.md").read_text()
-    results = (conftest.REPO_ROOT / "bench" / "RESULTS.md").read_text()
-    span = re.search(r"<!-- sparse-kernels -->(.*?)<!-- /sparse-kernels -->",
-                     readme, re.DOTALL)
+    span, results = conftest.readme_span_and_results("sparse-kernels")
     self.assertIsNotNone(span)
-    self.assertEqual(span.group(1), sparse_kernels.readme_sentence(results))
+    self.assertEqual(span, sparse_kernels.readme_sentence(results))
 
   def test_a_missing_python_is_named(self):
     with self.assertRaisesRegex(FileNotFoundError, "/no/such/python"):
