@@ -1,4 +1,4 @@
-"""harness.telemetry.tf_notes: the one INFO line about TensorFlow 2.20/2.21's
+"""harness.telemetry.tf_notes: the one INFO line about TensorFlow 2.20-2.22's
 slower sparse-update kernels, said once, only for a graph that has them, only
 on a release measured slow; and the trainer says it for a wide model."""
 
@@ -44,11 +44,11 @@ class NoteTest(absltest.TestCase):
     tf_notes._noted.clear()  # pylint: disable=protected-access
     ftrl = _graph(tf.compat.v1.train.FtrlOptimizer(0.1))
     self.assertIn("ResourceSparseApplyFtrl x1", tf_notes.note_sparse_updates(
-        ftrl, "chief/0", version="2.20.0"))
+        ftrl, "chief/0", version="2.22.0-rc0"))
 
   def test_no_note_on_a_release_not_measured_slow(self):
     graph = _graph(tf.compat.v1.train.AdagradOptimizer(0.1))
-    for version in ("2.16.2", "2.19.1", "2.22.0rc0", "3.0.0"):
+    for version in ("2.16.2", "2.19.1", "2.23.0", "3.0.0"):
       self.assertIsNone(tf_notes.note_sparse_updates(graph, "local",
                                                      version=version))
 

@@ -2,7 +2,7 @@
 
     tf_notes.note_sparse_updates(graph, task_label)
 
-TensorFlow 2.20 and 2.21 run the kernels that update rows of embedding and
+TensorFlow 2.20 to 2.22 run the kernels that update rows of embedding and
 linear variables several times as long as 2.15-2.19 did (measured:
 bench/RESULTS.md, "Sparse-update kernels across TensorFlow versions"; not
 harness's code). A user who moves a wide model from tf.estimator 2.15 sees it
@@ -19,9 +19,9 @@ from harness._tf import tf
 __all__ = ["SLOW_SPARSE_VERSIONS", "SPARSE_UPDATE_OPS", "sparse_update_ops",
            "note_sparse_updates"]
 
-# The releases measured slow by `python -m bench.perf.sparse_kernels`
-# (2.18 and 2.19 were not; a release not measured gets no note).
-SLOW_SPARSE_VERSIONS = ("2.20", "2.21")
+# The releases measured slow by `python -m bench.perf.sparse_kernels` (2.22
+# as 2.22.0rc0; 2.15 to 2.19 were not; a release not measured gets no note).
+SLOW_SPARSE_VERSIONS = ("2.20", "2.21", "2.22")
 # The kernels `bench.perf.sparse_kernels` measured slow there: the row
 # updates of v1 Adagrad, Keras 2 Adagrad, Ftrl (canned linear models'
 # default) and of a plain scatter-add. Other optimizers' kernels were not
