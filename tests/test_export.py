@@ -338,6 +338,35 @@ class WriterTest(absltest.TestCase):
                                                        self.bias), rtol=1e-6)
     self.assertEqual(meta_graph.meta_info_def.tags, ["serve"])
 
+  def test_text_export_escapes_quotes(self):
+    # A variable name of 32 bytes (34 with ":0") puts a '"' (byte 34) into
+    # its serialized VariableDef in the "variables" collection; protobuf
+    # 5.29's upb str() wrote it unescaped: a pbtxt no loader could read.
+    def spec_fn(features, labels, mode):
+      del labels
+      weights = tf.compat.v1.get_variable(
+          "quote_in_a_varname_32_bytes_long", [2, 1], use_resource=True)
+      y = tf.matmul(features["x"], weights)
+      return EstimatorSpec(mode, predictions={"y": y})
+    with tf.Graph().as_default():
+      tf.compat.v1.train.get_or_create_global_step()
+      tf.compat.v1.get_variable("quote_in_a_varname_32_bytes_long", [2, 1],
+                                use_resource=True)
+      with tf.compat.v1.Session() as sess:
+        sess.run(tf.compat.v1.global_variables_initializer())
+        ckpt = tf.compat.v1.train.Saver().save(
+            sess, os.path.join(self.model_dir, "quoted", "model.ckpt"))
+    export_dir = writer.export_all_saved_models(
+        self.base, {ModeKeys.PREDICT: raw_receiver_fn()}, spec_fn, ckpt,
+        as_text=True)
+    text = open(os.path.join(export_dir, b"saved_model.pbtxt"),
+                encoding="latin-1").read()
+    self.assertIn('\\"quote_in_a_varname_32_bytes_long', text)
+    self.assertFalse(os.path.exists(os.path.join(export_dir,
+                                                 b"saved_model.pb")))
+    result, _ = run_signature_v1(export_dir, {"x": [[1.0, 2.0]]})
+    self.assertEqual(result["y"].shape, (1, 1))
+
   def test_parsing_receiver_with_regression_signature(self):
     export_dir = self._export({ModeKeys.PREDICT: parsing_receiver_fn()},
                               build_spec_fn("regress"), as_text=True)
