@@ -20,6 +20,7 @@ imports no TensorFlow in the parent.
 """
 
 import argparse
+import importlib.util
 import json
 import os
 import statistics
@@ -87,7 +88,6 @@ def _kernel_ms(tf, np, kind):
 
 
 def _wide_examples_per_sec(tf):
-  sys.path.insert(0, _ROOT)
   from bench.perf import scaling_runners  # pylint: disable=g-import-not-at-top
   ids, labels = scaling_runners.model_data("wide")
   with tf.Graph().as_default():
@@ -102,6 +102,10 @@ def _wide_examples_per_sec(tf):
 
 
 def _child():
+  # tf_keras where this venv has it (TF >= 2.16: the v1 layers need it);
+  # TF 2.15 has its own Keras 2, and the variable would make it look for one.
+  if importlib.util.find_spec("tf_keras") is None:
+    os.environ.pop("TF_USE_LEGACY_KERAS", None)
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   result = {"tensorflow": tf.__version__,
@@ -117,15 +121,10 @@ def _child():
 
 
 def _run_child(python, timeout_secs):
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=_ROOT)
   if not os.path.exists(python):
     raise FileNotFoundError(f"--pythons: {python} does not exist.")
-  # tf_keras where the venv has it (TF >= 2.16: the v1 layers need it).
-  env["TF_USE_LEGACY_KERAS"] = "1"
-  probe = subprocess.run([python, "-c", "import tf_keras"], env=env,
-                         capture_output=True, timeout=120, check=False)
-  if probe.returncode:
-    del env["TF_USE_LEGACY_KERAS"]
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=_ROOT,
+             TF_USE_LEGACY_KERAS="1")  # The child drops it without tf_keras.
   out = subprocess.run(
       ["taskset", "-c", "0", python, "-m", "bench.perf.sparse_kernels",
        "--child"], cwd=_ROOT, env=env, capture_output=True, text=True,
@@ -173,7 +172,7 @@ def render(*, rows, command, rounds, elapsed_secs, uptime_before,
   for row in sorted(ok, key=lambda r: [int(p) for p in r["tensorflow"]
                                        .split(".")[:2]]):
     cells = [f"{row['tensorflow']} ({row['python']})"]
-    for key in KERNELS[:4] + ("adagrad_w1",):
+    for key in KERNELS:
       ratio = (row[key] / best[key] if row[key] and best[key] else None)
       cells.append(f"{_fmt(row[key], '.3f')} ({_fmt(ratio, '.1f')}x)")
     wide_ratio = (row["wide"] / best_wide if row.get("wide") and best_wide

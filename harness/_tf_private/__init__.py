@@ -40,7 +40,8 @@ _BY_MODULE = {
     "training": (
         "add_saving_listeners", "moved_modules", "remove_autograph_files",
         "GLOBAL_STEP_READ_KEY", "global_step_read", "initializer_ops",
-        "rebuild_saver", "RetentionSaver", "set_hook_steps_per_run",
+        "rebuild_saver", "RetentionSaver", "saved_model_proto",
+        "set_hook_steps_per_run",
         "SUMMARY_WRITER_INIT_KEY", "variable_fetch_tensor"),
 }
 _EXPORTS = {name: module for module, names in _BY_MODULE.items()

@@ -17,6 +17,7 @@ __all__ = [
     "variable_fetch_tensor",
     "RetentionSaver",
     "rebuild_saver",
+    "saved_model_proto",
     "initializer_ops",
     "add_saving_listeners",
     "moved_modules",
@@ -154,6 +155,17 @@ def initializer_ops(variable):
     return ([own] if own is not None else []) + [
         v.initializer for v in variable.values]
   return [variable.initializer]
+
+
+def saved_model_proto(builder):
+  """The SavedModel proto a v1 `tf.compat.v1.saved_model.Builder` built.
+
+  Why private: the builder writes a text SavedModel with `str(proto)`, which
+  protobuf 5.29's upb backend (what pip installs beside TensorFlow 2.19)
+  leaves a `"` inside a bytes value unescaped in, so no loader can read it;
+  harness writes the text itself (`export/writer.py`). Checked on 2.16-2.22.
+  """
+  return builder._saved_model  # pylint: disable=protected-access
 
 
 def add_saving_listeners(saver_hook, listeners, first=()):

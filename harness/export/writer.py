@@ -22,6 +22,7 @@ import time
 
 from absl import logging
 
+from harness import _tf_private
 from harness import errors
 from harness._tf import tf
 from harness.export import outputs as outputs_lib
@@ -205,26 +206,18 @@ def _add_meta_graph_for_mode(builder, mode, receiver_fn, build_spec_fn,
         builder.add_meta_graph(**kwargs)
 
 
-def _binary_to_text(export_dir):
-  """Replaces `export_dir`'s saved_model.pb by saved_model.pbtxt, written
-  by protobuf's `text_format`, which escapes every byte of a bytes field.
-
-  TensorFlow's own text write (`str()` of the proto) left a `"` inside a
-  serialized value unescaped under protobuf 5.29's upb backend (what pip
-  installs beside TensorFlow 2.19): a SavedModel no loader could read
-  (`tests/test_export.py::WriterTest::test_text_export_escapes_quotes`).
-  """
+def _write_text(export_dir, proto):
+  """Writes `proto` as `export_dir`/saved_model.pbtxt with protobuf's
+  `text_format`, which escapes every byte of a bytes field (TensorFlow's
+  builder writes `str(proto)`, unreadable under protobuf 5.29:
+  `_tf_private.saved_model_proto`;
+  `tests/test_export.py::WriterTest::test_text_export_escapes_quotes`)."""
   from google.protobuf import text_format  # lazy: a text export only
-  # lazy: after harness._tf has loaded TensorFlow as harness needs it.
-  from tensorflow.core.protobuf import saved_model_pb2  # lazy: see above
-  binary = os.path.join(export_dir, "saved_model.pb")
-  proto = saved_model_pb2.SavedModel()
-  with tf.io.gfile.GFile(binary, "rb") as f:
-    proto.ParseFromString(f.read())
-  with tf.io.gfile.GFile(os.path.join(export_dir, "saved_model.pbtxt"),
-                         "w") as f:
+  path = os.path.join(export_dir, "saved_model.pbtxt")
+  with tf.io.gfile.GFile(path, "w") as f:
     f.write(text_format.MessageToString(proto))
-  tf.io.gfile.remove(binary)
+  # The line TensorFlow's builder (and so tf.estimator 2.15) logs here.
+  tf.compat.v1.logging.info("SavedModel written to: %s", path)
 
 
 def _copy_assets_extra(export_dir, assets_extra):
@@ -311,9 +304,10 @@ def export_all_saved_models(export_dir_base, input_receiver_fn_map,
           checkpoint_path, save_variables=(index == 0),
           strip_default_attrs=strip_default_attrs, random_seed=random_seed,
           session_config=session_config)
-    builder.save(as_text=False)
     if as_text:
-      _binary_to_text(temp_dir)
+      _write_text(temp_dir, _tf_private.saved_model_proto(builder))
+    else:
+      builder.save(as_text=False)
     if assets_extra:
       _copy_assets_extra(temp_dir, assets_extra)
     export_dir = _move_into_place(temp_dir, base, export_dir)
